@@ -1,0 +1,53 @@
+// GPU hardware figures (data/gpus.json): memory, dense peak FLOP/s per dtype, memory
+// bandwidth, NVLink and PCIe. Sources per row are in docs/gpus.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dtplan/model/training.hpp"
+#include "dtplan/model/units.hpp"
+
+namespace dtplan {
+
+struct PeakFlops {  // dense (no 2:4 sparsity) FLOP/s; 0 = no tensor-core support
+  double fp32 = 0;
+  double tf32 = 0;
+  double fp16 = 0;
+  double bf16 = 0;
+  double fp8 = 0;
+  double int8 = 0;
+};
+
+struct GpuSpec {
+  std::string name;
+  std::vector<std::string> aliases;
+  Bytes memory;                             // framebuffer as nvidia-smi reports it
+  double memory_bandwidth_bytes_per_s = 0;  // HBM or GDDR
+  PeakFlops peak_flops;
+  std::int64_t nvlink_links = 0;
+  double nvlink_bytes_per_s_per_direction = 0;  // all links together
+  std::int64_t pcie_generation = 0;
+  std::int64_t pcie_lanes = 0;
+  double tdp_watts = 0;
+
+  // Peak FLOP/s for the GEMMs of a training precision (fp32 uses the CUDA-core rate).
+  double peak_flops_for(Precision p) const;
+};
+
+class GpuCatalog {
+ public:
+  static GpuCatalog load(const std::filesystem::path& path);
+
+  // Case-insensitive match on name or alias; unknown names throw with close names.
+  const GpuSpec& find(std::string_view name) const;
+  const std::vector<GpuSpec>& gpus() const { return gpus_; }
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<GpuSpec> gpus_;
+};
+
+}  // namespace dtplan

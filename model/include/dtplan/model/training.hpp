@@ -1,0 +1,118 @@
+// How a model is trained: precision, optimizer, data-parallel strategy, batch shape,
+// checkpointing and offload. Each enumeration has one table of names (used for parsing,
+// printing and help), so adding a value is one row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtplan {
+
+enum class Precision { fp32, fp16, bf16 };
+enum class Optimizer { adam, adamw, sgd, sgd_momentum, adam8bit };
+enum class Strategy {
+  dp,             // single-process torch.nn.DataParallel
+  ddp,            // DistributedDataParallel
+  zero1,          // DeepSpeed ZeRO stage 1: optimizer states (and fp32 master) sharded
+  zero2,          // + gradients sharded
+  zero3,          // + parameters sharded
+  fsdp_full,      // FSDP FULL_SHARD (ZeRO-3 semantics)
+  fsdp_grad_op,   // FSDP SHARD_GRAD_OP (ZeRO-2 semantics)
+  fsdp_hybrid,    // FSDP HYBRID_SHARD: full shard inside a node, replicate across nodes
+  fsdp_no_shard,  // FSDP NO_SHARD (DDP semantics, no separate bucket copy)
+};
+enum class Offload { none, optimizer, optimizer_and_params };
+enum class Checkpointing { none, selective, full };
+enum class Attention { eager, flash };
+
+template <class E>
+struct NamedValue {
+  E value;
+  std::string_view name;
+  std::string_view description;
+};
+
+inline constexpr std::array<NamedValue<Precision>, 3> kPrecisions{{
+    {Precision::fp32, "fp32", "fp32 weights, gradients and activations"},
+    {Precision::fp16, "fp16", "fp16 mixed precision with fp32 master weights"},
+    {Precision::bf16, "bf16", "bf16 mixed precision with fp32 master weights"},
+}};
+
+inline constexpr std::array<NamedValue<Optimizer>, 5> kOptimizers{{
+    {Optimizer::adam, "adam", "Adam: fp32 first and second moments"},
+    {Optimizer::adamw, "adamw", "AdamW: fp32 first and second moments"},
+    {Optimizer::sgd, "sgd", "SGD without momentum: no state"},
+    {Optimizer::sgd_momentum, "sgd-momentum", "SGD with momentum: one fp32 buffer"},
+    {Optimizer::adam8bit, "adam8bit", "8-bit Adam (bitsandbytes): int8 moments + block scales"},
+}};
+
+inline constexpr std::array<NamedValue<Strategy>, 9> kStrategies{{
+    {Strategy::dp, "dp", "single-process DataParallel (replicas on one node, rank 0 reduces)"},
+    {Strategy::ddp, "ddp", "DistributedDataParallel (replicated, bucketed all-reduce)"},
+    {Strategy::zero1, "zero1", "ZeRO-1: optimizer states and master weights sharded"},
+    {Strategy::zero2, "zero2", "ZeRO-2: + gradients sharded"},
+    {Strategy::zero3, "zero3", "ZeRO-3: + parameters sharded, gathered per unit"},
+    {Strategy::fsdp_full, "fsdp-full", "FSDP FULL_SHARD (as ZeRO-3)"},
+    {Strategy::fsdp_grad_op, "fsdp-grad-op", "FSDP SHARD_GRAD_OP (as ZeRO-2)"},
+    {Strategy::fsdp_hybrid, "fsdp-hybrid", "FSDP HYBRID_SHARD: shard in node, replicate across"},
+    {Strategy::fsdp_no_shard, "fsdp-no-shard", "FSDP NO_SHARD (replicated like DDP)"},
+}};
+
+inline constexpr std::array<NamedValue<Offload>, 3> kOffloads{{
+    {Offload::none, "none", "everything on the GPU"},
+    {Offload::optimizer, "optimizer", "optimizer states and fp32 master weights in host memory"},
+    {Offload::optimizer_and_params, "optimizer+params", "parameters too (ZeRO-3 / FSDP)"},
+}};
+
+inline constexpr std::array<NamedValue<Checkpointing>, 3> kCheckpointings{{
+    {Checkpointing::none, "none", "every activation kept for backward"},
+    {Checkpointing::selective, "selective", "attention core recomputed (Korthikanti et al.)"},
+    {Checkpointing::full, "full", "only each layer's input kept; layers recomputed"},
+}};
+
+inline constexpr std::array<NamedValue<Attention>, 2> kAttentions{{
+    {Attention::eager, "eager", "attention scores materialised (s^2 per head)"},
+    {Attention::flash, "flash", "FlashAttention: no s^2 scores, log-sum-exp kept"},
+}};
+
+// Name of a value; parse throws dtplan::Error naming `what` and the known names.
+std::string_view name_of(Precision v);
+std::string_view name_of(Optimizer v);
+std::string_view name_of(Strategy v);
+std::string_view name_of(Offload v);
+std::string_view name_of(Checkpointing v);
+std::string_view name_of(Attention v);
+
+Precision parse_precision(std::string_view text);
+Optimizer parse_optimizer(std::string_view text);
+Strategy parse_strategy(std::string_view text);
+Offload parse_offload(std::string_view text);
+Checkpointing parse_checkpointing(std::string_view text);
+Attention parse_attention(std::string_view text);
+
+std::vector<std::string> strategy_names();
+
+// True for fp16 and bf16: 16-bit compute copies with fp32 master weights.
+bool is_mixed(Precision p);
+
+// The configuration one memory or time estimate is made for.
+struct TrainingConfig {
+  Strategy strategy = Strategy::ddp;
+  Precision precision = Precision::bf16;
+  Optimizer optimizer = Optimizer::adamw;
+  std::int64_t dp_size = 1;        // data-parallel GPUs
+  std::int64_t gpus_per_node = 8;  // sets the hybrid-sharding group and per-node host totals
+  std::int64_t micro_batch = 1;    // samples per GPU per micro-step
+  std::int64_t seq_len = 0;        // tokens per sample; 0 = the model's maximum positions
+  Checkpointing checkpointing = Checkpointing::none;
+  Attention attention = Attention::eager;
+  Offload offload = Offload::none;
+  bool grad_bucket_view = false;                 // DDP gradient_as_bucket_view=True
+  std::int64_t bucket_cap_bytes = 25 * 1048576;  // DDP bucket_cap_mb default 25
+  bool fp32_grad_accumulation = false;           // Megatron-style fp32 main_grad buffer
+};
+
+}  // namespace dtplan

@@ -1,0 +1,74 @@
+// Transformer language models: the shape of one model (from a Hugging Face config.json or a
+// preset) and its exact parameter count by component.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtplan {
+
+class ObjectReader;
+
+enum class MlpKind { gelu, swiglu };  // up/act/down (2 matrices) or gate/up/down (3 matrices)
+enum class NormKind { layernorm, rmsnorm };
+enum class PositionKind { learned, rotary };
+
+struct TransformerSpec {
+  std::string model_type;  // Hugging Face model_type: gpt2, gpt_neox, llama, ...
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;  // grouped-query attention; = num_heads for multi-head
+  std::int64_t head_dim = 0;      // usually hidden_size / num_heads
+  std::int64_t ffn_size = 0;      // MLP intermediate size
+  std::int64_t max_positions = 0;
+  std::int64_t type_vocab_size = 0;  // BERT token-type embeddings; 0 otherwise
+  MlpKind mlp = MlpKind::gelu;
+  NormKind norm = NormKind::layernorm;
+  PositionKind positions = PositionKind::learned;
+  bool tied_embeddings = true;
+  bool qkv_bias = true;         // biases on the query/key/value projections
+  bool attn_out_bias = true;    // bias on the attention output projection
+  bool mlp_bias = true;         // biases on the MLP projections
+  bool embedding_norm = false;  // a norm right after the embeddings (BERT)
+  bool final_norm = true;       // a norm before the head (decoders)
+  bool lm_head = true;          // a vocabulary projection (causal LM)
+  bool pooler = false;          // BERT pooler: dense h x h + bias
+  bool attention_dropout = false;
+  bool hidden_dropout = false;
+
+  std::int64_t q_size() const { return num_heads * head_dim; }
+  std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+};
+
+struct ParamComponent {
+  std::string name;  // embeddings, attention, mlp, norms, head
+  std::int64_t params = 0;
+};
+
+struct TransformerParams {
+  std::int64_t embeddings = 0;  // token (+ learned position, token-type, embedding norm)
+  std::int64_t attention = 0;   // all layers
+  std::int64_t mlp = 0;         // all layers
+  std::int64_t norms = 0;       // per-layer norms and the final norm
+  std::int64_t head = 0;        // untied LM head or pooler
+  std::int64_t per_layer = 0;   // one transformer block
+  std::int64_t total() const { return embeddings + attention + mlp + norms + head; }
+  std::vector<ParamComponent> components() const;
+};
+
+// Exact parameter count. Throws dtplan::Error if the spec is inconsistent.
+TransformerParams count_parameters(const TransformerSpec& spec);
+
+// Checks sizes are positive and heads divide as attention requires.
+void validate(const TransformerSpec& spec, const std::string& origin);
+
+// Reads a Hugging Face config.json object. Keys that Hugging Face defines but dtplan does not
+// need are accepted; keys dtplan reads are type-checked. Unsupported model_type throws.
+TransformerSpec spec_from_hf_config(const ObjectReader& config);
+
+std::vector<std::string> supported_model_types();
+
+}  // namespace dtplan

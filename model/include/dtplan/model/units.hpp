@@ -1,0 +1,51 @@
+// Units used across dtplan. Byte counts are a strong type whose arithmetic is checked for
+// 64-bit overflow; element counts (parameters, activations) are plain int64 named *_elements
+// or params. Conversions to GB (1e9) and GiB (2^30) happen only when printing.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dtplan {
+
+// A signed byte count: margins (capacity minus need) may be negative.
+struct Bytes {
+  std::int64_t value = 0;
+  constexpr auto operator<=>(const Bytes&) const = default;
+};
+
+inline constexpr double kBytesPerGiB = 1073741824.0;  // 2^30
+inline constexpr double kBytesPerGB = 1e9;
+inline constexpr double kBytesPerMiB = 1048576.0;  // 2^20
+
+// Checked 64-bit arithmetic; `what` names the quantity in the overflow error.
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what);
+std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what);
+// Ceiling of a / b for a >= 0, b > 0.
+std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+
+Bytes operator+(Bytes a, Bytes b);
+Bytes operator-(Bytes a, Bytes b);
+Bytes& operator+=(Bytes& a, Bytes b);
+
+// elements x bytes_per_element, checked; `what` names the quantity in the overflow error.
+Bytes bytes_of(std::int64_t elements, std::int64_t bytes_per_element, std::string_view what);
+// A fraction of a byte count, rounded up (used for allocator slack).
+Bytes fraction_of(Bytes b, double fraction);
+
+// The whole of `text` as a finite number ("1e9", "0.05"); nullopt otherwise.
+std::optional<double> parse_number(std::string_view text);
+
+double to_gib(Bytes b);
+double to_gb(Bytes b);
+
+// "12.55 GiB" / "13.48 GB" with two decimals; "-1.20 GiB" for negative values.
+std::string format_gib(Bytes b);
+std::string format_gb(Bytes b);
+// 6738415616 -> "6,738,415,616"
+std::string format_thousands(std::int64_t n);
+
+}  // namespace dtplan

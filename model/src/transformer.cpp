@@ -1,0 +1,215 @@
+// Parameter counting for transformer models and reading of Hugging Face config.json files.
+//
+// Per block (h hidden, q = heads*head_dim, k = kv_heads*head_dim, f ffn):
+//   attention  h*q + 2*h*k + q*h  (+ q + 2k biases if qkv_bias, + h if attn_out_bias)
+//   mlp gelu   2*h*f              (+ f + h if mlp_bias)
+//   mlp swiglu 3*h*f              (+ 2f + h if mlp_bias)
+//   norms      2 * (h, + h if LayerNorm has a bias)
+#include "dtplan/model/transformer.hpp"
+
+#include <functional>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "dtplan/model/units.hpp"
+
+namespace dtplan {
+
+namespace {
+
+std::int64_t mul(std::int64_t a, std::int64_t b) {
+  return checked_mul(a, b, "parameter count");
+}
+
+std::int64_t norm_params(const TransformerSpec& s) {
+  return s.norm == NormKind::layernorm ? 2 * s.hidden_size : s.hidden_size;
+}
+
+std::int64_t attention_params(const TransformerSpec& s) {
+  const std::int64_t h = s.hidden_size;
+  std::int64_t p = mul(h, s.q_size()) + 2 * mul(h, s.kv_size()) + mul(s.q_size(), h);
+  if (s.qkv_bias) p += s.q_size() + 2 * s.kv_size();
+  if (s.attn_out_bias) p += h;
+  return p;
+}
+
+std::int64_t mlp_params(const TransformerSpec& s) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t f = s.ffn_size;
+  if (s.mlp == MlpKind::swiglu) return 3 * mul(h, f) + (s.mlp_bias ? 2 * f + h : 0);
+  return 2 * mul(h, f) + (s.mlp_bias ? f + h : 0);
+}
+
+std::int64_t embedding_params(const TransformerSpec& s) {
+  std::int64_t p = mul(s.vocab_size, s.hidden_size);
+  if (s.positions == PositionKind::learned) p += mul(s.max_positions, s.hidden_size);
+  p += mul(s.type_vocab_size, s.hidden_size);
+  return p;
+}
+
+}  // namespace
+
+std::vector<ParamComponent> TransformerParams::components() const {
+  return {{"embeddings", embeddings},
+          {"attention", attention},
+          {"mlp", mlp},
+          {"norms", norms},
+          {"head", head}};
+}
+
+void validate(const TransformerSpec& s, const std::string& origin) {
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab_size", s.vocab_size}, {"hidden_size", s.hidden_size},    {"num_layers", s.num_layers},
+      {"num_heads", s.num_heads},   {"num_kv_heads", s.num_kv_heads},  {"head_dim", s.head_dim},
+      {"ffn_size", s.ffn_size},     {"max_positions", s.max_positions}};
+  for (const auto& [name, value] : sizes) {
+    if (value <= 0) {
+      throw Error(origin + ": " + name + " must be positive, got " + std::to_string(value));
+    }
+  }
+  if (s.num_heads % s.num_kv_heads != 0) {
+    throw Error(origin + ": num_key_value_heads " + std::to_string(s.num_kv_heads) +
+                " does not divide num_attention_heads " + std::to_string(s.num_heads));
+  }
+  if (s.type_vocab_size < 0) throw Error(origin + ": type_vocab_size must not be negative");
+}
+
+TransformerParams count_parameters(const TransformerSpec& s) {
+  TransformerParams p;
+  const std::int64_t layer_norms = 2 * norm_params(s);
+  p.per_layer = attention_params(s) + mlp_params(s) + layer_norms;
+  p.embeddings = embedding_params(s);
+  p.attention = mul(attention_params(s), s.num_layers);
+  p.mlp = mul(mlp_params(s), s.num_layers);
+  p.norms = mul(layer_norms, s.num_layers) + (s.final_norm ? norm_params(s) : 0) +
+            (s.embedding_norm ? norm_params(s) : 0);
+  if (s.lm_head && !s.tied_embeddings) p.head += mul(s.vocab_size, s.hidden_size);
+  if (s.pooler) p.head += mul(s.hidden_size, s.hidden_size) + s.hidden_size;
+  checked_add(checked_add(p.embeddings, p.attention, "parameter count"),
+              checked_add(p.mlp, p.norms + p.head, "parameter count"), "parameter count");
+  return p;
+}
+
+namespace {
+
+// The dimensions every Hugging Face config except GPT-2's names the same way.
+void read_common_dims(const ObjectReader& c, TransformerSpec& s) {
+  s.vocab_size = c.positive_integer("vocab_size");
+  s.hidden_size = c.positive_integer("hidden_size");
+  s.num_layers = c.positive_integer("num_hidden_layers");
+  s.num_heads = c.positive_integer("num_attention_heads");
+  s.num_kv_heads = c.optional_integer("num_key_value_heads").value_or(s.num_heads);
+  s.ffn_size = c.positive_integer("intermediate_size");
+  s.max_positions = c.positive_integer("max_position_embeddings");
+  s.head_dim = c.optional_integer("head_dim").value_or(s.hidden_size / s.num_heads);
+  if (!c.has("head_dim") && s.hidden_size % s.num_heads != 0) {
+    c.fail("num_attention_heads", "does not divide hidden_size " + std::to_string(s.hidden_size));
+  }
+}
+
+// Llama family (llama, mistral, qwen2): SwiGLU, RMSNorm, rotary, untied by default.
+void read_llama_like(const ObjectReader& c, TransformerSpec& s) {
+  read_common_dims(c, s);
+  s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
+  s.mlp = MlpKind::swiglu;
+  s.norm = NormKind::rmsnorm;
+  s.positions = PositionKind::rotary;
+  s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(false);
+  s.mlp_bias = c.optional_boolean("mlp_bias").value_or(false);
+  s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
+  s.hidden_dropout = false;
+}
+
+TransformerSpec read_llama(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  return s;
+}
+
+// Qwen2 attention: q, k and v projections carry biases, the output projection does not.
+TransformerSpec read_qwen2(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  s.qkv_bias = true;
+  s.attn_out_bias = false;
+  return s;
+}
+
+TransformerSpec read_gpt2(const ObjectReader& c) {
+  TransformerSpec s;
+  s.vocab_size = c.positive_integer("vocab_size");
+  s.hidden_size = c.positive_integer("n_embd");
+  s.num_layers = c.positive_integer("n_layer");
+  s.num_heads = c.positive_integer("n_head");
+  s.num_kv_heads = s.num_heads;
+  if (s.hidden_size % s.num_heads != 0) c.fail("n_head", "does not divide n_embd");
+  s.head_dim = s.hidden_size / s.num_heads;
+  s.ffn_size = c.optional_integer("n_inner").value_or(4 * s.hidden_size);
+  s.max_positions =
+      c.has("n_positions") ? c.positive_integer("n_positions") : c.positive_integer("n_ctx");
+  s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
+  s.attention_dropout = c.optional_number("attn_pdrop").value_or(0.1) > 0.0;
+  s.hidden_dropout = c.optional_number("resid_pdrop").value_or(0.1) > 0.0;
+  return s;  // learned positions, GELU MLP, LayerNorm, biases everywhere
+}
+
+TransformerSpec read_gpt_neox(const ObjectReader& c) {
+  TransformerSpec s;
+  read_common_dims(c, s);
+  s.positions = PositionKind::rotary;
+  s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
+  s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(true);
+  s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
+  s.hidden_dropout = c.optional_number("hidden_dropout").value_or(0.0) > 0.0;
+  return s;
+}
+
+// BERT encoder (BertModel): embeddings with LayerNorm, post-LN blocks, pooler; no LM head.
+TransformerSpec read_bert(const ObjectReader& c) {
+  TransformerSpec s;
+  read_common_dims(c, s);
+  s.type_vocab_size = c.optional_integer("type_vocab_size").value_or(2);
+  s.embedding_norm = true;
+  s.final_norm = false;
+  s.lm_head = false;
+  s.pooler = true;
+  s.attention_dropout = c.optional_number("attention_probs_dropout_prob").value_or(0.1) > 0.0;
+  s.hidden_dropout = c.optional_number("hidden_dropout_prob").value_or(0.1) > 0.0;
+  return s;
+}
+
+struct ModelTypeReader {
+  const char* model_type;
+  TransformerSpec (*read)(const ObjectReader&);
+};
+
+constexpr ModelTypeReader kReaders[] = {
+    {"gpt2", read_gpt2},     {"gpt_neox", read_gpt_neox}, {"llama", read_llama},
+    {"mistral", read_llama}, {"qwen2", read_qwen2},       {"bert", read_bert},
+};
+
+}  // namespace
+
+std::vector<std::string> supported_model_types() {
+  std::vector<std::string> names;
+  for (const auto& r : kReaders)
+    names.emplace_back(r.model_type);
+  return names;
+}
+
+TransformerSpec spec_from_hf_config(const ObjectReader& config) {
+  const std::string type = config.string("model_type");
+  for (const auto& r : kReaders) {
+    if (type == r.model_type) {
+      TransformerSpec s = r.read(config);
+      s.model_type = type;
+      validate(s, config.location(""));
+      return s;
+    }
+  }
+  config.fail("model_type", "model_type '" + type + "' is not supported (supported: " +
+                                join(supported_model_types(), ", ") + ")");
+}
+
+}  // namespace dtplan
