@@ -1,0 +1,68 @@
+// Per-GPU (and per-host) memory of data-parallel training: model states by component, sharded
+// as the strategy shards them, plus activations, transient buffers and overhead. The result is
+// the peak, reached during backward, when activations, gradients and communication buffers
+// coexist. Derivations and constants: docs/memory-model.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/activations.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::cost {
+
+struct MemoryComponents {
+  Bytes weights;         // compute copy (fp32, or 16-bit under mixed precision)
+  Bytes master_weights;  // fp32 master copy under mixed precision
+  Bytes gradients;
+  Bytes optimizer_states;
+  Bytes grad_buckets;  // DDP's bucketed gradient copy
+  Bytes activations;
+  Bytes buffers;   // transient: gathered units, reduce buckets, NCCL buffers, ...
+  Bytes overhead;  // CUDA context, allocator slack
+
+  Bytes model_states() const;  // weights + master + gradients + optimizer + buckets
+  Bytes total() const;         // model states + activations + buffers + overhead
+};
+
+struct FitVerdict {
+  std::string gpu;
+  Bytes capacity;
+  bool fits = false;
+  Bytes margin;  // capacity - peak; negative when it does not fit
+};
+
+struct MemoryEstimate {
+  Strategy strategy = Strategy::ddp;
+  std::int64_t params = 0;
+  std::int64_t shard_degree = 1;
+  MemoryComponents gpu;  // per GPU (for DataParallel: rank 0, the most loaded)
+  MemoryComponents cpu;  // host memory per rank (offloaded states)
+  Bytes cpu_per_node;    // host memory of all ranks on one node
+  std::vector<NamedBytes> activation_terms;
+  std::vector<NamedBytes> buffer_terms;
+  std::vector<NamedBytes> overhead_terms;
+  std::vector<std::pair<std::string, std::string>> explain;  // component -> how it is derived
+  std::vector<std::string> notes;
+  bool activations_modelled = false;
+  std::int64_t seq_len = 0;
+  std::optional<FitVerdict> fit;
+};
+
+MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
+                               const OverheadConstants& k);
+
+FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu);
+
+// {"strategy", "params", "shard_degree", "per_gpu": {...}, "per_cpu": {...}, "cpu_per_node",
+//  "details": {...}, "explain": {...}, "notes", "capacity", "fits", "margin", "gpu"}; bytes as
+// integers; capacity/fits/margin/gpu are null without a fit check.
+nlohmann::json to_json(const MemoryEstimate& e);
+
+}  // namespace dtplan::cost

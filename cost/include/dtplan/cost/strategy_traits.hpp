@@ -1,0 +1,42 @@
+// What each data-parallel strategy does to per-GPU memory: which model-state components it
+// shards across the data-parallel group, which transient buffers it needs, and which offload
+// modes the real implementation offers. One row per strategy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::cost {
+
+enum class GradientBuffer {
+  none,            // gradients reduced in place (FSDP NO_SHARD, DataParallel)
+  ddp_buckets,     // a second, bucketed copy of the gradients (unless bucket view)
+  zero_bucket,     // DeepSpeed's contiguous reduce bucket (reduce_bucket_size)
+  unit_gradients,  // FSDP: one unit's unsharded gradients before reduce-scatter
+};
+
+struct StrategyTraits {
+  Strategy strategy;
+  bool shards_optimizer;  // optimizer states and fp32 master weights
+  bool shards_gradients;
+  bool shards_weights;  // persistent weights sharded; units gathered on use
+  GradientBuffer gradient_buffer;
+  bool single_process;  // torch.nn.DataParallel: rank 0 reduces and steps
+  bool hybrid;          // shard group = the GPUs of one node
+  bool offload_optimizer_ok;
+  bool offload_params_ok;
+};
+
+const StrategyTraits& traits_of(Strategy s);
+
+// GPUs that each sharded component is split across: the data-parallel size, or the GPUs of a
+// node for hybrid sharding. Throws when the strategy cannot run with this configuration.
+std::int64_t shard_degree(const TrainingConfig& c);
+
+// Throws dtplan::Error if the configuration is not one the strategy supports (offload mode,
+// hybrid divisibility, single-process limits).
+void check_supported(const TrainingConfig& c);
+
+}  // namespace dtplan::cost

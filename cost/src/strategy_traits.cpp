@@ -1,0 +1,73 @@
+// The strategy table and the configuration rules that follow from it.
+#include "dtplan/cost/strategy_traits.hpp"
+
+#include <array>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cost {
+
+namespace {
+
+using GB = GradientBuffer;
+
+// strategy, shards: optimizer gradients weights, gradient buffer, single, hybrid, offload
+// opt/params
+constexpr std::array<StrategyTraits, 9> kTraits{{
+    {Strategy::dp, false, false, false, GB::none, true, false, false, false},
+    {Strategy::ddp, false, false, false, GB::ddp_buckets, false, false, false, false},
+    {Strategy::zero1, true, false, false, GB::zero_bucket, false, false, true, false},
+    {Strategy::zero2, true, true, false, GB::zero_bucket, false, false, true, false},
+    {Strategy::zero3, true, true, true, GB::zero_bucket, false, false, true, true},
+    {Strategy::fsdp_full, true, true, true, GB::unit_gradients, false, false, false, true},
+    {Strategy::fsdp_grad_op, true, true, false, GB::unit_gradients, false, false, false, true},
+    {Strategy::fsdp_hybrid, true, true, true, GB::unit_gradients, false, true, false, true},
+    {Strategy::fsdp_no_shard, false, false, false, GB::none, false, false, false, false},
+}};
+
+std::string strategy_label(Strategy s) {
+  return "strategy " + std::string(name_of(s));
+}
+
+}  // namespace
+
+const StrategyTraits& traits_of(Strategy s) {
+  for (const auto& t : kTraits) {
+    if (t.strategy == s) return t;
+  }
+  throw Error("internal: no traits for strategy " + std::string(name_of(s)));
+}
+
+std::int64_t shard_degree(const TrainingConfig& c) {
+  const auto& t = traits_of(c.strategy);
+  if (!t.hybrid) return c.dp_size;
+  const std::int64_t group = c.dp_size < c.gpus_per_node ? c.dp_size : c.gpus_per_node;
+  if (c.dp_size % group != 0) {
+    throw Error(strategy_label(c.strategy) + ": data-parallel size " + std::to_string(c.dp_size) +
+                " is not a multiple of the " + std::to_string(group) +
+                " GPUs per node that form a shard group (--gpus / --gpus-per-node)");
+  }
+  return group;
+}
+
+void check_supported(const TrainingConfig& c) {
+  const auto& t = traits_of(c.strategy);
+  if (c.dp_size < 1) throw Error("--gpus: must be a positive integer");
+  if (c.gpus_per_node < 1) throw Error("--gpus-per-node: must be a positive integer");
+  if (t.single_process && c.dp_size > c.gpus_per_node) {
+    throw Error(strategy_label(c.strategy) + ": DataParallel runs in one process on one node; " +
+                "--gpus " + std::to_string(c.dp_size) + " exceeds --gpus-per-node " +
+                std::to_string(c.gpus_per_node));
+  }
+  if (c.offload == Offload::optimizer && !t.offload_optimizer_ok) {
+    throw Error(strategy_label(c.strategy) + ": --offload optimizer needs zero1, zero2 or zero3 " +
+                "(FSDP offloads parameters and optimizer together: optimizer+params)");
+  }
+  if (c.offload == Offload::optimizer_and_params && !t.offload_params_ok) {
+    throw Error(strategy_label(c.strategy) + ": --offload optimizer+params needs zero3 or an " +
+                "FSDP sharding strategy");
+  }
+  shard_degree(c);
+}
+
+}  // namespace dtplan::cost
