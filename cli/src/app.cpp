@@ -1,0 +1,45 @@
+// The dtplan command-line application: registers subcommands, parses, runs the chosen one and
+// turns library errors into a one-line message and an exit code.
+#include "dtplan/cli/app.hpp"
+
+#include <map>
+
+#include "commands.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cli {
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"dtplan: plan distributed training: memory, communication, strategy"};
+  app.set_version_flag("--version", std::string("dtplan ") + DTPLAN_VERSION);
+  app.require_subcommand(1);
+  std::map<std::string, CommandRunner> runners;
+  auto add = [&](Command (*reg)(CLI::App&)) {
+    auto command = reg(app);
+    runners[command.name] = std::move(command.run);
+  };
+  add(register_memory_command);
+  add(register_models_command);
+  add(register_gpus_command);
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) {
+      return runners.at(sub->get_name())(RunContext{out, err, args});
+    }
+  } catch (const Error& e) {
+    err << "dtplan: error: " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    err << "dtplan: internal error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dtplan::cli

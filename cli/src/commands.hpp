@@ -1,0 +1,30 @@
+// Subcommand registry: each command adds itself to the app and returns the function that runs
+// it once parsing has succeeded. Adding a command is one new file and one line in app.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dtplan::cli {
+
+struct RunContext {
+  std::ostream& out;
+  std::ostream& err;
+  const std::vector<std::string>& args;  // the command line, recorded in JSON reports
+};
+
+using CommandRunner = std::function<int(const RunContext&)>;
+
+struct Command {
+  std::string name;
+  CommandRunner run;
+};
+
+Command register_memory_command(CLI::App& app);
+Command register_models_command(CLI::App& app);
+Command register_gpus_command(CLI::App& app);
+
+}  // namespace dtplan::cli

@@ -1,0 +1,112 @@
+// Shared options: registration on a CLI11 app and checked conversion.
+#include "common_options.hpp"
+
+#include <cmath>
+
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+std::string names_of(auto const& table) {
+  std::string out;
+  for (const auto& row : table)
+    out += (out.empty() ? "" : "|") + std::string(row.name);
+  return out;
+}
+
+void require_positive(std::int64_t value, const char* flag) {
+  if (value < 1) {
+    throw Error(std::string(flag) + ": must be a positive integer, got " + std::to_string(value));
+  }
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& app, ModelOptions& o) {
+  app.add_option("--model", o.model,
+                 "model preset name, a Hugging Face config.json (or its folder), or a dtplan "
+                 "model JSON");
+  app.add_option("--params", o.params, "a bare parameter count instead: 7.5e9, 7.5B, 350M");
+  app.add_option("--data-dir", o.data_dir,
+                 "data directory (default: $DTPLAN_DATA_DIR or built-in)");
+}
+
+void add_training_options(CLI::App& app, TrainingOptions& o) {
+  app.add_option("--gpus", o.gpus, "data-parallel GPUs")->capture_default_str();
+  app.add_option("--gpus-per-node", o.gpus_per_node,
+                 "GPUs per node (hybrid shard group, host totals); default min(--gpus, 8)");
+  app.add_option("--precision", o.precision, names_of(kPrecisions))->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, names_of(kOptimizers))->capture_default_str();
+  app.add_flag("--grad-bucket-view", o.grad_bucket_view,
+               "DDP gradient_as_bucket_view=True: no separate bucket copy");
+  app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket_cap_mb (MiB)")
+      ->capture_default_str();
+  app.add_flag("--fp32-grad-accum", o.fp32_grad_accumulation,
+               "keep gradients in an fp32 accumulation buffer (Megatron main_grad)");
+  app.add_option("--offload", o.offload, names_of(kOffloads))->capture_default_str();
+  app.add_option("--micro-batch", o.micro_batch, "samples per GPU per micro-step")
+      ->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sample (default: the model's maximum)");
+  app.add_option("--checkpointing", o.checkpointing, names_of(kCheckpointings))
+      ->capture_default_str();
+  app.add_option("--attention", o.attention, names_of(kAttentions))->capture_default_str();
+  app.add_option("--gpu", o.gpu, "GPU model for the fit check, e.g. A100-80GB, H100-SXM");
+  app.add_option("--overhead", o.overhead_overrides,
+                 "override an overhead constant, KEY=VALUE (repeatable)");
+  app.add_option("--overheads", o.overheads_file, "overhead constants file (JSON)");
+}
+
+std::filesystem::path data_dir_of(const ModelOptions& o) {
+  return resolve_data_dir(o.data_dir);
+}
+
+ModelDesc resolve_model(const ModelOptions& o) {
+  if (!o.model.empty() && !o.params.empty()) {
+    throw Error("--model and --params: give one of them, not both");
+  }
+  if (!o.params.empty()) return model_from_param_count(parse_param_count(o.params), "--params");
+  if (o.model.empty()) throw Error("no model: give --model NAME|PATH or --params COUNT");
+  return load_model(o.model, data_dir_of(o) / "models");
+}
+
+TrainingConfig training_config(const TrainingOptions& o) {
+  TrainingConfig c;
+  require_positive(o.gpus, "--gpus");
+  c.dp_size = o.gpus;
+  c.gpus_per_node = o.gpus_per_node.value_or(std::min<std::int64_t>(o.gpus, 8));
+  require_positive(c.gpus_per_node, "--gpus-per-node");
+  c.precision = parse_precision(o.precision);
+  c.optimizer = parse_optimizer(o.optimizer);
+  c.grad_bucket_view = o.grad_bucket_view;
+  if (!(o.bucket_cap_mb > 0.0) || o.bucket_cap_mb > 1e6) {
+    throw Error("--bucket-cap-mb: must be a positive size in MiB");
+  }
+  c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
+  c.fp32_grad_accumulation = o.fp32_grad_accumulation;
+  c.offload = parse_offload(o.offload);
+  require_positive(o.micro_batch, "--micro-batch");
+  c.micro_batch = o.micro_batch;
+  if (o.seq_len) require_positive(*o.seq_len, "--seq-len");
+  c.seq_len = o.seq_len.value_or(0);
+  c.checkpointing = parse_checkpointing(o.checkpointing);
+  c.attention = parse_attention(o.attention);
+  return c;
+}
+
+cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data) {
+  auto k = cost::load_overheads(o.overheads_file.empty() ? data / "overheads.json"
+                                                         : std::filesystem::path(o.overheads_file));
+  for (const auto& assignment : o.overhead_overrides)
+    cost::apply_override(k, assignment);
+  return k;
+}
+
+std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data) {
+  if (o.gpu.empty()) return std::nullopt;
+  return GpuCatalog::load(data / "gpus.json").find(o.gpu);
+}
+
+}  // namespace dtplan::cli

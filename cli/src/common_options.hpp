@@ -1,0 +1,53 @@
+// Command-line options shared by the commands that take a model and a training configuration
+// (memory now; estimate and plan later), and their conversion into library inputs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::cli {
+
+struct ModelOptions {
+  std::string model;     // preset name or path
+  std::string params;    // raw count text, e.g. "7.5B"
+  std::string data_dir;  // overrides DTPLAN_DATA_DIR
+};
+
+struct TrainingOptions {
+  std::int64_t gpus = 1;
+  std::optional<std::int64_t> gpus_per_node;
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  bool grad_bucket_view = false;
+  double bucket_cap_mb = 25.0;
+  bool fp32_grad_accumulation = false;
+  std::string offload = "none";
+  std::int64_t micro_batch = 1;
+  std::optional<std::int64_t> seq_len;
+  std::string checkpointing = "none";
+  std::string attention = "eager";
+  std::string gpu;
+  std::vector<std::string> overhead_overrides;
+  std::string overheads_file;
+};
+
+void add_model_options(CLI::App& app, ModelOptions& o);
+void add_training_options(CLI::App& app, TrainingOptions& o);
+
+std::filesystem::path data_dir_of(const ModelOptions& o);
+ModelDesc resolve_model(const ModelOptions& o);
+// Strategy is filled by the caller; everything else checked and converted here.
+TrainingConfig training_config(const TrainingOptions& o);
+cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data);
+std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data);
+
+}  // namespace dtplan::cli

@@ -1,0 +1,78 @@
+// Common parts of JSON reports.
+#include "json_output.hpp"
+
+namespace dtplan::cli {
+
+nlohmann::json report_preamble(const std::string& command, const std::vector<std::string>& args) {
+  return {
+      {"schema_version", 1},
+      {"generated_by",
+       {{"tool", "dtplan"}, {"version", DTPLAN_VERSION}, {"command", command}, {"args", args}}}};
+}
+
+nlohmann::json model_json(const ModelDesc& m) {
+  nlohmann::json components = nlohmann::json::object();
+  for (const auto& c : m.components)
+    components[c.name] = c.params;
+  nlohmann::json j = {
+      {"name", m.name}, {"origin", m.origin}, {"params", m.params}, {"components", components}};
+  if (!m.reference.empty()) j["reference"] = m.reference;
+  if (m.transformer) {
+    const auto& t = *m.transformer;
+    j["kind"] = "transformer";
+    j["shape"] = {{"model_type", t.model_type},
+                  {"hidden", t.hidden_size},
+                  {"layers", t.num_layers},
+                  {"heads", t.num_heads},
+                  {"kv_heads", t.num_kv_heads},
+                  {"head_dim", t.head_dim},
+                  {"ffn", t.ffn_size},
+                  {"vocab", t.vocab_size},
+                  {"max_positions", t.max_positions},
+                  {"mlp", t.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
+                  {"positions", t.positions == PositionKind::rotary ? "rotary" : "learned"},
+                  {"tied_embeddings", t.tied_embeddings}};
+  } else if (m.layers) {
+    j["kind"] = "layer_list";
+    auto layers = nlohmann::json::array();
+    for (const auto& l : m.layers->layers) {
+      layers.push_back({{"type", l.type},
+                        {"label", l.label},
+                        {"params", l.params},
+                        {"input_shape", l.input_shape},
+                        {"output_shape", l.output_shape}});
+    }
+    j["input_shape"] = m.layers->input_shape;
+    j["layers"] = layers;
+  } else {
+    j["kind"] = "param_count";
+  }
+  return j;
+}
+
+nlohmann::json training_json(const TrainingConfig& c) {
+  return {{"precision", name_of(c.precision)},
+          {"optimizer", name_of(c.optimizer)},
+          {"gpus", c.dp_size},
+          {"gpus_per_node", c.gpus_per_node},
+          {"micro_batch", c.micro_batch},
+          {"seq_len", c.seq_len == 0 ? nlohmann::json(nullptr) : nlohmann::json(c.seq_len)},
+          {"checkpointing", name_of(c.checkpointing)},
+          {"attention", name_of(c.attention)},
+          {"offload", name_of(c.offload)},
+          {"grad_bucket_view", c.grad_bucket_view},
+          {"bucket_cap_bytes", c.bucket_cap_bytes},
+          {"fp32_grad_accumulation", c.fp32_grad_accumulation}};
+}
+
+nlohmann::json overheads_json(const cost::OverheadConstants& k) {
+  return {{"cuda_context_bytes", k.cuda_context_bytes},
+          {"allocator_slack_fraction", k.allocator_slack_fraction},
+          {"nccl_channels", k.nccl_channels},
+          {"nccl_connections_per_channel", k.nccl_connections_per_channel},
+          {"nccl_buffer_bytes_per_connection", k.nccl_buffer_bytes_per_connection},
+          {"zero_reduce_bucket_elements", k.zero_reduce_bucket_elements},
+          {"adam8bit_block_elements", k.adam8bit_block_elements}};
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,97 @@
+// `dtplan memory`: per-GPU memory of one strategy, or all strategies side by side.
+#include <memory>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "json_output.hpp"
+#include "memory_report.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+struct MemoryOptions {
+  ModelOptions model;
+  TrainingOptions training;
+  std::string strategy = "all";
+  bool json = false;
+};
+
+cost::MemoryEstimate estimate_one(const ModelDesc& m, TrainingConfig c, Strategy s,
+                                  const cost::OverheadConstants& k,
+                                  const std::optional<GpuSpec>& gpu) {
+  c.strategy = s;
+  auto e = cost::estimate_memory(m, c, k);
+  if (gpu) e.fit = cost::check_fit(e, *gpu);
+  return e;
+}
+
+int run_memory(const MemoryOptions& o, const RunContext& ctx) {
+  const auto data = data_dir_of(o.model);
+  const ModelDesc model = resolve_model(o.model);
+  const TrainingConfig config = training_config(o.training);
+  const auto overheads = overheads_of(o.training, data);
+  const auto gpu = gpu_of(o.training, data);
+  const MemoryReportContext report{model, config, gpu};
+
+  nlohmann::json j = report_preamble("memory", ctx.args);
+  j["model"] = model_json(model);
+  j["training"] = training_json(config);
+  j["overheads"] = overheads_json(overheads);
+
+  if (o.strategy != "all") {
+    const auto e = estimate_one(model, config, parse_strategy(o.strategy), overheads, gpu);
+    if (!o.json) {
+      print_memory_detail(ctx.out, report, e);
+      return 0;
+    }
+    j.update(cost::to_json(e));
+    ctx.out << j.dump(2) << '\n';
+    return 0;
+  }
+
+  std::vector<cost::MemoryEstimate> estimates;
+  std::vector<SkippedStrategy> skipped;
+  for (const auto& row : kStrategies) {
+    try {
+      estimates.push_back(estimate_one(model, config, row.value, overheads, gpu));
+    } catch (const Error& e) {
+      skipped.push_back({row.value, e.what()});
+    }
+  }
+  if (estimates.empty()) throw Error("no strategy applies: " + skipped.front().reason);
+  if (!o.json) {
+    print_memory_comparison(ctx.out, report, estimates, skipped);
+    return 0;
+  }
+  j["params"] = model.params;
+  j["estimates"] = nlohmann::json::array();
+  for (const auto& e : estimates)
+    j["estimates"].push_back(cost::to_json(e));
+  j["skipped"] = nlohmann::json::array();
+  for (const auto& s : skipped) {
+    j["skipped"].push_back({{"strategy", name_of(s.strategy)}, {"reason", s.reason}});
+  }
+  ctx.out << j.dump(2) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+Command register_memory_command(CLI::App& app) {
+  auto options = std::make_shared<MemoryOptions>();
+  auto* cmd = app.add_subcommand("memory",
+                                 "Per-GPU peak memory of training a model under DDP, ZeRO or FSDP");
+  add_model_options(*cmd, options->model);
+  add_training_options(*cmd, options->training);
+  cmd->add_option("--strategy", options->strategy,
+                  "one of " + join(strategy_names(), "|") + ", or all to compare them")
+      ->capture_default_str();
+  cmd->add_flag("--json", options->json, "machine-readable output");
+  return {"memory", [options](const RunContext& ctx) { return run_memory(*options, ctx); }};
+}
+
+}  // namespace dtplan::cli

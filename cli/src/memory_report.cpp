@@ -1,0 +1,225 @@
+// Text layout of memory estimates.
+#include "memory_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "dtplan/model/suggest.hpp"
+#include "table.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+std::string gib(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", to_gib(b));
+  return buf;
+}
+
+std::string signed_gib(Bytes b) {
+  return (b.value >= 0 ? "+" : "") + gib(b);
+}
+
+std::string model_line(const ModelDesc& m) {
+  std::string kind = m.kind == ModelKind::transformer  ? "transformer, " + m.transformer->model_type
+                     : m.kind == ModelKind::layer_list ? "layer list"
+                                                       : "parameter count only";
+  return m.name + ": " + format_thousands(m.params) + " parameters (" + kind + "; " + m.origin +
+         ")";
+}
+
+std::string precision_line(const TrainingConfig& c) {
+  const std::string p(name_of(c.precision));
+  std::string text =
+      is_mixed(c.precision) ? p + " mixed precision (fp32 master weights)" : std::string("fp32");
+  if (c.fp32_grad_accumulation) text += ", fp32 gradient accumulation buffer";
+  return text + ", " + std::string(name_of(c.optimizer));
+}
+
+std::string batch_line(const ModelDesc& m, const TrainingConfig& c, std::int64_t seq_len) {
+  std::string text = "micro-batch " + std::to_string(c.micro_batch);
+  if (m.transformer) {
+    text += " x sequence " + std::to_string(seq_len) +
+            (c.seq_len == 0 ? " (the model's maximum; set --seq-len)" : "") + ", " +
+            std::string(name_of(c.attention)) + " attention";
+  } else if (m.layers) {
+    text += ", input " + format_shape(m.layers->input_shape) + " per sample";
+  } else {
+    text += " (activations not modelled)";
+  }
+  return text + ", checkpointing " + std::string(name_of(c.checkpointing));
+}
+
+void print_terms(std::ostream& out, const std::string& title,
+                 const std::vector<cost::NamedBytes>& terms) {
+  if (terms.empty()) return;
+  out << "\n  " << title << ":\n";
+  TextTable t({"", "GiB", "bytes"});
+  for (const auto& term : terms) {
+    t.add_row({term.name, gib(term.bytes), format_thousands(term.bytes.value)});
+  }
+  t.print(out, {}, "    ");
+}
+
+std::string verdict(const cost::FitVerdict& f) {
+  if (f.fits) {
+    return "fits on " + f.gpu + " with " + format_gib(f.margin) + " (" + format_gb(f.margin) +
+           ") to spare";
+  }
+  const Bytes short_by{-f.margin.value};
+  return "does NOT fit on " + f.gpu + ": short by " + format_gib(short_by) + " (" +
+         format_gb(short_by) + ")";
+}
+
+// Notes that several strategies share are printed once, naming the strategies.
+void print_shared_notes(std::ostream& out, const std::vector<cost::MemoryEstimate>& estimates) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
+  for (const auto& e : estimates) {
+    for (const auto& note : e.notes) {
+      auto it = std::find_if(notes.begin(), notes.end(),
+                             [&note](const auto& n) { return n.first == note; });
+      if (it == notes.end()) it = notes.insert(notes.end(), {note, {}});
+      it->second.emplace_back(name_of(e.strategy));
+    }
+  }
+  for (const auto& [note, who] : notes) {
+    const std::string scope = who.size() == estimates.size() ? "" : " (" + join(who, ", ") + ")";
+    out << "\n  note" << scope << ": " << note << '\n';
+  }
+}
+
+}  // namespace
+
+void print_memory_header(std::ostream& out, const MemoryReportContext& ctx,
+                         const std::string& strategy_text, std::int64_t seq_len) {
+  const auto& c = ctx.config;
+  out << "dtplan memory: peak memory per GPU during training\n";
+  TextTable t({"", ""});
+  t.add_row({"model", model_line(ctx.model)});
+  t.add_row({"training", precision_line(c)});
+  t.add_row({"GPUs", std::to_string(c.dp_size) + " data-parallel, " +
+                         std::to_string(c.gpus_per_node) + " per node; " + strategy_text});
+  t.add_row({"batch", batch_line(ctx.model, c, seq_len)});
+  t.add_row({"offload", std::string(name_of(c.offload))});
+  if (ctx.gpu) {
+    t.add_row({"GPU", ctx.gpu->name + ", " + format_gib(ctx.gpu->memory) + " (" +
+                          format_gb(ctx.gpu->memory) + ")"});
+  } else {
+    t.add_row({"GPU", "none given (--gpu NAME for a fit check)"});
+  }
+  t.print(out, {1});
+}
+
+void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
+                         const cost::MemoryEstimate& e) {
+  print_memory_header(out, ctx, "strategy " + std::string(name_of(e.strategy)), e.seq_len);
+  auto how = [&e](const std::string& key) {
+    for (const auto& [k, text] : e.explain) {
+      if (k == key) return text;
+    }
+    return std::string();
+  };
+  const auto& g = e.gpu;
+  TextTable t({"per GPU", "GiB", "bytes", "how"});
+  t.add_row({"weights", gib(g.weights), format_thousands(g.weights.value), how("weights")});
+  t.add_row({"master weights", gib(g.master_weights), format_thousands(g.master_weights.value),
+             how("master_weights")});
+  t.add_row({"gradients", gib(g.gradients), format_thousands(g.gradients.value), how("gradients")});
+  t.add_row({"optimizer states", gib(g.optimizer_states),
+             format_thousands(g.optimizer_states.value), how("optimizer_states")});
+  t.add_row({"grad buckets", gib(g.grad_buckets), format_thousands(g.grad_buckets.value),
+             how("grad_buckets")});
+  t.add_rule();
+  t.add_row({"model states", gib(g.model_states()), format_thousands(g.model_states().value), ""});
+  t.add_row({"activations", gib(g.activations), format_thousands(g.activations.value),
+             e.activations_modelled ? "see below" : "not modelled"});
+  t.add_row({"buffers", gib(g.buffers), format_thousands(g.buffers.value), "see below"});
+  t.add_row({"overhead", gib(g.overhead), format_thousands(g.overhead.value), "see below"});
+  t.add_rule();
+  t.add_row(
+      {"peak total", gib(g.total()), format_thousands(g.total().value), format_gb(g.total())});
+  out << '\n';
+  t.print(out, {3});
+  print_terms(out, "activations", e.activation_terms);
+  print_terms(out, "buffers", e.buffer_terms);
+  print_terms(out, "overhead", e.overhead_terms);
+  if (e.cpu.total().value > 0) {
+    out << "\n  host memory: " << format_gib(e.cpu.total()) << " per rank ("
+        << "weights " << gib(e.cpu.weights) << ", master " << gib(e.cpu.master_weights)
+        << ", gradients " << gib(e.cpu.gradients) << ", optimizer " << gib(e.cpu.optimizer_states)
+        << " GiB), " << format_gib(e.cpu_per_node) << " per node\n";
+  }
+  for (const auto& note : e.notes)
+    out << "\n  note: " << note << '\n';
+  if (e.fit) out << "\n  verdict: " << verdict(*e.fit) << '\n';
+}
+
+void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
+                             const std::vector<cost::MemoryEstimate>& estimates,
+                             const std::vector<SkippedStrategy>& skipped) {
+  const std::int64_t seq = estimates.empty() ? 0 : estimates.front().seq_len;
+  print_memory_header(out, ctx, "all strategies compared", seq);
+  std::vector<std::string> header{"GiB per GPU"};
+  for (const auto& e : estimates)
+    header.emplace_back(name_of(e.strategy));
+  TextTable t(header);
+  auto row = [&](const std::string& label, auto get) {
+    std::vector<std::string> cells{label};
+    for (const auto& e : estimates)
+      cells.push_back(get(e));
+    t.add_row(cells);
+  };
+  using E = cost::MemoryEstimate;
+  row("weights", [](const E& e) { return gib(e.gpu.weights); });
+  row("master weights", [](const E& e) { return gib(e.gpu.master_weights); });
+  row("gradients", [](const E& e) { return gib(e.gpu.gradients); });
+  row("optimizer states", [](const E& e) { return gib(e.gpu.optimizer_states); });
+  row("grad buckets", [](const E& e) { return gib(e.gpu.grad_buckets); });
+  t.add_rule();
+  row("model states", [](const E& e) { return gib(e.gpu.model_states()); });
+  row("activations", [](const E& e) { return gib(e.gpu.activations); });
+  row("buffers", [](const E& e) { return gib(e.gpu.buffers); });
+  row("overhead", [](const E& e) { return gib(e.gpu.overhead); });
+  t.add_rule();
+  row("peak total", [](const E& e) { return gib(e.gpu.total()); });
+  row("peak total (GB)", [](const E& e) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", to_gb(e.gpu.total()));
+    return std::string(buf);
+  });
+  row("host per rank", [](const E& e) { return gib(e.cpu.total()); });
+  if (ctx.gpu) {
+    row("fits " + ctx.gpu->name,
+        [](const E& e) { return std::string(e.fit->fits ? "yes" : "NO"); });
+    row("margin", [](const E& e) { return signed_gib(e.fit->margin); });
+  }
+  out << '\n';
+  t.print(out);
+  if (!estimates.empty())
+    print_terms(out, "activations (every strategy)", estimates[0].activation_terms);
+  for (const auto& s : skipped) {
+    out << "\n  skipped " << name_of(s.strategy) << ": " << s.reason << '\n';
+  }
+  print_shared_notes(out, estimates);
+  if (ctx.gpu) {
+    std::vector<std::string> fitting;
+    const E* roomiest = nullptr;
+    for (const auto& e : estimates) {
+      if (!e.fit->fits) continue;
+      fitting.emplace_back(name_of(e.strategy));
+      if (roomiest == nullptr || e.fit->margin > roomiest->fit->margin) roomiest = &e;
+    }
+    out << "\n  verdict: ";
+    if (fitting.empty()) {
+      out << "no strategy fits on " << ctx.gpu->name
+          << "; try --checkpointing full, a smaller --micro-batch, more --gpus or --offload\n";
+    } else {
+      out << fitting.size() << " of " << estimates.size() << " fit on " << ctx.gpu->name << " ("
+          << join(fitting, ", ") << "); most headroom: " << name_of(roomiest->strategy) << " ("
+          << format_gib(roomiest->fit->margin) << " free)\n";
+    }
+  }
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,24 @@
+// A plain-text table with right-aligned numeric columns, for terminal reports.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dtplan::cli {
+
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void add_rule() { rows_.emplace_back(); }
+  // Column 0 is left-aligned, the others right-aligned unless listed in `left_columns`.
+  void print(std::ostream& out, const std::vector<std::size_t>& left_columns = {},
+             const std::string& indent = "  ") const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace dtplan::cli
