@@ -1,0 +1,178 @@
+// Tests for cli/src/memory_command.cpp (and memory_report.cpp): `dtplan memory` end to end
+// through run_cli, JSON figures checked against hand-derived values, and every class of bad
+// input giving a one-line error and exit code 1.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "dtplan/cli/app.hpp"
+
+using Catch::Contains;
+
+namespace {
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  args.insert(args.end(), {"--data-dir", DTPLAN_DATA_DIR});
+  const int code = dtplan::cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string bad(const std::string& name) {
+  return std::string(DTPLAN_TEST_DATA_DIR) + "/bad/" + name;
+}
+
+const nlohmann::json& by_strategy(const nlohmann::json& j, const std::string& s) {
+  for (const auto& e : j["estimates"]) {
+    if (e["strategy"] == s) return e;
+  }
+  FAIL("no estimate for " << s);
+  return j;
+}
+}  // namespace
+
+TEST_CASE("the README example compares all strategies for Llama 2 7B") {
+  const auto r =
+      run({"memory", "--model", "llama-2-7b", "--gpus", "8", "--strategy", "all", "--precision",
+           "bf16", "--micro-batch", "1", "--seq-len", "4096", "--gpu", "A100-80GB", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["generated_by"]["command"] == "memory");
+  CHECK(j["params"] == 6'738'415'616);
+  CHECK(j["estimates"].size() == 9);
+  const std::int64_t a = 6'738'415'616;
+  const auto& ddp = by_strategy(j, "ddp");
+  CHECK(ddp["per_gpu"]["model_states"] == 18 * a);  // 121,291,481,088
+  CHECK(ddp["fits"] == false);
+  CHECK(ddp["capacity"] == 85'899'345'920);
+  const auto& z3 = by_strategy(j, "zero3");
+  CHECK(z3["per_gpu"]["weights"] == 2 * (a / 8));
+  CHECK(z3["per_gpu"]["model_states"] == 16 * (a / 8));
+  // 32 blocks x 1,702,887,424 + 1,377,861,632 outside the blocks (see test_activations.cpp)
+  CHECK(z3["per_gpu"]["activations"] == 32 * 1'702'887'424LL + 1'377'861'632);
+  const auto& g = z3["per_gpu"];
+  CHECK(g["total"].get<std::int64_t>() ==
+        g["model_states"].get<std::int64_t>() + g["activations"].get<std::int64_t>() +
+            g["buffers"].get<std::int64_t>() + g["overhead"].get<std::int64_t>());
+  CHECK(z3["margin"].get<std::int64_t>() == 85'899'345'920 - g["total"].get<std::int64_t>());
+}
+
+TEST_CASE("the human comparison table names every strategy and a verdict") {
+  const auto r = run({"memory", "--model", "llama-2-7b", "--gpus", "8", "--precision", "bf16",
+                      "--seq-len", "4096", "--gpu", "A100-80GB", "--checkpointing", "full"});
+  REQUIRE(r.code == 0);
+  for (const char* s :
+       {"dp", "ddp", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op", "fsdp-hybrid",
+        "fsdp-no-shard", "peak total", "fits A100-80GB", "verdict:"}) {
+    CHECK_THAT(r.out, Contains(s));
+  }
+}
+
+TEST_CASE("one strategy in detail explains each component") {
+  const auto r = run({"memory", "--params", "1e9", "--gpus", "8", "--strategy", "zero2",
+                      "--precision", "fp32", "--optimizer", "adam"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("(1/8 shard)") && Contains("8 B/param") &&
+                        Contains("activations and gathered units are not modelled"));
+  const auto j =
+      nlohmann::json::parse(run({"memory", "--params", "1e9", "--gpus", "8", "--strategy", "zero2",
+                                 "--precision", "fp32", "--optimizer", "adam", "--json"})
+                                .out);
+  CHECK(j["per_gpu"]["model_states"] == 5'500'000'000);
+  CHECK(j["fits"].is_null());
+  CHECK(j["per_cpu"]["total"] == 0);
+}
+
+TEST_CASE("layer-list presets and offload through the CLI") {
+  const auto r = run({"memory", "--model", "mnist-convnet", "--gpus", "2", "--strategy", "ddp",
+                      "--precision", "fp32", "--micro-batch", "64", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["params"] == 29'034);
+  CHECK(j["per_gpu"]["activations"] == 64 * (172'520 + 37'632));
+  const auto off =
+      nlohmann::json::parse(run({"memory", "--params", "8B", "--gpus", "8", "--strategy", "zero3",
+                                 "--offload", "optimizer+params", "--json"})
+                                .out);
+  CHECK(off["per_gpu"]["model_states"] == 0);
+  CHECK(off["per_cpu"]["total"] == 18LL * 1'000'000'000);  // (2 + 4 + 8 + 4) B x 8e9 / 8
+}
+
+TEST_CASE("overrides of overhead constants are applied and recorded") {
+  const auto j = nlohmann::json::parse(
+      run({"memory", "--params", "1B", "--gpus", "1", "--strategy", "ddp", "--overhead",
+           "cuda_context_bytes=0", "--overhead", "allocator_slack_fraction=0", "--json"})
+          .out);
+  CHECK(j["overheads"]["cuda_context_bytes"] == 0);
+  CHECK(j["per_gpu"]["overhead"] == 0);
+  CHECK(j["per_gpu"]["total"] == 18'000'000'000);  // bf16 + AdamW, one GPU: no NCCL buffers
+}
+
+TEST_CASE("all-strategies mode skips those that cannot run, with the reason") {
+  const auto j = nlohmann::json::parse(
+      run({"memory", "--params", "1B", "--gpus", "12", "--gpus-per-node", "8", "--json"}).out);
+  bool hybrid_skipped = false, dp_skipped = false;
+  for (const auto& s : j["skipped"]) {
+    hybrid_skipped |= s["strategy"] == "fsdp-hybrid";
+    dp_skipped |= s["strategy"] == "dp";
+  }
+  CHECK(hybrid_skipped);
+  CHECK(dp_skipped);
+  CHECK(j["estimates"].size() == 7);
+}
+
+TEST_CASE("bad input: one line, exit code 1, names the input and the problem") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{"--model", "llama-2-7"}, "did you mean: llama-2-7b"},
+      {{"--model", bad("malformed.json")}, "malformed.json:7:"},
+      {{"--model", bad("unknown_key.json")}, "unknown_key.json:7: /layers/0/paddding: unknown key"},
+      {{"--model", bad("zero_size.json")},
+       "/layers/0/out_features: must be a positive integer, got 0"},
+      {{"--model", bad("hf_bad_type.json")},
+       "/num_hidden_layers: expected an integer, got a string"},
+      {{"--params", "1B", "--gpus", "0"}, "--gpus: must be a positive integer, got 0"},
+      {{"--params", "1B", "--micro-batch", "-2"},
+       "--micro-batch: must be a positive integer, got -2"},
+      {{"--params", "1B", "--seq-len", "0"}, "--seq-len: must be a positive integer"},
+      {{"--params", "1B", "--gpus", "12", "--strategy", "fsdp-hybrid"}, "not a multiple of the 8"},
+      {{"--params", "5e18", "--strategy", "ddp"}, "overflows a 64-bit count"},
+      {{"--params", "lots"}, "--params 'lots': not a parameter count"},
+      {{"--params", "1B", "--model", "gpt2"}, "give one of them, not both"},
+      {{"--gpus", "8"}, "no model: give --model"},
+      {{"--params", "1B", "--gpu", "A100-81GB"}, "unknown GPU 'A100-81GB'"},
+      {{"--params", "1B", "--strategy", "zero4"}, "did you mean: zero1"},
+      {{"--params", "1B", "--precision", "fp8"}, "unknown precision 'fp8'"},
+      {{"--params", "1B", "--strategy", "ddp", "--offload", "optimizer"},
+       "--offload optimizer needs"},
+      {{"--params", "1B", "--overhead", "nccl=1"}, "unknown overhead constant 'nccl'"},
+      {{"--model", "gpt2", "--seq-len", "4096"}, "longer than the model's 1024 learned positions"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args{"memory"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = run(args);
+    INFO(c.expected);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Contains(c.expected));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("command-line syntax errors exit non-zero via CLI11, --help exits 0") {
+  CHECK(run({"memory", "--gpus", "many"}).code != 0);
+  CHECK(run({"memory", "--no-such-flag"}).code != 0);
+  const auto help = run({"memory", "--help"});
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Contains("--strategy") && Contains("--grad-bucket-view"));
+}

@@ -1,0 +1,114 @@
+// Tests for cost/src/activations.cpp. Per-block bytes are checked against Korthikanti et al.,
+// "Reducing Activation Recomputation in Large Transformer Models" (2022), eq. 1 and Table 2:
+// s*b*h*(34 + 5*a*s/h) without recomputation, 34*s*b*h with selective recomputation; other
+// cases are derived term by term in the comments.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/cost/activations.hpp"
+#include "dtplan/model/error.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kModels = std::filesystem::path(DTPLAN_DATA_DIR) / "models";
+
+// GPT-3 175B block: h 12288, a 96, f 4h, dropout on, multi-head attention.
+TransformerSpec gpt3_block() {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = 51200;
+  t.hidden_size = 12288;
+  t.num_layers = 96;
+  t.num_heads = t.num_kv_heads = 96;
+  t.head_dim = 128;
+  t.ffn_size = 4 * 12288;
+  t.max_positions = 2048;
+  t.attention_dropout = t.hidden_dropout = true;
+  return t;
+}
+
+TrainingConfig config(Precision p, Checkpointing ck, std::int64_t b, std::int64_t s) {
+  TrainingConfig c;
+  c.precision = p;
+  c.checkpointing = ck;
+  c.micro_batch = b;
+  c.seq_len = s;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("Korthikanti eq. 1: 34sbh + 5as^2b per block, 16-bit") {
+  const std::int64_t s = 2048, b = 1, h = 12288, a = 96;
+  const auto t = gpt3_block();
+  CHECK(layer_activation_bytes(t, b, s, Precision::bf16, Attention::eager, true).value ==
+        34 * s * b * h + 5 * a * s * s * b);  // 2,868,903,936
+  CHECK(layer_activation_bytes(t, b, s, Precision::bf16, Attention::eager, false).value ==
+        34 * s * b * h);  // selective recomputation: 855,638,016
+  CHECK(layer_activation_bytes(t, 4, s, Precision::fp16, Attention::eager, true).value ==
+        4 * (34 * s * h + 5 * a * s * s));  // linear in b
+}
+
+TEST_CASE("Llama-style block: SwiGLU, no dropout") {
+  // h 4096, f 11008, a 32, s 4096, b 1, bf16 (e = 2):
+  // attention 2sbh + 2*2sbh (Q, O in) + 2*2sbh (K, V) = 10sbh; MLP 2sbh + 4*2sbf; norms 4sbh
+  // => 16sbh + 8sbf = 268,435,456 + 360,710,144; scores 2as^2b = 1,073,741,824.
+  const auto m = load_model("llama-2-7b", kModels);
+  const auto& t = *m.transformer;
+  CHECK(layer_activation_bytes(t, 1, 4096, Precision::bf16, Attention::eager, true).value ==
+        1'702'887'424);
+  // FlashAttention: no scores, a fp32 log-sum-exp of 4*a*s*b = 524,288 bytes.
+  CHECK(layer_activation_bytes(t, 1, 4096, Precision::bf16, Attention::flash, true).value ==
+        629'145'600 + 524'288);
+  // fp32 doubles every 16-bit term: 2 * 629,145,600 + 4as^2b.
+  CHECK(layer_activation_bytes(t, 1, 4096, Precision::fp32, Attention::eager, true).value ==
+        1'258'291'200 + 2'147'483'648);
+}
+
+TEST_CASE("whole-model activations by checkpointing mode (Llama 2 7B, b 1, s 4096, bf16)") {
+  const auto m = load_model("llama-2-7b", kModels);
+  // Outside the blocks: token ids 8sb = 32,768; final-norm input and LM-head input 2sbh each
+  // = 67,108,864; logits 2sbv = 262,144,000; their fp32 copy 4sbv and the fp32 log-softmax
+  // 4sbv = 1,048,576,000; together 1,377,861,632.
+  const std::int64_t outside = 32'768 + 67'108'864 + 262'144'000 + 1'048'576'000;
+  const auto none = estimate_activations(m, config(Precision::bf16, Checkpointing::none, 1, 4096));
+  CHECK(none.total.value == 32 * 1'702'887'424LL + outside);
+  CHECK(none.model_output.value == 262'144'000);
+  // Full: each block's 2sbh input kept, one block recomputed at a time.
+  const auto full = estimate_activations(m, config(Precision::bf16, Checkpointing::full, 1, 4096));
+  CHECK(full.total.value == 32 * 33'554'432LL + 1'702'887'424 + outside);
+  // Selective: blocks without scores, scores of one block recomputed.
+  const auto sel =
+      estimate_activations(m, config(Precision::bf16, Checkpointing::selective, 1, 4096));
+  CHECK(sel.total.value == 32 * 629'145'600LL + 1'073'741'824 + outside);
+}
+
+TEST_CASE("sequence length defaults to the model maximum and is checked") {
+  const auto gpt2 = load_model("gpt2", kModels);
+  CHECK(estimate_activations(gpt2, config(Precision::bf16, Checkpointing::none, 1, 0)).seq_len ==
+        1024);
+  CHECK_THROWS_WITH(
+      estimate_activations(gpt2, config(Precision::bf16, Checkpointing::none, 1, 2048)),
+      Catch::Contains("longer than the model's 1024 learned positions"));
+}
+
+TEST_CASE("layer-list activations count each saved storage once (MNIST ConvNet, fp32)") {
+  const auto m = load_model("mnist-convnet", kModels);
+  // Saved tensors, fp32, per sample: input 784 (conv1) + conv1 out 12,544 (bn1) + relu1 out
+  // 12,544 (relu1 and pool1 share it) + pool1 out 3,136 (conv2) + conv2 out 6,272 (bn2) +
+  // relu2 out 6,272 + pool2 out 1,568 (Flatten is a view; Linear saves it) + logits 10
+  // = 43,130 elements = 172,520 bytes; int64 pooling indices 8 * (3,136 + 1,568) = 37,632.
+  const auto one = estimate_activations(m, config(Precision::fp32, Checkpointing::none, 1, 0));
+  CHECK(one.total.value == 172'520 + 37'632);
+  const auto batch = estimate_activations(m, config(Precision::fp32, Checkpointing::none, 64, 0));
+  CHECK(batch.total.value == 64 * (172'520 + 37'632));
+  CHECK(batch.model_output.value == 64 * 10 * 4);
+}
+
+TEST_CASE("a bare parameter count has no activation model") {
+  const auto m = model_from_param_count(1'000'000'000, "--params");
+  const auto a = estimate_activations(m, config(Precision::bf16, Checkpointing::none, 8, 0));
+  CHECK_FALSE(a.modelled);
+  CHECK(a.total.value == 0);
+}

@@ -1,0 +1,204 @@
+// Tests for cost/src/memory.cpp. Model states are checked against the project's founding
+// formulas (DESIGN.md; Rajbhandari et al., "ZeRO", SC'20, Fig. 1 with K = 12 for mixed
+// precision): with a = 1e9 parameters and n = 8 GPUs, DDP fp32 20a, DDP mixed 18a,
+// ZeRO-1 4a + 4a + 8a/n, ZeRO-2 4a + 12a/n, ZeRO-3 16a/n; mixed ZeRO-1 4a + 12a/n,
+// ZeRO-2 2a + 14a/n, ZeRO-3 16a/n; DDP with gradient_as_bucket_view 16a.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/error.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+constexpr std::int64_t a = 1'000'000'000;
+constexpr std::int64_t kNcclPerComm = 16 * 2 * 9'633'792;  // see test_overheads.cpp
+
+OverheadConstants overheads() {
+  return load_overheads(kData / "overheads.json");
+}
+
+TrainingConfig config(Strategy s, Precision p, std::int64_t n = 8) {
+  TrainingConfig c;
+  c.strategy = s;
+  c.precision = p;
+  c.optimizer = Optimizer::adam;
+  c.dp_size = n;
+  c.gpus_per_node = 8;
+  return c;
+}
+
+MemoryEstimate estimate(const TrainingConfig& c) {
+  return estimate_memory(model_from_param_count(a, "--params"), c, overheads());
+}
+
+std::int64_t states(Strategy s, Precision p) {
+  return estimate(config(s, p)).gpu.model_states().value;
+}
+}  // namespace
+
+TEST_CASE("founding formulas, fp32 (a = 1e9, n = 8)") {
+  CHECK(states(Strategy::ddp, Precision::fp32) == 20 * a);
+  CHECK(states(Strategy::zero1, Precision::fp32) == 4 * a + 4 * a + 8 * a / 8);  // 9e9
+  CHECK(states(Strategy::zero2, Precision::fp32) == 4 * a + 12 * a / 8);         // 5.5e9
+  CHECK(states(Strategy::zero3, Precision::fp32) == 16 * a / 8);                 // 2e9
+}
+
+TEST_CASE("founding formulas, mixed precision (fp16 and bf16 alike)") {
+  for (const auto p : {Precision::fp16, Precision::bf16}) {
+    INFO(name_of(p));
+    CHECK(states(Strategy::ddp, p) == 18 * a);
+    CHECK(states(Strategy::zero1, p) == 4 * a + 12 * a / 8);  // 5.5e9
+    CHECK(states(Strategy::zero2, p) == 2 * a + 14 * a / 8);  // 3.75e9
+    CHECK(states(Strategy::zero3, p) == 16 * a / 8);          // 2e9
+    auto c = config(Strategy::ddp, p);
+    c.grad_bucket_view = true;
+    CHECK(estimate(c).gpu.model_states().value == 16 * a);
+  }
+}
+
+TEST_CASE("every strategy x precision, model states by hand") {
+  // weights + master + gradients + Adam (+ DDP buckets); FSDP strategies shard like the ZeRO
+  // stage they correspond to; DataParallel and NO_SHARD keep no bucket copy.
+  struct Row {
+    Strategy s;
+    std::int64_t fp32;
+    std::int64_t mixed;
+  };
+  const Row rows[] = {
+      {Strategy::dp, 4 * a + 4 * a + 8 * a, 2 * a + 4 * a + 2 * a + 8 * a},
+      {Strategy::ddp, 20 * a, 18 * a},
+      {Strategy::zero1, 9 * a, 5'500'000'000},
+      {Strategy::zero2, 5'500'000'000, 3'750'000'000},
+      {Strategy::zero3, 2 * a, 2 * a},
+      {Strategy::fsdp_full, 2 * a, 2 * a},
+      {Strategy::fsdp_grad_op, 5'500'000'000, 3'750'000'000},
+      {Strategy::fsdp_hybrid, 2 * a, 2 * a},  // one node of 8: the group is all 8
+      {Strategy::fsdp_no_shard, 16 * a, 16 * a},
+  };
+  for (const auto& row : rows) {
+    INFO(name_of(row.s));
+    CHECK(states(row.s, Precision::fp32) == row.fp32);
+    CHECK(states(row.s, Precision::fp16) == row.mixed);
+    CHECK(states(row.s, Precision::bf16) == row.mixed);
+  }
+}
+
+TEST_CASE("components of ZeRO-2 bf16") {
+  const auto e = estimate(config(Strategy::zero2, Precision::bf16));
+  CHECK(e.shard_degree == 8);
+  CHECK(e.gpu.weights.value == 2 * a);
+  CHECK(e.gpu.master_weights.value == 4 * a / 8);
+  CHECK(e.gpu.gradients.value == 2 * a / 8);
+  CHECK(e.gpu.optimizer_states.value == 8 * a / 8);
+  CHECK(e.gpu.grad_buckets.value == 0);
+}
+
+TEST_CASE("hybrid sharding across two nodes of four") {
+  auto c = config(Strategy::fsdp_hybrid, Precision::bf16, 8);
+  c.gpus_per_node = 4;
+  const auto e = estimate(c);
+  CHECK(e.shard_degree == 4);
+  CHECK(e.gpu.model_states().value == 16 * a / 4);
+  // Two communicators: the shard group inside the node and the replica group across nodes.
+  CHECK(e.gpu.buffers.value == 2 * kNcclPerComm);
+  c.dp_size = 6;
+  CHECK_THROWS_WITH(estimate(c), Catch::Contains("not a multiple of the 4 GPUs per node"));
+}
+
+TEST_CASE("optimizers") {
+  auto c = config(Strategy::ddp, Precision::fp32);
+  c.optimizer = Optimizer::sgd;
+  CHECK(estimate(c).gpu.model_states().value == 12 * a);  // weights, gradients, buckets
+  c.optimizer = Optimizer::sgd_momentum;
+  CHECK(estimate(c).gpu.model_states().value == 16 * a);
+  c.optimizer = Optimizer::adam8bit;
+  // 2 B/param of int8 moments + two fp32 scales per 256-element block: 8 * ceil(1e9 / 256).
+  CHECK(estimate(c).gpu.optimizer_states.value == 2 * a + 8 * 3'906'250);
+}
+
+TEST_CASE("fp32 gradient accumulation buffer") {
+  auto c = config(Strategy::zero1, Precision::bf16);
+  c.fp32_grad_accumulation = true;
+  // weights 2a + fp32 gradients 4a + (master 4a + Adam 8a) / 8
+  CHECK(estimate(c).gpu.model_states().value == 2 * a + 4 * a + 12 * a / 8);
+}
+
+TEST_CASE("optimizer offload moves states to the host") {
+  auto c = config(Strategy::zero2, Precision::bf16);
+  c.offload = Offload::optimizer;
+  const auto e = estimate(c);
+  CHECK(e.gpu.model_states().value == 2 * a);  // only the bf16 weights stay
+  CHECK(e.cpu.master_weights.value == 4 * a / 8);
+  CHECK(e.cpu.optimizer_states.value == 8 * a / 8);
+  CHECK(e.cpu.gradients.value == 4 * a / 8);  // fp32 partition for the CPU Adam step
+  CHECK(e.cpu.total().value == 16 * a / 8);
+  CHECK(e.cpu_per_node.value == 8 * 16 * a / 8);
+}
+
+TEST_CASE("parameter offload leaves only transient state on the GPU") {
+  auto c = config(Strategy::zero3, Precision::bf16);
+  c.offload = Offload::optimizer_and_params;
+  const auto e = estimate(c);
+  CHECK(e.gpu.model_states().value == 0);
+  CHECK(e.cpu.total().value == (2 + 4 + 8 + 4) * a / 8);
+}
+
+TEST_CASE("transient buffers") {
+  // ZeRO-1 bf16: DeepSpeed's reduce bucket of min(a, 5e8) bf16 elements + one communicator.
+  CHECK(estimate(config(Strategy::zero1, Precision::bf16)).gpu.buffers.value ==
+        500'000'000 * 2 + kNcclPerComm);
+  // DDP: NCCL only; a single GPU has no communicator.
+  CHECK(estimate(config(Strategy::ddp, Precision::bf16)).gpu.buffers.value == kNcclPerComm);
+  CHECK(estimate(config(Strategy::ddp, Precision::bf16, 1)).gpu.buffers.value == 0);
+  // DataParallel rank 0 also receives a gradient-sized reduction (bf16: 2a).
+  CHECK(estimate(config(Strategy::dp, Precision::bf16)).gpu.buffers.value == 2 * a + kNcclPerComm);
+}
+
+TEST_CASE("ZeRO-3 and FSDP gather whole units (Llama 2 7B, bf16)") {
+  const auto m = load_model("llama-2-7b", kData / "models");
+  auto c = config(Strategy::zero3, Precision::bf16);
+  c.seq_len = 4096;
+  const auto z3 = estimate_memory(m, c, overheads());
+  // Largest units: two blocks of 202,383,360 params (4*4096^2 + 3*4096*11008 + 2*4096),
+  // gathered in bf16, plus the 5e8-element bf16 reduce bucket and NCCL.
+  CHECK(z3.gpu.buffers.value == 2 * 202'383'360LL * 2 + 1'000'000'000 + kNcclPerComm);
+  c.strategy = Strategy::fsdp_full;
+  const auto fsdp = estimate_memory(m, c, overheads());
+  // FSDP: gathered units + one unit's bf16 gradients before reduce-scatter + NCCL.
+  CHECK(fsdp.gpu.buffers.value == 2 * 202'383'360LL * 2 + 202'383'360LL * 2 + kNcclPerComm);
+  CHECK(fsdp.gpu.weights.value == 2 * 842'301'952LL);  // ceil(6,738,415,616 / 8) bf16
+}
+
+TEST_CASE("overhead: CUDA context plus allocator slack on what is allocated") {
+  const auto e = estimate(config(Strategy::ddp, Precision::bf16));
+  const std::int64_t allocated = 18 * a + kNcclPerComm;
+  // 5% of 18,308,281,344 = 915,414,067.2, rounded up
+  CHECK(e.gpu.overhead.value == 536'870'912 + 915'414'068);
+  CHECK(e.gpu.total().value == allocated + 536'870'912 + 915'414'068);
+}
+
+TEST_CASE("fit verdict against a GPU's capacity") {
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  const auto& gpu = catalog.find("A100-80GB");  // 81920 MiB = 85,899,345,920 bytes
+  const auto ddp = estimate(config(Strategy::ddp, Precision::bf16));
+  const auto fit = check_fit(ddp, gpu);
+  CHECK(fit.capacity.value == 85'899'345'920);
+  CHECK(fit.fits);  // 18e9 + buffers + overhead ~ 19.8e9
+  CHECK(fit.margin.value == 85'899'345'920 - ddp.gpu.total().value);
+  const auto big = estimate_memory(model_from_param_count(10 * a, "--params"),
+                                   config(Strategy::ddp, Precision::bf16), overheads());
+  const auto no = check_fit(big, gpu);
+  CHECK_FALSE(no.fits);  // 180e9 model states
+  CHECK(no.margin.value < 0);
+}
+
+TEST_CASE("byte counts beyond 64 bits are refused") {
+  const auto m = model_from_param_count(5'000'000'000'000'000'000, "--params");
+  CHECK_THROWS_WITH(estimate_memory(m, config(Strategy::ddp, Precision::fp32), overheads()),
+                    Catch::Contains("overflows a 64-bit count"));
+}

@@ -1,0 +1,56 @@
+// Tests for cost/src/strategy_traits.cpp: what each strategy shards, and the configurations
+// real implementations refuse.
+#include <catch2/catch.hpp>
+
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/error.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+using Catch::Contains;
+
+TEST_CASE("ZeRO stages shard progressively more") {
+  CHECK_FALSE(traits_of(Strategy::ddp).shards_optimizer);
+  CHECK(traits_of(Strategy::zero1).shards_optimizer);
+  CHECK_FALSE(traits_of(Strategy::zero1).shards_gradients);
+  CHECK(traits_of(Strategy::zero2).shards_gradients);
+  CHECK_FALSE(traits_of(Strategy::zero2).shards_weights);
+  CHECK(traits_of(Strategy::zero3).shards_weights);
+  CHECK(traits_of(Strategy::fsdp_full).shards_weights);
+  CHECK_FALSE(traits_of(Strategy::fsdp_grad_op).shards_weights);
+  CHECK_FALSE(traits_of(Strategy::fsdp_no_shard).shards_optimizer);
+}
+
+TEST_CASE("hybrid sharding shards inside a node") {
+  TrainingConfig c;
+  c.strategy = Strategy::fsdp_hybrid;
+  c.dp_size = 32;
+  c.gpus_per_node = 8;
+  CHECK(shard_degree(c) == 8);
+  c.dp_size = 4;  // fewer GPUs than a node: one group of 4
+  CHECK(shard_degree(c) == 4);
+  c.dp_size = 12;
+  CHECK_THROWS_WITH(shard_degree(c), Contains("data-parallel size 12 is not a multiple of the 8"));
+  c.strategy = Strategy::zero3;
+  CHECK(shard_degree(c) == 12);
+}
+
+TEST_CASE("unsupported configurations are refused with the reason") {
+  TrainingConfig c;
+  c.strategy = Strategy::dp;
+  c.dp_size = 16;
+  c.gpus_per_node = 8;
+  CHECK_THROWS_WITH(check_supported(c), Contains("one process on one node"));
+  c.strategy = Strategy::ddp;
+  c.offload = Offload::optimizer;
+  CHECK_THROWS_WITH(check_supported(c),
+                    Contains("--offload optimizer needs zero1, zero2 or zero3"));
+  c.strategy = Strategy::zero2;
+  c.offload = Offload::optimizer_and_params;
+  CHECK_THROWS_WITH(check_supported(c), Contains("needs zero3 or an FSDP"));
+  c.strategy = Strategy::fsdp_full;
+  c.offload = Offload::optimizer;
+  CHECK_THROWS_AS(check_supported(c), Error);
+  c.offload = Offload::optimizer_and_params;
+  CHECK_NOTHROW(check_supported(c));
+}

@@ -1,0 +1,128 @@
+// Tests for model/src/transformer.cpp: exact parameter counts by component, derived by hand
+// from the per-block formulas, and Hugging Face config.json reading.
+#include <catch2/catch.hpp>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/transformer.hpp"
+
+using namespace dtplan;
+using Catch::Contains;
+
+namespace {
+TransformerSpec from_config(const std::string& json) {
+  return spec_from_hf_config(ObjectReader::root(parse_json(json, "config.json")));
+}
+std::string error_of(const std::string& json) {
+  try {
+    from_config(json);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+}  // namespace
+
+TEST_CASE("GPT-2 small by component") {
+  const auto s = from_config(
+      R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+          "n_layer": 12, "n_head": 12})");
+  const auto p = count_parameters(s);
+  // wte 50257*768 + wpe 1024*768
+  CHECK(p.embeddings == 38'597'376 + 786'432);
+  // c_attn 768*2304 + 2304, c_proj 768*768 + 768 = 2,362,368 per block
+  CHECK(p.attention == 12 * 2'362'368);
+  // c_fc 768*3072 + 3072, c_proj 3072*768 + 768 = 4,722,432 per block
+  CHECK(p.mlp == 12 * 4'722'432);
+  // ln_1, ln_2 (weight + bias) per block, and ln_f
+  CHECK(p.norms == 12 * 4 * 768 + 2 * 768);
+  CHECK(p.head == 0);  // tied to wte
+  CHECK(p.per_layer == 2'362'368 + 4'722'432 + 4 * 768);
+  CHECK(p.total() == 124'439'808);  // the figure in issue #2 and transformers' num_parameters()
+}
+
+TEST_CASE("Llama 2 7B by component") {
+  const auto s = from_config(
+      R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+          "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 32, "max_position_embeddings": 4096})");
+  CHECK(s.mlp == MlpKind::swiglu);
+  CHECK(s.norm == NormKind::rmsnorm);
+  CHECK(s.positions == PositionKind::rotary);
+  CHECK_FALSE(s.tied_embeddings);
+  const auto p = count_parameters(s);
+  CHECK(p.embeddings == 32000LL * 4096);
+  CHECK(p.attention == 32LL * 4 * 4096 * 4096);  // q, k, v, o without biases
+  CHECK(p.mlp == 32LL * 3 * 4096 * 11008);       // gate, up, down
+  CHECK(p.norms == 32LL * 2 * 4096 + 4096);      // two RMSNorms per block + final
+  CHECK(p.head == 32000LL * 4096);               // untied lm_head
+  CHECK(p.total() == 6'738'415'616);             // issue #2; HF model card 6.74B
+}
+
+TEST_CASE("grouped-query attention shrinks k and v") {
+  // Llama 2 70B: 64 heads of 128, 8 KV heads -> k, v are 8192 x 1024.
+  const auto s = from_config(
+      R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 8192,
+          "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+          "num_key_value_heads": 8, "max_position_embeddings": 4096})");
+  CHECK(s.kv_size() == 1024);
+  const auto p = count_parameters(s);
+  CHECK(p.attention == 80LL * (2 * 8192LL * 8192 + 2 * 8192LL * 1024));
+}
+
+TEST_CASE("GPT-NeoX (Pythia-160M): untied head, rotary, biases") {
+  const auto s = from_config(
+      R"({"model_type": "gpt_neox", "vocab_size": 50304, "hidden_size": 768,
+          "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+          "max_position_embeddings": 2048, "rotary_pct": 0.25, "tie_word_embeddings": false})");
+  const auto p = count_parameters(s);
+  CHECK(p.embeddings == 50304LL * 768);  // embed_in only: rotary has no parameters
+  CHECK(p.head == 50304LL * 768);        // embed_out
+  // Pythia model card / paper table: 162,322,944 total parameters for Pythia-160M.
+  CHECK(p.total() == 162'322'944);
+}
+
+TEST_CASE("Qwen2 has q/k/v biases but no output bias") {
+  const auto s = from_config(
+      R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
+          "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+          "num_key_value_heads": 2, "max_position_embeddings": 131072,
+          "tie_word_embeddings": true})");
+  const auto p = count_parameters(s);
+  // q 896*896+896, k and v 896*128+128 each, o 896*896
+  CHECK(p.attention == 24LL * (896 * 896 + 896 + 2 * (896 * 128 + 128) + 896 * 896));
+  CHECK(p.head == 0);
+  CHECK(p.total() == 494'032'768);  // Qwen2-0.5B, HF safetensors metadata: 494,032,768
+}
+
+TEST_CASE("BERT: token types, embedding LayerNorm, pooler, no LM head") {
+  const auto s = from_config(
+      R"({"model_type": "bert", "vocab_size": 30522, "hidden_size": 1024,
+          "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
+          "max_position_embeddings": 512, "type_vocab_size": 2})");
+  const auto p = count_parameters(s);
+  CHECK(p.embeddings == (30522LL + 512 + 2) * 1024);
+  CHECK(p.head == 1024LL * 1024 + 1024);  // pooler dense
+  CHECK(p.norms == 24LL * 2 * 2048 + 2048);
+  CHECK(p.total() == 335'141'888);  // BertModel.from_pretrained("bert-large-uncased")
+}
+
+TEST_CASE("config.json errors name the key") {
+  CHECK_THAT(error_of(R"({"model_type": "t5", "d_model": 512})"),
+             Contains("/model_type") && Contains("'t5' is not supported") &&
+                 Contains("gpt2, gpt_neox, llama"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000})"),
+             Contains("config.json") && Contains("/hidden_size: missing required key"));
+  CHECK_THAT(error_of(R"({"model_type": "gpt2", "vocab_size": "50257", "n_embd": 768,
+                          "n_layer": 12, "n_head": 12, "n_positions": 1024})"),
+             Contains("/vocab_size: expected an integer, got a string"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+                          "intermediate_size": 0, "num_hidden_layers": 32,
+                          "num_attention_heads": 32, "max_position_embeddings": 4096})"),
+             Contains("/intermediate_size: must be a positive integer, got 0"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+                          "intermediate_size": 11008, "num_hidden_layers": 32,
+                          "num_attention_heads": 32, "num_key_value_heads": 5,
+                          "max_position_embeddings": 4096})"),
+             Contains("num_key_value_heads 5 does not divide num_attention_heads 32"));
+}
