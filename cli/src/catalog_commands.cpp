@@ -6,6 +6,7 @@
 #include "common_options.hpp"
 #include "dtplan/model/error.hpp"
 #include "json_output.hpp"
+#include "model_report.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -14,6 +15,7 @@ namespace {
 
 struct CatalogOptions {
   std::string data_dir;
+  std::string model;  // `dtplan models NAME`: describe one model
   bool json = false;
 };
 
@@ -23,7 +25,20 @@ std::string tera(double flops) {
   return buf;
 }
 
+int describe_model(const CatalogOptions& o, const RunContext& ctx) {
+  const auto m = resolve_model({o.model, "", o.data_dir});
+  if (o.json) {
+    nlohmann::json j = report_preamble("models", ctx.args);
+    j["model"] = model_json(m);
+    ctx.out << j.dump(2) << '\n';
+  } else {
+    print_model_detail(ctx.out, m);
+  }
+  return 0;
+}
+
 int run_models(const CatalogOptions& o, const RunContext& ctx) {
+  if (!o.model.empty()) return describe_model(o, ctx);
   const auto models_dir = data_dir_of({"", "", o.data_dir}) / "models";
   nlohmann::json j = report_preamble("models", ctx.args);
   j["models"] = nlohmann::json::array();
@@ -80,6 +95,10 @@ Command register_catalog(CLI::App& app, const char* name, const char* help,
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("--data-dir", options->data_dir, "data directory");
   cmd->add_flag("--json", options->json, "machine-readable output");
+  if (std::string(name) == "models") {
+    cmd->add_option("model", options->model,
+                    "describe one model: a preset name, a config.json or a dtplan model file");
+  }
   return {name, [options, run](const RunContext& ctx) { return run(*options, ctx); }};
 }
 

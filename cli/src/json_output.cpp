@@ -40,7 +40,8 @@ nlohmann::json model_json(const ModelDesc& m) {
                         {"label", l.label},
                         {"params", l.params},
                         {"input_shape", l.input_shape},
-                        {"output_shape", l.output_shape}});
+                        {"output_shape", l.output_shape},
+                        {"output_elements", element_count(l.output_shape)}});
     }
     j["input_shape"] = m.layers->input_shape;
     j["layers"] = layers;

@@ -121,35 +121,30 @@ void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
     return std::string();
   };
   const auto& g = e.gpu;
-  TextTable t({"per GPU", "GiB", "bytes", "how"});
-  t.add_row({"weights", gib(g.weights), format_thousands(g.weights.value), how("weights")});
-  t.add_row({"master weights", gib(g.master_weights), format_thousands(g.master_weights.value),
-             how("master_weights")});
-  t.add_row({"gradients", gib(g.gradients), format_thousands(g.gradients.value), how("gradients")});
-  t.add_row({"optimizer states", gib(g.optimizer_states),
-             format_thousands(g.optimizer_states.value), how("optimizer_states")});
-  t.add_row({"grad buckets", gib(g.grad_buckets), format_thousands(g.grad_buckets.value),
-             how("grad_buckets")});
+  const auto& h = e.cpu;
+  TextTable t({"component", "GPU GiB", "GPU bytes", "host GiB", "how"});
+  auto row = [&](const std::string& label, Bytes gpu, Bytes host, const std::string& text) {
+    t.add_row({label, gib(gpu), format_thousands(gpu.value), gib(host), text});
+  };
+  row("weights", g.weights, h.weights, how("weights"));
+  row("master weights", g.master_weights, h.master_weights, how("master_weights"));
+  row("gradients", g.gradients, h.gradients, how("gradients"));
+  row("optimizer states", g.optimizer_states, h.optimizer_states, how("optimizer_states"));
+  row("grad buckets", g.grad_buckets, h.grad_buckets, how("grad_buckets"));
   t.add_rule();
-  t.add_row({"model states", gib(g.model_states()), format_thousands(g.model_states().value), ""});
-  t.add_row({"activations", gib(g.activations), format_thousands(g.activations.value),
-             e.activations_modelled ? "see below" : "not modelled"});
-  t.add_row({"buffers", gib(g.buffers), format_thousands(g.buffers.value), "see below"});
-  t.add_row({"overhead", gib(g.overhead), format_thousands(g.overhead.value), "see below"});
+  row("model states", g.model_states(), h.model_states(), "");
+  row("activations", g.activations, h.activations,
+      e.activations_modelled ? "see below" : "not modelled");
+  row("buffers", g.buffers, h.buffers, "see below");
+  row("overhead", g.overhead, h.overhead, "see below");
   t.add_rule();
-  t.add_row(
-      {"peak total", gib(g.total()), format_thousands(g.total().value), format_gb(g.total())});
+  row("peak total", g.total(), h.total(),
+      format_gb(g.total()) + " per GPU; host " + format_gib(e.cpu_per_node) + " per node");
   out << '\n';
-  t.print(out, {3});
+  t.print(out, {4});
   print_terms(out, "activations", e.activation_terms);
   print_terms(out, "buffers", e.buffer_terms);
   print_terms(out, "overhead", e.overhead_terms);
-  if (e.cpu.total().value > 0) {
-    out << "\n  host memory: " << format_gib(e.cpu.total()) << " per rank ("
-        << "weights " << gib(e.cpu.weights) << ", master " << gib(e.cpu.master_weights)
-        << ", gradients " << gib(e.cpu.gradients) << ", optimizer " << gib(e.cpu.optimizer_states)
-        << " GiB), " << format_gib(e.cpu_per_node) << " per node\n";
-  }
   for (const auto& note : e.notes)
     out << "\n  note: " << note << '\n';
   if (e.fit) out << "\n  verdict: " << verdict(*e.fit) << '\n';

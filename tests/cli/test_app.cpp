@@ -1,0 +1,39 @@
+// Tests for cli/src/app.cpp: subcommand dispatch, version, and exit codes.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "dtplan/cli/app.hpp"
+
+namespace {
+int run(const std::vector<std::string>& args, std::string* out_text = nullptr,
+        std::string* err_text = nullptr) {
+  std::ostringstream out, err;
+  const int code = dtplan::cli::run_cli(args, out, err);
+  if (out_text) *out_text = out.str();
+  if (err_text) *err_text = err.str();
+  return code;
+}
+}  // namespace
+
+TEST_CASE("a subcommand is required; unknown ones are refused") {
+  std::string err;
+  CHECK(run({}, nullptr, &err) != 0);
+  CHECK(run({"frobnicate"}, nullptr, &err) != 0);
+}
+
+TEST_CASE("version and help flags succeed") {
+  std::string out;
+  CHECK(run({"--version"}, &out) == 0);
+  CHECK_THAT(out, Catch::Contains("dtplan 0."));
+  CHECK(run({"--help"}, &out) == 0);
+  CHECK_THAT(out,
+             Catch::Contains("memory") && Catch::Contains("models") && Catch::Contains("gpus"));
+}
+
+TEST_CASE("library errors become one line and exit code 1") {
+  std::string err;
+  CHECK(run({"gpus", "--data-dir", "/nonexistent"}, nullptr, &err) == 1);
+  CHECK(err ==
+        "dtplan: error: --data-dir '/nonexistent' is not a dtplan data directory (no "
+        "gpus.json in it)\n");
+}
