@@ -34,7 +34,7 @@ struct TrainingOptions {
   std::int64_t micro_batch = 1;
   std::optional<std::int64_t> seq_len;
   std::string checkpointing = "none";
-  std::string attention = "eager";
+  std::string attention = "flash";
   std::string gpu;
   std::vector<std::string> overhead_overrides;
   std::string overheads_file;

@@ -72,6 +72,21 @@ std::string verdict(const cost::FitVerdict& f) {
          format_gb(short_by) + ")";
 }
 
+// How each strategy lays out mixed-precision states, grouped.
+void print_recipes(std::ostream& out, const std::vector<cost::MemoryEstimate>& estimates) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const auto& e : estimates) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&e](const auto& g) { return g.first == e.recipe; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {e.recipe, {}});
+    it->second.emplace_back(name_of(e.strategy));
+  }
+  if (groups.size() < 2) return;
+  out << "\n  states:\n";
+  for (const auto& [recipe, who] : groups)
+    out << "    " << join(who, ", ") << ": " << recipe << '\n';
+}
+
 // Notes that several strategies share are printed once, naming the strategies.
 void print_shared_notes(std::ostream& out, const std::vector<cost::MemoryEstimate>& estimates) {
   std::vector<std::pair<std::string, std::vector<std::string>>> notes;
@@ -114,6 +129,7 @@ void print_memory_header(std::ostream& out, const MemoryReportContext& ctx,
 void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
                          const cost::MemoryEstimate& e) {
   print_memory_header(out, ctx, "strategy " + std::string(name_of(e.strategy)), e.seq_len);
+  out << "  states    " << e.recipe << '\n';
   auto how = [&e](const std::string& key) {
     for (const auto& [k, text] : e.explain) {
       if (k == key) return text;
@@ -196,6 +212,7 @@ void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
   for (const auto& s : skipped) {
     out << "\n  skipped " << name_of(s.strategy) << ": " << s.reason << '\n';
   }
+  print_recipes(out, estimates);
   print_shared_notes(out, estimates);
   if (ctx.gpu) {
     std::vector<std::string> fitting;

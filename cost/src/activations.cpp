@@ -1,17 +1,20 @@
 // Activation memory of transformers and layer-list models.
 //
-// One transformer block, element size e (2 for fp16/bf16, 4 for fp32), masks 1 byte,
-// q = heads*head_dim, k = kv_heads*head_dim, f = ffn size, a = heads:
+// One transformer block, element size e (2 for 16-bit compute, 4 for fp32), masks 1 byte,
+// q = heads*head_dim, k = kv_heads*head_dim (q under hf-eager, which repeats K and V to every
+// query head), f = ffn size, a = heads:
 //
 //   attention  e*sbh (QKV input) + e*sbq (Q) + 2e*sbk (K, V) + e*sbq (output-proj input)
 //              + sbh (dropout mask after the projection, if hidden dropout)
-//   scores     e*as^2b (softmax output) + as^2b + e*as^2b (attention dropout mask, output)
-//              -- eager attention only; FlashAttention keeps a 4*asb fp32 log-sum-exp instead
+//   scores     flash:    4*asb (fp32 log-sum-exp)
+//              eager:    e*as^2b (softmax output) + as^2b + e*as^2b (dropout mask, output)
+//              hf-eager: 4*as^2b (fp32 softmax output) + e*as^2b (16-bit probabilities), or
+//                        with dropout 4*as^2b + as^2b + e*as^2b
 //   mlp gelu   e*sbh (fc1 input) + 2e*sbf (activation input, fc2 input) + sbh (dropout mask)
 //   mlp swiglu e*sbh (gate/up input) + 4e*sbf (gate out, SiLU out, up out, product)
 //   norms      2 * e*sbh (each norm's input)
 //
-// With e = 2, f = 4h, k = q = h and dropout: 34*sbh + 5*as^2b.
+// With e = 2, f = 4h, k = q = h, dropout and eager scores: 34*sbh + 5*as^2b.
 #include "dtplan/cost/activations.hpp"
 
 #include <map>
@@ -41,7 +44,8 @@ BlockTerms block_terms(const TransformerSpec& t, std::int64_t b, std::int64_t s,
   const std::int64_t sb = checked_mul(s, b, "activation bytes");
   const std::int64_t sbh = mul3(sb, t.hidden_size, 1);
   const std::int64_t sbq = checked_mul(sb, t.q_size(), "activation bytes");
-  const std::int64_t sbk = checked_mul(sb, t.kv_size(), "activation bytes");
+  const std::int64_t kv_width = attn == Attention::hf_eager ? t.q_size() : t.kv_size();
+  const std::int64_t sbk = checked_mul(sb, kv_width, "activation bytes");
   const std::int64_t sbf = checked_mul(sb, t.ffn_size, "activation bytes");
   const std::int64_t mask = t.hidden_dropout ? sbh : 0;
   BlockTerms out;
@@ -52,12 +56,21 @@ BlockTerms block_terms(const TransformerSpec& t, std::int64_t b, std::int64_t s,
     out.linear += e * sbh + checked_mul(2 * e, sbf, "activation bytes") + mask;
   }
   out.linear += 2 * e * sbh;  // norms
-  if (attn == Attention::flash) {
-    out.scores = mul3(4 * t.num_heads, s, b);
-  } else {
-    const std::int64_t as2b = mul3(checked_mul(t.num_heads, s, "activation bytes"), s, b);
-    out.scores = checked_mul(e, as2b, "activation bytes");
-    if (t.attention_dropout) out.scores += as2b + checked_mul(e, as2b, "activation bytes");
+  const std::int64_t as2b = mul3(checked_mul(t.num_heads, s, "activation bytes"), s, b);
+  const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
+  switch (attn) {
+    case Attention::flash:
+      out.scores = mul3(4 * t.num_heads, s, b);
+      break;
+    case Attention::eager:
+      out.scores = checked_mul(e, as2b, "activation bytes") + dropout;
+      break;
+    case Attention::hf_eager: {
+      // The fp32 softmax output; then the 16-bit probabilities, or the dropout mask and output.
+      const std::int64_t probs = e == 4 ? 0 : checked_mul(e, as2b, "activation bytes");
+      out.scores = checked_mul(4, as2b, "activation bytes") + (dropout > 0 ? dropout : probs);
+      break;
+    }
   }
   return out;
 }
@@ -98,16 +111,23 @@ ActivationEstimate transformer_activations(const TransformerSpec& t, const Train
       break;
   }
   add("input token ids (int64)", 8 * sb);
-  if (t.hidden_dropout) add("embedding dropout mask", sbh);
+  if (t.embedding_dropout) add("embedding dropout mask", sbh);
   if (t.embedding_norm) add("embedding norm input", e * sbh);
   if (t.final_norm) add("final norm input", e * sbh);
-  if (t.lm_head) {
+  if (t.head == HeadKind::causal_lm || t.head == HeadKind::masked_lm ||
+      t.head == HeadKind::pretraining) {
     const std::int64_t sbv = checked_mul(sb, t.vocab_size, "activation bytes");
+    if (t.head != HeadKind::causal_lm) {
+      add("MLM transform: dense input, GELU input, LayerNorm input", 3 * e * sbh);
+    }
     add("LM head input", e * sbh);
     add("logits", checked_mul(e, sbv, "activation bytes"));
-    if (is_mixed(c.precision)) add("fp32 logits for the loss", checked_mul(4, sbv, "bytes"));
-    add("log-softmax kept by cross-entropy (fp32)", checked_mul(4, sbv, "activation bytes"));
+    const std::int64_t upcast = is_mixed(c.precision) ? checked_mul(4, sbv, "bytes") : 0;
+    const std::int64_t log_softmax = checked_mul(4, sbv, "activation bytes");
+    add("fp32 logits for the loss", upcast);
+    add("log-softmax kept by cross-entropy (fp32)", log_softmax);
     est.model_output = Bytes{checked_mul(e, sbv, "activation bytes")};
+    est.loss_bytes = Bytes{upcast + log_softmax};
   } else {
     est.model_output = Bytes{e * sbh};
   }

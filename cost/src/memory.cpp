@@ -1,14 +1,17 @@
-// The per-GPU memory model. Model states per GPU, with a parameters and shard degree n:
+// The per-GPU memory model. With a parameters and shard degree n, each model-state component
+// is element count x bytes per element, divided by n where the strategy shards it; bytes per
+// element follow the recipe (state_layout.hpp):
 //
-//   component         bytes/param fp32  mixed  sharded by
-//   weights                 4            2     ZeRO-3, FSDP FULL_SHARD / HYBRID_SHARD
-//   master weights          -            4     ZeRO-1 and up, FSDP sharding strategies
-//   gradients               4            2(4*) ZeRO-2 and up, FSDP sharding strategies
-//   optimizer (Adam)        8            8     ZeRO-1 and up, FSDP sharding strategies
-//   DDP buckets             4            2     (DDP only; 0 with gradient_as_bucket_view)
-//   * 4 with an fp32 gradient-accumulation buffer (Megatron main_grad)
+//   component       fp32  master_weights  autocast  fsdp_mixed   sharded by
+//   weights           4        2              4         4        ZeRO-3, FSDP (not NO_SHARD)
+//   master weights    -        4              -         -        ZeRO-1 and up
+//   gradients         4     2 (4 fp32 acc.)   4         4        ZeRO-2 and up, FSDP
+//   optimizer (Adam)  8        8              8         8        ZeRO-1 and up, FSDP
+//   DDP buckets      as gradients                                (DDP; 0 with bucket view)
 //
-// which gives DDP 20a (fp32) / 18a (mixed), ZeRO-1 4a+4a+8a/n, ZeRO-2 4a+12a/n, ZeRO-3 16a/n.
+// which gives DDP 20a (fp32) / 18a (master_weights), ZeRO-1 4a+4a+8a/n, ZeRO-2 4a+12a/n,
+// ZeRO-3 16a/n. Copies held only while computing (gathered units, autocast casts, FSDP's
+// unsharded parameters) are buffers; the peak adds activations, buffers and overhead.
 #include "dtplan/cost/memory.hpp"
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
+#include "state_layout.hpp"
 
 namespace dtplan::cost {
 
@@ -29,71 +33,13 @@ Bytes MemoryComponents::total() const {
 
 namespace {
 
-struct PerParam {
-  std::int64_t weights;
-  std::int64_t master;
-  std::int64_t gradients;
-};
-
-PerParam bytes_per_param(const TrainingConfig& c) {
-  const bool mixed = is_mixed(c.precision);
-  return {mixed ? 2 : 4, mixed ? 4 : 0, (mixed && !c.fp32_grad_accumulation) ? 2 : 4};
-}
-
-Bytes optimizer_bytes(Optimizer o, std::int64_t elements, const OverheadConstants& k) {
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      return bytes_of(elements, 8, "optimizer states");
-    case Optimizer::sgd:
-      return Bytes{0};
-    case Optimizer::sgd_momentum:
-      return bytes_of(elements, 4, "optimizer states");
-    case Optimizer::adam8bit: {
-      const auto blocks = ceil_div(elements, k.adam8bit_block_elements);
-      return bytes_of(elements, 2, "optimizer states") + bytes_of(blocks, 8, "optimizer states");
-    }
-  }
-  return Bytes{0};
-}
-
-std::string optimizer_explain(Optimizer o, const OverheadConstants& k) {
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      return "8 B/param (fp32 first and second moments)";
-    case Optimizer::sgd:
-      return "no state";
-    case Optimizer::sgd_momentum:
-      return "4 B/param (fp32 momentum)";
-    case Optimizer::adam8bit:
-      return "2 B/param (int8 moments) + 2 fp32 scales per " +
-             std::to_string(k.adam8bit_block_elements) + "-element block";
-  }
-  return "";
-}
-
-// Units that ZeRO-3/FSDP gather whole: embeddings, each block, the head (+ final norm).
-std::vector<std::int64_t> gather_units(const ModelDesc& m) {
-  std::vector<std::int64_t> units;
-  if (m.transformer) {
-    const auto p = count_parameters(*m.transformer);
-    units.push_back(p.embeddings);
-    units.push_back(p.per_layer);
-    if (p.head > 0) units.push_back(p.head);
-    if (m.transformer->num_layers > 1) units.push_back(p.per_layer);
-  } else if (m.layers) {
-    for (const auto& l : m.layers->layers) {
-      if (l.params > 0) units.push_back(l.params);
-    }
-  }
-  std::sort(units.rbegin(), units.rend());
-  return units;
-}
-
 std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements) {
   if (!sharded || n == 1) return "x " + format_thousands(elements) + " params, not sharded";
   return "x " + format_thousands(elements) + " params (1/" + std::to_string(n) + " shard)";
+}
+
+std::string type_of(std::int64_t bytes, Precision p) {
+  return bytes == 2 ? std::string(compute_type(p)) : "fp32";
 }
 
 class Builder {
@@ -101,9 +47,12 @@ class Builder {
   Builder(const ModelDesc& m, const TrainingConfig& c, const OverheadConstants& k)
       : m_(m), c_(c), k_(k), t_(traits_of(c.strategy)) {
     check_supported(c);
+    layout_ = layout_for(c, t_);
+    units_ = gather_units(m);
     e_.strategy = c.strategy;
     e_.params = m.params;
     e_.shard_degree = shard_degree(c);
+    e_.recipe = layout_.description;
     shard_elements_ = ceil_div(m.params, e_.shard_degree);
   }
 
@@ -143,56 +92,66 @@ class Builder {
   }
 
   void model_states() {
-    const auto b = bytes_per_param(c_);
+    const auto& l = layout_;
     const auto n = e_.shard_degree;
-    const std::string p = std::string(name_of(c_.precision));
     auto& g = e_.gpu;
-    g.weights = bytes_of(elements(t_.shards_weights), b.weights, "weights");
-    explain("weights", std::to_string(b.weights) + " B (" + (b.weights == 2 ? p : "fp32") + ") " +
+    g.weights = bytes_of(elements(t_.shards_weights), l.weight_bytes, "weights");
+    explain("weights", std::to_string(l.weight_bytes) + " B (" +
+                           type_of(l.weight_bytes, c_.precision) + ") " +
                            sharding_text(t_.shards_weights, n, elements(t_.shards_weights)));
-    g.master_weights = bytes_of(elements(t_.shards_optimizer), b.master, "master weights");
-    explain("master_weights", b.master == 0
-                                  ? "none: fp32 training updates the weights directly"
+    g.master_weights = bytes_of(elements(t_.shards_optimizer), l.master_bytes, "master weights");
+    explain("master_weights", l.master_bytes == 0
+                                  ? "none: the optimizer updates the fp32 weights directly"
                                   : "4 B (fp32) " + sharding_text(t_.shards_optimizer, n,
                                                                   elements(t_.shards_optimizer)));
-    g.gradients = bytes_of(elements(t_.shards_gradients), b.gradients, "gradients");
-    explain("gradients", std::to_string(b.gradients) + " B " +
+    g.gradients = bytes_of(elements(t_.shards_gradients), l.grad_bytes, "gradients");
+    explain("gradients", std::to_string(l.grad_bytes) + " B (" +
+                             type_of(l.grad_bytes, c_.precision) + ") " +
                              sharding_text(t_.shards_gradients, n, elements(t_.shards_gradients)));
     g.optimizer_states = optimizer_bytes(c_.optimizer, elements(t_.shards_optimizer), k_);
     explain("optimizer_states",
             optimizer_explain(c_.optimizer, k_) + " " +
                 sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
     const bool buckets = t_.gradient_buffer == GradientBuffer::ddp_buckets && !c_.grad_bucket_view;
-    g.grad_buckets = buckets ? bytes_of(m_.params, b.gradients, "gradient buckets") : Bytes{0};
+    g.grad_buckets = buckets ? bytes_of(m_.params, l.grad_bytes, "gradient buckets") : Bytes{0};
     explain("grad_buckets",
-            buckets ? std::to_string(b.gradients) + " B x " + format_thousands(m_.params) +
+            buckets ? std::to_string(l.grad_bytes) + " B x " + format_thousands(m_.params) +
                           " params: DDP copies gradients into buckets"
             : t_.gradient_buffer == GradientBuffer::ddp_buckets
                 ? "none: gradient_as_bucket_view makes gradients views of the buckets"
                 : "none: this strategy keeps no bucketed gradient copy");
   }
 
+  // ZeRO-Offload keeps the master copy, optimizer states and an fp32 gradient partition on the
+  // host; FSDP CPUOffload keeps the fp32 parameter shard, its gradients and the optimizer there.
   void offload() {
     if (c_.offload == Offload::none) return;
     auto& g = e_.gpu;
     auto& h = e_.cpu;
-    h.master_weights = std::exchange(g.master_weights, Bytes{0});
-    if (h.master_weights.value > 0) move_to_host("master_weights");
+    const auto opt_elements = elements(t_.shards_optimizer);
     h.optimizer_states = std::exchange(g.optimizer_states, Bytes{0});
     if (h.optimizer_states.value > 0) move_to_host("optimizer_states");
-    h.gradients = bytes_of(elements(t_.shards_optimizer), 4, "host gradients");
+    if (t_.fsdp) {
+      h.weights = std::exchange(g.weights, Bytes{0});
+      h.gradients = std::exchange(g.gradients, Bytes{0});
+      move_to_host("weights");
+      move_to_host("gradients");
+      return;
+    }
+    h.master_weights = bytes_of(opt_elements, 4, "host master weights");
+    g.master_weights = Bytes{0};
+    explain("master_weights", "in host memory: 4 B (fp32) x " + format_thousands(opt_elements) +
+                                  " params, the copy the CPU optimizer updates");
+    h.gradients = bytes_of(opt_elements, 4, "host gradients");
     if (t_.shards_gradients) {
       g.gradients = Bytes{0};
       explain("gradients", "reduced partitions copied to host memory as fp32 (" +
-                               format_thousands(elements(t_.shards_optimizer)) +
-                               " params x 4 B) for the CPU optimizer step");
+                               format_thousands(opt_elements) + " params x 4 B)");
     }
     if (c_.offload == Offload::optimizer_and_params) {
-      h.weights = bytes_of(shard_elements_, bytes_per_param(c_).weights, "host weights");
-      if (t_.shards_weights) {
-        g.weights = Bytes{0};
-        move_to_host("weights");
-      }
+      h.weights = bytes_of(shard_elements_, layout_.weight_bytes, "host weights");
+      g.weights = Bytes{0};
+      move_to_host("weights");
     }
   }
 
@@ -202,7 +161,7 @@ class Builder {
     e_.seq_len = a.seq_len;
     e_.activation_terms = a.terms;
     e_.gpu.activations = a.total;
-    model_output_ = a.model_output;
+    activations_ = a;
   }
 
   void add_buffer(std::string name, Bytes bytes) {
@@ -211,28 +170,69 @@ class Builder {
     e_.gpu.buffers += bytes;
   }
 
-  void buffers() {
-    const auto b = bytes_per_param(c_);
-    const auto units = gather_units(m_);
-    if (t_.shards_weights && !units.empty()) {
-      const std::int64_t two = units[0] + (units.size() > 1 ? units[1] : 0);
-      add_buffer("gathered parameters (unit in use + prefetched unit)",
-                 bytes_of(two, b.weights, "gathered parameters"));
+  // Parameters held unsharded in the compute type while computing.
+  void gathered_parameters() {
+    const std::int64_t cb = layout_.compute_bytes;
+    const std::string type = type_of(cb, c_.precision);
+    const auto& b = units_.blocks;
+    const std::int64_t two = b.empty() ? 0 : b[0] + (b.size() > 1 ? b[1] : 0);
+    switch (t_.gather) {
+      case ParamGather::units:
+        if (units_.known) {
+          add_buffer("gathered " + type + " parameters (module in use + prefetched module)",
+                     bytes_of(std::max(two, units_.root), cb, "gathered parameters"));
+        }
+        break;
+      case ParamGather::root_and_units:
+        if (units_.known) {
+          add_buffer("gathered " + type + " root unit (embeddings, head), held forward to backward",
+                     bytes_of(units_.root, cb, "gathered parameters"));
+          add_buffer("gathered " + type + " blocks (unit in use + prefetched unit)",
+                     bytes_of(two, cb, "gathered parameters"));
+        }
+        break;
+      case ParamGather::whole_model:
+        add_buffer("unsharded " + type + " parameters, held from forward to the end of backward",
+                   bytes_of(m_.params, cb, "unsharded parameters"));
+        break;
+      case ParamGather::none:
+        break;
     }
-    if (t_.gradient_buffer == GradientBuffer::unit_gradients && !units.empty()) {
-      add_buffer("one unit's unsharded gradients before reduce-scatter",
-                 bytes_of(units[0], b.gradients, "unit gradients"));
+    const bool mixed_unsharded_copy =
+        layout_.recipe == Recipe::autocast ||
+        (layout_.recipe == Recipe::fsdp_mixed && t_.gather == ParamGather::none);
+    if (mixed_unsharded_copy) {
+      add_buffer(type + " copies of the weights, cached from forward to backward",
+                 bytes_of(m_.params, cb, "weight copies"));
+    }
+  }
+
+  void gradient_buffers() {
+    const std::int64_t cb = layout_.compute_bytes;
+    if (t_.gradient_buffer == GradientBuffer::unit_gradients && units_.known) {
+      const auto largest = std::max(units_.root, units_.blocks.empty() ? 0 : units_.blocks[0]);
+      add_buffer(
+          "one unit's unsharded " + type_of(cb, c_.precision) + " gradients before reduction",
+          bytes_of(largest, cb, "unit gradients"));
     }
     if (t_.gradient_buffer == GradientBuffer::zero_bucket) {
       const auto bucket = std::min(m_.params, k_.zero_reduce_bucket_elements);
       add_buffer("ZeRO contiguous reduce bucket (" + format_thousands(bucket) + " elements)",
-                 bytes_of(bucket, b.gradients, "reduce bucket"));
+                 bytes_of(bucket, layout_.grad_bytes, "reduce bucket"));
     }
+  }
+
+  void buffers() {
+    gathered_parameters();
+    gradient_buffers();
     if (t_.single_process && c_.dp_size > 1) {
-      add_buffer("rank 0: outputs gathered from " + std::to_string(c_.dp_size) + " replicas",
-                 Bytes{checked_mul(model_output_.value, c_.dp_size, "gathered outputs")});
+      const auto n = c_.dp_size;
+      add_buffer("rank 0: outputs gathered from " + std::to_string(n) + " replicas",
+                 Bytes{checked_mul(activations_.model_output.value, n, "gathered outputs")});
+      add_buffer("rank 0: loss over the other replicas' outputs",
+                 Bytes{checked_mul(activations_.loss_bytes.value, n - 1, "loss activations")});
       add_buffer("rank 0: replica gradients awaiting reduction",
-                 bytes_of(m_.params, b.gradients, "replica gradients"));
+                 bytes_of(m_.params, layout_.grad_bytes, "replica gradients"));
     }
     if (c_.dp_size > 1) {
       const std::int64_t comms = t_.hybrid && c_.dp_size > e_.shard_degree ? 2 : 1;
@@ -255,8 +255,7 @@ class Builder {
     if (t_.single_process && c_.dp_size > 1) {
       e_.notes.push_back(
           "DataParallel: figures are rank 0's, which also holds the optimizer, "
-          "the gathered outputs and the reduced gradients; the other GPUs hold "
-          "replica weights, gradients and activations");
+          "the gathered outputs and their loss, and the reduced gradients");
     }
     if (t_.hybrid) {
       const auto groups = c_.dp_size / e_.shard_degree;
@@ -266,7 +265,6 @@ class Builder {
                              : "hybrid sharding: groups of " + std::to_string(e_.shard_degree) +
                                    " GPUs shard, " + std::to_string(groups) + " groups replicate");
     }
-    attention_note();
     if (!e_.activations_modelled) {
       e_.notes.push_back(
           "activations and gathered units are not modelled for a bare parameter "
@@ -276,33 +274,36 @@ class Builder {
         e_.seq_len > m_.transformer->max_positions) {
       e_.notes.push_back("sequence length exceeds the model's max_position_embeddings");
     }
+    attention_note();
   }
 
-  // Eager attention keeps s^2 scores per head; say how much FlashAttention would save.
+  // Materialised attention scores grow with s^2; say how much they are.
   void attention_note() {
-    if (!m_.transformer || c_.attention != Attention::eager ||
+    if (!m_.transformer || c_.attention == Attention::flash ||
         c_.checkpointing != Checkpointing::none) {
       return;
     }
     const auto& t = *m_.transformer;
     const auto with =
-        layer_activation_bytes(t, c_.micro_batch, e_.seq_len, c_.precision, Attention::eager, true);
-    const auto without = layer_activation_bytes(t, c_.micro_batch, e_.seq_len, c_.precision,
-                                                Attention::eager, false);
+        layer_activation_bytes(t, c_.micro_batch, e_.seq_len, c_.precision, c_.attention, true);
+    const auto without =
+        layer_activation_bytes(t, c_.micro_batch, e_.seq_len, c_.precision, c_.attention, false);
     const Bytes scores{checked_mul((with - without).value, t.num_layers, "activation bytes")};
     if (scores.value * 10 < e_.gpu.activations.value) return;
-    e_.notes.push_back("eager attention scores are " + format_gib(scores) +
+    e_.notes.push_back("materialised attention scores are " + format_gib(scores) +
                        " of the activations; --attention flash (FlashAttention, PyTorch SDPA) "
-                       "does not keep them");
+                       "keeps none of them");
   }
 
   const ModelDesc& m_;
   const TrainingConfig& c_;
   const OverheadConstants& k_;
   const StrategyTraits& t_;
+  StateLayout layout_;
+  GatherUnits units_;
   MemoryEstimate e_;
   std::int64_t shard_elements_ = 0;
-  Bytes model_output_;
+  ActivationEstimate activations_;
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ nlohmann::json to_json(const MemoryEstimate& e) {
   j["strategy"] = std::string(name_of(e.strategy));
   j["params"] = e.params;
   j["shard_degree"] = e.shard_degree;
+  j["recipe"] = e.recipe;
   j["per_gpu"] = components_json(e.gpu);
   j["per_cpu"] = components_json(e.cpu);
   j["cpu_per_node"] = e.cpu_per_node.value;

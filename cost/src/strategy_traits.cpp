@@ -10,19 +10,28 @@ namespace dtplan::cost {
 namespace {
 
 using GB = GradientBuffer;
+using PG = ParamGather;
 
-// strategy, shards: optimizer gradients weights, gradient buffer, single, hybrid, offload
-// opt/params
+// strategy, shards: optimizer gradients weights, gather, gradient buffer, fsdp, single process,
+// hybrid, offload optimizer / parameters
 constexpr std::array<StrategyTraits, 9> kTraits{{
-    {Strategy::dp, false, false, false, GB::none, true, false, false, false},
-    {Strategy::ddp, false, false, false, GB::ddp_buckets, false, false, false, false},
-    {Strategy::zero1, true, false, false, GB::zero_bucket, false, false, true, false},
-    {Strategy::zero2, true, true, false, GB::zero_bucket, false, false, true, false},
-    {Strategy::zero3, true, true, true, GB::zero_bucket, false, false, true, true},
-    {Strategy::fsdp_full, true, true, true, GB::unit_gradients, false, false, false, true},
-    {Strategy::fsdp_grad_op, true, true, false, GB::unit_gradients, false, false, false, true},
-    {Strategy::fsdp_hybrid, true, true, true, GB::unit_gradients, false, true, false, true},
-    {Strategy::fsdp_no_shard, false, false, false, GB::none, false, false, false, false},
+    {Strategy::dp, false, false, false, PG::none, GB::none, false, true, false, false, false},
+    {Strategy::ddp, false, false, false, PG::none, GB::ddp_buckets, false, false, false, false,
+     false},
+    {Strategy::zero1, true, false, false, PG::none, GB::zero_bucket, false, false, false, true,
+     false},
+    {Strategy::zero2, true, true, false, PG::none, GB::zero_bucket, false, false, false, true,
+     false},
+    {Strategy::zero3, true, true, true, PG::units, GB::zero_bucket, false, false, false, true,
+     true},
+    {Strategy::fsdp_full, true, true, true, PG::root_and_units, GB::unit_gradients, true, false,
+     false, false, true},
+    {Strategy::fsdp_grad_op, true, true, true, PG::whole_model, GB::unit_gradients, true, false,
+     false, false, true},
+    {Strategy::fsdp_hybrid, true, true, true, PG::root_and_units, GB::unit_gradients, true, false,
+     true, false, true},
+    {Strategy::fsdp_no_shard, false, false, false, PG::none, GB::unit_gradients, true, false, false,
+     false, false},
 }};
 
 std::string strategy_label(Strategy s) {
@@ -66,6 +75,12 @@ void check_supported(const TrainingConfig& c) {
   if (c.offload == Offload::optimizer_and_params && !t.offload_params_ok) {
     throw Error(strategy_label(c.strategy) + ": --offload optimizer+params needs zero3 or an " +
                 "FSDP sharding strategy");
+  }
+  const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
+  if (autocast && c.strategy != Strategy::dp && c.strategy != Strategy::ddp) {
+    throw Error(strategy_label(c.strategy) + ": --precision " + std::string(name_of(c.precision)) +
+                " (torch.autocast) is modelled for dp and ddp; ZeRO and FSDP keep their own "
+                "mixed-precision copies: use fp16 or bf16");
   }
   shard_degree(c);
 }

@@ -14,8 +14,10 @@ double GpuSpec::peak_flops_for(Precision p) const {
     case Precision::fp32:
       return peak_flops.fp32;
     case Precision::fp16:
+    case Precision::amp_fp16:
       return peak_flops.fp16;
     case Precision::bf16:
+    case Precision::amp_bf16:
       return peak_flops.bf16;
   }
   return 0.0;

@@ -79,4 +79,18 @@ bool is_mixed(Precision p) {
   return p != Precision::fp32;
 }
 
+std::string_view compute_type(Precision p) {
+  switch (p) {
+    case Precision::fp16:
+    case Precision::amp_fp16:
+      return "fp16";
+    case Precision::bf16:
+    case Precision::amp_bf16:
+      return "bf16";
+    case Precision::fp32:
+      break;
+  }
+  return "fp32";
+}
+
 }  // namespace dtplan

@@ -29,8 +29,10 @@ TransformerSpec gpt3_block() {
   return t;
 }
 
-TrainingConfig config(Precision p, Checkpointing ck, std::int64_t b, std::int64_t s) {
+TrainingConfig config(Precision p, Checkpointing ck, std::int64_t b, std::int64_t s,
+                      Attention attn = Attention::eager) {
   TrainingConfig c;
+  c.attention = attn;
   c.precision = p;
   c.checkpointing = ck;
   c.micro_batch = b;
@@ -64,6 +66,20 @@ TEST_CASE("Llama-style block: SwiGLU, no dropout") {
   // fp32 doubles every 16-bit term: 2 * 629,145,600 + 4as^2b.
   CHECK(layer_activation_bytes(t, 1, 4096, Precision::fp32, Attention::eager, true).value ==
         1'258'291'200 + 2'147'483'648);
+}
+
+TEST_CASE("Hugging Face eager attention keeps fp32 softmax and repeated K, V") {
+  // Llama 3 8B: 32 heads, 8 KV heads of 128. hf-eager saves K and V repeated to 4096 wide
+  // (2 x 2 x sb(4096 - 1024) more than flash's 1024), an fp32 softmax output 4as^2b and
+  // bf16 probabilities 2as^2b; flash keeps the 4asb log-sum-exp instead of both.
+  const auto m = load_model("llama-3-8b", kModels);
+  const auto& t = *m.transformer;
+  const std::int64_t s = 2048, a = 32;
+  const auto flash = layer_activation_bytes(t, 1, s, Precision::bf16, Attention::flash, true);
+  const auto hf = layer_activation_bytes(t, 1, s, Precision::bf16, Attention::hf_eager, true);
+  CHECK(hf.value - flash.value == 2 * 2 * s * (4096 - 1024) + 6 * a * s * s - 4 * a * s);
+  const auto eager = layer_activation_bytes(t, 1, s, Precision::bf16, Attention::eager, true);
+  CHECK(eager.value - flash.value == 2 * a * s * s - 4 * a * s);
 }
 
 TEST_CASE("whole-model activations by checkpointing mode (Llama 2 7B, b 1, s 4096, bf16)") {

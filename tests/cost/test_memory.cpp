@@ -62,22 +62,24 @@ TEST_CASE("founding formulas, mixed precision (fp16 and bf16 alike)") {
 }
 
 TEST_CASE("every strategy x precision, model states by hand") {
-  // weights + master + gradients + Adam (+ DDP buckets); FSDP strategies shard like the ZeRO
-  // stage they correspond to; DataParallel and NO_SHARD keep no bucket copy.
+  // DDP and ZeRO with fp16/bf16 keep 16-bit weights and gradients plus an fp32 master (the
+  // founding formulas). FSDP's MixedPrecision keeps fp32 parameter shards and fp32 gradients
+  // (weights 4 + gradients 4 + Adam 8, sharded as the strategy shards them); DataParallel
+  // relies on torch.autocast, which keeps fp32 weights and gradients too.
   struct Row {
     Strategy s;
     std::int64_t fp32;
     std::int64_t mixed;
   };
   const Row rows[] = {
-      {Strategy::dp, 4 * a + 4 * a + 8 * a, 2 * a + 4 * a + 2 * a + 8 * a},
+      {Strategy::dp, 4 * a + 4 * a + 8 * a, 4 * a + 4 * a + 8 * a},
       {Strategy::ddp, 20 * a, 18 * a},
       {Strategy::zero1, 9 * a, 5'500'000'000},
       {Strategy::zero2, 5'500'000'000, 3'750'000'000},
       {Strategy::zero3, 2 * a, 2 * a},
-      {Strategy::fsdp_full, 2 * a, 2 * a},
-      {Strategy::fsdp_grad_op, 5'500'000'000, 3'750'000'000},
-      {Strategy::fsdp_hybrid, 2 * a, 2 * a},  // one node of 8: the group is all 8
+      {Strategy::fsdp_full, 16 * a / 8, 16 * a / 8},
+      {Strategy::fsdp_grad_op, 16 * a / 8, 16 * a / 8},  // + unsharded params (buffers)
+      {Strategy::fsdp_hybrid, 16 * a / 8, 16 * a / 8},   // one node of 8: the group is all 8
       {Strategy::fsdp_no_shard, 16 * a, 16 * a},
   };
   for (const auto& row : rows) {
@@ -86,6 +88,36 @@ TEST_CASE("every strategy x precision, model states by hand") {
     CHECK(states(row.s, Precision::fp16) == row.mixed);
     CHECK(states(row.s, Precision::bf16) == row.mixed);
   }
+}
+
+TEST_CASE("FSDP holds unsharded copies while it computes") {
+  // SHARD_GRAD_OP keeps every parameter gathered from forward to the end of backward: in bf16
+  // under MixedPrecision (2a), in fp32 without it (4a); NO_SHARD with MixedPrecision keeps the
+  // bf16 copy of its fp32 parameters (2a). NCCL buffers come on top with 8 GPUs.
+  CHECK(estimate(config(Strategy::fsdp_grad_op, Precision::bf16)).gpu.buffers.value ==
+        2 * a + kNcclPerComm);
+  CHECK(estimate(config(Strategy::fsdp_grad_op, Precision::fp32)).gpu.buffers.value ==
+        4 * a + kNcclPerComm);
+  CHECK(estimate(config(Strategy::fsdp_no_shard, Precision::bf16)).gpu.buffers.value ==
+        2 * a + kNcclPerComm);
+  CHECK(estimate(config(Strategy::fsdp_no_shard, Precision::fp32)).gpu.buffers.value ==
+        kNcclPerComm);
+}
+
+TEST_CASE("PyTorch autocast keeps fp32 weights, gradients and buckets") {
+  // DDP + torch.autocast(bf16) + AdamW: fp32 weights 4a, gradients 4a, buckets 4a, Adam 8a;
+  // the bf16 casts of the weights are cached from forward to backward (2a).
+  const auto e = estimate(config(Strategy::ddp, Precision::amp_bf16));
+  CHECK(e.gpu.model_states().value == 20 * a);
+  CHECK(e.gpu.buffers.value == 2 * a + kNcclPerComm);
+}
+
+TEST_CASE("shards round up when n does not divide a") {
+  const std::int64_t odd = a + 1;  // 1,000,000,001 over 8 -> 125,000,001 per shard
+  const auto e = estimate_memory(model_from_param_count(odd, "--params"),
+                                 config(Strategy::zero3, Precision::bf16), overheads());
+  CHECK(e.gpu.weights.value == 2 * 125'000'001);
+  CHECK(e.gpu.optimizer_states.value == 8 * 125'000'001);
 }
 
 TEST_CASE("components of ZeRO-2 bf16") {
@@ -155,8 +187,10 @@ TEST_CASE("transient buffers") {
   // DDP: NCCL only; a single GPU has no communicator.
   CHECK(estimate(config(Strategy::ddp, Precision::bf16)).gpu.buffers.value == kNcclPerComm);
   CHECK(estimate(config(Strategy::ddp, Precision::bf16, 1)).gpu.buffers.value == 0);
-  // DataParallel rank 0 also receives a gradient-sized reduction (bf16: 2a).
-  CHECK(estimate(config(Strategy::dp, Precision::bf16)).gpu.buffers.value == 2 * a + kNcclPerComm);
+  // DataParallel (autocast) rank 0: an fp32 gradient-sized reduction (4a) and the bf16 weight
+  // casts (2a); a bare count has no outputs to gather.
+  CHECK(estimate(config(Strategy::dp, Precision::bf16)).gpu.buffers.value ==
+        4 * a + 2 * a + kNcclPerComm);
 }
 
 TEST_CASE("ZeRO-3 and FSDP gather whole units (Llama 2 7B, bf16)") {
@@ -164,14 +198,35 @@ TEST_CASE("ZeRO-3 and FSDP gather whole units (Llama 2 7B, bf16)") {
   auto c = config(Strategy::zero3, Precision::bf16);
   c.seq_len = 4096;
   const auto z3 = estimate_memory(m, c, overheads());
-  // Largest units: two blocks of 202,383,360 params (4*4096^2 + 3*4096*11008 + 2*4096),
-  // gathered in bf16, plus the 5e8-element bf16 reduce bucket and NCCL.
-  CHECK(z3.gpu.buffers.value == 2 * 202'383'360LL * 2 + 1'000'000'000 + kNcclPerComm);
+  // Blocks of 202,383,360 params (4*4096^2 + 3*4096*11008 + 2*4096); the largest pair of
+  // modules is two blocks, gathered in bf16; plus the 5e8-element bf16 reduce bucket and NCCL.
+  const std::int64_t block = 202'383'360;
+  CHECK(z3.gpu.buffers.value == 2 * block * 2 + 1'000'000'000 + kNcclPerComm);
   c.strategy = Strategy::fsdp_full;
   const auto fsdp = estimate_memory(m, c, overheads());
-  // FSDP: gathered units + one unit's bf16 gradients before reduce-scatter + NCCL.
-  CHECK(fsdp.gpu.buffers.value == 2 * 202'383'360LL * 2 + 202'383'360LL * 2 + kNcclPerComm);
-  CHECK(fsdp.gpu.weights.value == 2 * 842'301'952LL);  // ceil(6,738,415,616 / 8) bf16
+  // FSDP: the root unit (embeddings 131,072,000 + lm_head 131,072,000 + final norm 4,096)
+  // stays gathered; two blocks in bf16; the largest unit's bf16 gradients before
+  // reduce-scatter, which is the root (262,148,096 > 202,383,360).
+  const std::int64_t root = 131'072'000 + 131'072'000 + 4'096;
+  CHECK(fsdp.gpu.buffers.value == 2 * root + 2 * block * 2 + 2 * root + kNcclPerComm);
+  CHECK(fsdp.gpu.weights.value == 4 * 842'301'952LL);  // fp32 shard: ceil(6,738,415,616 / 8)
+  CHECK(fsdp.gpu.gradients.value == 4 * 842'301'952LL);
+}
+
+TEST_CASE("ZeRO-1 and FSDP offload") {
+  auto c = config(Strategy::zero1, Precision::bf16);
+  c.offload = Offload::optimizer;
+  const auto z1 = estimate(c);
+  // ZeRO-1 keeps its bf16 gradients on the GPU (they are not partitioned) ...
+  CHECK(z1.gpu.model_states().value == 2 * a + 2 * a);
+  // ... and the host holds the master, Adam and an fp32 gradient partition: 16 B x a / 8.
+  CHECK(z1.cpu.total().value == 16 * a / 8);
+  c.strategy = Strategy::fsdp_full;
+  c.offload = Offload::optimizer_and_params;
+  const auto fsdp = estimate(c);
+  CHECK(fsdp.gpu.model_states().value == 0);
+  // CPUOffload: fp32 parameter shard, fp32 gradient shard, Adam: 16 B x a / 8.
+  CHECK(fsdp.cpu.total().value == 16 * a / 8);
 }
 
 TEST_CASE("overhead: CUDA context plus allocator slack on what is allocated") {

@@ -17,7 +17,10 @@ TEST_CASE("ZeRO stages shard progressively more") {
   CHECK_FALSE(traits_of(Strategy::zero2).shards_weights);
   CHECK(traits_of(Strategy::zero3).shards_weights);
   CHECK(traits_of(Strategy::fsdp_full).shards_weights);
-  CHECK_FALSE(traits_of(Strategy::fsdp_grad_op).shards_weights);
+  CHECK(traits_of(Strategy::fsdp_full).gather == ParamGather::root_and_units);
+  // SHARD_GRAD_OP shards the stored fp32 parameters but keeps them gathered through backward.
+  CHECK(traits_of(Strategy::fsdp_grad_op).shards_weights);
+  CHECK(traits_of(Strategy::fsdp_grad_op).gather == ParamGather::whole_model);
   CHECK_FALSE(traits_of(Strategy::fsdp_no_shard).shards_optimizer);
 }
 
@@ -52,5 +55,10 @@ TEST_CASE("unsupported configurations are refused with the reason") {
   c.offload = Offload::optimizer;
   CHECK_THROWS_AS(check_supported(c), Error);
   c.offload = Offload::optimizer_and_params;
+  CHECK_NOTHROW(check_supported(c));
+  c.offload = Offload::none;
+  c.precision = Precision::amp_bf16;
+  CHECK_THROWS_WITH(check_supported(c), Contains("modelled for dp and ddp"));
+  c.strategy = Strategy::ddp;
   CHECK_NOTHROW(check_supported(c));
 }

@@ -23,12 +23,14 @@ struct ActivationEstimate {
   Bytes total;            // peak activation bytes per GPU during backward
   std::vector<NamedBytes> terms;
   Bytes model_output;        // bytes of the model's output tensor per GPU (DataParallel gather)
+  Bytes loss_bytes;          // what the loss keeps of that output (fp32 copy, log-softmax)
   std::int64_t seq_len = 0;  // the sequence length used (transformers)
 };
 
 // Bytes one transformer block keeps for backward with no recomputation, for micro-batch b and
-// sequence s. With 16-bit activations, GELU MLP of 4h, dropout on, eager attention and
-// a = kv heads, this is exactly s*b*h*(34 + 5*a*s/h) (Korthikanti et al., eq. 1).
+// sequence s; without the attention-score terms if !keep_attention_scores. With 16-bit
+// activations, GELU MLP of 4h, dropout on, eager attention and kv heads = heads, this is
+// exactly s*b*h*(34 + 5*a*s/h) (Korthikanti et al., eq. 1).
 Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,
                              Attention attn, bool keep_attention_scores);
 

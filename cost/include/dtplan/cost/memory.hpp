@@ -42,6 +42,7 @@ struct MemoryEstimate {
   Strategy strategy = Strategy::ddp;
   std::int64_t params = 0;
   std::int64_t shard_degree = 1;
+  std::string recipe;    // how mixed precision lays out the states
   MemoryComponents gpu;  // per GPU (for DataParallel: rank 0, the most loaded)
   MemoryComponents cpu;  // host memory per rank (offloaded states)
   Bytes cpu_per_node;    // host memory of all ranks on one node

@@ -1,6 +1,7 @@
 // What each data-parallel strategy does to per-GPU memory: which model-state components it
-// shards across the data-parallel group, which transient buffers it needs, and which offload
-// modes the real implementation offers. One row per strategy.
+// shards across the data-parallel group, which parameters it holds unsharded while it
+// computes, which gradient buffers it needs, and which offload modes the real
+// implementation offers. One row per strategy.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +18,23 @@ enum class GradientBuffer {
   unit_gradients,  // FSDP: one unit's unsharded gradients before reduce-scatter
 };
 
+// Parameters held unsharded, in the compute type, beyond the persistent copy.
+enum class ParamGather {
+  none,
+  units,           // ZeRO-3: the module in use and the prefetched one
+  root_and_units,  // FSDP FULL/HYBRID: the root unit (embeddings, head) stays gathered from
+                   // forward to backward, plus the block in use and the prefetched block
+  whole_model,     // FSDP SHARD_GRAD_OP: everything, from forward to the end of backward
+};
+
 struct StrategyTraits {
   Strategy strategy;
   bool shards_optimizer;  // optimizer states and fp32 master weights
   bool shards_gradients;
-  bool shards_weights;  // persistent weights sharded; units gathered on use
+  bool shards_weights;  // the persistent weights
+  ParamGather gather;
   GradientBuffer gradient_buffer;
+  bool fsdp;            // PyTorch FSDP: fp32 flat parameters, MixedPrecision casts
   bool single_process;  // torch.nn.DataParallel: rank 0 reduces and steps
   bool hybrid;          // shard group = the GPUs of one node
   bool offload_optimizer_ok;
@@ -36,7 +48,7 @@ const StrategyTraits& traits_of(Strategy s);
 std::int64_t shard_degree(const TrainingConfig& c);
 
 // Throws dtplan::Error if the configuration is not one the strategy supports (offload mode,
-// hybrid divisibility, single-process limits).
+// hybrid divisibility, single-process limits, autocast outside dp/ddp).
 void check_supported(const TrainingConfig& c);
 
 }  // namespace dtplan::cost

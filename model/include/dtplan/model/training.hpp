@@ -11,7 +11,7 @@
 
 namespace dtplan {
 
-enum class Precision { fp32, fp16, bf16 };
+enum class Precision { fp32, fp16, bf16, amp_fp16, amp_bf16 };
 enum class Optimizer { adam, adamw, sgd, sgd_momentum, adam8bit };
 enum class Strategy {
   dp,             // single-process torch.nn.DataParallel
@@ -26,7 +26,7 @@ enum class Strategy {
 };
 enum class Offload { none, optimizer, optimizer_and_params };
 enum class Checkpointing { none, selective, full };
-enum class Attention { eager, flash };
+enum class Attention { flash, eager, hf_eager };
 
 template <class E>
 struct NamedValue {
@@ -35,10 +35,15 @@ struct NamedValue {
   std::string_view description;
 };
 
-inline constexpr std::array<NamedValue<Precision>, 3> kPrecisions{{
+inline constexpr std::array<NamedValue<Precision>, 5> kPrecisions{{
     {Precision::fp32, "fp32", "fp32 weights, gradients and activations"},
-    {Precision::fp16, "fp16", "fp16 mixed precision with fp32 master weights"},
-    {Precision::bf16, "bf16", "bf16 mixed precision with fp32 master weights"},
+    {Precision::fp16, "fp16",
+     "fp16 mixed precision: 16-bit weights and gradients, fp32 master (DeepSpeed, Megatron); "
+     "FSDP: MixedPrecision over fp32 shards"},
+    {Precision::bf16, "bf16", "bf16 mixed precision, as fp16"},
+    {Precision::amp_fp16, "amp-fp16",
+     "PyTorch autocast: fp32 weights and gradients, fp16 compute (dp, ddp)"},
+    {Precision::amp_bf16, "amp-bf16", "PyTorch autocast with bf16 compute (dp, ddp)"},
 }};
 
 inline constexpr std::array<NamedValue<Optimizer>, 5> kOptimizers{{
@@ -73,9 +78,14 @@ inline constexpr std::array<NamedValue<Checkpointing>, 3> kCheckpointings{{
     {Checkpointing::full, "full", "only each layer's input kept; layers recomputed"},
 }};
 
-inline constexpr std::array<NamedValue<Attention>, 2> kAttentions{{
-    {Attention::eager, "eager", "attention scores materialised (s^2 per head)"},
-    {Attention::flash, "flash", "FlashAttention: no s^2 scores, log-sum-exp kept"},
+inline constexpr std::array<NamedValue<Attention>, 3> kAttentions{{
+    {Attention::flash, "flash",
+     "FlashAttention / PyTorch SDPA kernels: no s^2 scores, an fp32 log-sum-exp kept"},
+    {Attention::eager, "eager",
+     "scores materialised in 16 bits with a fused softmax (Megatron; Korthikanti et al.)"},
+    {Attention::hf_eager, "hf-eager",
+     "Hugging Face eager attention: fp32 softmax output and 16-bit probabilities kept, K and V "
+     "repeated to every query head"},
 }};
 
 // Name of a value; parse throws dtplan::Error naming `what` and the known names.
@@ -95,8 +105,10 @@ Attention parse_attention(std::string_view text);
 
 std::vector<std::string> strategy_names();
 
-// True for fp16 and bf16: 16-bit compute copies with fp32 master weights.
+// True for every precision that computes in 16 bits (activations are 16-bit).
 bool is_mixed(Precision p);
+// The 16-bit compute type of a mixed precision ("bf16" for bf16 and amp-bf16), else "fp32".
+std::string_view compute_type(Precision p);
 
 // The configuration one memory or time estimate is made for.
 struct TrainingConfig {
@@ -108,7 +120,7 @@ struct TrainingConfig {
   std::int64_t micro_batch = 1;    // samples per GPU per micro-step
   std::int64_t seq_len = 0;        // tokens per sample; 0 = the model's maximum positions
   Checkpointing checkpointing = Checkpointing::none;
-  Attention attention = Attention::eager;
+  Attention attention = Attention::flash;
   Offload offload = Offload::none;
   bool grad_bucket_view = false;                 // DDP gradient_as_bucket_view=True
   std::int64_t bucket_cap_bytes = 25 * 1048576;  // DDP bucket_cap_mb default 25
