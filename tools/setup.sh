@@ -23,7 +23,13 @@ done
 if ((${#missing[@]} > 0)); then
   echo "dtplan setup: installing ${missing[*]}" >&2
   sudo_cmd=()
-  if [[ "$(id -u)" -ne 0 ]]; then sudo_cmd=(sudo); fi
+  if [[ "$(id -u)" -ne 0 ]]; then
+    if ! command -v sudo >/dev/null; then
+      echo "dtplan setup: missing packages (${missing[*]}); run as root or install sudo" >&2
+      exit 1
+    fi
+    sudo_cmd=(sudo)
+  fi
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >&2

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
 
 namespace dtplan::cli {
 
@@ -22,11 +23,22 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(register_models_command);
   add(register_gpus_command);
 
+  if (!args.empty() && !args.front().empty() && args.front()[0] != '-' &&
+      runners.count(args.front()) == 0) {
+    std::vector<std::string> names;
+    for (const auto& [name, runner] : runners)
+      names.push_back(name);
+    err << "dtplan: error: " << unknown_name_message("command", args.front(), names) << '\n';
+    return 2;
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e, out, err);
+    err << "dtplan: error: " << e.what() << " (see dtplan --help)\n";
+    return 2;
   }
   try {
     for (auto* sub : app.get_subcommands()) {

@@ -17,9 +17,14 @@ std::string names_of(auto const& table) {
   return out;
 }
 
-void require_positive(std::int64_t value, const char* flag) {
+// Counts beyond `limit` are typing mistakes (or CLI11 clamping an out-of-range number).
+void require_positive(std::int64_t value, const char* flag, std::int64_t limit = 100'000'000) {
   if (value < 1) {
     throw Error(std::string(flag) + ": must be a positive integer, got " + std::to_string(value));
+  }
+  if (value > limit) {
+    throw Error(std::string(flag) + ": " + std::to_string(value) + " is beyond the supported " +
+                format_thousands(limit));
   }
 }
 
@@ -74,10 +79,10 @@ ModelDesc resolve_model(const ModelOptions& o) {
 
 TrainingConfig training_config(const TrainingOptions& o) {
   TrainingConfig c;
-  require_positive(o.gpus, "--gpus");
+  require_positive(o.gpus, "--gpus", 1'000'000);
   c.dp_size = o.gpus;
   c.gpus_per_node = o.gpus_per_node.value_or(std::min<std::int64_t>(o.gpus, 8));
-  require_positive(c.gpus_per_node, "--gpus-per-node");
+  require_positive(c.gpus_per_node, "--gpus-per-node", 1024);
   c.precision = parse_precision(o.precision);
   c.optimizer = parse_optimizer(o.optimizer);
   c.grad_bucket_view = o.grad_bucket_view;
@@ -87,7 +92,7 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   c.fp32_grad_accumulation = o.fp32_grad_accumulation;
   c.offload = parse_offload(o.offload);
-  require_positive(o.micro_batch, "--micro-batch");
+  require_positive(o.micro_batch, "--micro-batch", 1'000'000);
   c.micro_batch = o.micro_batch;
   if (o.seq_len) require_positive(*o.seq_len, "--seq-len");
   c.seq_len = o.seq_len.value_or(0);

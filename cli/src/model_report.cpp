@@ -27,8 +27,9 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
                                                 std::to_string(t.head_dim)});
   s.add_row({"ffn", std::to_string(t.ffn_size) +
                         (t.mlp == MlpKind::swiglu ? " (SwiGLU: gate, up, down)" : " (GELU MLP)")});
-  s.add_row({"vocabulary", std::to_string(t.vocab_size) +
-                               (t.tied_embeddings || !t.lm_head ? "" : ", untied LM head")});
+  s.add_row({"vocabulary",
+             std::to_string(t.vocab_size) +
+                 (t.head == HeadKind::causal_lm && !t.tied_embeddings ? ", untied LM head" : "")});
   s.add_row(
       {"max positions", std::to_string(t.max_positions) +
                             (t.positions == PositionKind::rotary ? " (rotary)" : " (learned)")});

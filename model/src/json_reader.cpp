@@ -41,11 +41,17 @@ std::string strip_parse_prefix(const std::string& what) {
   return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
-// Rejects duplicate keys in any object while parsing (nlohmann keeps the last silently).
+constexpr int kMaxDepth = 64;
+
+struct TooDeep {};
+
+// Rejects duplicate keys in any object while parsing (nlohmann keeps the last silently), and
+// nesting deeper than any dtplan input needs (so later recursive scans stay bounded).
 class DuplicateKeyGuard {
  public:
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  bool operator()(int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    if (depth > kMaxDepth) throw TooDeep{};
     if (event == E::object_start) keys_.emplace_back();
     if (event == E::object_end && !keys_.empty()) keys_.pop_back();
     if (event == E::key && !keys_.empty()) {
@@ -193,6 +199,8 @@ std::shared_ptr<const JsonDocument> parse_json(std::string text, std::string ori
   DuplicateKeyGuard guard;
   try {
     doc->root = nlohmann::json::parse(doc->text, std::ref(guard));
+  } catch (const TooDeep&) {
+    throw Error(doc->origin + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
   } catch (const nlohmann::json::parse_error& e) {
     const auto lc = line_column_at(doc->text, e.byte == 0 ? 0 : e.byte - 1);
     throw Error(doc->origin + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column) +

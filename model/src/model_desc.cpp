@@ -36,12 +36,18 @@ std::int64_t parse_param_count(std::string_view text) {
     }
     if (scale != 1.0) body.pop_back();
   }
-  const auto value = parse_number(body);
+  const bool plain =
+      !body.empty() && body.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  const auto value = plain ? parse_number(body) : std::nullopt;
   if (!value) {
     throw Error("--params '" + original +
                 "': not a parameter count (examples: 124439808, 7.5e9, 7.5B, 350M)");
   }
-  const double count = std::round(*value * scale);
+  const double exact = *value * scale;
+  const double count = std::round(exact);
+  if (std::fabs(exact - count) > 1e-9 * std::max(1.0, exact)) {
+    throw Error("--params '" + original + "': not a whole number of parameters");
+  }
   if (count < 1.0) throw Error("--params '" + original + "': must be a positive count");
   if (count >= 9.2e18) throw Error("--params '" + original + "': beyond a 64-bit count");
   return static_cast<std::int64_t>(count);

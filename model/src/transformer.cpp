@@ -58,21 +58,22 @@ std::vector<ParamComponent> TransformerParams::components() const {
           {"head", head}};
 }
 
-void validate(const TransformerSpec& s, const std::string& origin) {
+void validate(const TransformerSpec& s, const std::string& origin_in) {
+  const std::string origin = origin_in.empty() ? "" : origin_in + ": ";
   const std::pair<const char*, std::int64_t> sizes[] = {
       {"vocab_size", s.vocab_size}, {"hidden_size", s.hidden_size},    {"num_layers", s.num_layers},
       {"num_heads", s.num_heads},   {"num_kv_heads", s.num_kv_heads},  {"head_dim", s.head_dim},
       {"ffn_size", s.ffn_size},     {"max_positions", s.max_positions}};
   for (const auto& [name, value] : sizes) {
     if (value <= 0) {
-      throw Error(origin + ": " + name + " must be positive, got " + std::to_string(value));
+      throw Error(origin + name + " must be positive, got " + std::to_string(value));
     }
   }
   if (s.num_heads % s.num_kv_heads != 0) {
-    throw Error(origin + ": num_key_value_heads " + std::to_string(s.num_kv_heads) +
+    throw Error(origin + "num_key_value_heads " + std::to_string(s.num_kv_heads) +
                 " does not divide num_attention_heads " + std::to_string(s.num_heads));
   }
-  if (s.type_vocab_size < 0) throw Error(origin + ": type_vocab_size must not be negative");
+  if (s.type_vocab_size < 0) throw Error(origin + "type_vocab_size must not be negative");
 }
 
 TransformerParams count_parameters(const TransformerSpec& s) {
@@ -84,8 +85,25 @@ TransformerParams count_parameters(const TransformerSpec& s) {
   p.mlp = mul(mlp_params(s), s.num_layers);
   p.norms = mul(layer_norms, s.num_layers) + (s.final_norm ? norm_params(s) : 0) +
             (s.embedding_norm ? norm_params(s) : 0);
-  if (s.lm_head && !s.tied_embeddings) p.head += mul(s.vocab_size, s.hidden_size);
-  if (s.pooler) p.head += mul(s.hidden_size, s.hidden_size) + s.hidden_size;
+  const std::int64_t h = s.hidden_size;
+  switch (s.head) {
+    case HeadKind::causal_lm:
+      if (!s.tied_embeddings) p.head += mul(s.vocab_size, h);
+      break;
+    case HeadKind::pretraining:
+      p.head += 2 * h + 2;  // next-sentence classifier
+      [[fallthrough]];
+    case HeadKind::masked_lm:
+      // transform dense + LayerNorm, decoder tied to the word embeddings, its own bias
+      p.head += mul(h, h) + h + norm_params(s) + s.vocab_size;
+      break;
+    case HeadKind::sequence_classification:
+      p.head += mul(h, s.num_labels) + (s.pooler ? s.num_labels : 0);
+      break;
+    case HeadKind::base:
+      break;
+  }
+  if (s.pooler) p.head += mul(h, h) + h;
   checked_add(checked_add(p.embeddings, p.attention, "parameter count"),
               checked_add(p.mlp, p.norms + p.head, "parameter count"), "parameter count");
   return p;
@@ -151,6 +169,10 @@ TransformerSpec read_gpt2(const ObjectReader& c) {
   s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
   s.attention_dropout = c.optional_number("attn_pdrop").value_or(0.1) > 0.0;
   s.hidden_dropout = c.optional_number("resid_pdrop").value_or(0.1) > 0.0;
+  s.embedding_dropout = c.optional_number("embd_pdrop").value_or(0.1) > 0.0;
+  if (c.optional_boolean("add_cross_attention").value_or(false)) {
+    c.fail("add_cross_attention", "cross-attention (encoder-decoder GPT-2) is not supported");
+  }
   return s;  // learned positions, GELU MLP, LayerNorm, biases everywhere
 }
 
@@ -162,6 +184,7 @@ TransformerSpec read_gpt_neox(const ObjectReader& c) {
   s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(true);
   s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
   s.hidden_dropout = c.optional_number("hidden_dropout").value_or(0.0) > 0.0;
+  s.embedding_dropout = s.hidden_dropout;
   return s;
 }
 
@@ -172,11 +195,59 @@ TransformerSpec read_bert(const ObjectReader& c) {
   s.type_vocab_size = c.optional_integer("type_vocab_size").value_or(2);
   s.embedding_norm = true;
   s.final_norm = false;
-  s.lm_head = false;
-  s.pooler = true;
+  s.head = HeadKind::base;
+  s.pooler = true;  // BertModel's default add_pooling_layer=True
   s.attention_dropout = c.optional_number("attention_probs_dropout_prob").value_or(0.1) > 0.0;
   s.hidden_dropout = c.optional_number("hidden_dropout_prob").value_or(0.1) > 0.0;
+  s.embedding_dropout = s.hidden_dropout;
+  const auto positions = c.optional_string("position_embedding_type").value_or("absolute");
+  if (positions != "absolute") {
+    c.fail("position_embedding_type", "'" + positions + "' is not supported (only absolute)");
+  }
   return s;
+}
+
+// "architectures": ["LlamaForCausalLM"] sets the head; absent, decoders are causal LMs and
+// BERT is the bare BertModel.
+void read_architecture(const ObjectReader& c, TransformerSpec& s) {
+  if (!c.has("architectures")) {
+    c.optional_string("architectures");
+    return;
+  }
+  const auto list = c.strings("architectures");
+  if (list.empty()) return;
+  const std::string& a = list.front();
+  auto ends_with = [&a](std::string_view suffix) {
+    return a.size() >= suffix.size() &&
+           a.compare(a.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const bool bert = s.model_type == "bert";
+  if (ends_with("ForCausalLM") || a == "GPT2LMHeadModel") {
+    s.head = HeadKind::causal_lm;
+    s.pooler = false;
+  } else if (ends_with("ForMaskedLM") && bert) {
+    s.head = HeadKind::masked_lm;
+    s.pooler = false;
+  } else if (ends_with("ForPreTraining") && bert) {
+    s.head = HeadKind::pretraining;
+    s.pooler = true;
+  } else if (ends_with("ForSequenceClassification")) {
+    s.head = HeadKind::sequence_classification;
+    s.pooler = bert;
+    s.num_labels = c.optional_integer("num_labels").value_or(0);
+    if (s.num_labels == 0 && c.has("id2label")) {
+      s.num_labels = static_cast<std::int64_t>(c.value("id2label").size());
+    }
+    if (s.num_labels == 0) s.num_labels = 2;  // transformers' PretrainedConfig default
+    if (s.num_labels < 0) c.fail("num_labels", "must be a positive integer");
+  } else if (ends_with("Model")) {
+    s.head = HeadKind::base;
+    s.pooler = bert;
+  } else {
+    c.fail("architectures", "'" + a + "' is not supported (supported: *ForCausalLM, *Model, " +
+                                "*ForSequenceClassification, BertForMaskedLM, BertForPreTraining)");
+  }
+  if (s.head == HeadKind::base && !bert) s.tied_embeddings = false;  // no LM head to tie
 }
 
 struct ModelTypeReader {
@@ -200,11 +271,20 @@ std::vector<std::string> supported_model_types() {
 
 TransformerSpec spec_from_hf_config(const ObjectReader& config) {
   const std::string type = config.string("model_type");
+  if (config.has("quantization_config")) {
+    config.fail("quantization_config",
+                "quantized checkpoints are not supported: dtplan models full-precision training");
+  }
   for (const auto& r : kReaders) {
     if (type == r.model_type) {
       TransformerSpec s = r.read(config);
       s.model_type = type;
-      validate(s, config.location(""));
+      read_architecture(config, s);
+      try {
+        validate(s, "");
+      } catch (const Error& e) {
+        config.fail_here(e.what());
+      }
       return s;
     }
   }

@@ -107,6 +107,29 @@ TEST_CASE("BERT: token types, embedding LayerNorm, pooler, no LM head") {
   CHECK(p.total() == 335'141'888);  // BertModel.from_pretrained("bert-large-uncased")
 }
 
+TEST_CASE("the architecture sets the head") {
+  // bert-large-uncased's own config names BertForMaskedLM: no pooler (-1,049,600), a transform
+  // dense 1024x1024+1024, its LayerNorm 2,048 and a decoder bias of 30,522 (the decoder weight
+  // is tied): 335,174,458, transformers' num_parameters() for that checkpoint.
+  const auto mlm = from_config(
+      R"({"model_type": "bert", "architectures": ["BertForMaskedLM"], "vocab_size": 30522,
+          "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+          "intermediate_size": 4096, "max_position_embeddings": 512, "type_vocab_size": 2})");
+  CHECK(count_parameters(mlm).total() == 335'174'458);
+  // A Llama 2 7B classifier: no lm_head, a 4096 x 3 score layer without bias.
+  const auto cls = from_config(
+      R"({"model_type": "llama", "architectures": ["LlamaForSequenceClassification"],
+          "num_labels": 3, "vocab_size": 32000, "hidden_size": 4096,
+          "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+          "max_position_embeddings": 4096})");
+  CHECK(count_parameters(cls).total() == 6'738'415'616 - 131'072'000 + 4096 * 3);
+  const auto base = from_config(
+      R"({"model_type": "llama", "architectures": ["LlamaModel"], "vocab_size": 32000,
+          "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "max_position_embeddings": 4096})");
+  CHECK(count_parameters(base).total() == 6'738'415'616 - 131'072'000);
+}
+
 TEST_CASE("config.json errors name the key") {
   CHECK_THAT(error_of(R"({"model_type": "t5", "d_model": 512})"),
              Contains("/model_type") && Contains("'t5' is not supported") &&
@@ -125,4 +148,15 @@ TEST_CASE("config.json errors name the key") {
                           "num_attention_heads": 32, "num_key_value_heads": 5,
                           "max_position_embeddings": 4096})"),
              Contains("num_key_value_heads 5 does not divide num_attention_heads 32"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "quantization_config": {"bits": 4}})"),
+             Contains("/quantization_config: quantized checkpoints are not supported"));
+  CHECK_THAT(error_of(R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768,
+                          "n_layer": 12, "n_head": 12, "n_positions": 1024,
+                          "add_cross_attention": true})"),
+             Contains("/add_cross_attention: cross-attention"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "architectures": ["LlamaForTokenClassification"],
+                          "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+                          "num_hidden_layers": 32, "num_attention_heads": 32,
+                          "max_position_embeddings": 4096})"),
+             Contains("'LlamaForTokenClassification' is not supported"));
 }

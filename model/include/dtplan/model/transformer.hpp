@@ -13,6 +13,14 @@ class ObjectReader;
 enum class MlpKind { gelu, swiglu };  // up/act/down (2 matrices) or gate/up/down (3 matrices)
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rotary };
+// What sits on top of the transformer, from the config's "architectures".
+enum class HeadKind {
+  causal_lm,                // *ForCausalLM, GPT2LMHeadModel: vocabulary projection
+  base,                     // *Model: hidden states only
+  masked_lm,                // BertForMaskedLM: transform + tied decoder with bias
+  pretraining,              // BertForPreTraining: masked LM + pooler + next-sentence head
+  sequence_classification,  // *ForSequenceClassification: a num_labels projection
+};
 
 struct TransformerSpec {
   std::string model_type;  // Hugging Face model_type: gpt2, gpt_neox, llama, ...
@@ -34,10 +42,12 @@ struct TransformerSpec {
   bool mlp_bias = true;         // biases on the MLP projections
   bool embedding_norm = false;  // a norm right after the embeddings (BERT)
   bool final_norm = true;       // a norm before the head (decoders)
-  bool lm_head = true;          // a vocabulary projection (causal LM)
+  HeadKind head = HeadKind::causal_lm;
+  std::int64_t num_labels = 0;  // sequence classification
   bool pooler = false;          // BERT pooler: dense h x h + bias
   bool attention_dropout = false;
-  bool hidden_dropout = false;
+  bool hidden_dropout = false;     // after attention and MLP outputs
+  bool embedding_dropout = false;  // after the embeddings
 
   std::int64_t q_size() const { return num_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }
@@ -53,7 +63,7 @@ struct TransformerParams {
   std::int64_t attention = 0;   // all layers
   std::int64_t mlp = 0;         // all layers
   std::int64_t norms = 0;       // per-layer norms and the final norm
-  std::int64_t head = 0;        // untied LM head or pooler
+  std::int64_t head = 0;        // untied LM head, MLM transform, pooler, classifier
   std::int64_t per_layer = 0;   // one transformer block
   std::int64_t total() const { return embeddings + attention + mlp + norms + head; }
   std::vector<ParamComponent> components() const;
