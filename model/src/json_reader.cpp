@@ -422,6 +422,14 @@ ObjectReader ObjectReader::object(std::string_view key) const {
   return ObjectReader(doc_, &require(key), child(key));
 }
 
+std::optional<ObjectReader> ObjectReader::optional_object(std::string_view key) const {
+  if (!has(key)) {
+    find(key);
+    return std::nullopt;
+  }
+  return object(key);
+}
+
 std::vector<ObjectReader> ObjectReader::objects(std::string_view key) const {
   const auto& v = require(key);
   if (!v.is_array()) fail(key, std::string("expected an array of objects, got ") + type_name(v));

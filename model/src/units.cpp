@@ -74,6 +74,53 @@ std::optional<double> parse_number(std::string_view text) {
   return value;
 }
 
+Bytes parse_size(std::string_view text, std::string_view what) {
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+      {"TB", 1e12},    {"B", 1.0},
+  };
+  const std::string original(text);
+  auto fail = [&](const std::string& why) -> Bytes {
+    throw Error(std::string(what) + " '" + original + "': " + why +
+                " (examples: 4096, 32KiB, 1GiB, 1.5GB)");
+  };
+  std::string_view number = text;
+  double scale = 1.0;
+  for (const auto& [suffix, factor] : kUnits) {
+    if (text.size() > suffix.size() && text.substr(text.size() - suffix.size()) == suffix) {
+      number = text.substr(0, text.size() - suffix.size());
+      scale = factor;
+      break;
+    }
+  }
+  const auto value = parse_number(number);
+  if (!value) return fail("not a size");
+  const double bytes = *value * scale;
+  if (bytes < 1.0) return fail("must be at least 1 byte");
+  if (bytes >= 9.2e18) return fail("beyond a 64-bit byte count");
+  if (std::fabs(bytes - std::round(bytes)) > 1e-6 * bytes)
+    return fail("not a whole number of bytes");
+  return Bytes{static_cast<std::int64_t>(std::llround(bytes))};
+}
+
+std::string format_size(Bytes b) {
+  static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b.value);
+  int unit = 0;
+  while (std::fabs(v) >= 1024.0 && unit < 5) {
+    v /= 1024.0;
+    ++unit;
+  }
+  char buf[48];
+  if (v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f%s", v, kNames[unit]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f%s", v, kNames[unit]);
+  }
+  return buf;
+}
+
 double to_gib(Bytes b) {
   return static_cast<double>(b.value) / kBytesPerGiB;
 }

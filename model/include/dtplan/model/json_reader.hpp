@@ -53,6 +53,7 @@ class ObjectReader {
   std::vector<std::string> strings(std::string_view key) const;
   std::vector<std::int64_t> integers(std::string_view key) const;
   ObjectReader object(std::string_view key) const;
+  std::optional<ObjectReader> optional_object(std::string_view key) const;
   std::vector<ObjectReader> objects(std::string_view key) const;
   // The raw value (marks the key as read); throws if absent.
   const nlohmann::json& value(std::string_view key) const;

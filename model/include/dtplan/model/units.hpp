@@ -39,6 +39,12 @@ Bytes fraction_of(Bytes b, double fraction);
 // The whole of `text` as a finite number ("1e9", "0.05"); nullopt otherwise.
 std::optional<double> parse_number(std::string_view text);
 
+// "1GiB", "32KiB", "1.5GB", "512MB", "4096", "1e9" (bytes; KiB/MiB/GiB/TiB are powers of 2,
+// kB/KB/MB/GB/TB powers of 10, a bare B allowed). `what` names the input in errors.
+Bytes parse_size(std::string_view text, std::string_view what);
+// Shortest exact-ish label for a size in binary units: 32768 -> "32KiB", 1e9 -> "953.67MiB".
+std::string format_size(Bytes b);
+
 double to_gib(Bytes b);
 double to_gb(Bytes b);
 

@@ -1,0 +1,95 @@
+// Routing on the topology graph and the time of concurrent flows over shared links.
+//
+// A route between two devices is the path of widest bottleneck (by achieved bandwidth),
+// and among those the one with fewest hops. Routes never pass through another GPU, and stay
+// inside the node unless the endpoints are on different nodes. Between GPUs of different
+// nodes a route leaves through a NIC of a given rail and arrives through the NIC of the same
+// rail, as NCCL's inter-node rings do; by default the rail of the source GPU's nearest NIC
+// (among equally near NICs, the one whose index matches the GPU's local index).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dtplan/model/topology.hpp"
+
+namespace dtplan::cost {
+
+struct Route {
+  std::vector<EdgeId> edges;
+  double bottleneck_Bps = 0;                 // smallest achieved bandwidth on the path
+  LinkKind slowest_kind = LinkKind::nvlink;  // for latency: network > pcie/socket > nvlink
+};
+
+// Latency rank of a link kind: a hop costs the latency of its slowest kind.
+int latency_rank(LinkKind k);
+
+class Router {
+ public:
+  explicit Router(const Topology& t);
+  // Cached; throws if no route exists (disconnected devices).
+  const Route& route(Vertex src, Vertex dst);
+  // Between GPUs on different nodes through NIC `rail` of both nodes.
+  const Route& route_via_rail(Vertex src_gpu, Vertex dst_gpu, std::int64_t rail);
+  // The rail a GPU's traffic to other nodes uses by default.
+  std::int64_t preferred_rail(Vertex gpu);
+  const Topology& topology() const { return t_; }
+
+ private:
+  bool may_enter(Vertex v, Vertex src, Vertex dst) const;
+  double widest_bottleneck(Vertex src, Vertex dst);
+  Route fewest_hops(Vertex src, Vertex dst, double min_Bps);
+
+  Route direct(Vertex src, Vertex dst);
+
+  const Topology& t_;
+  std::map<std::pair<Vertex, Vertex>, Route> cache_;
+  std::map<std::tuple<Vertex, Vertex, std::int64_t>, Route> rail_cache_;
+  std::map<Vertex, std::int64_t> preferred_rail_;
+  // Scratch arrays reused across searches; `stamp_` marks entries valid for this search.
+  std::vector<std::uint32_t> stamp_;
+  std::vector<double> best_;
+  std::vector<EdgeId> parent_;
+  std::uint32_t generation_ = 0;
+};
+
+// A directed edge with the bytes that cross it.
+struct LinkLoad {
+  EdgeId edge;
+  double bytes = 0;
+};
+
+// The busiest link of a set of flows, by time (bytes / achieved bandwidth).
+struct Bottleneck {
+  std::string from;
+  std::string to;
+  std::string kind;          // link kind: nvlink, pcie, socket, network
+  std::string link_class;    // e.g. pcie4
+  double bandwidth_Bps = 0;  // nominal, this direction
+  double achieved_Bps = 0;   // bandwidth x efficiency
+  double bytes = 0;          // bytes that cross it
+  double time_s = 0;
+};
+
+struct Flow {
+  Vertex src;
+  Vertex dst;
+  double bytes;
+};
+
+// Concurrent flows: each link moves the sum of the bytes routed over it; the flows finish
+// when the busiest link does (the bandwidth part of a collective's time).
+struct FlowTime {
+  double time_s = 0;
+  LinkKind slowest_kind = LinkKind::nvlink;  // of any flow's route
+  Bottleneck bottleneck;
+};
+
+FlowTime time_flows(Router& router, const std::vector<Flow>& flows);
+
+Bottleneck describe_bottleneck(const Topology& t, EdgeId e, double bytes);
+
+}  // namespace dtplan::cost

@@ -1,0 +1,223 @@
+// The traffic of each collective algorithm, per byte of message, routed on the topology.
+#include <algorithm>
+#include <cmath>
+
+#include "dtplan/cost/collectives.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cost {
+
+namespace {
+
+std::size_t kind_index(LinkKind k) {
+  return static_cast<std::size_t>(k);
+}
+
+LinkKind slowest(LinkKind a, LinkKind b) {
+  return latency_rank(a) >= latency_rank(b) ? a : b;
+}
+
+double ring_steps(Collective c, std::int64_t n) {
+  return static_cast<double>(c == Collective::all_reduce ? 2 * (n - 1) : n - 1);
+}
+
+}  // namespace
+
+CommModel::Pattern CommModel::ring_pattern(Collective c) {
+  const auto& plan = rings();
+  Pattern p;
+  // Bytes each rank pushes around the ring per message byte: nccl-tests' bus factor.
+  const double f = bus_factor(c, n_);
+  p.seconds_per_byte = f / plan.bandwidth_Bps;
+  p.channels = static_cast<std::int64_t>(plan.rings.size());
+  p.bottleneck = plan.bottleneck;
+  // The first ring moves its share of the data over its bottleneck once per crossing.
+  p.bottleneck.bytes *= f * plan.rates_Bps.front() / plan.bandwidth_Bps;
+  const double steps = ring_steps(c, n_);
+  bool nvlink = false;
+  bool pcie = false;
+  for (const auto k : plan.hop_kinds) {
+    p.hops_by_kind[kind_index(k)] += steps / static_cast<double>(plan.hop_kinds.size());
+    nvlink |= k == LinkKind::nvlink;
+    pcie |= k == LinkKind::pcie || k == LinkKind::socket;
+  }
+  p.nvlink_only = nvlink && !pcie;
+  return p;
+}
+
+namespace {
+
+struct FlowPattern {
+  std::vector<Flow> flows;
+  LinkKind slowest = LinkKind::nvlink;
+};
+
+}  // namespace
+
+// NCCL's tree all-reduce: a chain inside each node (in ring order) and two binary trees over
+// the nodes' heads, the second mirrored, each carrying half. The reduction flows up, then
+// the result flows down: NCCL's tuning counts the two halves as taking a full S/B each
+// (algbw = busbw / 2), so the phases are timed one after the other.
+CommModel::Pattern CommModel::tree_pattern() {
+  const std::int64_t g = std::min(n_, t_.gpus_per_node());
+  const std::int64_t nodes_n = nodes();
+  const auto& first = rings().rings.front();
+  const std::vector<std::int64_t> chain(first.begin(), first.begin() + g);  // node 0's order
+  std::vector<Flow> up;
+  std::vector<Flow> down;
+  LinkKind chain_kind = LinkKind::nvlink;
+  for (std::int64_t k = 0; k < nodes_n; ++k) {
+    for (std::int64_t i = 0; i + 1 < g; ++i) {
+      const auto a = t_.gpu(chain[static_cast<std::size_t>(i)] + k * g);
+      const auto b = t_.gpu(chain[static_cast<std::size_t>(i + 1)] + k * g);
+      up.push_back({b, a, 1.0});
+      down.push_back({a, b, 1.0});
+      chain_kind = slowest(chain_kind, router_.route(a, b).slowest_kind);
+    }
+  }
+  // Two binary trees over the node heads, the second mirrored, each carrying half.
+  auto head = [&](std::int64_t node) { return t_.gpu(chain.front() + node * g); };
+  for (std::int64_t k = 1; k < nodes_n; ++k) {
+    const std::int64_t parent = (k - 1) / 2;
+    const std::int64_t mk = nodes_n - 1 - k;
+    const std::int64_t mparent = nodes_n - 1 - parent;
+    for (const auto& [child, par] : {std::pair{k, parent}, std::pair{mk, mparent}}) {
+      up.push_back({head(child), head(par), 0.5});
+      down.push_back({head(par), head(child), 0.5});
+    }
+  }
+  const auto tu = time_flows(router_, up);
+  const auto td = time_flows(router_, down);
+  Pattern p;
+  p.seconds_per_byte = tu.time_s + td.time_s;
+  p.bottleneck = tu.time_s >= td.time_s ? tu.bottleneck : td.bottleneck;
+  p.channels = 2;
+  const double depth = nodes_n > 1 ? std::ceil(std::log2(static_cast<double>(nodes_n))) : 0.0;
+  p.hops_by_kind[kind_index(chain_kind)] += 2.0 * static_cast<double>(g - 1);
+  p.hops_by_kind[kind_index(LinkKind::network)] += 2.0 * depth;
+  p.nvlink_only = chain_kind == LinkKind::nvlink;
+  return p;
+}
+
+CommModel::Pattern CommModel::nvls_pattern() {
+  const auto& g = t_.graph();
+  Pattern p;
+  double width = std::numeric_limits<double>::infinity();
+  EdgeId narrowest{};
+  for (std::int64_t r = 0; r < n_; ++r) {
+    for (const auto e : boost::make_iterator_range(boost::out_edges(t_.gpu(r), g))) {
+      if (g[boost::target(e, g)].kind == DeviceKind::nvswitch && g[e].bandwidth_Bps < width) {
+        width = g[e].bandwidth_Bps;
+        narrowest = e;
+      }
+    }
+  }
+  const double efficiency = table_.algorithm(CommAlgorithm::nvls).bandwidth_efficiency;
+  const double per_byte = 1.0 + 1.0 / static_cast<double>(n_);
+  p.seconds_per_byte = per_byte / (width * efficiency);
+  p.bottleneck = describe_bottleneck(t_, narrowest, per_byte);
+  p.bottleneck.achieved_Bps = width * efficiency;
+  p.channels = 1;
+  p.hops_by_kind[kind_index(LinkKind::nvlink)] = 1.0;
+  p.nvlink_only = true;
+  return p;
+}
+
+CommModel::Pattern CommModel::hierarchical_pattern() {
+  const std::int64_t g = t_.gpus_per_node();
+  const std::int64_t nodes_n = nodes();
+  std::vector<std::int64_t> local(static_cast<std::size_t>(g));
+  for (std::int64_t i = 0; i < g; ++i)
+    local[static_cast<std::size_t>(i)] = i;
+  const auto intra = plan_rings(router_, local);
+  const double gd = static_cast<double>(g);
+  const double nd = static_cast<double>(nodes_n);
+  const double intra_time = g > 1 ? 2.0 * (gd - 1.0) / gd / intra.bandwidth_Bps : 0.0;
+  std::vector<Flow> flows;
+  for (std::int64_t j = 0; j < g; ++j) {
+    for (std::int64_t k = 0; k < nodes_n; ++k) {
+      flows.push_back(
+          {t_.gpu(k * g + j), t_.gpu(((k + 1) % nodes_n) * g + j), 2.0 * (nd - 1.0) / (nd * gd)});
+    }
+  }
+  const auto inter = time_flows(router_, flows);
+  Pattern p;
+  p.seconds_per_byte = intra_time + inter.time_s;
+  p.bottleneck = inter.time_s >= intra_time || g == 1 ? inter.bottleneck : intra.bottleneck;
+  p.channels = g;
+  LinkKind intra_kind = LinkKind::nvlink;
+  for (const auto k : intra.hop_kinds)
+    intra_kind = slowest(intra_kind, k);
+  p.hops_by_kind[kind_index(intra_kind)] += 2.0 * (gd - 1.0);
+  p.hops_by_kind[kind_index(LinkKind::network)] += 2.0 * (nd - 1.0);
+  p.nvlink_only = intra_kind == LinkKind::nvlink;
+  return p;
+}
+
+// One ring per local rank j over the nodes, through rail j's NICs, all at once: each hop
+// carries 2(N-1)/N of the message.
+CommModel::Pattern CommModel::replica_pattern() {
+  const std::int64_t g = t_.gpus_per_node();
+  const std::int64_t nodes_n = nodes();
+  const double nd = static_cast<double>(nodes_n);
+  std::vector<Flow> flows;
+  for (std::int64_t j = 0; j < g; ++j) {
+    for (std::int64_t k = 0; k < nodes_n; ++k) {
+      flows.push_back(
+          {t_.gpu(k * g + j), t_.gpu(((k + 1) % nodes_n) * g + j), 2.0 * (nd - 1.0) / nd});
+    }
+  }
+  const auto ft = time_flows(router_, flows);
+  Pattern p;
+  p.seconds_per_byte = ft.time_s;
+  p.bottleneck = ft.bottleneck;
+  p.channels = g;
+  p.hops_by_kind[kind_index(LinkKind::network)] = 2.0 * (nd - 1.0);
+  p.nvlink_only = false;
+  return p;
+}
+
+CommModel::Pattern CommModel::ps_pattern(Collective c) {
+  std::vector<Flow> reduce;
+  std::vector<Flow> broadcast;
+  LinkKind kind = LinkKind::nvlink;
+  for (std::int64_t r = 1; r < n_; ++r) {
+    reduce.push_back({t_.gpu(r), t_.gpu(0), 1.0});
+    broadcast.push_back({t_.gpu(0), t_.gpu(r), 1.0});
+    kind = slowest(kind, router_.route(t_.gpu(r), t_.gpu(0)).slowest_kind);
+  }
+  const bool up = c != Collective::broadcast;
+  const bool down = c != Collective::reduce;
+  const auto tr = time_flows(router_, reduce);
+  const auto tb = time_flows(router_, broadcast);
+  Pattern p;
+  p.seconds_per_byte = (up ? tr.time_s : 0.0) + (down ? tb.time_s : 0.0);
+  p.bottleneck = up && (!down || tr.time_s >= tb.time_s) ? tr.bottleneck : tb.bottleneck;
+  p.channels = 1;
+  p.hops_by_kind[kind_index(kind)] = (up ? 1.0 : 0.0) + (down ? 1.0 : 0.0);
+  p.nvlink_only = kind == LinkKind::nvlink;
+  return p;
+}
+
+CommModel::Pattern CommModel::all_to_all_pattern() {
+  std::vector<Flow> flows;
+  LinkKind kind = LinkKind::nvlink;
+  const double share = 1.0 / static_cast<double>(n_);
+  for (std::int64_t a = 0; a < n_; ++a) {
+    for (std::int64_t b = 0; b < n_; ++b) {
+      if (a == b) continue;
+      flows.push_back({t_.gpu(a), t_.gpu(b), share});
+      kind = slowest(kind, router_.route(t_.gpu(a), t_.gpu(b)).slowest_kind);
+    }
+  }
+  const auto ft = time_flows(router_, flows);
+  Pattern p;
+  p.seconds_per_byte = ft.time_s;
+  p.bottleneck = ft.bottleneck;
+  p.channels = 1;
+  p.hops_by_kind[kind_index(kind)] = static_cast<double>(n_ - 1);
+  p.nvlink_only = kind == LinkKind::nvlink;
+  return p;
+}
+
+}  // namespace dtplan::cost

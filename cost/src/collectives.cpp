@@ -1,0 +1,255 @@
+// Collective algorithms as traffic patterns on the topology, timed per protocol.
+//
+// Per byte of message (S = 1), with n ranks, g GPUs per node, N nodes:
+//   ring        each rank pushes 2(n-1)/n (all-reduce), (n-1)/n (reduce-scatter,
+//               all-gather) or 1 (broadcast, reduce) around the rings at B (plan_rings);
+//               2(n-1) or n-1 sequential steps
+//   tree        chains inside nodes carry 1 up and 1 down; two binary trees over the nodes
+//               carry 1/2 each, up and down; 2((g-1) + ceil(log2 N)) steps
+//   nvls        each GPU sends its buffer to the NVSwitch, which reduces, and receives the
+//               result: (1 + 1/n) over its switch link; one step
+//   hierarchical reduce-scatter in every node, g concurrent all-reduces of 1/g across nodes,
+//               all-gather in every node; 2(g-1) + 2(N-1) steps
+//   ps          every GPU sends 1 to GPU 0, which sends 1 back to each; 2 steps
+//   all-to-all  every ordered pair exchanges 1/n; n-1 steps
+#include "dtplan/cost/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
+
+namespace dtplan::cost {
+
+namespace {
+
+constexpr std::array<std::pair<Collective, std::string_view>, 6> kCollectives{{
+    {Collective::all_reduce, "allreduce"},
+    {Collective::reduce_scatter, "reduce-scatter"},
+    {Collective::all_gather, "all-gather"},
+    {Collective::broadcast, "broadcast"},
+    {Collective::reduce, "reduce"},
+    {Collective::all_to_all, "all-to-all"},
+}};
+
+constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgorithms{{
+    {Algorithm::ring, "ring"},
+    {Algorithm::tree, "tree"},
+    {Algorithm::nvls, "nvls"},
+    {Algorithm::hierarchical, "hierarchical"},
+    {Algorithm::ps, "ps"},
+    {Algorithm::automatic, "auto"},
+}};
+
+template <class E, std::size_t N>
+E parse_named(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text,
+              std::string_view what) {
+  std::vector<std::string> names;
+  for (const auto& [value, name] : table) {
+    if (name == text) return value;
+    names.emplace_back(name);
+  }
+  throw Error(unknown_name_message(what, text, names));
+}
+
+}  // namespace
+
+std::string_view name_of(Collective c) {
+  for (const auto& [value, name] : kCollectives) {
+    if (value == c) return name;
+  }
+  return "?";
+}
+
+std::string_view name_of(Algorithm a) {
+  for (const auto& [value, name] : kAlgorithms) {
+    if (value == a) return name;
+  }
+  return "?";
+}
+
+Collective parse_collective(std::string_view text) {
+  if (text == "all-reduce" || text == "all_reduce") return Collective::all_reduce;
+  if (text == "reducescatter" || text == "reduce_scatter") return Collective::reduce_scatter;
+  if (text == "allgather" || text == "all_gather") return Collective::all_gather;
+  if (text == "alltoall" || text == "all_to_all") return Collective::all_to_all;
+  return parse_named(kCollectives, text, "collective");
+}
+
+Algorithm parse_algorithm(std::string_view text) {
+  return parse_named(kAlgorithms, text, "algorithm");
+}
+
+double bus_factor(Collective c, std::int64_t n) {
+  const double nd = static_cast<double>(n);
+  switch (c) {
+    case Collective::all_reduce:
+      return 2.0 * (nd - 1.0) / nd;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all:
+      return (nd - 1.0) / nd;
+    case Collective::broadcast:
+    case Collective::reduce:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+CommModel::CommModel(const Topology& t, const InterconnectTable& table, std::int64_t gpus)
+    : t_(t), table_(table), n_(gpus), router_(t) {
+  if (gpus < 1 || gpus > t.gpu_count()) {
+    throw Error("--gpus " + std::to_string(gpus) + ": the topology has " +
+                std::to_string(t.gpu_count()) + " GPUs (" + std::to_string(t.nodes()) +
+                " node(s) of " + std::to_string(t.gpus_per_node()) + ")");
+  }
+  if (gpus > t.gpus_per_node() && gpus % t.gpus_per_node() != 0) {
+    throw Error("--gpus " + std::to_string(gpus) +
+                ": across nodes use whole nodes (a multiple of " +
+                std::to_string(t.gpus_per_node()) + ")");
+  }
+}
+
+std::int64_t CommModel::nodes() const {
+  return ceil_div(n_, t_.gpus_per_node());
+}
+
+const RingPlan& CommModel::rings() {
+  if (!rings_) {
+    std::vector<std::int64_t> gpus(static_cast<std::size_t>(n_));
+    for (std::int64_t i = 0; i < n_; ++i)
+      gpus[static_cast<std::size_t>(i)] = i;
+    rings_ = plan_rings(router_, gpus);
+  }
+  return *rings_;
+}
+
+std::vector<Algorithm> CommModel::applicable(Collective c) const {
+  std::vector<Algorithm> out{Algorithm::ring};
+  if (c == Collective::all_to_all) return out;
+  if (c == Collective::all_reduce) {
+    out.push_back(Algorithm::tree);
+    if (nodes() > 1) out.push_back(Algorithm::hierarchical);
+    // NVLS: one node whose GPUs all hang off an NVSwitch that reduces in the switch.
+    const auto& g = t_.graph();
+    bool nvls = nodes() == 1 && n_ > 1;
+    for (std::int64_t r = 0; r < n_ && nvls; ++r) {
+      bool found = false;
+      for (const auto e : boost::make_iterator_range(boost::out_edges(t_.gpu(r), g))) {
+        found |= g[boost::target(e, g)].kind == DeviceKind::nvswitch && g[e].in_switch_reduction;
+      }
+      nvls = found;
+    }
+    if (nvls) out.push_back(Algorithm::nvls);
+  }
+  if (c == Collective::all_reduce || c == Collective::broadcast || c == Collective::reduce) {
+    out.push_back(Algorithm::ps);
+  }
+  return out;
+}
+
+const CommModel::Pattern& CommModel::pattern(Collective c, Algorithm a) {
+  const auto key = std::make_pair(c, a);
+  if (const auto it = patterns_.find(key); it != patterns_.end()) return it->second;
+  Pattern p;
+  if (c == Collective::all_to_all) {
+    p = all_to_all_pattern();
+  } else {
+    switch (a) {
+      case Algorithm::ring:
+        p = ring_pattern(c);
+        break;
+      case Algorithm::tree:
+        p = tree_pattern();
+        break;
+      case Algorithm::nvls:
+        p = nvls_pattern();
+        break;
+      case Algorithm::hierarchical:
+        p = hierarchical_pattern();
+        break;
+      case Algorithm::ps:
+        p = ps_pattern(c);
+        break;
+      case Algorithm::automatic:
+        throw Error("internal: no pattern for auto");
+    }
+  }
+  return patterns_[key] = p;
+}
+
+CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
+  if (size.value < 1) throw Error("message size must be at least 1 byte");
+  const auto allowed = applicable(c);
+  if (a != Algorithm::automatic && std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
+    std::vector<std::string> names;
+    for (const auto x : allowed)
+      names.emplace_back(name_of(x));
+    throw Error("--algorithm " + std::string(name_of(a)) + " does not apply to " +
+                std::string(name_of(c)) + " on " + std::to_string(n_) +
+                " GPUs of this topology (applicable: " + join(names, ", ") + ")");
+  }
+  if (a != Algorithm::automatic) return evaluate(c, size, a);
+  CollectiveEstimate best;
+  best.time_s = std::numeric_limits<double>::infinity();
+  for (const auto x : allowed) {
+    // NCCL chooses among ring, tree and NVLS; ps and hierarchical are for comparison.
+    if (x == Algorithm::ps || x == Algorithm::hierarchical) continue;
+    auto e = evaluate(c, size, x);
+    if (e.time_s < best.time_s) best = e;
+  }
+  return best;
+}
+
+CollectiveEstimate CommModel::replica_all_reduce(Bytes size) {
+  if (nodes() < 2) {
+    CollectiveEstimate e;
+    e.size = size;
+    return e;  // one node: no replicas to reduce across
+  }
+  const auto key = std::make_pair(Collective::all_reduce, Algorithm::automatic);
+  if (patterns_.count(key) == 0) patterns_[key] = replica_pattern();
+  return evaluate(Collective::all_reduce, size, Algorithm::automatic);
+}
+
+CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
+  CollectiveEstimate e;
+  e.collective = c;
+  e.algorithm = a;
+  e.size = size;
+  e.gpus = n_;
+  if (n_ == 1) return e;  // nothing to communicate
+  const auto& p = pattern(c, a);
+  const auto table_algo = a == Algorithm::tree   ? CommAlgorithm::tree
+                          : a == Algorithm::nvls ? CommAlgorithm::nvls
+                                                 : CommAlgorithm::ring;
+  const auto& cost = table_.algorithm(table_algo);
+  const double bytes = static_cast<double>(size.value);
+  e.time_s = std::numeric_limits<double>::infinity();
+  for (const auto proto : kProtocols) {
+    const auto& pc = cost.protocols[static_cast<std::size_t>(proto)];
+    if (!pc || (proto == Protocol::ll128 && !p.nvlink_only)) continue;
+    double latency = pc->base_latency_s;
+    for (std::size_t k = 0; k < 4; ++k)
+      latency += p.hops_by_kind[k] * pc->hop_latency_s[k];
+    const double time = latency + bytes * p.seconds_per_byte / pc->bandwidth_fraction;
+    if (time < e.time_s) {
+      e.time_s = time;
+      e.latency_s = latency;
+      e.protocol = proto;
+    }
+  }
+  e.algbw_Bps = bytes / e.time_s;
+  e.busbw_Bps = e.algbw_Bps * bus_factor(c, n_);
+  e.channels = p.channels;
+  e.bottleneck = p.bottleneck;
+  e.bottleneck.bytes *= bytes;
+  e.bottleneck.time_s = e.bottleneck.bytes / e.bottleneck.achieved_Bps;
+  if (a == Algorithm::ring || a == Algorithm::hierarchical) e.ring = rings().rings.front();
+  if (a == Algorithm::automatic) e.algorithm = Algorithm::ring;  // replica rings
+  return e;
+}
+
+}  // namespace dtplan::cost

@@ -1,0 +1,268 @@
+// Widest-then-shortest routing over the topology graph, and flow timing over shared links.
+//
+// Two searches per route: a max-min Dijkstra finds the widest achievable bottleneck W, then a
+// breadth-first search over links of at least W finds the fewest-hop path. Both touch only
+// the vertices a route may use (the endpoints' nodes and, across nodes, the network), and
+// reuse stamped scratch arrays so a search costs what it explores, not the graph's size.
+#include "dtplan/cost/routing.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <queue>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cost {
+
+int latency_rank(LinkKind k) {
+  switch (k) {
+    case LinkKind::nvlink:
+      return 0;
+    case LinkKind::pcie:
+    case LinkKind::socket:
+      return 1;
+    case LinkKind::network:
+      return 2;
+  }
+  return 2;
+}
+
+Router::Router(const Topology& t)
+    : t_(t),
+      stamp_(boost::num_vertices(t.graph()), 0),
+      best_(boost::num_vertices(t.graph()), 0.0),
+      parent_(boost::num_vertices(t.graph())) {}
+
+bool Router::may_enter(Vertex v, Vertex src, Vertex dst) const {
+  if (v == dst) return true;
+  const auto& g = t_.graph();
+  const auto& d = g[v];
+  if (d.kind == DeviceKind::gpu) return false;  // no forwarding through GPUs
+  const auto a = g[src].host;
+  const auto b = g[dst].host;
+  if (a == b) return d.host == a && d.kind != DeviceKind::nic;
+  if (d.kind == DeviceKind::network_switch) return true;
+  return d.host == a || d.host == b;
+}
+
+double Router::widest_bottleneck(Vertex src, Vertex dst) {
+  const auto& g = t_.graph();
+  ++generation_;
+  using Item = std::pair<double, Vertex>;
+  std::priority_queue<Item> heap;
+  stamp_[src] = generation_;
+  best_[src] = 1e30;
+  heap.push({best_[src], src});
+  while (!heap.empty()) {
+    const auto [width, v] = heap.top();
+    heap.pop();
+    if (width < best_[v]) continue;
+    if (v == dst) return width;
+    if (v != src && g[v].kind == DeviceKind::gpu) continue;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto w = boost::target(e, g);
+      if (!may_enter(w, src, dst)) continue;
+      const double through = std::min(width, g[e].effective_Bps());
+      if (stamp_[w] != generation_ || through > best_[w]) {
+        stamp_[w] = generation_;
+        best_[w] = through;
+        heap.push({through, w});
+      }
+    }
+  }
+  return 0.0;
+}
+
+Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
+  const auto& g = t_.graph();
+  ++generation_;
+  std::deque<Vertex> queue{src};
+  stamp_[src] = generation_;
+  while (!queue.empty()) {
+    const auto v = queue.front();
+    queue.pop_front();
+    if (v == dst) break;
+    if (v != src && g[v].kind == DeviceKind::gpu) continue;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto w = boost::target(e, g);
+      if (stamp_[w] == generation_ || g[e].effective_Bps() < min_Bps || !may_enter(w, src, dst)) {
+        continue;
+      }
+      stamp_[w] = generation_;
+      parent_[w] = e;
+      queue.push_back(w);
+    }
+  }
+  Route r;
+  r.bottleneck_Bps = min_Bps;
+  for (auto v = dst; v != src; v = boost::source(parent_[v], g))
+    r.edges.push_back(parent_[v]);
+  std::reverse(r.edges.begin(), r.edges.end());
+  for (const auto e : r.edges) {
+    if (latency_rank(g[e].kind) > latency_rank(r.slowest_kind)) r.slowest_kind = g[e].kind;
+  }
+  return r;
+}
+
+Route Router::direct(Vertex src, Vertex dst) {
+  if (src == dst) return {};
+  const double width = widest_bottleneck(src, dst);
+  if (width <= 0.0) {
+    const auto& g = t_.graph();
+    throw Error("no route from " + g[src].name + " to " + g[dst].name);
+  }
+  // Allow for rounding in the comparison of the same bandwidth values.
+  return fewest_hops(src, dst, width * (1.0 - 1e-12));
+}
+
+namespace {
+Route join(const std::vector<const Route*>& parts) {
+  Route r;
+  r.bottleneck_Bps = 1e30;
+  for (const auto* p : parts) {
+    r.edges.insert(r.edges.end(), p->edges.begin(), p->edges.end());
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, p->bottleneck_Bps);
+    if (latency_rank(p->slowest_kind) > latency_rank(r.slowest_kind)) {
+      r.slowest_kind = p->slowest_kind;
+    }
+  }
+  return r;
+}
+}  // namespace
+
+std::int64_t Router::preferred_rail(Vertex gpu) {
+  if (const auto it = preferred_rail_.find(gpu); it != preferred_rail_.end()) return it->second;
+  const auto& g = t_.graph();
+  const auto host = g[gpu].host;
+  const auto rails = t_.nics_per_node();
+  if (rails == 0) throw Error(g[gpu].name + ": no NIC on its node to reach other nodes");
+  const auto local = g[gpu].gpu_rank - host * t_.gpus_per_node();
+  const auto matching = local * rails / t_.gpus_per_node();
+  std::int64_t best = -1;
+  double best_width = -1;
+  std::size_t best_hops = 0;
+  for (std::int64_t r = 0; r < rails; ++r) {
+    const auto& route = this->route(gpu, t_.nic(host, r));
+    const bool wider = route.bottleneck_Bps > best_width * (1 + 1e-9);
+    const bool same = !wider && route.bottleneck_Bps > best_width * (1 - 1e-9);
+    if (wider || (same && (route.edges.size() < best_hops ||
+                           (route.edges.size() == best_hops && r == matching)))) {
+      best = r;
+      best_width = route.bottleneck_Bps;
+      best_hops = route.edges.size();
+    }
+  }
+  return preferred_rail_[gpu] = best;
+}
+
+namespace {
+// A NIC's one link into the network, if it has exactly one.
+std::optional<EdgeId> network_port(const TopologyGraph& g, Vertex nic) {
+  std::optional<EdgeId> port;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(nic, g))) {
+    if (g[e].kind != LinkKind::network) continue;
+    if (port) return std::nullopt;
+    port = e;
+  }
+  return port;
+}
+
+Route single(const TopologyGraph& g, EdgeId e) {
+  Route r;
+  r.edges = {e};
+  r.bottleneck_Bps = g[e].effective_Bps();
+  r.slowest_kind = g[e].kind;
+  return r;
+}
+
+std::optional<EdgeId> edge_between(const TopologyGraph& g, Vertex a, Vertex b) {
+  for (const auto e : boost::make_iterator_range(boost::out_edges(a, g))) {
+    if (boost::target(e, g) == b) return e;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+// NIC to NIC: when each NIC has one port, the path is port, switch-to-switch route, port; the
+// switch-to-switch routes are few and cached, which keeps large clusters cheap to route.
+const Route& Router::route_via_rail(Vertex src, Vertex dst, std::int64_t rail) {
+  const auto key = std::make_tuple(src, dst, rail);
+  if (const auto it = rail_cache_.find(key); it != rail_cache_.end()) return it->second;
+  const auto& g = t_.graph();
+  const auto out = t_.nic(g[src].host, rail);
+  const auto in = t_.nic(g[dst].host, rail);
+  const auto up = network_port(g, out);
+  const auto down_rev = network_port(g, in);
+  if (!up || !down_rev) {
+    return rail_cache_[key] = join({&route(src, out), &route(out, in), &route(in, dst)});
+  }
+  const auto leaf_a = boost::target(*up, g);
+  const auto leaf_b = boost::target(*down_rev, g);
+  const auto down = edge_between(g, leaf_b, in);
+  const Route first = single(g, *up);
+  const Route last = single(g, *down);
+  return rail_cache_[key] =
+             join({&route(src, out), &first, &route(leaf_a, leaf_b), &last, &route(in, dst)});
+}
+
+const Route& Router::route(Vertex src, Vertex dst) {
+  const auto key = std::make_pair(src, dst);
+  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const auto& g = t_.graph();
+  const bool gpus = g[src].kind == DeviceKind::gpu && g[dst].kind == DeviceKind::gpu;
+  if (gpus && g[src].host != g[dst].host) {
+    return cache_[key] = route_via_rail(src, dst, preferred_rail(src));
+  }
+  return cache_[key] = direct(src, dst);
+}
+
+Bottleneck describe_bottleneck(const Topology& t, EdgeId e, double bytes) {
+  const auto& g = t.graph();
+  const auto& l = g[e];
+  Bottleneck b;
+  b.from = g[boost::source(e, g)].name;
+  b.to = g[boost::target(e, g)].name;
+  b.kind = std::string(name_of(l.kind));
+  b.link_class = l.link_class;
+  b.bandwidth_Bps = l.bandwidth_Bps;
+  b.achieved_Bps = l.effective_Bps();
+  b.bytes = bytes;
+  b.time_s = bytes / l.effective_Bps();
+  return b;
+}
+
+FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
+  const auto& t = router.topology();
+  const auto& g = t.graph();
+  std::vector<double> bytes(static_cast<std::size_t>(t.directed_edge_count()), 0.0);
+  std::vector<EdgeId> edge_of(bytes.size());
+  FlowTime out;
+  for (const auto& f : flows) {
+    const auto& r = router.route(f.src, f.dst);
+    if (latency_rank(r.slowest_kind) > latency_rank(out.slowest_kind)) {
+      out.slowest_kind = r.slowest_kind;
+    }
+    for (const auto e : r.edges) {
+      const auto i = static_cast<std::size_t>(g[e].index);
+      bytes[i] += f.bytes;
+      edge_of[i] = e;
+    }
+  }
+  std::size_t worst = bytes.size();
+  double worst_time = -1.0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] <= 0.0) continue;
+    const double time = bytes[i] / g[edge_of[i]].effective_Bps();
+    if (time > worst_time) {
+      worst_time = time;
+      worst = i;
+    }
+  }
+  if (worst == bytes.size()) return out;
+  out.time_s = worst_time;
+  out.bottleneck = describe_bottleneck(t, edge_of[worst], bytes[worst]);
+  return out;
+}
+
+}  // namespace dtplan::cost

@@ -1,0 +1,223 @@
+// Per-strategy collectives of one optimizer step.
+#include "dtplan/cost/training_comm.hpp"
+
+#include <algorithm>
+
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/error.hpp"
+#include "state_layout.hpp"
+
+namespace dtplan::cost {
+
+namespace {
+
+// DeepSpeed ZeRO-3 gathers parameters in prefetch buckets of stage3_prefetch_bucket_size
+// (5e7 elements by default) when no module shapes are known.
+constexpr std::int64_t kZero3BucketElements = 50'000'000;
+
+// Message sizes, in elements, of what is gathered or reduced unit by unit.
+std::vector<std::int64_t> unit_messages(const ModelDesc& m) {
+  const auto units = gather_units(m);
+  std::vector<std::int64_t> out = units.blocks;
+  if (units.root > 0) out.push_back(units.root);
+  if (!units.known) {
+    for (std::int64_t left = m.params; left > 0; left -= kZero3BucketElements) {
+      out.push_back(std::min(left, kZero3BucketElements));
+    }
+  }
+  return out;
+}
+
+// Equal buckets of at most `cap` elements covering `total`.
+std::vector<std::int64_t> buckets(std::int64_t total, std::int64_t cap) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t left = total; left > 0; left -= cap)
+    out.push_back(std::min(left, cap));
+  return out;
+}
+
+// When an op runs: every micro-step, once per optimizer step, or every micro-step unless
+// no_sync defers it to the last one (gradient synchronisation).
+enum class When { every_micro_step, once_per_step, deferrable };
+
+class Builder {
+ public:
+  Builder(const ModelDesc& m, const TrainingConfig& c, std::int64_t micro_steps, bool no_sync,
+          CommModels models)
+      : m_(m), c_(c), t_(traits_of(c.strategy)), layout_(layout_for(c, t_)), models_(models) {
+    r_.strategy = c.strategy;
+    r_.micro_steps = micro_steps;
+    r_.no_sync = no_sync;
+  }
+
+  TrainingComm build() {
+    const std::int64_t wb = layout_.compute_bytes;  // what is gathered
+    const std::int64_t gb = t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes;  // reduced
+    const std::int64_t zero_bucket = 500'000'000;  // DeepSpeed reduce/allgather_bucket_size
+    const auto units = unit_messages(m_);
+    switch (c_.strategy) {
+      case Strategy::dp:
+        add("weights broadcast from GPU 0 (replicate)", Collective::broadcast, Algorithm::ps,
+            {m_.params}, wb, When::every_micro_step);
+        add("gradients reduced to GPU 0", Collective::reduce, Algorithm::ps, {m_.params}, gb,
+            When::every_micro_step);
+        no_sync_unsupported("DataParallel has no no_sync");
+        break;
+      case Strategy::ddp: {
+        const auto cap = std::max<std::int64_t>(1, c_.bucket_cap_bytes / gb);
+        add("gradient all-reduce (DDP buckets)", Collective::all_reduce, Algorithm::automatic,
+            buckets(m_.params, cap), gb, When::deferrable);
+        break;
+      }
+      case Strategy::fsdp_no_shard:
+        add("gradient all-reduce (per FSDP unit)", Collective::all_reduce, Algorithm::automatic,
+            units, gb, When::deferrable);
+        break;
+      case Strategy::zero1:
+      case Strategy::zero2:
+        add("gradient reduce-scatter (reduce buckets)", Collective::reduce_scatter,
+            Algorithm::automatic, buckets(m_.params, zero_bucket), gb,
+            c_.strategy == Strategy::zero1 ? When::deferrable : When::every_micro_step);
+        add("updated weights all-gather", Collective::all_gather, Algorithm::automatic,
+            buckets(m_.params, zero_bucket), wb, When::once_per_step);
+        if (c_.strategy == Strategy::zero2) no_sync_unsupported("ZeRO-2 partitions gradients");
+        break;
+      case Strategy::zero3:
+        sharded_ops(units, wb, gb, true, false);
+        no_sync_unsupported("ZeRO-3 partitions gradients");
+        break;
+      case Strategy::fsdp_full:
+        sharded_ops(units, wb, gb, true, true);
+        break;
+      case Strategy::fsdp_grad_op:
+        sharded_ops(units, wb, gb, false, true);
+        break;
+      case Strategy::fsdp_hybrid:
+        hybrid_ops(units, wb, gb);
+        break;
+    }
+    total();
+    const bool fsdp_sharded = t_.fsdp && t_.shards_gradients;
+    if (fsdp_sharded && r_.no_sync && r_.micro_steps > 1) {
+      r_.notes.push_back("FSDP's no_sync keeps unsharded gradients (" +
+                         format_gib(bytes_of(m_.params, gb_bytes(), "gradients")) +
+                         ") on every GPU until the last micro-step");
+    }
+    return r_;
+  }
+
+ private:
+  std::int64_t gb_bytes() const { return t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes; }
+
+  void no_sync_unsupported(const std::string& why) {
+    r_.no_sync_supported = false;
+    if (r_.micro_steps > 1) {
+      r_.notes.push_back(std::string(name_of(c_.strategy)) +
+                         " synchronises gradients every micro-step (" + why + ")");
+    }
+  }
+
+  // ZeRO-3 / FSDP: all-gather in forward (and again in backward unless the parameters stay
+  // gathered), reduce-scatter of the gradients; everything per unit.
+  void sharded_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb,
+                   bool regather, bool no_sync_ok, CommModel* group = nullptr) {
+    add("weights all-gather in forward", Collective::all_gather, Algorithm::automatic, units, wb,
+        When::every_micro_step, group);
+    if (regather) {
+      add("weights all-gather in backward", Collective::all_gather, Algorithm::automatic, units, wb,
+          When::every_micro_step, group);
+    }
+    add("gradient reduce-scatter", Collective::reduce_scatter, Algorithm::automatic, units, gb,
+        no_sync_ok ? When::deferrable : When::every_micro_step, group);
+  }
+
+  void hybrid_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb) {
+    const auto g = models_.node.gpus();
+    sharded_ops(units, wb, gb, true, true, &models_.node);
+    // Each shard (1/g of every unit) is all-reduced across the replica groups.
+    std::vector<std::int64_t> shards;
+    for (const auto u : units)
+      shards.push_back(ceil_div(u, g));
+    CommOp op;
+    op.name = "gradient shard all-reduce across nodes";
+    op.collective = Collective::all_reduce;
+    const auto replicas = models_.all.nodes();
+    op.group = std::to_string(replicas) + " replicas across nodes (per GPU of a node)";
+    op.gradient_sync = true;  // deferrable
+    for (const auto s : shards) {
+      const Bytes size = bytes_of(s, gb, "message bytes");
+      const auto e = models_.all.replica_all_reduce(size);
+      op.time_s += e.time_s;
+      op.bytes += size;
+      op.wire_bytes += Bytes{static_cast<std::int64_t>(
+          static_cast<double>(size.value) * bus_factor(Collective::all_reduce, replicas))};
+      op.algorithm = replicas > 1 ? "ring per rail" : "none (one node)";
+      ++op.messages;
+    }
+    op.runs = 1;
+    ops_.push_back(op);
+  }
+
+  void add(const std::string& name, Collective coll, Algorithm algo,
+           const std::vector<std::int64_t>& messages, std::int64_t bytes_per_element, When when,
+           CommModel* group = nullptr) {
+    CommModel& model = group ? *group : models_.all;
+    CommOp op;
+    op.name = name;
+    op.collective = coll;
+    op.group = std::to_string(model.gpus()) + " GPUs" + (group ? " of a node" : "");
+    op.gradient_sync = when == When::deferrable;
+    op.runs = when == When::once_per_step ? 1 : r_.micro_steps;
+    for (const auto elements : messages) {
+      const Bytes size = bytes_of(elements, bytes_per_element, "message bytes");
+      const auto e = model.estimate(coll, size, algo);
+      op.time_s += e.time_s;
+      op.bytes += size;
+      op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(size.value) *
+                                                       bus_factor(coll, model.gpus()))};
+      op.algorithm = std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol));
+      ++op.messages;
+    }
+    ops_.push_back(op);
+  }
+
+  void total() {
+    const auto micro = r_.micro_steps;
+    for (auto& op : ops_) {
+      // Deferrable ops run every micro-step without no_sync, once with it.
+      const std::int64_t runs_synced = op.gradient_sync ? micro : op.runs;
+      const std::int64_t runs = op.gradient_sync && r_.no_sync ? 1 : runs_synced;
+      op.runs = runs;
+      r_.time_per_step_s += op.time_s * static_cast<double>(runs);
+      r_.time_synced_every_micro_step_s += op.time_s * static_cast<double>(runs_synced);
+      r_.bytes_per_step += Bytes{checked_mul(op.bytes.value, runs, "bytes per step")};
+      r_.wire_bytes_per_step += Bytes{checked_mul(op.wire_bytes.value, runs, "bytes per step")};
+      r_.wire_bytes_synced_every_micro_step +=
+          Bytes{checked_mul(op.wire_bytes.value, runs_synced, "bytes per step")};
+    }
+    r_.ops = ops_;
+  }
+
+  const ModelDesc& m_;
+  const TrainingConfig& c_;
+  const StrategyTraits& t_;
+  StateLayout layout_;
+  CommModels models_;
+  TrainingComm r_;
+  std::vector<CommOp> ops_;
+};
+
+}  // namespace
+
+TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
+                                    std::int64_t micro_steps, bool no_sync, CommModels models) {
+  if (micro_steps < 1) throw Error("--grad-accum: must be a positive integer");
+  check_supported(c);
+  if (models.all.gpus() != c.dp_size) {
+    throw Error("internal: communication model for " + std::to_string(models.all.gpus()) +
+                " GPUs, data-parallel size " + std::to_string(c.dp_size));
+  }
+  return Builder(m, c, micro_steps, no_sync, models).build();
+}
+
+}  // namespace dtplan::cost

@@ -1,0 +1,65 @@
+// Interconnect constants (data/interconnect.json), one table documented row by row with
+// sources in docs/communication-model.md:
+//  - link classes: bandwidth per link and direction, the fraction of it bulk transfers
+//    achieve, and whether the class supports in-switch reduction (NVLink SHARP);
+//  - per collective algorithm (ring, tree, nvls) and protocol (LL, LL128, Simple): a base
+//    latency per collective, a latency per hop by link kind, and the fraction of the link
+//    bandwidth the protocol delivers. These follow the structure of NCCL's tuning model.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtplan {
+
+enum class LinkKind { nvlink, pcie, socket, network };
+enum class Protocol { ll, ll128, simple };
+enum class CommAlgorithm { ring, tree, nvls };
+
+std::string_view name_of(LinkKind k);
+std::string_view name_of(Protocol p);
+std::string_view name_of(CommAlgorithm a);
+
+inline constexpr std::array<Protocol, 3> kProtocols{Protocol::ll, Protocol::ll128,
+                                                    Protocol::simple};
+
+struct LinkClass {
+  std::string name;  // "nvlink3", "pcie4", "upi", "ib_ndr", ...
+  LinkKind kind = LinkKind::pcie;
+  double bandwidth_Bps = 0;          // one link, one direction
+  double efficiency = 1;             // achieved fraction of bandwidth_Bps for bulk transfers
+  bool in_switch_reduction = false;  // NVLink SHARP through an NVSwitch (Hopper and later)
+};
+
+// One protocol of one algorithm. Absent protocols are not offered by that algorithm.
+struct ProtocolCost {
+  double base_latency_s = 0;              // once per collective
+  std::array<double, 4> hop_latency_s{};  // per hop, by LinkKind (socket counts as pcie)
+  double bandwidth_fraction = 1;          // of the topology's bandwidth
+};
+
+struct AlgorithmCost {
+  std::array<std::optional<ProtocolCost>, 3> protocols;  // by Protocol
+  double bandwidth_efficiency = 1;  // nvls: achieved fraction of the GPU-switch link
+};
+
+class InterconnectTable {
+ public:
+  static InterconnectTable load(const std::filesystem::path& path);
+  // Unknown names throw, listing the close ones.
+  const LinkClass& find(std::string_view name) const;
+  const std::vector<LinkClass>& classes() const { return classes_; }
+  const AlgorithmCost& algorithm(CommAlgorithm a) const {
+    return algorithms_[static_cast<std::size_t>(a)];
+  }
+
+ private:
+  std::vector<LinkClass> classes_;
+  std::array<AlgorithmCost, 3> algorithms_;
+};
+
+}  // namespace dtplan

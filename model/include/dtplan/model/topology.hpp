@@ -1,0 +1,135 @@
+// A cluster as a Boost.Graph graph: GPUs, PCIe switches, CPU sockets, NVSwitches, NICs and
+// network switches as vertices; every physical link as two directed edges (one per
+// direction) carrying bandwidth per direction and the fraction of it transfers achieve.
+//
+// A topology is described by one node (NodeTemplate: from a preset, our JSON, or the text
+// of `nvidia-smi topo -m`) replicated over `nodes` hosts and joined by a rail-optimised
+// fat tree: NIC r of every node attaches to the leaf switch of rail r for its group of
+// nodes; the spine layer is one aggregated vertex whose links to each leaf carry the
+// leaf's downlink capacity divided by the oversubscription.
+//
+//      node 0                 node 1
+//   gpu0 .. gpu7           gpu0 .. gpu7
+//    |  PCIe  |             |       |
+//   nic0 .. nic7           nic0 .. nic7
+//    |       \_____________/|       |
+//   leaf(rail 0) ...       leaf(rail 7)
+//          \___ spine (aggregated) ___/
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dtplan/model/interconnect.hpp"
+
+namespace dtplan {
+
+enum class DeviceKind { gpu, pcie_switch, cpu, nvswitch, nic, network_switch };
+
+std::string_view name_of(DeviceKind k);
+std::optional<DeviceKind> parse_device_kind(std::string_view text);
+
+struct DeviceSpec {
+  std::string id;  // unique within the node, e.g. "gpu3", "cpu0", "sw1"
+  DeviceKind kind = DeviceKind::gpu;
+  std::string where;  // input location for error messages
+};
+
+struct LinkSpec {
+  std::string from;
+  std::string to;
+  std::string link_class;
+  std::int64_t count = 1;               // parallel links (NVLink lanes bonded together)
+  std::optional<double> bandwidth_Bps;  // per direction, overrides class x count
+  std::string where;
+};
+
+struct NetworkSpec {
+  std::string link_class;            // the NIC ports' class, e.g. "ib_ndr"
+  std::int64_t nodes_per_leaf = 32;  // nodes whose rail-r NICs share one leaf switch
+  double oversubscription = 1.0;     // leaf downlink capacity : uplink capacity
+};
+
+struct NodeTemplate {
+  std::string name;
+  std::string description;
+  std::string origin;               // the file or preset it came from
+  std::vector<DeviceSpec> devices;  // GPUs are numbered in the order they appear
+  std::vector<LinkSpec> links;
+  std::optional<NetworkSpec> network;
+  std::vector<std::string> assumptions;  // what a reader had to assume (nvidia-smi input)
+
+  std::int64_t gpu_count() const;
+  std::int64_t nic_count() const;
+};
+
+struct Device {
+  DeviceKind kind = DeviceKind::gpu;
+  std::string name;            // "gpu3" in a single node, "n1/gpu3" across nodes
+  std::int64_t host = -1;      // node index; -1 for network switches
+  std::int64_t gpu_rank = -1;  // global GPU rank: host * gpus_per_node + local GPU index
+  std::int64_t rail = -1;      // NIC index within its node, or the rail of a leaf switch
+};
+
+struct Link {
+  std::string link_class;
+  LinkKind kind = LinkKind::pcie;
+  std::int64_t count = 1;
+  double bandwidth_Bps = 0;  // this direction, all `count` links
+  double efficiency = 1;
+  bool in_switch_reduction = false;
+  std::int64_t physical_id = 0;  // shared by the two directions of one link
+  std::int64_t index = 0;        // this direction: 2 * physical_id (+1 for the reverse)
+
+  double effective_Bps() const { return bandwidth_Bps * efficiency; }
+};
+
+using TopologyGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, Device, Link>;
+using Vertex = TopologyGraph::vertex_descriptor;
+using EdgeId = TopologyGraph::edge_descriptor;
+
+class Topology {
+ public:
+  // Replicates `node` over `nodes` hosts; with more than one node, its NICs join the
+  // network described by node.network. Throws on unknown link classes, duplicate devices
+  // or links, links to unknown devices, and GPUs with no path between them.
+  static Topology build(const NodeTemplate& node, std::int64_t nodes,
+                        const InterconnectTable& table);
+
+  const TopologyGraph& graph() const { return *graph_; }
+  const NodeTemplate& node() const { return node_; }
+  std::int64_t nodes() const { return nodes_; }
+  std::int64_t gpus_per_node() const { return gpus_per_node_; }
+  std::int64_t gpu_count() const { return static_cast<std::int64_t>(gpus_.size()); }
+  Vertex gpu(std::int64_t rank) const;
+  std::int64_t nics_per_node() const { return node_.nic_count(); }
+  // NIC `rail` of node `host`.
+  Vertex nic(std::int64_t host, std::int64_t rail) const;
+  std::int64_t physical_link_count() const { return physical_links_; }
+  std::int64_t directed_edge_count() const { return 2 * physical_links_; }
+  // "n0/gpu0 -> n0/sw0 (pcie4, 31.5 GB/s)"
+  std::string describe(EdgeId e) const;
+
+ private:
+  // Behind a pointer: Boost 1.74's adjacency_list has no move constructor, and a cluster graph
+  // is too large to copy when a Topology is returned.
+  std::unique_ptr<TopologyGraph> graph_ = std::make_unique<TopologyGraph>();
+  NodeTemplate node_;
+  std::int64_t nodes_ = 1;
+  std::int64_t gpus_per_node_ = 0;
+  std::int64_t physical_links_ = 0;
+  std::vector<Vertex> gpus_;
+  std::vector<Vertex> nics_;  // host * nics_per_node + rail
+  friend class TopologyBuilder;
+};
+
+// Graphviz DOT of the topology: vertices by kind, links labelled with class and bandwidth.
+std::string to_dot(const Topology& t);
+
+}  // namespace dtplan

@@ -1,0 +1,128 @@
+// Loading the interconnect constants table.
+#include "dtplan/model/interconnect.hpp"
+
+#include <set>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/suggest.hpp"
+
+namespace dtplan {
+
+namespace {
+constexpr std::array<std::string_view, 4> kLinkKinds{"nvlink", "pcie", "socket", "network"};
+constexpr std::array<std::string_view, 3> kProtocolNames{"LL", "LL128", "Simple"};
+constexpr std::array<std::string_view, 3> kAlgorithmNames{"ring", "tree", "nvls"};
+}  // namespace
+
+std::string_view name_of(LinkKind k) {
+  return kLinkKinds[static_cast<std::size_t>(k)];
+}
+std::string_view name_of(Protocol p) {
+  return kProtocolNames[static_cast<std::size_t>(p)];
+}
+std::string_view name_of(CommAlgorithm a) {
+  return kAlgorithmNames[static_cast<std::size_t>(a)];
+}
+
+namespace {
+
+LinkKind parse_kind(const ObjectReader& r) {
+  const auto text = r.string("kind");
+  for (std::size_t i = 0; i < kLinkKinds.size(); ++i) {
+    if (text == kLinkKinds[i]) return static_cast<LinkKind>(i);
+  }
+  r.fail("kind", "must be one of nvlink, pcie, socket, network");
+}
+
+double positive(const ObjectReader& r, std::string_view key) {
+  const double v = r.number(key);
+  if (!(v > 0)) r.fail(key, "must be positive");
+  return v;
+}
+
+double non_negative(const ObjectReader& r, std::string_view key) {
+  const double v = r.number(key);
+  if (v < 0) r.fail(key, "must not be negative");
+  return v;
+}
+
+double fraction(const ObjectReader& r, std::string_view key) {
+  const double v = positive(r, key);
+  if (v > 1.0) r.fail(key, "must be at most 1");
+  return v;
+}
+
+LinkClass read_class(const ObjectReader& r) {
+  LinkClass c;
+  c.name = r.string("name");
+  c.kind = parse_kind(r);
+  c.bandwidth_Bps = positive(r, "bandwidth_Bps");
+  c.efficiency = fraction(r, "efficiency");
+  c.in_switch_reduction = r.optional_boolean("in_switch_reduction").value_or(false);
+  r.optional_string("note");
+  r.reject_unknown_keys();
+  return c;
+}
+
+// {"base_latency_s": x, "bandwidth_fraction": f, "hop_latency_s": {"nvlink": a, "pcie": b,
+//  "network": c}}; socket links use the pcie latency.
+ProtocolCost read_protocol(const ObjectReader& r) {
+  ProtocolCost p;
+  p.base_latency_s = non_negative(r, "base_latency_s");
+  p.bandwidth_fraction = fraction(r, "bandwidth_fraction");
+  const auto hops = r.object("hop_latency_s");
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::nvlink)] = non_negative(hops, "nvlink");
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] = non_negative(hops, "pcie");
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] = non_negative(hops, "pcie");
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::network)] = non_negative(hops, "network");
+  hops.reject_unknown_keys();
+  r.reject_unknown_keys();
+  return p;
+}
+
+AlgorithmCost read_algorithm(const ObjectReader& r) {
+  AlgorithmCost a;
+  a.bandwidth_efficiency =
+      r.has("bandwidth_efficiency") ? fraction(r, "bandwidth_efficiency") : 1.0;
+  r.optional_number("bandwidth_efficiency");
+  r.optional_string("note");
+  for (std::size_t i = 0; i < kProtocolNames.size(); ++i) {
+    if (const auto p = r.optional_object(kProtocolNames[i])) a.protocols[i] = read_protocol(*p);
+  }
+  r.reject_unknown_keys();
+  return a;
+}
+
+}  // namespace
+
+InterconnectTable InterconnectTable::load(const std::filesystem::path& path) {
+  const auto root = ObjectReader::root(read_json_file(path));
+  root.check_schema_version(1);
+  InterconnectTable t;
+  std::set<std::string> names;
+  for (const auto& entry : root.objects("link_classes")) {
+    auto c = read_class(entry);
+    if (!names.insert(c.name).second) entry.fail("name", "'" + c.name + "' is defined twice");
+    t.classes_.push_back(std::move(c));
+  }
+  const auto algorithms = root.object("algorithms");
+  for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i) {
+    t.algorithms_[i] = read_algorithm(algorithms.object(kAlgorithmNames[i]));
+  }
+  algorithms.reject_unknown_keys();
+  root.optional_string("source");
+  root.reject_unknown_keys();
+  return t;
+}
+
+const LinkClass& InterconnectTable::find(std::string_view name) const {
+  std::vector<std::string> names;
+  for (const auto& c : classes_) {
+    if (c.name == name) return c;
+    names.push_back(c.name);
+  }
+  throw Error(unknown_name_message("link class", name, names));
+}
+
+}  // namespace dtplan

@@ -1,0 +1,277 @@
+// Building the cluster graph from a node template: devices and links per node, the
+// rail-optimised network across nodes, and the connectivity checks.
+#include "dtplan/model/topology.hpp"
+
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/units.hpp"
+
+namespace dtplan {
+
+namespace {
+
+constexpr std::pair<DeviceKind, std::string_view> kDeviceKinds[] = {
+    {DeviceKind::gpu, "gpu"}, {DeviceKind::pcie_switch, "pcie_switch"},
+    {DeviceKind::cpu, "cpu"}, {DeviceKind::nvswitch, "nvswitch"},
+    {DeviceKind::nic, "nic"}, {DeviceKind::network_switch, "network_switch"},
+};
+
+std::string gbps(double bytes_per_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB/s", bytes_per_s / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view name_of(DeviceKind k) {
+  for (const auto& [kind, name] : kDeviceKinds) {
+    if (kind == k) return name;
+  }
+  return "?";
+}
+
+std::optional<DeviceKind> parse_device_kind(std::string_view text) {
+  for (const auto& [kind, name] : kDeviceKinds) {
+    if (name == text) return kind;
+  }
+  return std::nullopt;
+}
+
+std::int64_t NodeTemplate::gpu_count() const {
+  std::int64_t n = 0;
+  for (const auto& d : devices)
+    n += d.kind == DeviceKind::gpu ? 1 : 0;
+  return n;
+}
+
+std::int64_t NodeTemplate::nic_count() const {
+  std::int64_t n = 0;
+  for (const auto& d : devices)
+    n += d.kind == DeviceKind::nic ? 1 : 0;
+  return n;
+}
+
+Vertex Topology::gpu(std::int64_t rank) const {
+  if (rank < 0 || rank >= gpu_count()) {
+    throw Error("GPU rank " + std::to_string(rank) + " out of range (the topology has " +
+                std::to_string(gpu_count()) + " GPUs)");
+  }
+  return gpus_[static_cast<std::size_t>(rank)];
+}
+
+Vertex Topology::nic(std::int64_t host, std::int64_t rail) const {
+  const auto per = nics_per_node();
+  if (host < 0 || host >= nodes_ || rail < 0 || rail >= per) {
+    throw Error("no NIC " + std::to_string(rail) + " on node " + std::to_string(host));
+  }
+  return nics_[static_cast<std::size_t>(host * per + rail)];
+}
+
+std::string Topology::describe(EdgeId e) const {
+  const auto& g = *graph_;
+  const auto& l = g[e];
+  return g[boost::source(e, g)].name + " -> " + g[boost::target(e, g)].name + " (" + l.link_class +
+         (l.count > 1 ? " x" + std::to_string(l.count) : "") + ", " + gbps(l.bandwidth_Bps) + ")";
+}
+
+class TopologyBuilder {
+ public:
+  // Builds into `t` in place: Boost's adjacency_list would otherwise be copied edge by edge.
+  TopologyBuilder(Topology& t, const NodeTemplate& node, std::int64_t nodes,
+                  const InterconnectTable& table)
+      : table_(table), t_(t) {
+    t_.node_ = node;
+    t_.nodes_ = nodes;
+    t_.gpus_per_node_ = node.gpu_count();
+  }
+
+  void build() {
+    check_node();
+    for (std::int64_t host = 0; host < t_.nodes_; ++host)
+      add_node(host);
+    if (t_.nodes_ > 1) add_network();
+    check_gpus_connected();
+  }
+
+ private:
+  void check_node() {
+    const auto& n = t_.node_;
+    if (t_.nodes_ < 1) throw Error("--nodes: must be a positive integer");
+    if (n.gpu_count() == 0) throw Error(n.origin + ": the node has no GPUs");
+    std::set<std::string> ids;
+    for (const auto& d : n.devices) {
+      if (!ids.insert(d.id).second) throw Error(d.where + ": device '" + d.id + "' listed twice");
+    }
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (const auto& l : n.links) {
+      for (const auto& end : {l.from, l.to}) {
+        if (ids.count(end) == 0) throw Error(l.where + ": link to unknown device '" + end + "'");
+      }
+      if (l.from == l.to) throw Error(l.where + ": link from '" + l.from + "' to itself");
+      const auto key = std::minmax(l.from, l.to);
+      if (!pairs.insert(key).second) {
+        throw Error(l.where + ": link " + l.from + " - " + l.to +
+                    " listed twice (use \"count\" for bonded links)");
+      }
+      if (l.count < 1) throw Error(l.where + ": count must be a positive integer");
+      try {
+        table_.find(l.link_class);
+      } catch (const Error& e) {
+        throw Error(l.where + ": " + e.what());
+      }
+    }
+    if (t_.nodes_ > 1 && !n.network) {
+      throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) +
+                  " needs a \"network\" section (NIC link class) in the node topology");
+    }
+    if (t_.nodes_ > 1 && n.nic_count() == 0) {
+      throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) + " needs NICs in the node");
+    }
+  }
+
+  Vertex add_vertex(Device d) { return boost::add_vertex(std::move(d), (*t_.graph_)); }
+
+  void add_link(Vertex a, Vertex b, const LinkClass& c, std::int64_t count,
+                std::optional<double> bandwidth) {
+    Link l;
+    l.link_class = c.name;
+    l.kind = c.kind;
+    l.count = count;
+    l.bandwidth_Bps = bandwidth.value_or(c.bandwidth_Bps * static_cast<double>(count));
+    l.efficiency = c.efficiency;
+    l.in_switch_reduction = c.in_switch_reduction;
+    l.physical_id = t_.physical_links_++;
+    l.index = 2 * l.physical_id;
+    boost::add_edge(a, b, l, (*t_.graph_));
+    l.index += 1;
+    boost::add_edge(b, a, l, (*t_.graph_));
+  }
+
+  void add_node(std::int64_t host) {
+    const auto& n = t_.node_;
+    const std::string prefix = t_.nodes_ > 1 ? "n" + std::to_string(host) + "/" : "";
+    std::map<std::string, Vertex> local;
+    std::int64_t gpu_index = 0;
+    std::int64_t nic_index = 0;
+    for (const auto& d : n.devices) {
+      Device v{d.kind, prefix + d.id, host, -1, -1};
+      if (d.kind == DeviceKind::gpu) v.gpu_rank = host * t_.gpus_per_node_ + gpu_index++;
+      if (d.kind == DeviceKind::nic) v.rail = nic_index++;
+      local[d.id] = add_vertex(v);
+      if (d.kind == DeviceKind::gpu) t_.gpus_.push_back(local[d.id]);
+      if (d.kind == DeviceKind::nic) t_.nics_.push_back(local[d.id]);
+    }
+    for (const auto& l : n.links) {
+      add_link(local.at(l.from), local.at(l.to), table_.find(l.link_class), l.count,
+               l.bandwidth_Bps);
+    }
+  }
+
+  void add_network() {
+    const auto& net = *t_.node_.network;
+    const auto& port = table_.find(net.link_class);
+    const std::int64_t rails = t_.node_.nic_count();
+    const std::int64_t per_leaf = std::min(net.nodes_per_leaf, t_.nodes_);
+    const std::int64_t groups = ceil_div(t_.nodes_, per_leaf);
+    const Vertex spine = add_vertex({DeviceKind::network_switch, "spine", -1, -1, -1});
+    std::vector<Vertex> leaves;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const std::int64_t members = std::min(per_leaf, t_.nodes_ - g * per_leaf);
+      for (std::int64_t r = 0; r < rails; ++r) {
+        const auto leaf =
+            add_vertex({DeviceKind::network_switch,
+                        "leaf-r" + std::to_string(r) + "-g" + std::to_string(g), -1, -1, r});
+        leaves.push_back(leaf);
+        const double uplink =
+            port.bandwidth_Bps * static_cast<double>(members) / net.oversubscription;
+        add_link(leaf, spine, port, members, uplink);
+      }
+    }
+    for (const auto nic : t_.nics_) {
+      const auto& d = (*t_.graph_)[nic];
+      const std::int64_t group = d.host / per_leaf;
+      add_link(nic, leaves[static_cast<std::size_t>(group * rails + d.rail)], port, 1,
+               std::nullopt);
+    }
+  }
+
+  // Every GPU must reach GPU 0 over links (directions are symmetric).
+  void check_gpus_connected() {
+    const auto& g = (*t_.graph_);
+    std::vector<char> seen(boost::num_vertices(g), 0);
+    std::deque<Vertex> queue{t_.gpus_.front()};
+    seen[t_.gpus_.front()] = 1;
+    while (!queue.empty()) {
+      const auto v = queue.front();
+      queue.pop_front();
+      for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+        const auto w = boost::target(e, g);
+        if (!seen[w]) {
+          seen[w] = 1;
+          queue.push_back(w);
+        }
+      }
+    }
+    for (const auto v : t_.gpus_) {
+      if (!seen[v]) {
+        throw Error(t_.node_.origin + ": " + g[v].name + " is not connected to " +
+                    g[t_.gpus_.front()].name + " by any path of links");
+      }
+    }
+  }
+
+  const InterconnectTable& table_;
+  Topology& t_;
+};
+
+Topology Topology::build(const NodeTemplate& node, std::int64_t nodes,
+                         const InterconnectTable& table) {
+  Topology t;
+  TopologyBuilder(t, node, nodes, table).build();
+  return t;
+}
+
+std::string to_dot(const Topology& t) {
+  const auto& g = t.graph();
+  std::string out = "graph \"" + t.node().name + "\" {\n  node [style=filled];\n";
+  auto style = [](DeviceKind k) -> std::string {
+    switch (k) {
+      case DeviceKind::gpu:
+        return "shape=box, fillcolor=\"#76b900\"";
+      case DeviceKind::nvswitch:
+        return "shape=hexagon, fillcolor=\"#b3d98c\"";
+      case DeviceKind::cpu:
+        return "shape=box3d, fillcolor=\"#9ecae1\"";
+      case DeviceKind::pcie_switch:
+        return "shape=ellipse, fillcolor=\"#deebf7\"";
+      case DeviceKind::nic:
+        return "shape=cds, fillcolor=\"#fdd0a2\"";
+      case DeviceKind::network_switch:
+        return "shape=doubleoctagon, fillcolor=\"#fdae6b\"";
+    }
+    return "";
+  };
+  for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
+    out +=
+        "  v" + std::to_string(v) + " [label=\"" + g[v].name + "\", " + style(g[v].kind) + "];\n";
+  }
+  std::set<std::int64_t> drawn;
+  for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto& l = g[e];
+      if (!drawn.insert(l.physical_id).second) continue;
+      out += "  v" + std::to_string(boost::source(e, g)) + " -- v" +
+             std::to_string(boost::target(e, g)) + " [label=\"" + l.link_class +
+             (l.count > 1 ? " x" + std::to_string(l.count) : "") + "\\n" + gbps(l.bandwidth_Bps) +
+             "\"];\n";
+    }
+  }
+  return out + "}\n";
+}
+
+}  // namespace dtplan

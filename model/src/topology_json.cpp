@@ -1,0 +1,118 @@
+// Node topologies from our JSON format and from presets.
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+namespace dtplan {
+
+namespace {
+
+DeviceSpec read_device(const ObjectReader& r) {
+  DeviceSpec d;
+  d.id = r.string("id");
+  const auto kind = parse_device_kind(r.string("kind"));
+  if (!kind) {
+    r.fail("kind",
+           "unknown device kind (known: gpu, pcie_switch, cpu, nvswitch, nic, "
+           "network_switch)");
+  }
+  d.kind = *kind;
+  d.where = r.location("id");
+  r.reject_unknown_keys();
+  return d;
+}
+
+LinkSpec read_link(const ObjectReader& r) {
+  LinkSpec l;
+  l.from = r.string("from");
+  l.to = r.string("to");
+  l.link_class = r.string("class");
+  l.count = r.optional_integer("count").value_or(1);
+  if (l.count < 1) r.fail("count", "must be a positive integer");
+  l.bandwidth_Bps = r.optional_number("bandwidth_Bps");
+  if (l.bandwidth_Bps && !(*l.bandwidth_Bps > 0)) r.fail("bandwidth_Bps", "must be positive");
+  l.where = r.location("class");
+  r.reject_unknown_keys();
+  return l;
+}
+
+NetworkSpec read_network(const ObjectReader& r) {
+  NetworkSpec n;
+  n.link_class = r.string("class");
+  n.nodes_per_leaf = r.optional_integer("nodes_per_leaf").value_or(32);
+  if (n.nodes_per_leaf < 1) r.fail("nodes_per_leaf", "must be a positive integer");
+  n.oversubscription = r.optional_number("oversubscription").value_or(1.0);
+  if (!(n.oversubscription >= 1.0)) r.fail("oversubscription", "must be at least 1");
+  r.reject_unknown_keys();
+  return n;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open file for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
+NodeTemplate node_from_json(const ObjectReader& r) {
+  r.check_schema_version(1);
+  NodeTemplate n;
+  n.name = r.string("name");
+  n.description = r.optional_string("description").value_or("");
+  r.optional_string("reference");
+  n.origin = r.document().origin;
+  for (const auto& d : r.objects("devices"))
+    n.devices.push_back(read_device(d));
+  for (const auto& l : r.objects("links"))
+    n.links.push_back(read_link(l));
+  if (r.has("network")) n.network = read_network(r.object("network"));
+  r.reject_unknown_keys();
+  return n;
+}
+
+std::vector<std::string> list_topology_presets(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  if (ec) throw Error(dir.string() + ": cannot list topology presets: " + ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+NodeTemplate load_node_template(const std::string& preset_or_path,
+                                const std::filesystem::path& topologies_dir,
+                                const SmiAssumptions& assume) {
+  std::filesystem::path path(preset_or_path);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    const auto preset = topologies_dir / (preset_or_path + ".json");
+    if (!std::filesystem::is_regular_file(preset, ec)) {
+      if (preset_or_path.find('/') != std::string::npos) {
+        throw Error(preset_or_path + ": no such file");
+      }
+      throw Error(
+          unknown_name_message("topology", preset_or_path, list_topology_presets(topologies_dir)) +
+          " (or give a topology JSON or `nvidia-smi topo -m` output file)");
+    }
+    path = preset;
+  }
+  const std::string text = read_text(path);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    return node_from_json(ObjectReader::root(parse_json(text, path.string())));
+  }
+  return parse_nvidia_smi_topo(text, path.string(), assume);
+}
+
+}  // namespace dtplan
