@@ -22,6 +22,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(register_memory_command);
   add(register_models_command);
   add(register_gpus_command);
+  add(register_topo_command);
+  add(register_comm_command);
 
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-' &&
       runners.count(args.front()) == 0) {

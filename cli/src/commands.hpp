@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace dtplan {
+class Topology;
+}
+
 namespace dtplan::cli {
 
 struct RunContext {
@@ -23,8 +27,13 @@ struct Command {
   CommandRunner run;
 };
 
+// "dtplan topo: NAME (origin), N nodes, M GPUs" and the description.
+void out_header(std::ostream& out, const Topology& t);
+
 Command register_memory_command(CLI::App& app);
 Command register_models_command(CLI::App& app);
 Command register_gpus_command(CLI::App& app);
+Command register_topo_command(CLI::App& app);
+Command register_comm_command(CLI::App& app);
 
 }  // namespace dtplan::cli

@@ -5,6 +5,7 @@
 
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
 
 namespace dtplan::cli {
 
@@ -37,6 +38,35 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--params", o.params, "a bare parameter count instead: 7.5e9, 7.5B, 350M");
   app.add_option("--data-dir", o.data_dir,
                  "data directory (default: $DTPLAN_DATA_DIR or built-in)");
+}
+
+void add_topology_options(CLI::App& app, TopologyOptions& o, bool required) {
+  auto* opt = app.add_option("--topology", o.topology,
+                             "node topology: a preset (pcie-split-8, dgx-a100, ...), a topology "
+                             "JSON, or a file holding `nvidia-smi topo -m` output");
+  if (required) opt->required();
+  app.add_option("--nodes", o.nodes, "nodes, joined by a rail-optimised fat tree")
+      ->capture_default_str();
+  app.add_option("--pcie-class", o.pcie_class, "nvidia-smi input: PCIe link class")
+      ->capture_default_str();
+  app.add_option("--socket-class", o.socket_class, "nvidia-smi input: CPU socket link class")
+      ->capture_default_str();
+  app.add_option("--nvlink-class", o.nvlink_class,
+                 "nvidia-smi input: NVLink class (default: by links per GPU)");
+  app.add_option("--nic-class", o.nic_class, "nvidia-smi input: NIC port class")
+      ->capture_default_str();
+}
+
+LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data) {
+  require_positive(o.nodes, "--nodes", 100'000);
+  SmiAssumptions assume{o.pcie_class, o.socket_class, o.nvlink_class, o.nic_class};
+  auto table = InterconnectTable::load(data / "interconnect.json");
+  for (const auto& cls : {o.pcie_class, o.socket_class, o.nic_class})
+    table.find(cls);
+  if (!o.nvlink_class.empty()) table.find(o.nvlink_class);
+  const auto node = load_node_template(o.topology, data / "topologies", assume);
+  auto topology = Topology::build(node, o.nodes, table);
+  return {std::move(table), std::move(topology)};
 }
 
 void add_training_options(CLI::App& app, TrainingOptions& o) {

@@ -12,6 +12,7 @@
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/topology.hpp"
 #include "dtplan/model/training.hpp"
 
 namespace dtplan::cli {
@@ -40,7 +41,24 @@ struct TrainingOptions {
   std::string overheads_file;
 };
 
+struct TopologyOptions {
+  std::string topology;  // preset name or file (JSON or nvidia-smi topo -m text)
+  std::int64_t nodes = 1;
+  std::string pcie_class = "pcie4";  // assumptions for nvidia-smi input
+  std::string socket_class = "upi";
+  std::string nvlink_class;
+  std::string nic_class = "ib_hdr";
+};
+
+// The constants table and the cluster built from it; the table outlives what refers to it.
+struct LoadedTopology {
+  InterconnectTable table;
+  Topology topology;
+};
+
 void add_model_options(CLI::App& app, ModelOptions& o);
+void add_topology_options(CLI::App& app, TopologyOptions& o, bool required);
+LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data);
 void add_training_options(CLI::App& app, TrainingOptions& o);
 
 std::filesystem::path data_dir_of(const ModelOptions& o);

@@ -17,8 +17,9 @@ void TextTable::print(std::ostream& out, const std::vector<std::size_t>& left_co
   widen(header_);
   for (const auto& row : rows_)
     widen(row);
-  auto is_left = [&left_columns](std::size_t i) {
-    return i == 0 || std::find(left_columns.begin(), left_columns.end(), i) != left_columns.end();
+  auto is_left = [&](std::size_t i) {
+    return (i == 0 && first_left_) ||
+           std::find(left_columns.begin(), left_columns.end(), i) != left_columns.end();
   };
   auto print_row = [&](const std::vector<std::string>& cells) {
     std::string line = indent;

@@ -12,6 +12,8 @@ class TextTable {
   explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
   void add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
   void add_rule() { rows_.emplace_back(); }
+  // Right-align the first column too (numbers first, as nccl-tests prints sizes).
+  void align_first_right() { first_left_ = false; }
   // Column 0 is left-aligned, the others right-aligned unless listed in `left_columns`.
   void print(std::ostream& out, const std::vector<std::size_t>& left_columns = {},
              const std::string& indent = "  ") const;
@@ -19,6 +21,7 @@ class TextTable {
  private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
+  bool first_left_ = true;
 };
 
 }  // namespace dtplan::cli

@@ -5,22 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "dtplan/cli/app.hpp"
+#include "cli_runner.hpp"
 
 using Catch::Contains;
 
 namespace {
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
+using Result = dtplan::test::CliResult;
 Result run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  args.insert(args.end(), {"--data-dir", DTPLAN_DATA_DIR});
-  const int code = dtplan::cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
+  return dtplan::test::run_dtplan(std::move(args));
 }
 
 std::string bad(const std::string& name) {

@@ -51,3 +51,25 @@ TEST_CASE("thousands separators") {
   CHECK(format_thousands(-1234567) == "-1,234,567");
   CHECK(format_thousands(INT64_MIN) == "-9,223,372,036,854,775,808");
 }
+
+TEST_CASE("sizes parse with binary and decimal units") {
+  CHECK(parse_size("4096", "--size").value == 4096);
+  CHECK(parse_size("32KiB", "--size").value == 32 * 1024);
+  CHECK(parse_size("1GiB", "--size").value == 1073741824);
+  CHECK(parse_size("1.5GB", "--size").value == 1'500'000'000);
+  CHECK(parse_size("512MB", "--size").value == 512'000'000);
+  CHECK(parse_size("8B", "--size").value == 8);
+  CHECK(parse_size("1e9", "--size").value == 1'000'000'000);
+  for (const char* bad : {"12XB", "GiB", "", "0", "-1KiB", "1.5", "0.5B", "1e30", "ten"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_size(bad, "--size"), Error);
+  }
+  CHECK_THROWS_WITH(parse_size("12XB", "--size"), Catch::Contains("--size '12XB': not a size"));
+}
+
+TEST_CASE("sizes print in binary units") {
+  CHECK(format_size(Bytes{32768}) == "32KiB");
+  CHECK(format_size(Bytes{1073741824}) == "1GiB");
+  CHECK(format_size(Bytes{1'000'000'000}) == "953.67MiB");
+  CHECK(format_size(Bytes{12}) == "12B");
+}

@@ -1,0 +1,82 @@
+// Tests for cli/src/comm_command.cpp and comm_report.cpp: `dtplan comm` for one size, a
+// sweep, and training communication; JSON keys as documented; bad input.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+
+using Catch::Contains;
+
+namespace {
+using Result = dtplan::test::CliResult;
+Result run(std::vector<std::string> args) {
+  return dtplan::test::run_dtplan(std::move(args));
+}
+}  // namespace
+
+TEST_CASE("comm --size --json has time, algbw, busbw, ring and bottleneck") {
+  const auto r = run({"comm", "--topology", "pcie-split-8", "--size", "1GiB", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["size_bytes"] == 1073741824);
+  // Bandwidth-bound: busbw approaches the 10 GB/s socket link.
+  CHECK(j["busbw_Bps"].get<double>() == Approx(10e9).epsilon(0.01));
+  CHECK(j["algbw_Bps"].get<double>() * 2 * 7 / 8 == Approx(j["busbw_Bps"].get<double>()));
+  CHECK(j["time_s"].get<double>() == Approx(1073741824.0 / j["algbw_Bps"].get<double>()));
+  CHECK(j["ring"].size() == 8);
+  CHECK(j["bottleneck"]["kind"] == "socket");
+  CHECK(j["bottleneck"]["bandwidth_Bps"].get<double>() == Approx(10e9));
+}
+
+TEST_CASE("a sweep reads like nccl-tests") {
+  const auto r = run({"comm", "--topology", "pcie-split-8", "--sweep", "32KiB:4GiB"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("size") && Contains("count") && Contains("busbw") &&
+                        Contains("(GB/s)") && Contains("# Avg bus bandwidth"));
+  CHECK_THAT(r.out, Contains("32768") && Contains("4294967296"));
+  const auto j = nlohmann::json::parse(
+      run({"comm", "--topology", "pcie-split-8", "--sweep", "32KiB:4GiB", "--json"}).out);
+  CHECK(j["results"].size() == 18);  // 2^15 .. 2^32
+  // Latency-bound small messages, bandwidth-bound large ones.
+  CHECK(j["results"][0]["busbw_Bps"].get<double>() < 0.2 * 10e9);
+  CHECK(j["results"][17]["busbw_Bps"].get<double>() > 0.95 * 10e9);
+}
+
+TEST_CASE("training communication per strategy") {
+  const auto r =
+      run({"comm", "--topology", "dgx-a100", "--params", "1B", "--grad-accum", "4", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["strategies"].size() == 9);
+  double ddp_wire = 0, zero3_wire = 0;
+  for (const auto& s : j["strategies"]) {
+    if (s["strategy"] == "ddp") {
+      ddp_wire = s["wire_bytes_synced_every_micro_step"].get<double>() / 4;
+      CHECK(s["no_sync_saving_s"].get<double>() > 0);
+    }
+    if (s["strategy"] == "zero3") zero3_wire = s["wire_bytes_per_gpu_per_step"].get<double>() / 4;
+  }
+  CHECK(zero3_wire / ddp_wire == Approx(1.5));
+  const auto text = run({"comm", "--topology", "dgx-a100", "--model", "gpt2", "--strategy", "ddp",
+                         "--grad-accum", "8"});
+  CHECK_THAT(text.out, Contains("no_sync saves") && Contains("gradient all-reduce (DDP buckets)"));
+}
+
+TEST_CASE("comm errors") {
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--size", "12XB"}).err,
+             Contains("--size '12XB': not a size"));
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--sweep", "1GiB"}).err,
+             Contains("expected FROM:TO"));
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--sweep", "1GiB:1KiB"}).err,
+             Contains("TO is smaller than FROM"));
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100"}).err, Contains("give --size SIZE or --sweep"));
+  CHECK_THAT(
+      run({"comm", "--topology", "dgx-a100", "--size", "1GiB", "--collective", "gather"}).err,
+      Contains("unknown collective 'gather'"));
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--size", "1GiB", "--algorithm", "nvls"}).err,
+             Contains("--algorithm nvls does not apply"));
+  CHECK_THAT(
+      run({"comm", "--topology", "dgx-a100", "--nodes", "2", "--gpus", "12", "--size", "1GiB"}).err,
+      Contains("use whole nodes"));
+}

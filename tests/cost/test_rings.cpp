@@ -1,0 +1,87 @@
+// Tests for cost/src/rings.cpp. Expected ring bandwidths are derived from the link figures:
+// the ring rate is the achieved bandwidth of the most loaded link divided by its load.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <numeric>
+
+#include "dtplan/cost/rings.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+
+struct Fixture {
+  InterconnectTable table = InterconnectTable::load(kData / "interconnect.json");
+  Topology topology;
+  Fixture(const std::string& name, std::int64_t nodes)
+      : topology(Topology::build(load_node_template(name, kData / "topologies"), nodes, table)) {}
+};
+
+RingPlan plan(const std::string& name, std::int64_t nodes = 1) {
+  Fixture f(name, nodes);
+  Router router(f.topology);
+  std::vector<std::int64_t> gpus(static_cast<std::size_t>(f.topology.gpu_count()));
+  std::iota(gpus.begin(), gpus.end(), 0);
+  return plan_rings(router, gpus);
+}
+}  // namespace
+
+TEST_CASE("pcie-split-8: the socket link is the bottleneck, crossed twice per ring") {
+  const auto p = plan("pcie-split-8");
+  CHECK(p.exhaustive);
+  CHECK(p.bandwidth_Bps == Approx(10e9));  // UPI at 10 GB/s < PCIe Gen4 at 24 GB/s
+  CHECK(p.bottleneck.kind == "socket");
+  CHECK(((p.bottleneck.from == "cpu0" && p.bottleneck.to == "cpu1") ||
+         (p.bottleneck.from == "cpu1" && p.bottleneck.to == "cpu0")));
+  CHECK(p.bottleneck_crossings == 2);  // once each way: 3 -> 4 and 7 -> 0 (or the reverse)
+  // The best ring keeps each socket's GPUs together: exactly two hops change socket.
+  int changes = 0;
+  for (std::size_t i = 0; i < 8; ++i) {
+    changes += (p.rings[0][i] < 4) != (p.rings[0][(i + 1) % 8] < 4) ? 1 : 0;
+  }
+  CHECK(changes == 2);
+}
+
+TEST_CASE("one PCIe switch: each GPU link carries one ring hop each way") {
+  CHECK(plan("pcie-1switch-4").bandwidth_Bps == Approx(24e9).epsilon(0.001));
+  CHECK(plan("pcie-1switch-8").bandwidth_Bps == Approx(24e9).epsilon(0.001));
+}
+
+TEST_CASE("NVSwitch nodes: the GPU's switch links, as NCCL rates them") {
+  // NCCL: 12 x SM80_NVLINK_BW 20.0 = 240 GB/s; 18 x SM90_NVLINK_BW 20.6 = 370.8 GB/s. These
+  // are also the measured nccl-tests ring busbw (~230-235 on A100, 365-370 on H100).
+  CHECK(plan("dgx-a100").bandwidth_Bps == Approx(240e9));
+  CHECK(plan("dgx-h100").bandwidth_Bps == Approx(370.8e9));
+}
+
+TEST_CASE("DGX-1: several rings over different NVLinks") {
+  const auto p = plan("dgx1-v100");
+  CHECK(p.rings.size() > 1);
+  // Each V100 sends over 6 NVLinks of 20 GB/s achieved and one PCIe Gen3 link of 12 GB/s:
+  // 132 GB/s is the ceiling; one ring over the NV2 pairs alone gives 40.
+  CHECK(p.bandwidth_Bps <= 132e9 * 1.0001);
+  CHECK(p.bandwidth_Bps > 100e9);
+  double sum = 0;
+  for (const auto r : p.rates_Bps)
+    sum += r;
+  CHECK(sum == Approx(p.bandwidth_Bps));
+}
+
+TEST_CASE("across nodes every rail carries a channel") {
+  // 2 x DGX A100: 8 HDR NICs of 25 GB/s at 96% = 24 GB/s each; 8 channels, one per rail, give
+  // 192 GB/s, the all-reduce busbw NVIDIA measures on DGX A100 (NVIDIA/nccl#812).
+  const auto p = plan("dgx-a100", 2);
+  CHECK(p.rings.size() == 8);
+  CHECK(p.bandwidth_Bps == Approx(192e9));
+  CHECK(p.bottleneck.kind == "network");
+  std::vector<std::int64_t> rails = p.rails;
+  std::sort(rails.begin(), rails.end());
+  CHECK(rails == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  // Four nodes: the same channels laid over every node.
+  const auto four = plan("dgx-a100", 4);
+  CHECK(four.bandwidth_Bps == Approx(192e9));
+  CHECK(four.rings.front().size() == 32);
+}

@@ -1,0 +1,78 @@
+// Tests for cost/src/routing.cpp: widest-then-shortest routes, no forwarding through GPUs,
+// rails between nodes, and flows adding up on shared links.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/cost/routing.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+const std::filesystem::path kTopo = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "topo";
+
+Topology preset(const std::string& name, std::int64_t nodes = 1) {
+  return Topology::build(load_node_template(name, kData / "topologies"), nodes,
+                         InterconnectTable::load(kData / "interconnect.json"));
+}
+
+std::vector<std::string> names(const Topology& t, const Route& r) {
+  std::vector<std::string> out{t.graph()[boost::source(r.edges.front(), t.graph())].name};
+  for (const auto e : r.edges)
+    out.push_back(t.graph()[boost::target(e, t.graph())].name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("across sockets the route climbs to the CPUs and crosses the socket link") {
+  const auto t = preset("pcie-split-8");
+  Router router(t);
+  const auto& r = router.route(t.gpu(0), t.gpu(4));
+  CHECK(names(t, r) == std::vector<std::string>{"gpu0", "sw0", "cpu0", "cpu1", "sw1", "gpu4"});
+  CHECK(r.bottleneck_Bps == Approx(10e9));                                // UPI, NCCL SKL_QPI_BW
+  CHECK(latency_rank(r.slowest_kind) == latency_rank(LinkKind::socket));  // PCIe-class latency
+  CHECK(names(t, router.route(t.gpu(0), t.gpu(1))) ==
+        std::vector<std::string>{"gpu0", "sw0", "gpu1"});
+}
+
+TEST_CASE("NVLink is preferred, and routes never pass through another GPU") {
+  const auto t = preset("dgx1-v100");
+  Router router(t);
+  // gpu0 - gpu3 is NV2 (40 GB/s achieved): the direct link.
+  CHECK(router.route(t.gpu(0), t.gpu(3)).edges.size() == 1);
+  CHECK(router.route(t.gpu(0), t.gpu(3)).bottleneck_Bps == Approx(40e9));
+  // gpu0 - gpu5 have no NVLink; a path over NVLink would need to forward through gpu1 or
+  // gpu4, so the route takes PCIe and the socket link (Broadwell QPI, 6 GB/s) instead.
+  const auto& r = router.route(t.gpu(0), t.gpu(5));
+  for (std::size_t i = 0; i + 1 < r.edges.size(); ++i) {
+    CHECK(t.graph()[boost::target(r.edges[i], t.graph())].kind != DeviceKind::gpu);
+  }
+  CHECK(r.bottleneck_Bps == Approx(6e9));
+}
+
+TEST_CASE("between nodes a GPU uses its own rail's NIC") {
+  const auto t = preset("dgx-a100", 2);
+  Router router(t);
+  // gpu1 shares its PCIe switch with nic0 and nic1; its rail is nic1.
+  CHECK(router.preferred_rail(t.gpu(1)) == 1);
+  const auto path = names(t, router.route(t.gpu(1), t.gpu(9)));
+  CHECK(path == std::vector<std::string>{"n0/gpu1", "n0/sw0", "n0/nic1", "leaf-r1-g0", "n1/nic1",
+                                         "n1/sw0", "n1/gpu1"});
+}
+
+TEST_CASE("flows sharing a link add up") {
+  const auto t = Topology::build(load_node_template((kTopo / "split4.json").string(), kData), 1,
+                                 InterconnectTable::load(kTopo / "interconnect_simple.json"));
+  Router router(t);
+  // Two 1 GB flows from socket 0 to socket 1 share the 5 GB/s socket link: 2 GB / 5 GB/s.
+  const auto ft = time_flows(router, {{t.gpu(0), t.gpu(2), 1e9}, {t.gpu(1), t.gpu(3), 1e9}});
+  CHECK(ft.time_s == Approx(0.4));
+  CHECK(ft.bottleneck.from == "cpu0");
+  CHECK(ft.bottleneck.to == "cpu1");
+  CHECK(ft.bottleneck.bytes == Approx(2e9));
+  // Opposite directions do not share: each direction has its own bandwidth.
+  const auto both = time_flows(router, {{t.gpu(0), t.gpu(2), 1e9}, {t.gpu(2), t.gpu(0), 1e9}});
+  CHECK(both.time_s == Approx(0.2));
+}

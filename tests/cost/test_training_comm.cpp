@@ -1,0 +1,91 @@
+// Tests for cost/src/training_comm.cpp on the round-number 4-GPU switch (10 GB/s per GPU
+// link, 1 us per hop, 2 us base latency), with hand-derived volumes and times.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/cost/training_comm.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+const std::filesystem::path kTopo = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "topo";
+constexpr std::int64_t a = 1'000'000'000;
+
+struct Fixture {
+  InterconnectTable table = InterconnectTable::load(kTopo / "interconnect_simple.json");
+  Topology topology;
+  CommModel all;
+  CommModel node;
+  explicit Fixture(std::int64_t nodes = 1)
+      : topology(Topology::build(load_node_template((kTopo / "switch4.json").string(), kData),
+                                 nodes, table)),
+        all(topology, table, topology.gpu_count()),
+        node(topology, table, 4) {}
+  TrainingComm run(Strategy s, std::int64_t micro_steps = 1, bool no_sync = true) {
+    TrainingConfig c;
+    c.strategy = s;
+    c.precision = Precision::bf16;
+    c.dp_size = topology.gpu_count();
+    c.gpus_per_node = 4;
+    c.bucket_cap_bytes = 4 * a;  // one bucket: the arithmetic stays by hand
+    return estimate_training_comm(model_from_param_count(a, "--params"), c, micro_steps, no_sync,
+                                  {all, node});
+  }
+};
+}  // namespace
+
+TEST_CASE("DDP: one all-reduce of the bf16 gradients") {
+  Fixture f;
+  const auto r = f.run(Strategy::ddp);
+  REQUIRE(r.ops.size() == 1);
+  CHECK(r.ops[0].bytes.value == 2 * a);
+  // Ring all-reduce of 2 GB on 4 GPUs at 10 GB/s: 1.5 x 2e9 / 1e10 + 6 us + 2 us.
+  CHECK(r.time_per_step_s == Approx(0.300008).epsilon(1e-9));
+  CHECK(r.wire_bytes_per_step.value == 3 * a);  // 2(n-1)/n x 2 GB
+}
+
+TEST_CASE("ZeRO-3 moves 1.5x the bytes of DDP") {
+  // ZeRO paper, Sec. 7: DDP 2 x Psi (reduce-scatter + all-gather of the gradients); ZeRO-3
+  // 3 x Psi (all-gather in forward, again in backward, reduce-scatter of the gradients).
+  Fixture f;
+  const auto ddp = f.run(Strategy::ddp);
+  const auto z3 = f.run(Strategy::zero3);
+  CHECK(static_cast<double>(z3.wire_bytes_per_step.value) /
+            static_cast<double>(ddp.wire_bytes_per_step.value) ==
+        Approx(1.5));
+  CHECK(z3.ops.size() == 3);
+  // FSDP FULL_SHARD does the same; ZeRO-1/2 move what DDP moves.
+  CHECK(f.run(Strategy::fsdp_full).wire_bytes_per_step == z3.wire_bytes_per_step);
+  CHECK(f.run(Strategy::zero2).wire_bytes_per_step == ddp.wire_bytes_per_step);
+}
+
+TEST_CASE("no_sync: gradients synchronised once per optimizer step") {
+  Fixture f;
+  // DDP, 4 micro-steps: one all-reduce with no_sync, four without; saving 3 x 0.300008 s.
+  const auto ddp = f.run(Strategy::ddp, 4, true);
+  CHECK(ddp.time_per_step_s == Approx(0.300008).epsilon(1e-9));
+  CHECK(ddp.time_synced_every_micro_step_s == Approx(4 * 0.300008).epsilon(1e-9));
+  CHECK(ddp.wire_bytes_synced_every_micro_step.value == 4 * 3 * a);
+  const auto synced = f.run(Strategy::ddp, 4, false);
+  CHECK(synced.time_per_step_s == Approx(synced.time_synced_every_micro_step_s));
+  // ZeRO-2 partitions gradients: it reduce-scatters every micro-step whatever no_sync says.
+  const auto z2 = f.run(Strategy::zero2, 4, true);
+  CHECK(z2.time_per_step_s == Approx(z2.time_synced_every_micro_step_s));
+  CHECK_FALSE(z2.no_sync_supported);
+  // ZeRO-3 all-gathers weights every micro-step: 4 x (2 all-gathers + 1 reduce-scatter).
+  const auto z3 = f.run(Strategy::zero3, 4, true);
+  CHECK(z3.wire_bytes_per_step.value == 4 * 3 * (3 * a / 2));
+}
+
+TEST_CASE("hybrid sharding adds a shard all-reduce across nodes") {
+  Fixture f(2);  // 2 nodes x 4 GPUs
+  const auto r = f.run(Strategy::fsdp_hybrid);
+  REQUIRE(r.ops.size() == 4);
+  CHECK(r.ops[3].name == "gradient shard all-reduce across nodes");
+  // Each GPU's shard is a quarter of the bf16 gradients: 2 GB / 4 in all.
+  CHECK(r.ops[3].bytes.value == 2 * a / 4);
+  CHECK(r.ops[0].group == "4 GPUs of a node");
+}

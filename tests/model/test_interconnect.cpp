@@ -1,0 +1,60 @@
+// Tests for model/src/interconnect.cpp: the bundled constants reproduce NCCL's effective link
+// bandwidths (NCCL src/graph/topo.h: SM80_NVLINK_BW 20.0 and SM90_NVLINK_BW 20.6 GB/s per
+// link, PCI_BW 12.0 GB/s for Gen3 x16 and lanes x gen / 80 beyond, SKL_QPI_BW 10.0).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/interconnect.hpp"
+
+using namespace dtplan;
+using Catch::Contains;
+
+namespace {
+InterconnectTable table() {
+  return InterconnectTable::load(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json");
+}
+double achieved(const LinkClass& c, double links = 1) {
+  return c.bandwidth_Bps * c.efficiency * links;
+}
+}  // namespace
+
+TEST_CASE("achieved link bandwidths match NCCL's constants") {
+  const auto t = table();
+  CHECK(achieved(t.find("nvlink3"), 12) == Approx(12 * 20.0e9));  // A100: 240 GB/s
+  CHECK(achieved(t.find("nvlink4"), 18) == Approx(18 * 20.6e9));  // H100: 370.8 GB/s
+  CHECK(achieved(t.find("pcie3")) == Approx(12.0e9).epsilon(0.001));
+  CHECK(achieved(t.find("pcie4")) == Approx(24.0e9).epsilon(0.001));
+  CHECK(achieved(t.find("pcie5")) == Approx(48.0e9).epsilon(0.001));
+  CHECK(achieved(t.find("upi")) == Approx(10.0e9));
+  CHECK(t.find("nvlink4").in_switch_reduction);
+  CHECK_FALSE(t.find("nvlink3").in_switch_reduction);
+}
+
+TEST_CASE("protocol constants follow NCCL 2.20.3's tuning table") {
+  const auto t = table();
+  const auto& ring = t.algorithm(CommAlgorithm::ring);
+  const auto& ll = *ring.protocols[static_cast<std::size_t>(Protocol::ll)];
+  CHECK(ll.base_latency_s == Approx(6.6e-6));  // baseLat Ring LL
+  CHECK(ll.hop_latency_s[static_cast<std::size_t>(LinkKind::nvlink)] == Approx(0.6e-6));
+  CHECK(ll.hop_latency_s[static_cast<std::size_t>(LinkKind::network)] == Approx(2.7e-6));
+  CHECK(ll.bandwidth_fraction == Approx(0.25));
+  const auto& simple = *ring.protocols[static_cast<std::size_t>(Protocol::simple)];
+  CHECK(simple.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] == Approx(5.7e-6));
+  CHECK(simple.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] == Approx(5.7e-6));
+  CHECK_FALSE(t.algorithm(CommAlgorithm::nvls).protocols[0].has_value());
+}
+
+TEST_CASE("unknown link classes and malformed tables are errors") {
+  CHECK_THROWS_WITH(table().find("nvlink9"),
+                    Contains("unknown link class 'nvlink9'") && Contains("nvlink2"));
+  const auto path = std::filesystem::temp_directory_path() / "dtplan_test_interconnect.json";
+  std::ofstream(path) << R"({"schema_version": 1, "link_classes": [
+    {"name": "x", "kind": "warp", "bandwidth_Bps": 1, "efficiency": 1}], "algorithms": {}})";
+  CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("/link_classes/0/kind"));
+  std::ofstream(path) << R"({"schema_version": 1, "link_classes": [
+    {"name": "x", "kind": "pcie", "bandwidth_Bps": 1, "efficiency": 1.5}], "algorithms": {}})";
+  CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("/efficiency: must be at most 1"));
+  std::filesystem::remove(path);
+}

@@ -1,0 +1,70 @@
+// Tests for model/src/nvidia_smi_topo.cpp: `nvidia-smi topo -m` matrices of a DGX-1 (V100,
+// hybrid cube-mesh) and an A100 node (NVSwitch) read into graphs, and malformed ones refused.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using Catch::Contains;
+
+namespace {
+const std::filesystem::path kSmi = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "smi";
+NodeTemplate read(const std::string& file) {
+  return load_node_template((kSmi / file).string(), DTPLAN_DATA_DIR);
+}
+std::string error_of(const std::string& file) {
+  try {
+    read(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+std::int64_t nvlinks(const NodeTemplate& n, const std::string& a, const std::string& b) {
+  for (const auto& l : n.links) {
+    if ((l.from == a && l.to == b) || (l.from == b && l.to == a)) return l.count;
+  }
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("DGX-1 hybrid cube-mesh: direct NVLinks with their counts") {
+  const auto n = read("dgx1v.txt");
+  CHECK(n.gpu_count() == 8);
+  CHECK(n.nic_count() == 4);
+  CHECK(nvlinks(n, "gpu0", "gpu3") == 2);  // NV2
+  CHECK(nvlinks(n, "gpu0", "gpu1") == 1);  // NV1
+  CHECK(nvlinks(n, "gpu0", "gpu5") == 0);  // SYS: no NVLink
+  std::int64_t nv_links = 0;
+  for (const auto& l : n.links)
+    nv_links += l.link_class == "nvlink2" ? l.count : 0;
+  CHECK(nv_links == 8 * 6 / 2);  // 6 links per V100, each shared by two GPUs
+  std::int64_t cpus = 0;
+  for (const auto& d : n.devices)
+    cpus += d.kind == DeviceKind::cpu ? 1 : 0;
+  CHECK(cpus == 2);  // NUMA affinity 0 and 1
+}
+
+TEST_CASE("a complete NV12 matrix is an NVSwitch") {
+  const auto n = read("a100_numa.txt");
+  bool nvswitch = false;
+  for (const auto& d : n.devices)
+    nvswitch |= d.kind == DeviceKind::nvswitch;
+  CHECK(nvswitch);
+  CHECK(nvlinks(n, "gpu0", "nvswitch") == 12);
+  CHECK(nvlinks(n, "gpu0", "gpu1") == 0);
+  CHECK_FALSE(n.assumptions.empty());
+}
+
+TEST_CASE("malformed matrices are refused with the line and cell") {
+  CHECK_THAT(error_of("bad_token.txt"), Contains("bad_token.txt:5:") &&
+                                            Contains("row GPU3, column GPU1") &&
+                                            Contains("unknown connection 'NVX'"));
+  CHECK_THAT(error_of("bad_asymmetric.txt"), Contains("not symmetric between GPU1 and GPU2"));
+  CHECK_THAT(error_of("bad_twice.txt"), Contains("GPU1 listed twice"));
+  CHECK_THAT(error_of("bad_short_row.txt"),
+             Contains("row GPU5 has 9 cells, the header 10 columns"));
+  CHECK_THAT(error_of("bad_no_header.txt"), Contains("no header line starting with GPU0"));
+}

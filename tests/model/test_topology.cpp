@@ -1,0 +1,105 @@
+// Tests for model/src/topology.cpp and topology_json.cpp: presets build, nodes replicate over a
+// rail-optimised network, and broken topologies are refused with the reason.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using Catch::Contains;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+const std::filesystem::path kTopo = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "topo";
+
+InterconnectTable table() {
+  return InterconnectTable::load(kData / "interconnect.json");
+}
+
+Topology build(const std::string& name, std::int64_t nodes = 1) {
+  return Topology::build(load_node_template(name, kData / "topologies"), nodes, table());
+}
+
+std::string build_error(const std::string& file, std::int64_t nodes = 1) {
+  try {
+    build((kTopo / file).string(), nodes);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::int64_t count(const Topology& t, DeviceKind k) {
+  std::int64_t n = 0;
+  for (const auto v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+    n += t.graph()[v].kind == k ? 1 : 0;
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("every preset builds with the GPUs it names") {
+  const std::pair<const char*, std::int64_t> presets[] = {
+      {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8},
+      {"dgx1-v100", 8},      {"dgx-a100", 8},       {"dgx-h100", 8}};
+  for (const auto& [name, gpus] : presets) {
+    INFO(name);
+    const auto t = build(name);
+    CHECK(t.gpu_count() == gpus);
+    CHECK(t.gpus_per_node() == gpus);
+  }
+  CHECK(list_topology_presets(kData / "topologies").size() == 6);
+}
+
+TEST_CASE("DGX A100: NVSwitch with 12 NVLinks per GPU, 8 NICs") {
+  const auto t = build("dgx-a100");
+  const auto& g = t.graph();
+  CHECK(count(t, DeviceKind::nvswitch) == 1);
+  CHECK(count(t, DeviceKind::nic) == 8);
+  bool found = false;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(3), g))) {
+    if (g[boost::target(e, g)].kind != DeviceKind::nvswitch) continue;
+    found = true;
+    CHECK(g[e].count == 12);
+    CHECK(g[e].bandwidth_Bps == Approx(12 * 25e9));  // 300 GB/s per direction
+  }
+  CHECK(found);
+}
+
+TEST_CASE("nodes replicate and join through rail leaves and a spine") {
+  const auto one = build("dgx-h100");
+  const auto four = build("dgx-h100", 4);
+  CHECK(four.gpu_count() == 32);
+  CHECK(four.nodes() == 4);
+  // 8 rails x 1 group of 4 nodes (32 nodes per leaf) = 8 leaves, plus the aggregated spine.
+  CHECK(count(four, DeviceKind::network_switch) == 8 + 1);
+  // Per node the same links, plus one NIC-leaf link per NIC and one leaf-spine link per leaf.
+  CHECK(four.physical_link_count() == 4 * one.physical_link_count() + 4 * 8 + 8);
+  CHECK(four.graph()[four.gpu(17)].name == "n2/gpu1");
+  CHECK(four.graph()[four.nic(3, 5)].rail == 5);
+}
+
+TEST_CASE("broken topologies name the problem") {
+  CHECK_THAT(build_error("bad_duplicate_device.json"), Contains("device 'gpu0' listed twice"));
+  CHECK_THAT(build_error("bad_duplicate_link.json"), Contains("link gpu1 - gpu0 listed twice"));
+  CHECK_THAT(build_error("bad_unknown_class.json"),
+             Contains("bad_unknown_class.json:") && Contains("unknown link class 'nvlink9'"));
+  CHECK_THAT(build_error("bad_unknown_device.json"), Contains("link to unknown device 'gpu1'"));
+  CHECK_THAT(build_error("bad_disconnected.json"),
+             Contains("gpu1 is not connected to gpu0 by any path of links"));
+  CHECK_THAT(build_error("bad_unknown_kind.json"),
+             Contains("/devices/0/kind: unknown device kind"));
+  CHECK_THAT(build_error("bad_no_network.json", 2), Contains("needs a \"network\" section"));
+  CHECK_THROWS_WITH(build("dgx-a10"),
+                    Contains("unknown topology 'dgx-a10'") && Contains("did you mean: dgx-a100"));
+}
+
+TEST_CASE("Graphviz output lists every device and link once") {
+  const auto t = build("pcie-split-8");
+  const auto dot = to_dot(t);
+  CHECK(dot.rfind("graph \"pcie-split-8\" {", 0) == 0);
+  CHECK(std::count(dot.begin(), dot.end(), '\n') ==
+        1 + 1 + 14 + 13 + 1);  // head, style, 14 devices, 13 links, }
+  CHECK_THAT(dot, Contains("label=\"upi\\n10.0 GB/s\""));
+}
