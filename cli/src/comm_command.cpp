@@ -35,6 +35,15 @@ struct CommOptions {
   double bucket_cap_mb = 25.0;
 };
 
+// nccl-tests rounds each size down to a whole number of elements per rank for the
+// collectives that split the buffer (float elements here).
+Bytes rounded(Bytes size, cost::Collective c, std::int64_t gpus) {
+  const bool split = c == cost::Collective::all_gather || c == cost::Collective::reduce_scatter ||
+                     c == cost::Collective::all_to_all;
+  const std::int64_t unit = 4 * (split ? gpus : 1);
+  return Bytes{std::max(unit, size.value / unit * unit)};
+}
+
 std::vector<Bytes> sizes_of(const CommOptions& o) {
   if (!o.size.empty() && !o.sweep.empty()) throw Error("--size and --sweep: give one of them");
   if (!o.size.empty()) return {parse_size(o.size, "--size")};
@@ -65,7 +74,12 @@ int run_collectives(const CommOptions& o, const LoadedTopology& loaded, const Ru
   const auto algorithm = cost::parse_algorithm(o.algorithm);
   const auto sizes = sizes_of(o);
   std::vector<cost::CollectiveEstimate> results;
-  for (const auto s : sizes)
+  std::vector<Bytes> unique;
+  for (const auto s : sizes) {
+    const auto r = rounded(s, collective, model.gpus());
+    if (unique.empty() || unique.back() != r) unique.push_back(r);
+  }
+  for (const auto s : unique)
     results.push_back(model.estimate(collective, s, algorithm));
   if (o.json) {
     nlohmann::json j = report_preamble("comm", ctx.args);

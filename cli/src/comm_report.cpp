@@ -25,6 +25,19 @@ std::string seconds(double s) {
   return fixed(s * 1e6, 1) + " us";
 }
 
+void print_ring_header(std::ostream& out, cost::CommModel& model) {
+  const auto& plan = model.rings();
+  out << "# rings: " << plan.rings.size() << " channel" << (plan.rings.size() == 1 ? "" : "s")
+      << ", " << fixed(plan.bandwidth_Bps / 1e9, 1) << " GB/s per GPU; first ring:";
+  for (std::size_t i = 0; i < plan.rings.front().size() && i < 32; ++i) {
+    out << ' ' << plan.rings.front()[i];
+  }
+  out << (plan.rings.front().size() > 32 ? " ..." : "") << '\n';
+  const auto& b = plan.bottleneck;
+  out << "# ring bottleneck: " << b.from << " -> " << b.to << " (" << b.kind << ", " << b.link_class
+      << ", " << fixed(b.achieved_Bps / 1e9, 1) << " GB/s achieved)\n#\n";
+}
+
 }  // namespace
 
 nlohmann::json collective_json(const cost::CollectiveEstimate& e) {
@@ -50,28 +63,31 @@ nlohmann::json collective_json(const cost::CollectiveEstimate& e) {
 void print_collective_table(std::ostream& out, const Topology& t, cost::CommModel& model,
                             cost::Collective c, cost::Algorithm a,
                             const std::vector<cost::CollectiveEstimate>& results) {
-  const auto& plan = model.rings();
   out << "# dtplan comm: " << cost::name_of(c) << " over " << model.gpus() << " GPUs of "
       << t.node().name << " (" << t.nodes() << (t.nodes() == 1 ? " node" : " nodes")
       << "), algorithm " << cost::name_of(a) << "; predicted, not measured\n";
-  out << "# rings: " << plan.rings.size() << " channel" << (plan.rings.size() == 1 ? "" : "s")
-      << ", " << fixed(plan.bandwidth_Bps / 1e9, 1) << " GB/s per GPU; first ring:";
-  for (std::size_t i = 0; i < plan.rings.front().size() && i < 32; ++i) {
-    out << ' ' << plan.rings.front()[i];
+  if (model.gpus() == 1) {
+    out << "# one GPU: nothing to communicate\n";
+    return;
   }
-  out << (plan.rings.front().size() > 32 ? " ..." : "") << '\n';
-  const auto& b = plan.bottleneck;
-  out << "# ring bottleneck: " << b.from << " -> " << b.to << " (" << b.kind << ", " << b.link_class
-      << ", " << fixed(b.achieved_Bps / 1e9, 1) << " GB/s achieved)\n#\n";
+  if (c == cost::Collective::all_to_all) {
+    out << "# point to point between every pair; each side's nearest NIC across nodes\n#\n";
+  } else {
+    print_ring_header(out, model);
+  }
   const bool reduces = c != cost::Collective::all_gather && c != cost::Collective::all_to_all &&
                        c != cost::Collective::broadcast;
+  // nccl-tests' count column is per rank for the collectives that split the buffer.
+  const bool per_rank = c == cost::Collective::all_gather ||
+                        c == cost::Collective::reduce_scatter || c == cost::Collective::all_to_all;
+  const std::int64_t divisor = 4 * (per_rank ? model.gpus() : 1);
   TextTable table({"#        size", "count", "type", "redop", "time", "algbw", "busbw", "algorithm",
                    "bottleneck"});
   table.add_row({"#         (B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", ""});
   table.align_first_right();
   double busbw_sum = 0;
   for (const auto& e : results) {
-    table.add_row({std::to_string(e.size.value), std::to_string(e.size.value / 4), "float",
+    table.add_row({std::to_string(e.size.value), std::to_string(e.size.value / divisor), "float",
                    reduces ? "sum" : "none", fixed(e.time_s * 1e6, 1), fixed(e.algbw_Bps / 1e9, 2),
                    fixed(e.busbw_Bps / 1e9, 2), algorithm_label(e),
                    e.bottleneck.from + "->" + e.bottleneck.to});
@@ -114,8 +130,11 @@ void print_training_comm(std::ostream& out, const TrainingCommContext& ctx,
   const auto& t = ctx.topology;
   out << "dtplan comm: communication of one optimizer step (predicted)\n";
   TextTable head({"", ""});
-  head.add_row({"model", ctx.model.name + ", " + format_thousands(ctx.model.params) +
-                             " parameters, " + std::string(name_of(ctx.config.precision))});
+  const std::string count = ctx.model.kind == ModelKind::param_count
+                                ? ""
+                                : ", " + format_thousands(ctx.model.params) + " parameters";
+  head.add_row(
+      {"model", ctx.model.name + count + ", " + std::string(name_of(ctx.config.precision))});
   head.add_row({"GPUs", std::to_string(ctx.config.dp_size) + " data-parallel on " + t.node().name +
                             " x " + std::to_string(t.nodes()) +
                             (t.nodes() == 1 ? " node" : " nodes")});

@@ -58,7 +58,7 @@ void add_topology_options(CLI::App& app, TopologyOptions& o, bool required) {
 }
 
 LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data) {
-  require_positive(o.nodes, "--nodes", 100'000);
+  require_positive(o.nodes, "--nodes", 4096);
   SmiAssumptions assume{o.pcie_class, o.socket_class, o.nvlink_class, o.nic_class};
   auto table = InterconnectTable::load(data / "interconnect.json");
   for (const auto& cls : {o.pcie_class, o.socket_class, o.nic_class})

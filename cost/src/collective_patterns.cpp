@@ -23,17 +23,16 @@ double ring_steps(Collective c, std::int64_t n) {
 
 }  // namespace
 
-CommModel::Pattern CommModel::ring_pattern(Collective c) {
+// Traffic pipelined along the rings: each rank pushes `per_byte` bytes per message byte to
+// the next at B, in `steps` sequential steps spread over the ring's hops.
+CommModel::Pattern CommModel::along_rings(double per_byte, double steps) {
   const auto& plan = rings();
   Pattern p;
-  // Bytes each rank pushes around the ring per message byte: nccl-tests' bus factor.
-  const double f = bus_factor(c, n_);
-  p.seconds_per_byte = f / plan.bandwidth_Bps;
+  p.seconds_per_byte = per_byte / plan.bandwidth_Bps;
   p.channels = static_cast<std::int64_t>(plan.rings.size());
   p.bottleneck = plan.bottleneck;
   // The first ring moves its share of the data over its bottleneck once per crossing.
-  p.bottleneck.bytes *= f * plan.rates_Bps.front() / plan.bandwidth_Bps;
-  const double steps = ring_steps(c, n_);
+  p.bottleneck.bytes *= per_byte * plan.rates_Bps.front() / plan.bandwidth_Bps;
   bool nvlink = false;
   bool pcie = false;
   for (const auto k : plan.hop_kinds) {
@@ -45,14 +44,9 @@ CommModel::Pattern CommModel::ring_pattern(Collective c) {
   return p;
 }
 
-namespace {
-
-struct FlowPattern {
-  std::vector<Flow> flows;
-  LinkKind slowest = LinkKind::nvlink;
-};
-
-}  // namespace
+CommModel::Pattern CommModel::ring_pattern(Collective c) {
+  return along_rings(bus_factor(c, n_), ring_steps(c, n_));
+}
 
 // NCCL's tree all-reduce: a chain inside each node (in ring order) and two binary trees over
 // the nodes' heads, the second mirrored, each carrying half. The reduction flows up, then
@@ -61,29 +55,36 @@ struct FlowPattern {
 CommModel::Pattern CommModel::tree_pattern() {
   const std::int64_t g = std::min(n_, t_.gpus_per_node());
   const std::int64_t nodes_n = nodes();
-  const auto& first = rings().rings.front();
-  const std::vector<std::int64_t> chain(first.begin(), first.begin() + g);  // node 0's order
+  const auto& plan = rings();
+  const double share = 1.0 / static_cast<double>(plan.rings.size());
   std::vector<Flow> up;
   std::vector<Flow> down;
   LinkKind chain_kind = LinkKind::nvlink;
-  for (std::int64_t k = 0; k < nodes_n; ++k) {
-    for (std::int64_t i = 0; i + 1 < g; ++i) {
-      const auto a = t_.gpu(chain[static_cast<std::size_t>(i)] + k * g);
-      const auto b = t_.gpu(chain[static_cast<std::size_t>(i + 1)] + k * g);
-      up.push_back({b, a, 1.0});
-      down.push_back({a, b, 1.0});
-      chain_kind = slowest(chain_kind, router_.route(a, b).slowest_kind);
+  // One tree per channel, each over its ring's chain inside the nodes and its rail between
+  // them, so the channels spread over every NIC as the rings do.
+  for (std::size_t c = 0; c < plan.rings.size(); ++c) {
+    const auto& ring = plan.rings[c];
+    const std::vector<std::int64_t> chain(ring.begin(), ring.begin() + g);  // node 0's order
+    const std::int64_t rail = plan.rails[c];
+    for (std::int64_t k = 0; k < nodes_n; ++k) {
+      for (std::int64_t i = 0; i + 1 < g; ++i) {
+        const auto a = t_.gpu(chain[static_cast<std::size_t>(i)] + k * g);
+        const auto b = t_.gpu(chain[static_cast<std::size_t>(i + 1)] + k * g);
+        up.push_back({b, a, share});
+        down.push_back({a, b, share});
+        chain_kind = slowest(chain_kind, router_.route(a, b).slowest_kind);
+      }
     }
-  }
-  // Two binary trees over the node heads, the second mirrored, each carrying half.
-  auto head = [&](std::int64_t node) { return t_.gpu(chain.front() + node * g); };
-  for (std::int64_t k = 1; k < nodes_n; ++k) {
-    const std::int64_t parent = (k - 1) / 2;
-    const std::int64_t mk = nodes_n - 1 - k;
-    const std::int64_t mparent = nodes_n - 1 - parent;
-    for (const auto& [child, par] : {std::pair{k, parent}, std::pair{mk, mparent}}) {
-      up.push_back({head(child), head(par), 0.5});
-      down.push_back({head(par), head(child), 0.5});
+    // Two binary trees over the node heads, the second mirrored, each carrying half.
+    auto head = [&](std::int64_t node) { return t_.gpu(chain.front() + node * g); };
+    for (std::int64_t k = 1; k < nodes_n; ++k) {
+      const std::int64_t parent = (k - 1) / 2;
+      const std::int64_t mk = nodes_n - 1 - k;
+      const std::int64_t mparent = nodes_n - 1 - parent;
+      for (const auto& [child, par] : {std::pair{k, parent}, std::pair{mk, mparent}}) {
+        up.push_back({head(child), head(par), 0.5 * share, rail});
+        down.push_back({head(par), head(child), 0.5 * share, rail});
+      }
     }
   }
   const auto tu = time_flows(router_, up);
@@ -91,7 +92,7 @@ CommModel::Pattern CommModel::tree_pattern() {
   Pattern p;
   p.seconds_per_byte = tu.time_s + td.time_s;
   p.bottleneck = tu.time_s >= td.time_s ? tu.bottleneck : td.bottleneck;
-  p.channels = 2;
+  p.channels = static_cast<std::int64_t>(plan.rings.size());
   const double depth = nodes_n > 1 ? std::ceil(std::log2(static_cast<double>(nodes_n))) : 0.0;
   p.hops_by_kind[kind_index(chain_kind)] += 2.0 * static_cast<double>(g - 1);
   p.hops_by_kind[kind_index(LinkKind::network)] += 2.0 * depth;
@@ -177,26 +178,14 @@ CommModel::Pattern CommModel::replica_pattern() {
   return p;
 }
 
+// torch.nn.DataParallel reduces gradients to GPU 0 (comm.reduce_add, an NCCL reduce) and
+// broadcasts weights from it (comm.broadcast_coalesced, an NCCL broadcast): both pipelined
+// along the ring, S / B each, n-1 steps each. An all-reduce this way costs 2 S / B against the
+// ring all-reduce's 2(n-1)/n S / B.
 CommModel::Pattern CommModel::ps_pattern(Collective c) {
-  std::vector<Flow> reduce;
-  std::vector<Flow> broadcast;
-  LinkKind kind = LinkKind::nvlink;
-  for (std::int64_t r = 1; r < n_; ++r) {
-    reduce.push_back({t_.gpu(r), t_.gpu(0), 1.0});
-    broadcast.push_back({t_.gpu(0), t_.gpu(r), 1.0});
-    kind = slowest(kind, router_.route(t_.gpu(r), t_.gpu(0)).slowest_kind);
-  }
-  const bool up = c != Collective::broadcast;
-  const bool down = c != Collective::reduce;
-  const auto tr = time_flows(router_, reduce);
-  const auto tb = time_flows(router_, broadcast);
-  Pattern p;
-  p.seconds_per_byte = (up ? tr.time_s : 0.0) + (down ? tb.time_s : 0.0);
-  p.bottleneck = up && (!down || tr.time_s >= tb.time_s) ? tr.bottleneck : tb.bottleneck;
-  p.channels = 1;
-  p.hops_by_kind[kind_index(kind)] = (up ? 1.0 : 0.0) + (down ? 1.0 : 0.0);
-  p.nvlink_only = kind == LinkKind::nvlink;
-  return p;
+  const double phases =
+      (c != Collective::broadcast ? 1.0 : 0.0) + (c != Collective::reduce ? 1.0 : 0.0);
+  return along_rings(phases, phases * static_cast<double>(n_ - 1));
 }
 
 CommModel::Pattern CommModel::all_to_all_pattern() {

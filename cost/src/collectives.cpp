@@ -4,13 +4,15 @@
 //   ring        each rank pushes 2(n-1)/n (all-reduce), (n-1)/n (reduce-scatter,
 //               all-gather) or 1 (broadcast, reduce) around the rings at B (plan_rings);
 //               2(n-1) or n-1 sequential steps
-//   tree        chains inside nodes carry 1 up and 1 down; two binary trees over the nodes
-//               carry 1/2 each, up and down; 2((g-1) + ceil(log2 N)) steps
+//   tree        per channel, a chain inside each node and two mirrored binary trees over
+//               the nodes carrying 1/2 each; the reduction up, then the result down (NCCL
+//               times the halves one after the other); 2((g-1) + ceil(log2 N)) steps
 //   nvls        each GPU sends its buffer to the NVSwitch, which reduces, and receives the
 //               result: (1 + 1/n) over its switch link; one step
 //   hierarchical reduce-scatter in every node, g concurrent all-reduces of 1/g across nodes,
 //               all-gather in every node; 2(g-1) + 2(N-1) steps
-//   ps          every GPU sends 1 to GPU 0, which sends 1 back to each; 2 steps
+//   ps          DataParallel: reduce to GPU 0, then broadcast from it, each pipelined along
+//               the ring (NCCL reduce and broadcast): 2 / B; 2(n-1) steps
 //   all-to-all  every ordered pair exchanges 1/n; n-1 steps
 #include "dtplan/cost/collectives.hpp"
 
@@ -34,12 +36,13 @@ constexpr std::array<std::pair<Collective, std::string_view>, 6> kCollectives{{
     {Collective::all_to_all, "all-to-all"},
 }};
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgorithms{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kAlgorithms{{
     {Algorithm::ring, "ring"},
     {Algorithm::tree, "tree"},
     {Algorithm::nvls, "nvls"},
     {Algorithm::hierarchical, "hierarchical"},
     {Algorithm::ps, "ps"},
+    {Algorithm::p2p, "p2p"},
     {Algorithm::automatic, "auto"},
 }};
 
@@ -55,6 +58,8 @@ E parse_named(const std::array<std::pair<E, std::string_view>, N>& table, std::s
 }
 
 }  // namespace
+
+constexpr std::int64_t kMaxAllToAllGpus = 1024;
 
 std::string_view name_of(Collective c) {
   for (const auto& [value, name] : kCollectives) {
@@ -127,8 +132,8 @@ const RingPlan& CommModel::rings() {
 }
 
 std::vector<Algorithm> CommModel::applicable(Collective c) const {
+  if (c == Collective::all_to_all) return {Algorithm::p2p};
   std::vector<Algorithm> out{Algorithm::ring};
-  if (c == Collective::all_to_all) return out;
   if (c == Collective::all_reduce) {
     out.push_back(Algorithm::tree);
     if (nodes() > 1) out.push_back(Algorithm::hierarchical);
@@ -173,6 +178,9 @@ const CommModel::Pattern& CommModel::pattern(Collective c, Algorithm a) {
       case Algorithm::ps:
         p = ps_pattern(c);
         break;
+      case Algorithm::p2p:
+        p = all_to_all_pattern();
+        break;
       case Algorithm::automatic:
         throw Error("internal: no pattern for auto");
     }
@@ -191,16 +199,19 @@ CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
                 std::string(name_of(c)) + " on " + std::to_string(n_) +
                 " GPUs of this topology (applicable: " + join(names, ", ") + ")");
   }
+  if (c == Collective::all_to_all && n_ > kMaxAllToAllGpus) {
+    throw Error("all-to-all is modelled pair by pair, up to " + std::to_string(kMaxAllToAllGpus) +
+                " GPUs; " + std::to_string(n_) + " asked");
+  }
   if (a != Algorithm::automatic) return evaluate(c, size, a);
-  CollectiveEstimate best;
-  best.time_s = std::numeric_limits<double>::infinity();
+  std::optional<CollectiveEstimate> best;
   for (const auto x : allowed) {
     // NCCL chooses among ring, tree and NVLS; ps and hierarchical are for comparison.
     if (x == Algorithm::ps || x == Algorithm::hierarchical) continue;
     auto e = evaluate(c, size, x);
-    if (e.time_s < best.time_s) best = e;
+    if (!best || e.time_s < best->time_s) best = e;
   }
-  return best;
+  return *best;
 }
 
 CollectiveEstimate CommModel::replica_all_reduce(Bytes size) {
@@ -234,7 +245,8 @@ CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
     double latency = pc->base_latency_s;
     for (std::size_t k = 0; k < 4; ++k)
       latency += p.hops_by_kind[k] * pc->hop_latency_s[k];
-    const double time = latency + bytes * p.seconds_per_byte / pc->bandwidth_fraction;
+    const double fraction = nodes() == 1 ? pc->bandwidth_fraction_one_node : pc->bandwidth_fraction;
+    const double time = latency + bytes * p.seconds_per_byte / fraction;
     if (time < e.time_s) {
       e.time_s = time;
       e.latency_s = latency;

@@ -2,6 +2,7 @@
 #include "dtplan/cost/rings.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -16,6 +17,7 @@ namespace {
 struct RingLoad {
   std::vector<std::pair<std::size_t, std::int64_t>> edges;  // (edge index, hops)
   std::int64_t link_hops = 0;  // links crossed in all, to prefer shorter rings on ties
+  std::int64_t speeds = 0;     // distinct link bandwidths it crosses: 1 for a uniform ring
 };
 
 struct Candidate {
@@ -35,9 +37,17 @@ RingLoad ring_load(Router& router, const Candidate& c, std::vector<EdgeId>& edge
       edge_of[k] = e;
     }
   }
-  RingLoad load{{hops.begin(), hops.end()}, 0};
-  for (const auto& [k, h] : load.edges)
+  RingLoad load{{hops.begin(), hops.end()}, 0, 0};
+  std::vector<double> speeds;
+  for (const auto& [k, h] : load.edges) {
     load.link_hops += h;
+    const double bw = g[edge_of[k]].effective_Bps();
+    if (std::none_of(speeds.begin(), speeds.end(),
+                     [bw](double x) { return std::fabs(x - bw) <= 1e-9 * bw; })) {
+      speeds.push_back(bw);
+    }
+  }
+  load.speeds = static_cast<std::int64_t>(speeds.size());
   return load;
 }
 
@@ -129,40 +139,101 @@ std::vector<std::int64_t> greedy_order(Router& router, const std::vector<std::in
   return ring;
 }
 
-// Water-filling: repeatedly adds the candidate ring with the highest rate on the capacity
-// left, while that rate is more than 0.1% of the total so far.
+bool fits(const RingLoad& load, const std::vector<double>& residual, double rate) {
+  for (const auto& [k, hops] : load.edges) {
+    if (residual[k] < rate * static_cast<double>(hops) * (1 - 1e-9)) return false;
+  }
+  return true;
+}
+
+enum class Fit { roomiest, tightest, shortest };
+
+// Packs rings at `rate` while one fits, choosing each time the ring that leaves its tightest
+// link the most room (roomiest), the least room (tightest), or the first with fewest link
+// hops (shortest). Three cheap greedy orders; the caller keeps whichever packs most.
+std::vector<std::size_t> pack(const std::vector<RingLoad>& loads,
+                              const std::vector<std::size_t>& order, const std::vector<double>& cap,
+                              double rate, Fit fit, std::int64_t max_channels) {
+  auto residual = cap;
+  std::vector<std::size_t> picked;
+  while (static_cast<std::int64_t>(picked.size()) < max_channels) {
+    std::size_t pick = loads.size();
+    double pick_slack = 0.0;
+    for (const auto c : order) {
+      if (!fits(loads[c], residual, rate)) continue;
+      double slack = std::numeric_limits<double>::infinity();
+      for (const auto& [k, hops] : loads[c].edges) {
+        slack = std::min(slack, (residual[k] - rate * static_cast<double>(hops)) / cap[k]);
+      }
+      // Ties go to rings over links of one speed, as NCCL's search keeps a channel on one
+      // kind of path: mixing doubled and single NVLinks in a ring strands capacity.
+      const bool tie = pick < loads.size() && std::fabs(slack - pick_slack) <= 1e-12;
+      const bool better = pick == loads.size() ||
+                          (fit == Fit::roomiest && slack > pick_slack + 1e-12) ||
+                          (fit == Fit::tightest && slack < pick_slack - 1e-12) ||
+                          (tie && fit != Fit::shortest && loads[c].speeds < loads[pick].speeds);
+      if (better) {
+        pick = c;
+        pick_slack = slack;
+        if (fit == Fit::shortest) break;
+      }
+    }
+    if (pick == loads.size()) break;
+    for (const auto& [k, hops] : loads[pick].edges)
+      residual[k] -= rate * static_cast<double>(hops);
+    picked.push_back(pick);
+  }
+  return picked;
+}
+
+// Equal-rate channels, as NCCL splits a buffer evenly across its channels. For each rate r
+// that some candidate ring reaches on its own, rings are packed greedily (repeats allowed)
+// while one fits in what the links have left at r; B = channels x r, and the best r wins
+// (ties: fewer channels). A ring over a slow path only fits at a low rate, so fast rings are
+// not mixed with slow ones.
 RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidates,
                          const RingOptions& options) {
-  RingPlan plan;
   std::vector<EdgeId> edge_of;
-  auto residual = capacities(router, edge_of);
+  const auto cap = capacities(router, edge_of);
   std::vector<RingLoad> loads;
   for (const auto& c : candidates)
     loads.push_back(ring_load(router, c, edge_of));
-  plan.candidates = static_cast<std::int64_t>(candidates.size());
-  while (static_cast<std::int64_t>(plan.rings.size()) < options.max_channels) {
-    std::size_t pick = candidates.size();
-    double pick_rate = 1e-3 * plan.bandwidth_Bps;
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
-      const double rate = rate_of(loads[c], residual, nullptr);
-      const bool tie = pick < candidates.size() && rate > pick_rate * (1 - 1e-9) &&
-                       rate < pick_rate * (1 + 1e-9);
-      if ((tie && loads[c].link_hops < loads[pick].link_hops) ||
-          (!tie && rate > pick_rate * (1 + 1e-12))) {
-        pick_rate = rate;
-        pick = c;
-      }
+  std::vector<std::size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&loads](std::size_t x, std::size_t y) {
+    return loads[x].link_hops < loads[y].link_hops;
+  });
+  std::vector<double> rates;
+  for (const auto& l : loads)
+    rates.push_back(rate_of(l, cap, nullptr));
+  std::sort(rates.rbegin(), rates.rend());
+  rates.erase(std::unique(rates.begin(), rates.end(),
+                          [](double x, double y) { return std::fabs(x - y) <= 1e-9 * x; }),
+              rates.end());
+  RingPlan best;
+  best.candidates = static_cast<std::int64_t>(candidates.size());
+  for (const double rate : rates) {
+    if (rate <= 0.0 ||
+        rate * static_cast<double>(options.max_channels) <= best.bandwidth_Bps * (1 + 1e-9)) {
+      continue;  // cannot beat the best even with every channel
     }
-    if (pick == candidates.size() || pick_rate <= 0.0) break;
-    for (const auto& [k, hops] : loads[pick].edges) {
-      residual[k] -= pick_rate * static_cast<double>(hops);
+    std::vector<std::size_t> picked;
+    for (const auto fit : {Fit::roomiest, Fit::tightest, Fit::shortest}) {
+      auto p = pack(loads, order, cap, rate, fit, options.max_channels);
+      if (p.size() > picked.size()) picked = std::move(p);
     }
-    plan.rings.push_back(candidates[pick].ring);
-    plan.rails.push_back(candidates[pick].rail);
-    plan.rates_Bps.push_back(pick_rate);
-    plan.bandwidth_Bps += pick_rate;
+    const double b = rate * static_cast<double>(picked.size());
+    if (b <= best.bandwidth_Bps * (1 + 1e-9)) continue;
+    best.bandwidth_Bps = b;
+    best.rings.clear();
+    best.rails.clear();
+    best.rates_Bps.assign(picked.size(), rate);
+    for (const auto c : picked) {
+      best.rings.push_back(candidates[c].ring);
+      best.rails.push_back(candidates[c].rail);
+    }
   }
-  return plan;
+  return best;
 }
 
 void describe(Router& router, RingPlan& plan) {

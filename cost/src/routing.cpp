@@ -34,11 +34,13 @@ Router::Router(const Topology& t)
       best_(boost::num_vertices(t.graph()), 0.0),
       parent_(boost::num_vertices(t.graph())) {}
 
-bool Router::may_enter(Vertex v, Vertex src, Vertex dst) const {
-  if (v == dst) return true;
+bool Router::may_enter(EdgeId e, Vertex src, Vertex dst) const {
   const auto& g = t_.graph();
+  const auto v = boost::target(e, g);
+  if (v == dst) return true;
   const auto& d = g[v];
-  if (d.kind == DeviceKind::gpu) return false;  // no forwarding through GPUs
+  // A GPU forwards only NVLink to NVLink (NCCL's PATH_NVB), never PCIe traffic.
+  if (d.kind == DeviceKind::gpu) return g[e].kind == LinkKind::nvlink;
   const auto a = g[src].host;
   const auto b = g[dst].host;
   if (a == b) return d.host == a && d.kind != DeviceKind::nic;
@@ -59,10 +61,10 @@ double Router::widest_bottleneck(Vertex src, Vertex dst) {
     heap.pop();
     if (width < best_[v]) continue;
     if (v == dst) return width;
-    if (v != src && g[v].kind == DeviceKind::gpu) continue;
+    const bool relay = v != src && g[v].kind == DeviceKind::gpu;
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = boost::target(e, g);
-      if (!may_enter(w, src, dst)) continue;
+      if ((relay && g[e].kind != LinkKind::nvlink) || !may_enter(e, src, dst)) continue;
       const double through = std::min(width, g[e].effective_Bps());
       if (stamp_[w] != generation_ || through > best_[w]) {
         stamp_[w] = generation_;
@@ -83,10 +85,11 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
     const auto v = queue.front();
     queue.pop_front();
     if (v == dst) break;
-    if (v != src && g[v].kind == DeviceKind::gpu) continue;
+    const bool relay = v != src && g[v].kind == DeviceKind::gpu;
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = boost::target(e, g);
-      if (stamp_[w] == generation_ || g[e].effective_Bps() < min_Bps || !may_enter(w, src, dst)) {
+      if (stamp_[w] == generation_ || g[e].effective_Bps() < min_Bps ||
+          (relay && g[e].kind != LinkKind::nvlink) || !may_enter(e, src, dst)) {
         continue;
       }
       stamp_[w] = generation_;
@@ -107,10 +110,25 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
 
 Route Router::direct(Vertex src, Vertex dst) {
   if (src == dst) return {};
+  const auto& gr = t_.graph();
+  // A direct link between two GPUs (NVLink, NCCL's PATH_NVL) is always the route, even when
+  // relaying through other GPUs over wider links would be wider.
+  if (gr[src].kind == DeviceKind::gpu && gr[dst].kind == DeviceKind::gpu) {
+    for (const auto e : boost::make_iterator_range(boost::out_edges(src, gr))) {
+      if (boost::target(e, gr) != dst) continue;
+      Route r;
+      r.edges = {e};
+      r.bottleneck_Bps = gr[e].effective_Bps();
+      r.slowest_kind = gr[e].kind;
+      return r;
+    }
+  }
   const double width = widest_bottleneck(src, dst);
   if (width <= 0.0) {
     const auto& g = t_.graph();
-    throw Error("no route from " + g[src].name + " to " + g[dst].name);
+    throw Error(t_.node().origin + ": no route from " + g[src].name + " to " + g[dst].name +
+                " (routes may pass through a GPU only over NVLink, and through NICs only "
+                "between nodes)");
   }
   // Allow for rounding in the comparison of the same bandwidth values.
   return fewest_hops(src, dst, width * (1.0 - 1e-12));
@@ -184,26 +202,28 @@ std::optional<EdgeId> edge_between(const TopologyGraph& g, Vertex a, Vertex b) {
 }
 }  // namespace
 
-// NIC to NIC: when each NIC has one port, the path is port, switch-to-switch route, port; the
-// switch-to-switch routes are few and cached, which keeps large clusters cheap to route.
-const Route& Router::route_via_rail(Vertex src, Vertex dst, std::int64_t rail) {
-  const auto key = std::make_tuple(src, dst, rail);
-  if (const auto it = rail_cache_.find(key); it != rail_cache_.end()) return it->second;
+// Through NIC `out` to NIC `in`. When each NIC has one port the path is port, switch-to-switch
+// route, port; the switch-to-switch routes are few and cached, which keeps large clusters
+// cheap to route.
+Route Router::through_nics(Vertex src, Vertex out, Vertex in, Vertex dst) {
   const auto& g = t_.graph();
-  const auto out = t_.nic(g[src].host, rail);
-  const auto in = t_.nic(g[dst].host, rail);
   const auto up = network_port(g, out);
   const auto down_rev = network_port(g, in);
-  if (!up || !down_rev) {
-    return rail_cache_[key] = join({&route(src, out), &route(out, in), &route(in, dst)});
-  }
+  if (!up || !down_rev) return join({&route(src, out), &route(out, in), &route(in, dst)});
   const auto leaf_a = boost::target(*up, g);
   const auto leaf_b = boost::target(*down_rev, g);
   const auto down = edge_between(g, leaf_b, in);
   const Route first = single(g, *up);
   const Route last = single(g, *down);
+  return join({&route(src, out), &first, &route(leaf_a, leaf_b), &last, &route(in, dst)});
+}
+
+const Route& Router::route_via_rail(Vertex src, Vertex dst, std::int64_t rail) {
+  const auto key = std::make_tuple(src, dst, rail);
+  if (const auto it = rail_cache_.find(key); it != rail_cache_.end()) return it->second;
+  const auto& g = t_.graph();
   return rail_cache_[key] =
-             join({&route(src, out), &first, &route(leaf_a, leaf_b), &last, &route(in, dst)});
+             through_nics(src, t_.nic(g[src].host, rail), t_.nic(g[dst].host, rail), dst);
 }
 
 const Route& Router::route(Vertex src, Vertex dst) {
@@ -212,7 +232,9 @@ const Route& Router::route(Vertex src, Vertex dst) {
   const auto& g = t_.graph();
   const bool gpus = g[src].kind == DeviceKind::gpu && g[dst].kind == DeviceKind::gpu;
   if (gpus && g[src].host != g[dst].host) {
-    return cache_[key] = route_via_rail(src, dst, preferred_rail(src));
+    // Point to point: each side uses its own nearest NIC.
+    return cache_[key] = through_nics(src, t_.nic(g[src].host, preferred_rail(src)),
+                                      t_.nic(g[dst].host, preferred_rail(dst)), dst);
   }
   return cache_[key] = direct(src, dst);
 }
@@ -238,8 +260,11 @@ FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
   std::vector<double> bytes(static_cast<std::size_t>(t.directed_edge_count()), 0.0);
   std::vector<EdgeId> edge_of(bytes.size());
   FlowTime out;
+  const auto& g_all = t.graph();
   for (const auto& f : flows) {
-    const auto& r = router.route(f.src, f.dst);
+    const bool via_rail = f.rail >= 0 && g_all[f.src].host != g_all[f.dst].host;
+    const auto& r =
+        via_rail ? router.route_via_rail(f.src, f.dst, f.rail) : router.route(f.src, f.dst);
     if (latency_rank(r.slowest_kind) > latency_rank(out.slowest_kind)) {
       out.slowest_kind = r.slowest_kind;
     }

@@ -2,6 +2,7 @@
 #include "dtplan/cost/training_comm.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
@@ -63,12 +64,10 @@ class Builder {
             When::every_micro_step);
         no_sync_unsupported("DataParallel has no no_sync");
         break;
-      case Strategy::ddp: {
-        const auto cap = std::max<std::int64_t>(1, c_.bucket_cap_bytes / gb);
+      case Strategy::ddp:
         add("gradient all-reduce (DDP buckets)", Collective::all_reduce, Algorithm::automatic,
-            buckets(m_.params, cap), gb, When::deferrable);
+            ddp_buckets(gb), gb, When::deferrable);
         break;
-      }
       case Strategy::fsdp_no_shard:
         add("gradient all-reduce (per FSDP unit)", Collective::all_reduce, Algorithm::automatic,
             units, gb, When::deferrable);
@@ -90,7 +89,10 @@ class Builder {
         sharded_ops(units, wb, gb, true, true);
         break;
       case Strategy::fsdp_grad_op:
-        sharded_ops(units, wb, gb, false, true);
+        // Under no_sync SHARD_GRAD_OP keeps the parameters unsharded between micro-steps
+        // (FSDP's _should_free_in_backward): one all-gather per optimizer step.
+        sharded_ops(units, wb, gb, false, true, nullptr,
+                    r_.no_sync ? When::deferrable : When::every_micro_step);
         break;
       case Strategy::fsdp_hybrid:
         hybrid_ops(units, wb, gb);
@@ -109,6 +111,15 @@ class Builder {
  private:
   std::int64_t gb_bytes() const { return t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes; }
 
+  // DDP's buckets: the first holds 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES), the rest at most
+  // bucket_cap_mb; they are filled in reverse parameter order as gradients arrive.
+  std::vector<std::int64_t> ddp_buckets(std::int64_t gb) const {
+    const std::int64_t first = std::min<std::int64_t>(m_.params, 1048576 / gb);
+    auto rest = buckets(m_.params - first, std::max<std::int64_t>(1, c_.bucket_cap_bytes / gb));
+    rest.insert(rest.begin(), first);
+    return rest;
+  }
+
   void no_sync_unsupported(const std::string& why) {
     r_.no_sync_supported = false;
     if (r_.micro_steps > 1) {
@@ -120,9 +131,10 @@ class Builder {
   // ZeRO-3 / FSDP: all-gather in forward (and again in backward unless the parameters stay
   // gathered), reduce-scatter of the gradients; everything per unit.
   void sharded_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb,
-                   bool regather, bool no_sync_ok, CommModel* group = nullptr) {
+                   bool regather, bool no_sync_ok, CommModel* group = nullptr,
+                   When forward_gather = When::every_micro_step) {
     add("weights all-gather in forward", Collective::all_gather, Algorithm::automatic, units, wb,
-        When::every_micro_step, group);
+        forward_gather, group);
     if (regather) {
       add("weights all-gather in backward", Collective::all_gather, Algorithm::automatic, units, wb,
           When::every_micro_step, group);
@@ -168,6 +180,7 @@ class Builder {
     op.group = std::to_string(model.gpus()) + " GPUs" + (group ? " of a node" : "");
     op.gradient_sync = when == When::deferrable;
     op.runs = when == When::once_per_step ? 1 : r_.micro_steps;
+    std::map<std::string, std::int64_t> labels;  // the label most messages use
     for (const auto elements : messages) {
       const Bytes size = bytes_of(elements, bytes_per_element, "message bytes");
       const auto e = model.estimate(coll, size, algo);
@@ -175,8 +188,11 @@ class Builder {
       op.bytes += size;
       op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(size.value) *
                                                        bus_factor(coll, model.gpus()))};
-      op.algorithm = std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol));
+      ++labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))];
       ++op.messages;
+    }
+    for (const auto& [label, count] : labels) {
+      if (op.algorithm.empty() || count > labels[op.algorithm]) op.algorithm = label;
     }
     ops_.push_back(op);
   }

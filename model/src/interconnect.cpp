@@ -58,6 +58,7 @@ LinkClass read_class(const ObjectReader& r) {
   c.name = r.string("name");
   c.kind = parse_kind(r);
   c.bandwidth_Bps = positive(r, "bandwidth_Bps");
+  if (c.bandwidth_Bps < 1e6) r.fail("bandwidth_Bps", "must be at least 1e6 (1 MB/s)");
   c.efficiency = fraction(r, "efficiency");
   c.in_switch_reduction = r.optional_boolean("in_switch_reduction").value_or(false);
   r.optional_string("note");
@@ -71,6 +72,10 @@ ProtocolCost read_protocol(const ObjectReader& r) {
   ProtocolCost p;
   p.base_latency_s = non_negative(r, "base_latency_s");
   p.bandwidth_fraction = fraction(r, "bandwidth_fraction");
+  p.bandwidth_fraction_one_node = r.has("bandwidth_fraction_one_node")
+                                      ? fraction(r, "bandwidth_fraction_one_node")
+                                      : p.bandwidth_fraction;
+  r.optional_number("bandwidth_fraction_one_node");
   const auto hops = r.object("hop_latency_s");
   p.hop_latency_s[static_cast<std::size_t>(LinkKind::nvlink)] = non_negative(hops, "nvlink");
   p.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] = non_negative(hops, "pcie");

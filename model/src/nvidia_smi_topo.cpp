@@ -57,6 +57,8 @@ class SmiParser {
     std::istringstream in{std::string(text)};
     while (std::getline(in, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      // Terminals get underlined headers: drop ANSI escape sequences such as ESC[4m.
+      line = std::regex_replace(line, std::regex("\x1b\\[[0-9;]*[A-Za-z]"), "");
       lines_.push_back(line);
     }
   }
@@ -286,7 +288,7 @@ class SmiGraphBuilder {
       if (is_gpu(i)) gpus.push_back(i);
     }
     std::set<std::int64_t> counts;
-    bool complete = gpus.size() >= 4;
+    bool complete = gpus.size() >= 2;
     for (const auto i : gpus) {
       for (const auto j : gpus) {
         if (i == j) continue;
@@ -298,7 +300,11 @@ class SmiGraphBuilder {
       }
     }
     if (counts.empty()) return;
-    if (complete && counts.size() == 1) {
+    // Every pair on the same NV#: an NVSwitch, unless a GPU could really have that many
+    // direct links (at most 18, on Hopper): 4 A100 with NV4 between each pair are a mesh.
+    const auto others = static_cast<std::int64_t>(gpus.size()) - 1;
+    const bool switched = complete && counts.size() == 1 && *counts.begin() * others > 18;
+    if (switched) {
       const auto per_gpu = *counts.begin();
       const auto cls = nvlink_class_for(per_gpu, a_);
       t_.devices.push_back({"nvswitch", DeviceKind::nvswitch, t_.origin});

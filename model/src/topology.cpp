@@ -104,8 +104,10 @@ class TopologyBuilder {
     if (t_.nodes_ < 1) throw Error("--nodes: must be a positive integer");
     if (n.gpu_count() == 0) throw Error(n.origin + ": the node has no GPUs");
     std::set<std::string> ids;
+    std::map<std::string, DeviceKind> kinds;
     for (const auto& d : n.devices) {
       if (!ids.insert(d.id).second) throw Error(d.where + ": device '" + d.id + "' listed twice");
+      kinds[d.id] = d.kind;
     }
     std::set<std::pair<std::string, std::string>> pairs;
     for (const auto& l : n.links) {
@@ -119,11 +121,13 @@ class TopologyBuilder {
                     " listed twice (use \"count\" for bonded links)");
       }
       if (l.count < 1) throw Error(l.where + ": count must be a positive integer");
+      const LinkClass* cls = nullptr;
       try {
-        table_.find(l.link_class);
+        cls = &table_.find(l.link_class);
       } catch (const Error& e) {
         throw Error(l.where + ": " + e.what());
       }
+      check_link_kind(l, *cls, kinds.at(l.from), kinds.at(l.to));
     }
     if (t_.nodes_ > 1 && !n.network) {
       throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) +
@@ -131,6 +135,24 @@ class TopologyBuilder {
     }
     if (t_.nodes_ > 1 && n.nic_count() == 0) {
       throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) + " needs NICs in the node");
+    }
+  }
+
+  // NVSwitches carry NVLink only; socket links join CPUs; network links are made from the
+  // "network" section, not listed inside a node.
+  static void check_link_kind(const LinkSpec& l, const LinkClass& c, DeviceKind a, DeviceKind b) {
+    const auto where = l.where + ": link " + l.from + " - " + l.to + " (" + l.link_class + ")";
+    const bool nvswitch = a == DeviceKind::nvswitch || b == DeviceKind::nvswitch;
+    if (nvswitch && c.kind != LinkKind::nvlink) {
+      throw Error(where + ": an NVSwitch connects over NVLink classes only");
+    }
+    if (c.kind == LinkKind::socket && (a != DeviceKind::cpu || b != DeviceKind::cpu)) {
+      throw Error(where + ": socket link classes join two CPUs");
+    }
+    if (c.kind == LinkKind::network) {
+      throw Error(where +
+                  ": network classes are set in the \"network\" section, which joins "
+                  "the NICs to the switches");
     }
   }
 

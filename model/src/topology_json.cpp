@@ -36,7 +36,9 @@ LinkSpec read_link(const ObjectReader& r) {
   l.count = r.optional_integer("count").value_or(1);
   if (l.count < 1) r.fail("count", "must be a positive integer");
   l.bandwidth_Bps = r.optional_number("bandwidth_Bps");
-  if (l.bandwidth_Bps && !(*l.bandwidth_Bps > 0)) r.fail("bandwidth_Bps", "must be positive");
+  if (l.bandwidth_Bps && !(*l.bandwidth_Bps >= 1e6)) {
+    r.fail("bandwidth_Bps", "must be at least 1e6 (1 MB/s)");
+  }
   l.where = r.location("class");
   r.reject_unknown_keys();
   return l;
@@ -95,6 +97,9 @@ NodeTemplate load_node_template(const std::string& preset_or_path,
                                 const SmiAssumptions& assume) {
   std::filesystem::path path(preset_or_path);
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(preset_or_path + ": a directory, not a topology file");
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     const auto preset = topologies_dir / (preset_or_path + ".json");
     if (!std::filesystem::is_regular_file(preset, ec)) {

@@ -22,8 +22,8 @@ TEST_CASE("comm --size --json has time, algbw, busbw, ring and bottleneck") {
   CHECK(j["size_bytes"] == 1073741824);
   // Bandwidth-bound: busbw approaches the 10 GB/s socket link.
   CHECK(j["busbw_Bps"].get<double>() == Approx(10e9).epsilon(0.01));
-  CHECK(j["algbw_Bps"].get<double>() * 2 * 7 / 8 == Approx(j["busbw_Bps"].get<double>()));
-  CHECK(j["time_s"].get<double>() == Approx(1073741824.0 / j["algbw_Bps"].get<double>()));
+  // Ring all-reduce: 2 x 7/8 x 1 GiB over the 10 GB/s UPI link, plus microseconds of latency.
+  CHECK(j["time_s"].get<double>() == Approx(1.75 * 1073741824.0 / 10e9).epsilon(0.001));
   CHECK(j["ring"].size() == 8);
   CHECK(j["bottleneck"]["kind"] == "socket");
   CHECK(j["bottleneck"]["bandwidth_Bps"].get<double>() == Approx(10e9));
@@ -63,6 +63,22 @@ TEST_CASE("training communication per strategy") {
   CHECK_THAT(text.out, Contains("no_sync saves") && Contains("gradient all-reduce (DDP buckets)"));
 }
 
+TEST_CASE("all-to-all counts per rank and rounds sizes as nccl-tests does") {
+  const auto r = run({"comm", "--topology", "dgx-a100", "--collective", "all-to-all", "--sweep",
+                      "1000:4000", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // Whole floats for each of 8 ranks (multiples of 32 B): 1000 B rounds down to 992, 2000 to
+  // 1984, and 4000 stays.
+  CHECK(j["results"][0]["size_bytes"] == 992);
+  CHECK(j["results"][1]["size_bytes"] == 1984);
+  CHECK(j["results"][2]["size_bytes"] == 4000);
+  CHECK(j["results"][0]["algorithm"] == "p2p");
+  const auto text =
+      run({"comm", "--topology", "dgx-a100", "--collective", "all-to-all", "--size", "1GiB"});
+  CHECK_THAT(text.out, Contains("33554432"));  // 1 GiB / (4 B x 8 ranks) elements per rank
+}
+
 TEST_CASE("comm errors") {
   CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--size", "12XB"}).err,
              Contains("--size '12XB': not a size"));
@@ -79,4 +95,7 @@ TEST_CASE("comm errors") {
   CHECK_THAT(
       run({"comm", "--topology", "dgx-a100", "--nodes", "2", "--gpus", "12", "--size", "1GiB"}).err,
       Contains("use whole nodes"));
+  CHECK_THAT(run({"comm", "--topology", "dgx-a100", "--nodes", "5000", "--size", "1GiB"}).err,
+             Contains("--nodes: 5000 is beyond the supported 4,096"));
+  CHECK_THAT(run({"comm", "--topology", "/tmp", "--size", "1GiB"}).err, Contains("a directory"));
 }

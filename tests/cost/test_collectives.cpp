@@ -78,14 +78,32 @@ TEST_CASE("the socket link sets the ring across two sockets") {
   CHECK(e.bottleneck.kind == "socket");
 }
 
-TEST_CASE("DataParallel's reduce-to-GPU-0 pattern against the ring") {
-  // Reduce: 3 GPUs send S into GPU 0's 10 GB/s link (0.3 s); broadcast: 3 S out of it (0.3 s);
-  // one hop of latency each plus the base: 0.600004 s, four times the ring's 0.15 s.
+TEST_CASE("DataParallel's reduce to GPU 0 and broadcast back, against the ring") {
+  // torch.nn.DataParallel runs an NCCL reduce to GPU 0 and an NCCL broadcast from it, each
+  // pipelined along the ring: S / B each (0.1 s + 0.1 s), n-1 steps each (6 x 1 us) plus the
+  // base: 0.200008 s against the ring all-reduce's 0.150008 s, i.e. 2 against 2(n-1)/n.
   auto f = simple("switch4.json");
   CommModel m(f.topology, f.table, 4);
   const auto ps = m.estimate(Collective::all_reduce, Bytes{1'000'000'000}, Algorithm::ps);
-  CHECK(ps.time_s == Approx(0.600004).epsilon(1e-9));
-  CHECK(ps.bottleneck.to == "gpu0");
+  CHECK(ps.time_s == Approx(0.200008).epsilon(1e-9));
+  CHECK(m.estimate(Collective::reduce, Bytes{1'000'000'000}, Algorithm::ps).time_s ==
+        Approx(0.100005).epsilon(1e-9));
+}
+
+TEST_CASE("all-to-all: every pair exchanges S/n point to point") {
+  // 4 GPUs on a switch: each GPU sends 3/4 S out of its 10 GB/s link and receives 3/4 S:
+  // 0.75 x 1e9 / 1e10 = 0.075 s; latency: the base and n-1 = 3 hops of 1 us.
+  auto f = simple("switch4.json");
+  CommModel m(f.topology, f.table, 4);
+  const auto e = m.estimate(Collective::all_to_all, Bytes{1'000'000'000});
+  CHECK(e.algorithm == Algorithm::p2p);
+  CHECK(e.time_s == Approx(0.075005).epsilon(1e-9));
+  // Across two nodes with one 2 GB/s NIC each: every GPU sends S/8 to each of the 4 GPUs of
+  // the other node, 16 flows of S/8 = 2 S per NIC direction: 1 s.
+  auto two = simple("switch4.json", 2);
+  CommModel m2(two.topology, two.table, 8);
+  CHECK(m2.estimate(Collective::all_to_all, Bytes{1'000'000'000}).time_s ==
+        Approx(1.0).epsilon(1e-4));
 }
 
 TEST_CASE("tree: chain up, then down") {
@@ -112,13 +130,25 @@ TEST_CASE("two nodes: ring through the NIC against hierarchical") {
   CHECK(h.time_s == Approx(0.65 + 14e-6).epsilon(1e-9));
 }
 
+TEST_CASE("two nodes: one tree per channel through the NICs") {
+  // Tree on 2 nodes x 4 GPUs (one channel, one 2 GB/s NIC each): the chains inside the nodes
+  // move S over each 10 GB/s GPU link (0.1 s); the two mirrored trees send S/2 each way
+  // through the NICs (0.25 s), the slower, once up and once down: 0.5 s; latency 2 us +
+  // 2 x (3 PCIe hops x 1 us + 1 tree level x 3 us).
+  auto f = simple("switch4.json", 2);
+  CommModel m(f.topology, f.table, 8);
+  const auto tree = m.estimate(Collective::all_reduce, Bytes{1'000'000'000}, Algorithm::tree);
+  CHECK(tree.time_s == Approx(0.500014).epsilon(1e-9));
+  CHECK(tree.bottleneck.kind == "network");
+}
+
 TEST_CASE("algorithms that do not apply are refused") {
   auto f = real("dgx-a100");
   CommModel m(f.topology, f.table, 8);
   CHECK_THROWS_WITH(m.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::nvls),
                     Contains("--algorithm nvls does not apply"));
   CHECK_THROWS_WITH(m.estimate(Collective::all_to_all, Bytes{kGiB}, Algorithm::tree),
-                    Contains("applicable: ring"));
+                    Contains("applicable: p2p"));
   CHECK_THROWS_WITH(CommModel(f.topology, f.table, 9), Contains("the topology has 8 GPUs"));
 }
 

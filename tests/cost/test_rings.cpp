@@ -57,17 +57,15 @@ TEST_CASE("NVSwitch nodes: the GPU's switch links, as NCCL rates them") {
   CHECK(plan("dgx-h100").bandwidth_Bps == Approx(370.8e9));
 }
 
-TEST_CASE("DGX-1: several rings over different NVLinks") {
+TEST_CASE("DGX-1: equal channels over every NVLink") {
+  // Each V100 has 6 NVLinks of 20 GB/s achieved (NV2 pairs count twice): 120 GB/s out of each
+  // GPU. Six channels at 20 GB/s use them all: the NV2 ring twice in each direction and the
+  // NV1 ring once in each direction.
   const auto p = plan("dgx1-v100");
-  CHECK(p.rings.size() > 1);
-  // Each V100 sends over 6 NVLinks of 20 GB/s achieved and one PCIe Gen3 link of 12 GB/s:
-  // 132 GB/s is the ceiling; one ring over the NV2 pairs alone gives 40.
-  CHECK(p.bandwidth_Bps <= 132e9 * 1.0001);
-  CHECK(p.bandwidth_Bps > 100e9);
-  double sum = 0;
+  CHECK(p.rings.size() == 6);
   for (const auto r : p.rates_Bps)
-    sum += r;
-  CHECK(sum == Approx(p.bandwidth_Bps));
+    CHECK(r == Approx(20e9));
+  CHECK(p.bandwidth_Bps == Approx(120e9));
 }
 
 TEST_CASE("across nodes every rail carries a channel") {

@@ -37,19 +37,29 @@ TEST_CASE("across sockets the route climbs to the CPUs and crosses the socket li
         std::vector<std::string>{"gpu0", "sw0", "gpu1"});
 }
 
-TEST_CASE("NVLink is preferred, and routes never pass through another GPU") {
+TEST_CASE("direct NVLinks first; GPUs relay only NVLink to NVLink") {
   const auto t = preset("dgx1-v100");
   Router router(t);
   // gpu0 - gpu3 is NV2 (40 GB/s achieved): the direct link.
   CHECK(router.route(t.gpu(0), t.gpu(3)).edges.size() == 1);
   CHECK(router.route(t.gpu(0), t.gpu(3)).bottleneck_Bps == Approx(40e9));
-  // gpu0 - gpu5 have no NVLink; a path over NVLink would need to forward through gpu1 or
-  // gpu4, so the route takes PCIe and the socket link (Broadwell QPI, 6 GB/s) instead.
+  // gpu0 - gpu1 is NV1 (20 GB/s): still the route, though relaying over NV2 links through
+  // gpu3 and gpu2 would be wider (NCCL uses PATH_NVL when a direct NVLink exists).
+  CHECK(router.route(t.gpu(0), t.gpu(1)).edges.size() == 1);
+  // gpu0 - gpu5 have no NVLink: NCCL's PATH_NVB relays through gpu1 or gpu4 over NVLink at
+  // 20 GB/s, better than PCIe and the Broadwell QPI link (6 GB/s).
   const auto& r = router.route(t.gpu(0), t.gpu(5));
-  for (std::size_t i = 0; i + 1 < r.edges.size(); ++i) {
-    CHECK(t.graph()[boost::target(r.edges[i], t.graph())].kind != DeviceKind::gpu);
+  CHECK(r.edges.size() == 2);
+  for (const auto e : r.edges)
+    CHECK(t.graph()[e].kind == LinkKind::nvlink);
+  CHECK(r.bottleneck_Bps == Approx(20e9));
+  // On PCIe-only nodes no GPU relays: gpu0 -> gpu4 never passes through gpu1..gpu3.
+  const auto split = preset("pcie-split-8");
+  Router pcie(split);
+  for (const auto e : pcie.route(split.gpu(0), split.gpu(4)).edges) {
+    const auto v = boost::target(e, split.graph());
+    CHECK((v == split.gpu(4) || split.graph()[v].kind != DeviceKind::gpu));
   }
-  CHECK(r.bottleneck_Bps == Approx(6e9));
 }
 
 TEST_CASE("between nodes a GPU uses its own rail's NIC") {

@@ -37,13 +37,15 @@ struct Fixture {
 };
 }  // namespace
 
-TEST_CASE("DDP: one all-reduce of the bf16 gradients") {
+TEST_CASE("DDP: all-reduce of the bf16 gradients in buckets") {
   Fixture f;
   const auto r = f.run(Strategy::ddp);
   REQUIRE(r.ops.size() == 1);
   CHECK(r.ops[0].bytes.value == 2 * a);
-  // Ring all-reduce of 2 GB on 4 GPUs at 10 GB/s: 1.5 x 2e9 / 1e10 + 6 us + 2 us.
-  CHECK(r.time_per_step_s == Approx(0.300008).epsilon(1e-9));
+  // DDP's first bucket is 1 MiB, the rest fit one bucket here: two ring all-reduces on 4 GPUs
+  // at 10 GB/s, each 1.5 x S / 1e10 + 6 us + 2 us: 1.5 x 2e9 / 1e10 + 2 x 8 us = 0.300016 s.
+  CHECK(r.ops[0].messages == 2);
+  CHECK(r.time_per_step_s == Approx(0.300016).epsilon(1e-9));
   CHECK(r.wire_bytes_per_step.value == 3 * a);  // 2(n-1)/n x 2 GB
 }
 
@@ -64,10 +66,10 @@ TEST_CASE("ZeRO-3 moves 1.5x the bytes of DDP") {
 
 TEST_CASE("no_sync: gradients synchronised once per optimizer step") {
   Fixture f;
-  // DDP, 4 micro-steps: one all-reduce with no_sync, four without; saving 3 x 0.300008 s.
+  // DDP, 4 micro-steps: one all-reduce with no_sync, four without; saving 3 x 0.300016 s.
   const auto ddp = f.run(Strategy::ddp, 4, true);
-  CHECK(ddp.time_per_step_s == Approx(0.300008).epsilon(1e-9));
-  CHECK(ddp.time_synced_every_micro_step_s == Approx(4 * 0.300008).epsilon(1e-9));
+  CHECK(ddp.time_per_step_s == Approx(0.300016).epsilon(1e-9));
+  CHECK(ddp.time_synced_every_micro_step_s == Approx(4 * 0.300016).epsilon(1e-9));
   CHECK(ddp.wire_bytes_synced_every_micro_step.value == 4 * 3 * a);
   const auto synced = f.run(Strategy::ddp, 4, false);
   CHECK(synced.time_per_step_s == Approx(synced.time_synced_every_micro_step_s));
@@ -78,6 +80,18 @@ TEST_CASE("no_sync: gradients synchronised once per optimizer step") {
   // ZeRO-3 all-gathers weights every micro-step: 4 x (2 all-gathers + 1 reduce-scatter).
   const auto z3 = f.run(Strategy::zero3, 4, true);
   CHECK(z3.wire_bytes_per_step.value == 4 * 3 * (3 * a / 2));
+}
+
+TEST_CASE("SHARD_GRAD_OP under no_sync gathers the weights once per step") {
+  // FSDP keeps the parameters unsharded between micro-steps when gradients are not synced.
+  Fixture f;
+  const auto with = f.run(Strategy::fsdp_grad_op, 4, true);
+  const auto without = f.run(Strategy::fsdp_grad_op, 4, false);
+  CHECK(with.ops[0].runs == 1);
+  CHECK(without.ops[0].runs == 4);
+  // Each all-gather and each reduce-scatter sends 3/4 x 2 GB per GPU.
+  CHECK(with.wire_bytes_per_step.value == 2 * (3 * a / 2));
+  CHECK(without.wire_bytes_per_step.value == 8 * (3 * a / 2));
 }
 
 TEST_CASE("hybrid sharding adds a shard all-reduce across nodes") {

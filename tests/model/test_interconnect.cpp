@@ -51,10 +51,14 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
                     Contains("unknown link class 'nvlink9'") && Contains("nvlink2"));
   const auto path = std::filesystem::temp_directory_path() / "dtplan_test_interconnect.json";
   std::ofstream(path) << R"({"schema_version": 1, "link_classes": [
-    {"name": "x", "kind": "warp", "bandwidth_Bps": 1, "efficiency": 1}], "algorithms": {}})";
+    {"name": "x", "kind": "warp", "bandwidth_Bps": 1e9, "efficiency": 1}], "algorithms": {}})";
   CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("/link_classes/0/kind"));
   std::ofstream(path) << R"({"schema_version": 1, "link_classes": [
-    {"name": "x", "kind": "pcie", "bandwidth_Bps": 1, "efficiency": 1.5}], "algorithms": {}})";
+    {"name": "x", "kind": "pcie", "bandwidth_Bps": 1e9, "efficiency": 1.5}], "algorithms": {}})";
   CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("/efficiency: must be at most 1"));
+  std::ofstream(path) << R"({"schema_version": 1, "link_classes": [
+    {"name": "x", "kind": "pcie", "bandwidth_Bps": 1e-300, "efficiency": 1}], "algorithms": {}})";
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("/bandwidth_Bps: must be at least 1e6"));
   std::filesystem::remove(path);
 }

@@ -58,6 +58,23 @@ TEST_CASE("a complete NV12 matrix is an NVSwitch") {
   CHECK_FALSE(n.assumptions.empty());
 }
 
+TEST_CASE("NV4 between each of 4 GPUs is a direct mesh, not a switch") {
+  // 4 x A100 HGX: 12 links per GPU, 4 to each peer; CRLF line endings as saved on Windows.
+  const auto n = read("hgx4_mesh.txt");
+  for (const auto& d : n.devices)
+    CHECK(d.kind != DeviceKind::nvswitch);
+  CHECK(nvlinks(n, "gpu0", "gpu3") == 4);
+  for (const auto& l : n.links) {
+    if (l.from.rfind("gpu", 0) == 0 && l.to.rfind("gpu", 0) == 0) CHECK(l.link_class == "nvlink3");
+  }
+}
+
+TEST_CASE("a header underlined with terminal escapes reads as plain text") {
+  const auto n = read("coloured_header.txt");
+  CHECK(n.gpu_count() == 8);
+  CHECK(nvlinks(n, "gpu0", "nvswitch") == 12);
+}
+
 TEST_CASE("malformed matrices are refused with the line and cell") {
   CHECK_THAT(error_of("bad_token.txt"), Contains("bad_token.txt:5:") &&
                                             Contains("row GPU3, column GPU1") &&

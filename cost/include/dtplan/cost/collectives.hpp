@@ -29,9 +29,10 @@ enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduc
 
 // ring, tree (NCCL's double binary tree across nodes, chains inside), nvls (in-switch
 // reduction), hierarchical (reduce-scatter in node, all-reduce across, all-gather in node),
-// ps (single-process DataParallel: reduce to GPU 0, broadcast back), auto (the fastest of
+// ps (single-process DataParallel: reduce to GPU 0, broadcast back), p2p (all-to-all's
+// pairwise sends), auto (the fastest of
 // ring, tree and nvls: what NCCL would choose among).
-enum class Algorithm { ring, tree, nvls, hierarchical, ps, automatic };
+enum class Algorithm { ring, tree, nvls, hierarchical, ps, p2p, automatic };
 
 std::string_view name_of(Collective c);
 std::string_view name_of(Algorithm a);
@@ -87,6 +88,7 @@ class CommModel {
     bool nvlink_only = false;  // LL128 is offered only over NVLink, as NCCL does
   };
   const Pattern& pattern(Collective c, Algorithm a);
+  Pattern along_rings(double per_byte, double steps);
   Pattern ring_pattern(Collective c);
   Pattern tree_pattern();
   Pattern nvls_pattern();

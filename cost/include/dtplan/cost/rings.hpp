@@ -3,10 +3,9 @@
 //
 // A ring whose hops cross directed link e (of achieved bandwidth cap_e) load_e times can
 // run at rate r = min_e cap_e / load_e: each rank pushes r bytes per second to the next.
-// Channels are added by water-filling: each new ring runs at the rate the links it crosses
-// have left, and the ring bandwidth is the sum of the channel rates,
-//     B = sum_c r_c   with   sum_c r_c * load_c(e) <= cap_e  for every link e,
-// which is how NCCL's channels use rings over different links (DGX-1's NVLinks) at once.
+// NCCL splits a buffer evenly over its channels, so channels run at one rate r, and
+//     B = channels x r   with   r * sum_c load_c(e) <= cap_e  for every link e;
+// rings may repeat (two channels over DGX-1's doubled NVLinks) and use different links.
 // A ring over GPUs 0-3 | 4-7 split across two sockets crosses the socket link once in each
 // direction, and every other ring crosses it too, so there B = the socket link's bandwidth.
 //
@@ -27,7 +26,7 @@
 namespace dtplan::cost {
 
 struct RingOptions {
-  std::int64_t max_channels = 16;
+  std::int64_t max_channels = 32;     // NCCL's MAXCHANNELS
   std::int64_t exhaustive_limit = 9;  // GPUs per node searched exhaustively
 };
 

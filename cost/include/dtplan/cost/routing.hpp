@@ -1,11 +1,12 @@
 // Routing on the topology graph and the time of concurrent flows over shared links.
 //
 // A route between two devices is the path of widest bottleneck (by achieved bandwidth),
-// and among those the one with fewest hops. Routes never pass through another GPU, and stay
-// inside the node unless the endpoints are on different nodes. Between GPUs of different
-// nodes a route leaves through a NIC of a given rail and arrives through the NIC of the same
-// rail, as NCCL's inter-node rings do; by default the rail of the source GPU's nearest NIC
-// (among equally near NICs, the one whose index matches the GPU's local index).
+// and among those the one with fewest hops. A route passes through another GPU only from
+// NVLink to NVLink (NCCL's PATH_NVB), and stays inside the node unless the endpoints are on
+// different nodes. Collectives' rings and trees cross between nodes through the NICs of one
+// rail on both sides, as NCCL's inter-node channels do (route_via_rail); point-to-point
+// traffic leaves through the sender's nearest NIC and arrives through the receiver's (among
+// equally near NICs, the one whose index matches the GPU's local index).
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,8 @@ class Router {
   const Topology& topology() const { return t_; }
 
  private:
-  bool may_enter(Vertex v, Vertex src, Vertex dst) const;
+  bool may_enter(EdgeId e, Vertex src, Vertex dst) const;
+  Route through_nics(Vertex src, Vertex out, Vertex in, Vertex dst);
   double widest_bottleneck(Vertex src, Vertex dst);
   Route fewest_hops(Vertex src, Vertex dst, double min_Bps);
 
@@ -78,6 +80,7 @@ struct Flow {
   Vertex src;
   Vertex dst;
   double bytes;
+  std::int64_t rail = -1;  // between nodes: through this rail's NICs; -1: each side's own
 };
 
 // Concurrent flows: each link moves the sum of the bytes routed over it; the flows finish

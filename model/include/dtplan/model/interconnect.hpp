@@ -37,9 +37,10 @@ struct LinkClass {
 
 // One protocol of one algorithm. Absent protocols are not offered by that algorithm.
 struct ProtocolCost {
-  double base_latency_s = 0;              // once per collective
-  std::array<double, 4> hop_latency_s{};  // per hop, by LinkKind (socket counts as pcie)
-  double bandwidth_fraction = 1;          // of the topology's bandwidth
+  double base_latency_s = 0;               // once per collective
+  std::array<double, 4> hop_latency_s{};   // per hop, by LinkKind (socket counts as pcie)
+  double bandwidth_fraction = 1;           // of the topology's bandwidth
+  double bandwidth_fraction_one_node = 1;  // within one node (NCCL's tree LL128 differs)
 };
 
 struct AlgorithmCost {
