@@ -48,6 +48,13 @@ bool Router::may_enter(EdgeId e, Vertex src, Vertex dst) const {
   return d.host == a || d.host == b;
 }
 
+// A relaying GPU forwards over NVLink straight to the destination: NCCL's PATH_NVB has one
+// intermediate GPU, never a chain of them.
+bool Router::relays_to(EdgeId e, Vertex dst) const {
+  const auto& g = t_.graph();
+  return g[e].kind == LinkKind::nvlink && boost::target(e, g) == dst;
+}
+
 double Router::widest_bottleneck(Vertex src, Vertex dst) {
   const auto& g = t_.graph();
   ++generation_;
@@ -64,7 +71,7 @@ double Router::widest_bottleneck(Vertex src, Vertex dst) {
     const bool relay = v != src && g[v].kind == DeviceKind::gpu;
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = boost::target(e, g);
-      if ((relay && g[e].kind != LinkKind::nvlink) || !may_enter(e, src, dst)) continue;
+      if ((relay && !relays_to(e, dst)) || !may_enter(e, src, dst)) continue;
       const double through = std::min(width, g[e].effective_Bps());
       if (stamp_[w] != generation_ || through > best_[w]) {
         stamp_[w] = generation_;
@@ -89,7 +96,7 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = boost::target(e, g);
       if (stamp_[w] == generation_ || g[e].effective_Bps() < min_Bps ||
-          (relay && g[e].kind != LinkKind::nvlink) || !may_enter(e, src, dst)) {
+          (relay && !relays_to(e, dst)) || !may_enter(e, src, dst)) {
         continue;
       }
       stamp_[w] = generation_;

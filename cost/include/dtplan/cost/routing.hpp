@@ -41,6 +41,7 @@ class Router {
 
  private:
   bool may_enter(EdgeId e, Vertex src, Vertex dst) const;
+  bool relays_to(EdgeId e, Vertex dst) const;
   Route through_nics(Vertex src, Vertex out, Vertex in, Vertex dst);
   double widest_bottleneck(Vertex src, Vertex dst);
   Route fewest_hops(Vertex src, Vertex dst, double min_Bps);
