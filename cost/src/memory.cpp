@@ -59,6 +59,7 @@ class Builder {
   MemoryEstimate build() {
     model_states();
     offload();
+    unsharded_accumulation();
     activations();
     buffers();
     overhead();
@@ -71,6 +72,11 @@ class Builder {
   std::int64_t elements(bool sharded) const { return sharded ? shard_elements_ : m_.params; }
   std::int64_t ranks_per_node() const {
     return t_.single_process ? 1 : std::min(c_.dp_size, c_.gpus_per_node);
+  }
+  void append_explain(const std::string& component, const std::string& text) {
+    for (auto& [key, existing] : e_.explain) {
+      if (key == component) existing += text;
+    }
   }
   void explain(const std::string& component, const std::string& text) {
     for (auto& [key, existing] : e_.explain) {
@@ -120,6 +126,24 @@ class Builder {
             : t_.gradient_buffer == GradientBuffer::ddp_buckets
                 ? "none: gradient_as_bucket_view makes gradients views of the buckets"
                 : "none: this strategy keeps no bucketed gradient copy");
+  }
+
+  // FSDP's no_sync accumulates full, unsharded gradients (in the compute dtype) on every GPU
+  // until the last micro-step; with CPU offload FSDP accumulates only this way.
+  void unsharded_accumulation() {
+    if (!(t_.fsdp && t_.shards_gradients && c_.no_sync && c_.grad_accum > 1 &&
+          supports_no_sync(c_.strategy))) {
+      return;
+    }
+    const auto full = bytes_of(m_.params, layout_.compute_bytes, "unsharded gradients");
+    e_.gpu.gradients = e_.gpu.gradients + full;
+    append_explain(
+        "gradients",
+        "; + " + std::to_string(layout_.compute_bytes) + " B x " + format_thousands(m_.params) +
+            " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
+            " micro-steps; " +
+            std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +
+            "--sync-every-micro-step avoids it");
   }
 
   // ZeRO-Offload keeps the master copy, optimizer states and an fp32 gradient partition on the

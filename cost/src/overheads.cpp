@@ -80,12 +80,8 @@ OverheadConstants load_overheads(const std::filesystem::path& path) {
 
 void apply_override(OverheadConstants& k, std::string_view assignment) {
   const std::string where = "--overhead '" + std::string(assignment) + "'";
-  const auto eq = assignment.find('=');
-  if (eq == std::string_view::npos || eq == 0) throw Error(where + ": expected KEY=VALUE");
-  const std::string value_text(assignment.substr(eq + 1));
-  const auto value = parse_number(value_text);
-  if (!value) throw Error(where + ": '" + value_text + "' is not a number");
-  set_value(k, assignment.substr(0, eq), *value, where);
+  const auto a = parse_assignment(assignment, where);
+  set_value(k, a.key, a.value, where);
 }
 
 }  // namespace dtplan::cost

@@ -59,6 +59,10 @@ std::int64_t shard_degree(const TrainingConfig& c) {
   return group;
 }
 
+bool supports_no_sync(Strategy s) {
+  return s != Strategy::dp && s != Strategy::zero2 && s != Strategy::zero3;
+}
+
 void check_supported(const TrainingConfig& c) {
   const auto& t = traits_of(c.strategy);
   if (c.dp_size < 1) throw Error("--gpus: must be a positive integer");

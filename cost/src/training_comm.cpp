@@ -37,10 +37,6 @@ std::vector<std::int64_t> buckets(std::int64_t total, std::int64_t cap) {
   return out;
 }
 
-// When an op runs: every micro-step, once per optimizer step, or every micro-step unless
-// no_sync defers it to the last one (gradient synchronisation).
-enum class When { every_micro_step, once_per_step, deferrable };
-
 class Builder {
  public:
   Builder(const ModelDesc& m, const TrainingConfig& c, std::int64_t micro_steps, bool no_sync,
@@ -59,26 +55,27 @@ class Builder {
     switch (c_.strategy) {
       case Strategy::dp:
         add("weights broadcast from GPU 0 (replicate)", Collective::broadcast, Algorithm::ps,
-            {m_.params}, wb, When::every_micro_step);
+            {m_.params}, wb, CommWhen::every_micro_step, CommPhase::before_forward);
         add("gradients reduced to GPU 0", Collective::reduce, Algorithm::ps, {m_.params}, gb,
-            When::every_micro_step);
+            CommWhen::every_micro_step, CommPhase::after_backward);
         no_sync_unsupported("DataParallel has no no_sync");
         break;
       case Strategy::ddp:
         add("gradient all-reduce (DDP buckets)", Collective::all_reduce, Algorithm::automatic,
-            ddp_buckets(gb), gb, When::deferrable);
+            ddp_buckets(gb), gb, CommWhen::deferrable, CommPhase::backward);
         break;
       case Strategy::fsdp_no_shard:
         add("gradient all-reduce (per FSDP unit)", Collective::all_reduce, Algorithm::automatic,
-            units, gb, When::deferrable);
+            units, gb, CommWhen::deferrable, CommPhase::backward);
         break;
       case Strategy::zero1:
       case Strategy::zero2:
         add("gradient reduce-scatter (reduce buckets)", Collective::reduce_scatter,
             Algorithm::automatic, buckets(m_.params, zero_bucket), gb,
-            c_.strategy == Strategy::zero1 ? When::deferrable : When::every_micro_step);
+            c_.strategy == Strategy::zero1 ? CommWhen::deferrable : CommWhen::every_micro_step,
+            CommPhase::backward);
         add("updated weights all-gather", Collective::all_gather, Algorithm::automatic,
-            buckets(m_.params, zero_bucket), wb, When::once_per_step);
+            buckets(m_.params, zero_bucket), wb, CommWhen::once_per_step, CommPhase::after_step);
         if (c_.strategy == Strategy::zero2) no_sync_unsupported("ZeRO-2 partitions gradients");
         break;
       case Strategy::zero3:
@@ -92,7 +89,7 @@ class Builder {
         // Under no_sync SHARD_GRAD_OP keeps the parameters unsharded between micro-steps
         // (FSDP's _should_free_in_backward): one all-gather per optimizer step.
         sharded_ops(units, wb, gb, false, true, nullptr,
-                    r_.no_sync ? When::deferrable : When::every_micro_step);
+                    r_.no_sync ? CommWhen::deferrable : CommWhen::every_micro_step);
         break;
       case Strategy::fsdp_hybrid:
         hybrid_ops(units, wb, gb);
@@ -132,15 +129,15 @@ class Builder {
   // gathered), reduce-scatter of the gradients; everything per unit.
   void sharded_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb,
                    bool regather, bool no_sync_ok, CommModel* group = nullptr,
-                   When forward_gather = When::every_micro_step) {
+                   CommWhen forward_gather = CommWhen::every_micro_step) {
     add("weights all-gather in forward", Collective::all_gather, Algorithm::automatic, units, wb,
-        forward_gather, group);
+        forward_gather, CommPhase::forward, group);
     if (regather) {
       add("weights all-gather in backward", Collective::all_gather, Algorithm::automatic, units, wb,
-          When::every_micro_step, group);
+          CommWhen::every_micro_step, CommPhase::backward, group);
     }
     add("gradient reduce-scatter", Collective::reduce_scatter, Algorithm::automatic, units, gb,
-        no_sync_ok ? When::deferrable : When::every_micro_step, group);
+        no_sync_ok ? CommWhen::deferrable : CommWhen::every_micro_step, CommPhase::backward, group);
   }
 
   void hybrid_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb) {
@@ -155,7 +152,9 @@ class Builder {
     op.collective = Collective::all_reduce;
     const auto replicas = models_.all.nodes();
     op.group = std::to_string(replicas) + " replicas across nodes (per GPU of a node)";
-    op.gradient_sync = true;  // deferrable
+    op.gradient_sync = true;
+    op.when = CommWhen::deferrable;
+    op.phase = CommPhase::backward;
     for (const auto s : shards) {
       const Bytes size = bytes_of(s, gb, "message bytes");
       const auto e = models_.all.replica_all_reduce(size);
@@ -171,19 +170,26 @@ class Builder {
   }
 
   void add(const std::string& name, Collective coll, Algorithm algo,
-           const std::vector<std::int64_t>& messages, std::int64_t bytes_per_element, When when,
-           CommModel* group = nullptr) {
+           const std::vector<std::int64_t>& messages, std::int64_t bytes_per_element, CommWhen when,
+           CommPhase phase, CommModel* group = nullptr) {
     CommModel& model = group ? *group : models_.all;
     CommOp op;
     op.name = name;
     op.collective = coll;
     op.group = std::to_string(model.gpus()) + " GPUs" + (group ? " of a node" : "");
-    op.gradient_sync = when == When::deferrable;
-    op.runs = when == When::once_per_step ? 1 : r_.micro_steps;
+    op.gradient_sync = when == CommWhen::deferrable;
+    op.when = when;
+    op.phase = phase;
+    op.runs = when == CommWhen::once_per_step ? 1 : r_.micro_steps;
     std::map<std::string, std::int64_t> labels;  // the label most messages use
+    std::map<std::int64_t, CollectiveEstimate> seen;
     for (const auto elements : messages) {
       const Bytes size = bytes_of(elements, bytes_per_element, "message bytes");
-      const auto e = model.estimate(coll, size, algo);
+      // Buckets and units repeat sizes; estimate each size once.
+      auto found = seen.find(size.value);
+      if (found == seen.end())
+        found = seen.emplace(size.value, model.estimate(coll, size, algo)).first;
+      const auto& e = found->second;
       op.time_s += e.time_s;
       op.bytes += size;
       op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(size.value) *

@@ -112,6 +112,7 @@ LayerInfo conv2d(const ObjectReader& r, const Shape& in) {
     r.fail("kernel_size", "is larger than the padded input " + format_shape(in));
   l.output_shape = {cout, ho, wo};
   l.params = checked_mul(cout, cin / groups * k.h * k.w, "parameter count") + (bias ? cout : 0);
+  l.gemm_k = cin / groups * k.h * k.w;
   l.saves_input = true;
   std::ostringstream label;
   label << "Conv2d " << cin << "->" << cout << " k" << k.h << "x" << k.w << " s" << s.h << " p"
@@ -178,6 +179,7 @@ LayerInfo linear(const ObjectReader& r, const Shape& in) {
   l.output_shape = in;
   l.output_shape.back() = fout;
   l.params = checked_mul(fin, fout, "parameter count") + (bias ? fout : 0);
+  l.gemm_k = fin;
   l.saves_input = true;
   l.label = layer_label(r, "Linear " + std::to_string(fin) + "->" + std::to_string(fout));
   return l;

@@ -60,6 +60,15 @@ Bytes fraction_of(Bytes b, double fraction) {
   return Bytes{static_cast<std::int64_t>(scaled)};
 }
 
+NumericAssignment parse_assignment(std::string_view text, const std::string& where) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) throw Error(where + ": expected KEY=VALUE");
+  const auto value_text = text.substr(eq + 1);
+  const auto value = parse_number(value_text);
+  if (!value) throw Error(where + ": '" + std::string(value_text) + "' is not a number");
+  return {text.substr(0, eq), *value};
+}
+
 std::optional<double> parse_number(std::string_view text) {
   const std::string body(text);
   if (body.empty() || std::isspace(static_cast<unsigned char>(body.front()))) return std::nullopt;

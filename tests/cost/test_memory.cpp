@@ -257,3 +257,25 @@ TEST_CASE("byte counts beyond 64 bits are refused") {
   CHECK_THROWS_WITH(estimate_memory(m, config(Strategy::ddp, Precision::fp32), overheads()),
                     Catch::Contains("overflows a 64-bit count"));
 }
+
+TEST_CASE("FSDP's no_sync holds unsharded gradients across micro-steps; DDP's does not grow") {
+  // FSDP MixedPrecision bf16: gradients are the fp32 shard, 4a/n; no_sync adds 2a of
+  // unsharded bf16 gradients on every GPU, for each sharded FSDP strategy.
+  for (const auto s : {Strategy::fsdp_full, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid}) {
+    auto c = config(s, Precision::bf16);
+    CHECK(estimate(c).gpu.gradients.value == 4 * a / 8);
+    c.grad_accum = 4;
+    CHECK(estimate(c).gpu.gradients.value == 4 * a / 8 + 2 * a);
+    c.no_sync = false;
+    CHECK(estimate(c).gpu.gradients.value == 4 * a / 8);
+  }
+  // DDP accumulates into the gradients it holds; ZeRO-3 cannot defer synchronisation.
+  auto ddp = config(Strategy::ddp, Precision::bf16);
+  const auto before = estimate(ddp).gpu.total();
+  ddp.grad_accum = 4;
+  CHECK(estimate(ddp).gpu.total() == before);
+  auto z3 = config(Strategy::zero3, Precision::bf16);
+  const auto z3_before = estimate(z3).gpu.total();
+  z3.grad_accum = 4;
+  CHECK(estimate(z3).gpu.total() == z3_before);
+}

@@ -43,6 +43,10 @@ struct StrategyTraits {
 
 const StrategyTraits& traits_of(Strategy s);
 
+// Whether gradient synchronisation can be deferred to the last micro-step (DDP's and FSDP's
+// no_sync, ZeRO-1's boundary-only reduction); DataParallel, ZeRO-2 and ZeRO-3 cannot.
+bool supports_no_sync(Strategy s);
+
 // GPUs that each sharded component is split across: the data-parallel size, or the GPUs of a
 // node for hybrid sharding. Throws when the strategy cannot run with this configuration.
 std::int64_t shard_degree(const TrainingConfig& c);

@@ -25,6 +25,15 @@
 
 namespace dtplan::cost {
 
+// When an op runs: every micro-step, once per optimizer step, or every micro-step unless
+// no_sync defers it (gradient synchronisation: to the last micro-step; SHARD_GRAD_OP's
+// forward all-gather: to the first).
+enum class CommWhen { every_micro_step, once_per_step, deferrable };
+
+// What computation an op can hide behind: none (before forward, after backward, after the
+// optimizer step), or the forward or backward pass it runs alongside.
+enum class CommPhase { before_forward, forward, backward, after_backward, after_step };
+
 struct CommOp {
   std::string name;  // "gradient all-reduce (DDP buckets)"
   Collective collective = Collective::all_reduce;
@@ -36,6 +45,8 @@ struct CommOp {
   std::int64_t runs = 0;       // times per optimizer step
   double time_s = 0;           // each time it runs
   std::string algorithm;       // e.g. "ring/Simple"
+  CommWhen when = CommWhen::every_micro_step;
+  CommPhase phase = CommPhase::backward;
 };
 
 struct TrainingComm {

@@ -30,6 +30,7 @@ struct LayerInfo {
   Shape output_shape;
   std::int64_t params = 0;
   std::int64_t buffer_elements = 0;   // non-trainable state (BatchNorm running statistics)
+  std::int64_t gemm_k = 0;            // Conv2d and Linear as GEMMs: the inner dimension
   bool saves_input = false;           // autograd keeps the input tensor for backward
   bool saves_output = false;          // ... or the output tensor
   bool output_aliases_input = false;  // a view or an in-place op: no new storage

@@ -39,6 +39,14 @@ Bytes fraction_of(Bytes b, double fraction);
 // The whole of `text` as a finite number ("1e9", "0.05"); nullopt otherwise.
 std::optional<double> parse_number(std::string_view text);
 
+// "key=value" with a numeric value, as command-line overrides give constants; throws naming
+// `where` when the '=' or the number is missing.
+struct NumericAssignment {
+  std::string_view key;
+  double value = 0;
+};
+NumericAssignment parse_assignment(std::string_view text, const std::string& where);
+
 // "1GiB", "32KiB", "1.5GB", "512MB", "4096", "1e9" (bytes; KiB/MiB/GiB/TiB are powers of 2,
 // kB/KB/MB/GB/TB powers of 10, a bare B allowed). `what` names the input in errors.
 Bytes parse_size(std::string_view text, std::string_view what);

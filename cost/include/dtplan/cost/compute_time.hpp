@@ -1,0 +1,66 @@
+// Compute time of one micro-step on one GPU, from FLOPs and bytes moved: GEMMs at the GPU's
+// dense peak for the precision times a calibratable efficiency (with a roofline on memory
+// bandwidth and a fixed per-kernel cost, so small GEMMs are slow), attention at its own
+// efficiency, element-wise work and the optimizer step at HBM bandwidth.
+//
+// Model FLOPs follow PaLM (Chowdhery et al. 2022, App. B): per token 6 N + 12 L q s, with N the
+// matmul parameters (blocks and the LM head) and the attention term counted without causal
+// masking; they give MFU. Hardware FLOPs add what checkpointing recomputes; they give HFU.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::cost {
+
+// data/compute.json, documented in docs/step-time-model.md; calibration refits them.
+struct ComputeConstants {
+  double gemm_efficiency = 0;                // achieved fraction of dense peak for large GEMMs
+  double attention_efficiency = 0;           // of dense peak, attention kernels
+  double memory_efficiency = 0;              // achieved fraction of HBM bandwidth
+  double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
+  double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
+  double overlap_compute_slowdown = 0;       // compute slowdown while communication overlaps it
+  double cpu_optimizer_bytes_per_s = 0;      // host memory traffic of a CPU optimizer step
+  double host_transfer_efficiency = 0;       // achieved fraction of the GPU's PCIe link
+};
+
+ComputeConstants load_compute_constants(const std::filesystem::path& path);
+// "key=value"; throws naming the key or value when either is wrong.
+void apply_compute_override(ComputeConstants& k, std::string_view assignment);
+std::vector<std::string> compute_constant_keys();
+// {"gemm_efficiency": ..., ...}, every constant by its key.
+nlohmann::json to_json(const ComputeConstants& k);
+
+struct ComputeTime {
+  double forward_s = 0;
+  double backward_s = 0;      // including recomputation
+  double recompute_s = 0;     // the part of backward_s spent recomputing
+  double model_flops = 0;     // per micro-step per GPU, forward + backward, PaLM convention
+  double hardware_flops = 0;  // + recomputed forward work
+  double gemm_s = 0;          // forward + backward time in GEMMs
+  double attention_s = 0;     // ... in attention kernels
+  double elementwise_s = 0;   // ... in element-wise kernels
+  std::int64_t layers = 0;    // units whose compute the communication overlaps with
+};
+
+// One micro-step (forward and backward) of micro_batch samples on one GPU.
+ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                             const ComputeConstants& k);
+
+// The optimizer step over `elements` parameters on the GPU (memory-bound), or on the host
+// when offloaded.
+double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
+                      const ComputeConstants& k);
+
+// Bytes per second of the GPU's PCIe link (generation x lanes), as transfers achieve it.
+double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k);
+
+}  // namespace dtplan::cost

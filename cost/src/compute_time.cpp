@@ -1,0 +1,291 @@
+// FLOPs and bytes of forward, backward and recomputation, turned into time on one GPU.
+//
+// A GEMM of (M x K) by (K x N): 2MKN FLOPs, e(MK + KN + MN) bytes, and
+//     time = max(FLOPs / (peak x gemm_efficiency), bytes / (HBM x memory_efficiency))
+//            + kernel_overhead.
+// Its backward is two GEMMs of the same size (input and weight gradients). Attention's core
+// (QK^T and AV: 4 b s^2 q FLOPs, halved by causal masking in FlashAttention) runs at
+// attention_efficiency; FlashAttention's backward does 2.5x the forward work (it recomputes the
+// scores), eager attention's 2x. Element-wise kernels (norms, residual adds, activations,
+// rotary embedding, dropout, softmax of eager attention, the loss) move bytes at HBM speed.
+#include "dtplan/cost/compute_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "dtplan/model/units.hpp"
+
+namespace dtplan::cost {
+
+namespace {
+
+struct ConstantField {
+  const char* key;
+  double ComputeConstants::*field;
+  double min;
+  double max;
+};
+
+constexpr ConstantField kFields[] = {
+    {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
+    {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
+    {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
+    {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
+    {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
+    {"overlap_compute_slowdown", &ComputeConstants::overlap_compute_slowdown, 0.0, 1.0},
+    {"cpu_optimizer_bytes_per_s", &ComputeConstants::cpu_optimizer_bytes_per_s, 1e6, 1e15},
+    {"host_transfer_efficiency", &ComputeConstants::host_transfer_efficiency, 1e-3, 1.0},
+};
+
+void set_field(ComputeConstants& k, std::string_view key, double value, const std::string& where) {
+  for (const auto& f : kFields) {
+    if (key != f.key) continue;
+    if (!(value >= f.min && value <= f.max)) {
+      throw Error(where + ": " + std::string(key) + " must be in [" + std::to_string(f.min) + ", " +
+                  std::to_string(f.max) + "]");
+    }
+    k.*f.field = value;
+    return;
+  }
+  throw Error(where + ": " +
+              unknown_name_message("compute constant", key, compute_constant_keys()));
+}
+
+}  // namespace
+
+std::vector<std::string> compute_constant_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : kFields)
+    keys.emplace_back(f.key);
+  return keys;
+}
+
+nlohmann::json to_json(const ComputeConstants& k) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& f : kFields)
+    j[f.key] = k.*f.field;
+  return j;
+}
+
+ComputeConstants load_compute_constants(const std::filesystem::path& path) {
+  const auto root = ObjectReader::root(read_json_file(path));
+  root.check_schema_version(1);
+  ComputeConstants k;
+  for (const auto& f : kFields)
+    set_field(k, f.key, root.number(f.key), root.location(f.key));
+  root.reject_unknown_keys();
+  return k;
+}
+
+void apply_compute_override(ComputeConstants& k, std::string_view assignment) {
+  const std::string where = "--compute '" + std::string(assignment) + "'";
+  const auto a = parse_assignment(assignment, where);
+  set_field(k, a.key, a.value, where);
+}
+
+double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
+  // Per-lane bandwidth after 128b/130b coding: 8, 16, 32 GT/s for generations 3, 4, 5.
+  const double gts = 8.0 * std::pow(2.0, static_cast<double>(gpu.pcie_generation - 3));
+  return gts * 1e9 / 8.0 * 128.0 / 130.0 * static_cast<double>(gpu.pcie_lanes) *
+         k.host_transfer_efficiency;
+}
+
+namespace {
+
+class Timer {
+ public:
+  Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p)
+      : peak_(gpu.peak_flops_for(p)),
+        hbm_(gpu.memory_bandwidth_bytes_per_s),
+        k_(k),
+        e_(is_mixed(p) ? 2.0 : 4.0) {
+    if (!(peak_ > 0)) {
+      throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
+                  " tensor-core peak: choose another --precision");
+    }
+  }
+  double element_bytes() const { return e_; }
+  // One GEMM (M x K) x (K x N), forward.
+  double gemm(double m, double k, double n) const {
+    const double flops = 2.0 * m * k * n;
+    const double bytes = e_ * (m * k + k * n + m * n);
+    return std::max(flops / (peak_ * k_.gemm_efficiency), bytes / (hbm_ * k_.memory_efficiency)) +
+           k_.kernel_overhead_s;
+  }
+  double attention(double flops) const {
+    return flops / (peak_ * k_.attention_efficiency) + k_.kernel_overhead_s;
+  }
+  double bytes(double b, double kernels) const {
+    return b / (hbm_ * k_.memory_efficiency) + kernels * k_.kernel_overhead_s;
+  }
+
+ private:
+  double peak_;
+  double hbm_;
+  const ComputeConstants& k_;
+  double e_;
+};
+
+struct Phase {
+  double gemm = 0;
+  double attention = 0;
+  double elementwise = 0;
+  double total() const { return gemm + attention + elementwise; }
+};
+
+// Forward of one transformer block for M = b s tokens.
+Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn, const Timer& time,
+                    const ComputeConstants& k) {
+  const double m = b * s;
+  const double h = static_cast<double>(t.hidden_size);
+  const double q = static_cast<double>(t.q_size());
+  const double kv = static_cast<double>(t.kv_size());
+  const double f = static_cast<double>(t.ffn_size);
+  const double e = time.element_bytes();
+  Phase p;
+  p.gemm = time.gemm(m, h, q + 2 * kv) + time.gemm(m, q, h);
+  p.gemm += t.mlp == MlpKind::swiglu ? 2 * time.gemm(m, h, f) + time.gemm(m, f, h)
+                                     : time.gemm(m, h, f) + time.gemm(m, f, h);
+  const bool causal = t.head == HeadKind::causal_lm;
+  const double core_flops = 4.0 * b * s * s * q;
+  if (attn == Attention::flash) {
+    p.attention = time.attention(core_flops * (causal ? 0.5 : 1.0));
+  } else {
+    // Two batched GEMMs and a softmax over the a x s x s scores.
+    const double a = static_cast<double>(t.num_heads);
+    p.attention = time.attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
+  }
+  double bytes = 2 * (2 * e * m * h) + 2 * (3 * e * m * h);     // two norms, two residual adds
+  bytes += (t.mlp == MlpKind::swiglu ? 3.0 : 2.0) * e * m * f;  // activation (and gating)
+  if (t.positions == PositionKind::rotary) bytes += 2 * e * m * (q + kv);
+  if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
+  p.elementwise = time.bytes(bytes, k.elementwise_kernels_per_layer);
+  return p;
+}
+
+ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& c,
+                                const Timer& time, const ComputeConstants& k) {
+  const double b = static_cast<double>(c.micro_batch);
+  const double s = static_cast<double>(c.seq_len > 0 ? c.seq_len : t.max_positions);
+  const double L = static_cast<double>(t.num_layers);
+  const double h = static_cast<double>(t.hidden_size);
+  const double v = static_cast<double>(t.vocab_size);
+  const double e = time.element_bytes();
+  const double m = b * s;
+  const auto block = block_forward(t, b, s, c.attention, time, k);
+  const double attention_back = c.attention == Attention::flash ? 2.5 : 2.0;
+  Phase fwd{block.gemm * L, block.attention * L, block.elementwise * L};
+  Phase bwd{2 * fwd.gemm, attention_back * fwd.attention, 2 * fwd.elementwise};
+  // Embedding lookup, and its scatter-add in backward.
+  fwd.elementwise += time.bytes(2 * e * m * h, 1);
+  bwd.elementwise += time.bytes(2 * e * m * h, 1);
+  const bool lm = t.head == HeadKind::causal_lm || t.head == HeadKind::masked_lm ||
+                  t.head == HeadKind::pretraining;
+  if (lm) {
+    fwd.gemm += time.gemm(m, h, v);
+    bwd.gemm += 2 * time.gemm(m, h, v);
+    // Logits cast to fp32, log-softmax, loss; and their gradients.
+    fwd.elementwise += time.bytes(m * v * (e + 4 + 4 + 4), 3);
+    bwd.elementwise += time.bytes(m * v * (4 + 4 + e), 3);
+  }
+  double recompute = 0;
+  if (c.checkpointing == Checkpointing::full) recompute = block.total() * L;
+  if (c.checkpointing == Checkpointing::selective) recompute = block.attention * L;
+  ComputeTime out;
+  out.forward_s = fwd.total();
+  out.backward_s = bwd.total() + recompute;
+  out.recompute_s = recompute;
+  out.gemm_s = fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? block.gemm * L : 0);
+  out.attention_s = fwd.attention + bwd.attention + (recompute > 0 ? block.attention * L : 0);
+  out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
+  out.layers = t.num_layers;
+  // PaLM's model FLOPs: 6 N per token over the matmul parameters, 12 L q s for attention.
+  const auto p = count_parameters(t);
+  const double matmul = static_cast<double>(p.attention + p.mlp) + (lm ? v * h : 0.0);
+  const double attention_fwd = 4.0 * L * s * static_cast<double>(t.q_size()) * m;
+  out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
+  const double block_fwd = 2.0 * static_cast<double>(p.attention + p.mlp) * m + attention_fwd;
+  out.hardware_flops =
+      out.model_flops + (c.checkpointing == Checkpointing::full        ? block_fwd
+                         : c.checkpointing == Checkpointing::selective ? attention_fwd
+                                                                       : 0.0);
+  return out;
+}
+
+ComputeTime layer_list_compute(const LayerListModel& layers, const TrainingConfig& c,
+                               const Timer& time, const ComputeConstants& k) {
+  const double b = static_cast<double>(c.micro_batch);
+  const double e = time.element_bytes();
+  Phase fwd;
+  double flops = 0;
+  for (const auto& l : layers.layers) {
+    const double in = static_cast<double>(element_count(l.input_shape));
+    const double out = static_cast<double>(element_count(l.output_shape));
+    if (l.type == "Conv2d" || l.type == "Linear") {
+      // As an implicit GEMM: M = b x output positions, N = outputs per position, K from the
+      // parameter count (weights per output, bias excluded).
+      const double outputs =
+          static_cast<double>(l.type == "Conv2d" ? l.output_shape.front() : l.output_shape.back());
+      const double positions = out / outputs;
+      const double kdim = static_cast<double>(l.gemm_k);
+      fwd.gemm += time.gemm(b * positions, kdim, outputs);
+      flops += 2.0 * b * positions * kdim * outputs;
+    } else if (l.type != "Flatten") {
+      fwd.elementwise += time.bytes(e * b * (in + out), 1);
+    }
+  }
+  ComputeTime outt;
+  outt.forward_s = fwd.total();
+  outt.backward_s = 2 * fwd.total();
+  outt.gemm_s = 3 * fwd.gemm;
+  outt.elementwise_s = 3 * fwd.elementwise;
+  outt.model_flops = 3.0 * flops;
+  outt.hardware_flops = outt.model_flops;
+  outt.layers = static_cast<std::int64_t>(layers.layers.size());
+  (void)k;
+  return outt;
+}
+
+}  // namespace
+
+ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                             const ComputeConstants& k) {
+  const Timer time(gpu, k, c.precision);
+  if (m.transformer) return transformer_compute(*m.transformer, c, time, k);
+  if (m.layers) return layer_list_compute(*m.layers, c, time, k);
+  throw Error("model '" + m.name +
+              "': compute time needs layer shapes (give --model, not "
+              "--params)");
+}
+
+double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
+                      const ComputeConstants& k) {
+  // Bytes read and written per parameter by a fused step: the fp32 parameter (read, write),
+  // its gradient, each fp32 state (read, write), and the 16-bit copy written back.
+  const double grad = is_mixed(c.precision) ? 2.0 : 4.0;
+  double states = 0;
+  switch (c.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      states = 8;
+      break;
+    case Optimizer::sgd:
+      states = 0;
+      break;
+    case Optimizer::sgd_momentum:
+      states = 4;
+      break;
+    case Optimizer::adam8bit:
+      states = 2;
+      break;
+  }
+  const double copy = is_mixed(c.precision) ? 2.0 : 0.0;
+  const double bytes = static_cast<double>(elements) * (4 + 4 + grad + 2 * states + copy);
+  if (c.offload != Offload::none) return bytes / k.cpu_optimizer_bytes_per_s;
+  return bytes / (gpu.memory_bandwidth_bytes_per_s * k.memory_efficiency) + k.kernel_overhead_s;
+}
+
+}  // namespace dtplan::cost

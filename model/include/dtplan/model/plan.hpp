@@ -1,0 +1,38 @@
+// A training plan: what to run (model, cluster, strategy, batch shape) and what dtplan
+// predicted for it. `dtplan plan --save-plan` writes it; the runtime executes it and compares.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "dtplan/model/training.hpp"
+
+namespace dtplan {
+
+struct PlanPrediction {
+  double step_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  std::int64_t memory_per_gpu_bytes = 0;
+};
+
+struct Plan {
+  std::string model;  // preset name or path, as given
+  std::int64_t params = 0;
+  std::string topology;  // preset name or path
+  std::int64_t nodes = 1;
+  std::string gpu;
+  TrainingConfig training;  // strategy, precision, optimizer, dp_size, micro_batch, ...
+  std::int64_t grad_accum = 1;
+  std::int64_t global_batch = 0;
+  bool no_sync = true;
+  PlanPrediction predicted;
+};
+
+nlohmann::json to_json(const Plan& p);
+Plan plan_from_json(const std::filesystem::path& path);
+
+}  // namespace dtplan

@@ -1,0 +1,86 @@
+// JSON form of a Plan, written by the planner and read back by the runtime.
+#include "dtplan/model/plan.hpp"
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+
+namespace dtplan {
+
+nlohmann::json to_json(const Plan& p) {
+  const auto& t = p.training;
+  return {{"schema_version", 1},
+          {"model", p.model},
+          {"params", p.params},
+          {"topology", p.topology},
+          {"nodes", p.nodes},
+          {"gpu", p.gpu},
+          {"strategy", name_of(t.strategy)},
+          {"precision", name_of(t.precision)},
+          {"optimizer", name_of(t.optimizer)},
+          {"dp", t.dp_size},
+          {"gpus_per_node", t.gpus_per_node},
+          {"micro_batch", t.micro_batch},
+          {"grad_accum", p.grad_accum},
+          {"global_batch", p.global_batch},
+          {"seq_len", t.seq_len},
+          {"checkpointing", name_of(t.checkpointing)},
+          {"attention", name_of(t.attention)},
+          {"offload", name_of(t.offload)},
+          {"bucket_cap_bytes", t.bucket_cap_bytes},
+          {"no_sync", p.no_sync},
+          {"predicted",
+           {{"step_time_s", p.predicted.step_time_s},
+            {"samples_per_s", p.predicted.samples_per_s},
+            {"tokens_per_s", p.predicted.tokens_per_s},
+            {"mfu", p.predicted.mfu},
+            {"memory_per_gpu_bytes", p.predicted.memory_per_gpu_bytes}}}};
+}
+
+Plan plan_from_json(const std::filesystem::path& path) {
+  const auto r = ObjectReader::root(read_json_file(path));
+  r.check_schema_version(1);
+  Plan p;
+  auto& t = p.training;
+  p.model = r.string("model");
+  p.params = r.positive_integer("params");
+  p.topology = r.string("topology");
+  p.nodes = r.positive_integer("nodes");
+  p.gpu = r.string("gpu");
+  auto parsed = [&r](const char* key, auto parse) {
+    try {
+      return parse(r.string(key));
+    } catch (const Error& e) {
+      r.fail(key, e.what());
+    }
+  };
+  t.strategy = parsed("strategy", parse_strategy);
+  t.precision = parsed("precision", parse_precision);
+  t.optimizer = parsed("optimizer", parse_optimizer);
+  t.checkpointing = parsed("checkpointing", parse_checkpointing);
+  t.attention = parsed("attention", parse_attention);
+  t.offload = parsed("offload", parse_offload);
+  t.dp_size = r.positive_integer("dp");
+  t.gpus_per_node = r.positive_integer("gpus_per_node");
+  t.micro_batch = r.positive_integer("micro_batch");
+  p.grad_accum = r.positive_integer("grad_accum");
+  p.global_batch = r.positive_integer("global_batch");
+  t.seq_len = r.integer("seq_len");
+  t.bucket_cap_bytes = r.positive_integer("bucket_cap_bytes");
+  p.no_sync = r.boolean("no_sync");
+  t.grad_accum = p.grad_accum;
+  t.no_sync = p.no_sync;
+  if (p.global_batch != t.micro_batch * p.grad_accum * t.dp_size) {
+    r.fail("global_batch", "is not micro_batch x grad_accum x dp");
+  }
+  const auto pred = r.object("predicted");
+  p.predicted.step_time_s = pred.number("step_time_s");
+  p.predicted.samples_per_s = pred.number("samples_per_s");
+  p.predicted.tokens_per_s = pred.number("tokens_per_s");
+  p.predicted.mfu = pred.number("mfu");
+  p.predicted.memory_per_gpu_bytes = pred.integer("memory_per_gpu_bytes");
+  pred.reject_unknown_keys();
+  r.reject_unknown_keys();
+  return p;
+}
+
+}  // namespace dtplan
