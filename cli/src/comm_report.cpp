@@ -3,26 +3,15 @@
 
 #include <cstdio>
 
+#include "format.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
 
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string algorithm_label(const cost::CollectiveEstimate& e) {
   return std::string(cost::name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol));
-}
-
-std::string seconds(double s) {
-  if (s >= 1.0) return fixed(s, 3) + " s";
-  if (s >= 1e-3) return fixed(s * 1e3, 2) + " ms";
-  return fixed(s * 1e6, 1) + " us";
 }
 
 void print_ring_header(std::ostream& out, cost::CommModel& model) {

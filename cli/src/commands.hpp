@@ -35,5 +35,7 @@ Command register_models_command(CLI::App& app);
 Command register_gpus_command(CLI::App& app);
 Command register_topo_command(CLI::App& app);
 Command register_comm_command(CLI::App& app);
+Command register_estimate_command(CLI::App& app);
+Command register_plan_command(CLI::App& app);
 
 }  // namespace dtplan::cli

@@ -94,6 +94,28 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--overheads", o.overheads_file, "overhead constants file (JSON)");
 }
 
+void add_compute_options(CLI::App& app, ComputeOptions& o) {
+  app.add_option(
+      "--compute", o.overrides,
+      "override a compute constant, KEY=VALUE (repeatable; see docs/step-time-model.md)");
+  app.add_option("--compute-file", o.file,
+                 "compute constants file (JSON; default data/compute.json)");
+}
+
+cost::ComputeConstants compute_constants_of(const ComputeOptions& o,
+                                            const std::filesystem::path& data) {
+  auto k = cost::load_compute_constants(o.file.empty() ? data / "compute.json"
+                                                       : std::filesystem::path(o.file));
+  for (const auto& assignment : o.overrides)
+    cost::apply_compute_override(k, assignment);
+  return k;
+}
+
+GpuSpec find_gpu(const std::string& name, const std::filesystem::path& data, const char* flag) {
+  if (name.empty()) throw Error(std::string(flag) + ": give the GPU model, e.g. A100-80GB");
+  return GpuCatalog::load(data / "gpus.json").find(name);
+}
+
 std::filesystem::path data_dir_of(const ModelOptions& o) {
   return resolve_data_dir(o.data_dir);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
@@ -50,6 +51,12 @@ struct TopologyOptions {
   std::string nic_class = "ib_hdr";
 };
 
+// Compute constants (data/compute.json) and overrides.
+struct ComputeOptions {
+  std::vector<std::string> overrides;  // KEY=VALUE
+  std::string file;
+};
+
 // The constants table and the cluster built from it; the table outlives what refers to it.
 struct LoadedTopology {
   InterconnectTable table;
@@ -60,6 +67,12 @@ void add_model_options(CLI::App& app, ModelOptions& o);
 void add_topology_options(CLI::App& app, TopologyOptions& o, bool required);
 LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data);
 void add_training_options(CLI::App& app, TrainingOptions& o);
+
+void add_compute_options(CLI::App& app, ComputeOptions& o);
+cost::ComputeConstants compute_constants_of(const ComputeOptions& o,
+                                            const std::filesystem::path& data);
+// A GPU by name; `flag` names the option in errors.
+GpuSpec find_gpu(const std::string& name, const std::filesystem::path& data, const char* flag);
 
 std::filesystem::path data_dir_of(const ModelOptions& o);
 ModelDesc resolve_model(const ModelOptions& o);

@@ -63,7 +63,9 @@ nlohmann::json training_json(const TrainingConfig& c) {
           {"offload", name_of(c.offload)},
           {"grad_bucket_view", c.grad_bucket_view},
           {"bucket_cap_bytes", c.bucket_cap_bytes},
-          {"fp32_grad_accumulation", c.fp32_grad_accumulation}};
+          {"fp32_grad_accumulation", c.fp32_grad_accumulation},
+          {"grad_accum", c.grad_accum},
+          {"no_sync", c.no_sync}};
 }
 
 nlohmann::json overheads_json(const cost::OverheadConstants& k) {

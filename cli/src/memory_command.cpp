@@ -17,6 +17,8 @@ struct MemoryOptions {
   ModelOptions model;
   TrainingOptions training;
   std::string strategy = "all";
+  std::int64_t grad_accum = 1;
+  bool sync_every_micro_step = false;
   bool json = false;
 };
 
@@ -32,7 +34,12 @@ cost::MemoryEstimate estimate_one(const ModelDesc& m, TrainingConfig c, Strategy
 int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
   const ModelDesc model = resolve_model(o.model);
-  const TrainingConfig config = training_config(o.training);
+  TrainingConfig config = training_config(o.training);
+  if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
+    throw Error("--grad-accum: a positive integer up to 1,000,000");
+  }
+  config.grad_accum = o.grad_accum;
+  config.no_sync = !o.sync_every_micro_step;
   const auto overheads = overheads_of(o.training, data);
   const auto gpu = gpu_of(o.training, data);
   const MemoryReportContext report{model, config, gpu};
@@ -90,6 +97,11 @@ Command register_memory_command(CLI::App& app) {
   cmd->add_option("--strategy", options->strategy,
                   "one of " + join(strategy_names(), "|") + ", or all to compare them")
       ->capture_default_str();
+  cmd->add_option("--grad-accum", options->grad_accum,
+                  "micro-steps per optimizer step (FSDP's no_sync then holds full gradients)")
+      ->capture_default_str();
+  cmd->add_flag("--sync-every-micro-step", options->sync_every_micro_step,
+                "synchronise gradients every micro-step (no no_sync)");
   cmd->add_flag("--json", options->json, "machine-readable output");
   return {"memory", [options](const RunContext& ctx) { return run_memory(*options, ctx); }};
 }

@@ -5,17 +5,12 @@
 #include <cstdio>
 
 #include "dtplan/model/suggest.hpp"
+#include "format.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
 
 namespace {
-
-std::string gib(Bytes b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", to_gib(b));
-  return buf;
-}
 
 std::string signed_gib(Bytes b) {
   return (b.value >= 0 ? "+" : "") + gib(b);

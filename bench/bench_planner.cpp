@@ -1,0 +1,96 @@
+// Planner speed: configurations evaluated per second in the search phase (caches built), and
+// whole plans end to end: GPT-2 XL on one PCIe node (the example) and Llama-2-70B on
+// 128 DGX A100 nodes (1024 GPUs), whose plan must return well under a second.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/planner.hpp"
+
+namespace {
+
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+
+struct Case {
+  dtplan::InterconnectTable table = dtplan::InterconnectTable::load(kData / "interconnect.json");
+  dtplan::Topology topology;
+  dtplan::ModelDesc model;
+  dtplan::GpuSpec gpu;
+  dtplan::planner::PlanRequest request;
+  dtplan::cost::ComputeConstants compute =
+      dtplan::cost::load_compute_constants(kData / "compute.json");
+  dtplan::cost::OverheadConstants overheads =
+      dtplan::cost::load_overheads(kData / "overheads.json");
+
+  Case(const char* model_name, const char* node, std::int64_t nodes, std::int64_t batch,
+       std::int64_t seq)
+      : topology(dtplan::Topology::build(dtplan::load_node_template(node, kData / "topologies"),
+                                         nodes, table)),
+        model(dtplan::load_model(model_name, kData / "models")),
+        gpu(dtplan::GpuCatalog::load(kData / "gpus.json").find("A100-80GB")) {
+    request.global_batch = batch;
+    request.seq_len = seq;
+  }
+  dtplan::planner::PlanResult run() const {
+    return dtplan::planner::plan(model, topology, table, gpu, request, compute, overheads);
+  }
+};
+
+// Search phase only, timed by the planner itself: configurations per second.
+void search_rate(benchmark::State& state, const Case& c) {
+  std::int64_t configs = 0;
+  for (auto _ : state) {
+    const auto r = c.run();
+    state.SetIterationTime(r.search_s);
+    configs += r.configs_evaluated;
+  }
+  state.counters["configs_per_s"] =
+      benchmark::Counter(static_cast<double>(configs), benchmark::Counter::kIsRate);
+  state.counters["configs"] =
+      static_cast<double>(configs) / static_cast<double>(state.iterations());
+}
+
+void end_to_end(benchmark::State& state, const Case& c) {
+  std::int64_t configs = 0;
+  for (auto _ : state) {
+    const auto r = c.run();
+    benchmark::DoNotOptimize(r.best);
+    configs += r.configs_evaluated;
+  }
+  state.counters["configs"] =
+      static_cast<double>(configs) / static_cast<double>(state.iterations());
+}
+
+const Case& gpt2_xl() {
+  static const Case c("gpt2-xl", "pcie-split-8", 1, 512, 1024);
+  return c;
+}
+
+const Case& llama_70b() {
+  static const Case c("llama-2-70b", "dgx-a100", 128, 1024, 4096);
+  return c;
+}
+
+void BM_SearchGpt2XlPcie8(benchmark::State& state) {
+  search_rate(state, gpt2_xl());
+}
+BENCHMARK(BM_SearchGpt2XlPcie8)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_SearchLlama70B1024Gpus(benchmark::State& state) {
+  search_rate(state, llama_70b());
+}
+BENCHMARK(BM_SearchLlama70B1024Gpus)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_PlanGpt2XlPcie8(benchmark::State& state) {
+  end_to_end(state, gpt2_xl());
+}
+BENCHMARK(BM_PlanGpt2XlPcie8)->Unit(benchmark::kMillisecond);
+
+void BM_PlanLlama70B1024Gpus(benchmark::State& state) {
+  end_to_end(state, llama_70b());
+}
+BENCHMARK(BM_PlanLlama70B1024Gpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+BENCHMARK_MAIN();

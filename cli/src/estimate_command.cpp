@@ -1,0 +1,154 @@
+// `dtplan estimate`: the full prediction for one configuration: memory, compute,
+// communication, the step's composition and timeline, throughput, MFU and HFU.
+#include <memory>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "dtplan/cost/step_time.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "estimate_report.hpp"
+#include "json_output.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+struct EstimateOptions {
+  ModelOptions model;
+  TrainingOptions training;
+  TopologyOptions topology;
+  ComputeOptions compute;
+  std::string strategy = "ddp";
+  std::optional<std::int64_t> grad_accum;
+  std::optional<std::int64_t> global_batch;
+  double straggler = 1.0;
+  std::string slowest_gpu;
+  bool sync_every_micro_step = false;
+  bool json = false;
+  const CLI::Option* gpus_option = nullptr;
+  const CLI::Option* gpus_per_node_option = nullptr;
+};
+
+// Accumulation from --grad-accum or --global-batch (which must be reachable exactly).
+std::int64_t micro_steps_of(const EstimateOptions& o, const TrainingConfig& c) {
+  if (o.grad_accum && o.global_batch) {
+    throw Error("--grad-accum and --global-batch: give one of them");
+  }
+  if (o.grad_accum) {
+    if (*o.grad_accum < 1 || *o.grad_accum > 1'000'000) {
+      throw Error("--grad-accum: a positive integer up to 1,000,000");
+    }
+    return *o.grad_accum;
+  }
+  if (!o.global_batch) return 1;
+  const auto per_step = c.micro_batch * c.dp_size;
+  if (*o.global_batch < 1 || *o.global_batch % per_step != 0) {
+    throw Error("--global-batch " + std::to_string(*o.global_batch) +
+                ": not a multiple of micro-batch " + std::to_string(c.micro_batch) + " x " +
+                std::to_string(c.dp_size) + " GPUs = " + std::to_string(per_step) +
+                " (dtplan plan finds a shape that reaches it)");
+  }
+  return *o.global_batch / per_step;
+}
+
+// The straggler: a fixed slowdown, or a slower GPU model in the set (whichever is slower).
+double straggler_of(const EstimateOptions& o, const ModelDesc& m, const TrainingConfig& c,
+                    const GpuSpec& gpu, const cost::ComputeConstants& k,
+                    const std::filesystem::path& data) {
+  double slowdown = o.straggler;
+  if (!(slowdown >= 1.0) || slowdown > 100.0) {
+    throw Error(
+        "--straggler: a slowdown factor from 1 to 100 (1.3: the slowest rank is 30% "
+        "slower)");
+  }
+  if (o.slowest_gpu.empty()) return slowdown;
+  const auto slow = find_gpu(o.slowest_gpu, data, "--slowest-gpu");
+  const auto ours = cost::estimate_compute(m, c, gpu, k);
+  const auto theirs = cost::estimate_compute(m, c, slow, k);
+  const double ratio = (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
+  return std::max(slowdown, ratio);
+}
+
+TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
+  auto training = o.training;
+  if (o.gpus_option->count() == 0) training.gpus = t.gpu_count();
+  if (o.gpus_per_node_option->count() > 0 && *training.gpus_per_node != t.gpus_per_node()) {
+    throw Error("--gpus-per-node " + std::to_string(*training.gpus_per_node) + ": topology '" +
+                t.node().name + "' has " + std::to_string(t.gpus_per_node()) + " per node");
+  }
+  training.gpus_per_node = t.gpus_per_node();
+  if (training.gpus > t.gpu_count()) {
+    throw Error("--gpus " + std::to_string(training.gpus) + ": the topology has " +
+                std::to_string(t.gpu_count()) + " GPUs (add --nodes)");
+  }
+  auto c = training_config(training);
+  c.strategy = parse_strategy(o.strategy);
+  return c;
+}
+
+int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
+  const auto data = data_dir_of(o.model);
+  const auto model = resolve_model(o.model);
+  const auto loaded = load_topology(o.topology, data);
+  const auto& t = loaded.topology;
+  const auto c = config_of(o, t);
+  const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
+  const auto k = compute_constants_of(o.compute, data);
+  const auto overheads = overheads_of(o.training, data);
+  cost::StepOptions options;
+  options.micro_steps = micro_steps_of(o, c);
+  options.no_sync = !o.sync_every_micro_step;
+  options.straggler_slowdown = straggler_of(o, model, c, gpu, k, data);
+  cost::CommModel all(t, loaded.table, c.dp_size);
+  cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()));
+  const auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
+  if (!o.json) {
+    print_step_estimate(ctx.out, {model, c, t, gpu, options}, e);
+    return 0;
+  }
+  nlohmann::json j = report_preamble("estimate", ctx.args);
+  j["model"] = model_json(model);
+  j["training"] = training_json(c);
+  j["grad_accum"] = options.micro_steps;
+  j["no_sync"] = options.no_sync;
+  j["straggler_slowdown"] = options.straggler_slowdown;
+  j["gpu"] = gpu.name;
+  j["topology"] = {{"name", t.node().name}, {"nodes", t.nodes()}, {"gpus", c.dp_size}};
+  j["compute_constants"] = cost::to_json(k);
+  j.update(step_estimate_json(e));
+  ctx.out << j.dump(2) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+Command register_estimate_command(CLI::App& app) {
+  auto o = std::make_shared<EstimateOptions>();
+  auto* cmd = app.add_subcommand(
+      "estimate", "Step time, throughput, MFU, memory and timeline of one configuration");
+  add_model_options(*cmd, o->model);
+  add_topology_options(*cmd, o->topology, true);
+  add_training_options(*cmd, o->training);
+  add_compute_options(*cmd, o->compute);
+  o->gpus_option = cmd->get_option("--gpus");
+  o->gpus_per_node_option = cmd->get_option("--gpus-per-node");
+  cmd->get_option("--gpus")->description("data-parallel GPUs (default: all of the topology)");
+  cmd->get_option("--gpu")->required();
+  cmd->add_option("--strategy", o->strategy, join(strategy_names(), "|"))->capture_default_str();
+  cmd->add_option("--grad-accum", o->grad_accum, "micro-steps per optimizer step (default 1)");
+  cmd->add_option("--global-batch", o->global_batch,
+                  "samples per optimizer step; sets the accumulation");
+  cmd->add_option("--straggler", o->straggler,
+                  "the slowest rank's compute slowdown, e.g. 1.3 for a GPU shared with "
+                  "another job")
+      ->capture_default_str();
+  cmd->add_option("--slowest-gpu", o->slowest_gpu,
+                  "a slower GPU model in the set (its compute sets the pace)");
+  cmd->add_flag("--sync-every-micro-step", o->sync_every_micro_step,
+                "synchronise gradients every micro-step (no no_sync)");
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  return {"estimate", [o](const RunContext& ctx) { return run_estimate(*o, ctx); }};
+}
+
+}  // namespace dtplan::cli

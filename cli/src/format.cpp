@@ -1,0 +1,35 @@
+// Number formatting shared by the text reports.
+#include "format.hpp"
+
+#include <cstdio>
+
+namespace dtplan::cli {
+
+std::string fixed(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string seconds(double s) {
+  if (s >= 1.0) return fixed(s, 3) + " s";
+  if (s >= 1e-3) return fixed(s * 1e3, 2) + " ms";
+  return fixed(s * 1e6, 1) + " us";
+}
+
+std::string gib(Bytes b) {
+  return fixed(to_gib(b), 2);
+}
+
+std::string percent(double fraction) {
+  return fixed(100.0 * fraction, 1) + "%";
+}
+
+std::string duration(double s) {
+  if (s < 120.0) return fixed(s, 1) + " s";
+  if (s < 7200.0) return fixed(s / 60.0, 1) + " min";
+  if (s < 172800.0) return fixed(s / 3600.0, 1) + " h";
+  return fixed(s / 86400.0, 1) + " days";
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,20 @@
+// Number formatting shared by the text reports.
+#pragma once
+
+#include <string>
+
+#include "dtplan/model/units.hpp"
+
+namespace dtplan::cli {
+
+std::string fixed(double v, int decimals);
+// 1.234 s, 12.34 ms, 56.7 us
+std::string seconds(double s);
+// GiB with two decimals, no unit.
+std::string gib(Bytes b);
+// 45.1%
+std::string percent(double fraction);
+// A duration for people: 3.2 h, 5.1 days
+std::string duration(double s);
+
+}  // namespace dtplan::cli

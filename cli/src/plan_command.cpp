@@ -1,0 +1,363 @@
+// `dtplan plan`: search for the configuration that best reaches a global batch on a cluster;
+// report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
+// and print launch lines.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "commands.hpp"
+#include "common_options.hpp"
+#include "dtplan/cost/step_time.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/plan.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/exports.hpp"
+#include "dtplan/planner/planner.hpp"
+#include "dtplan/planner/schedule.hpp"
+#include "json_output.hpp"
+#include "plan_report.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+struct PlanOptions {
+  ModelOptions model;
+  TopologyOptions topology;
+  ComputeOptions compute;
+  std::string gpu;
+  std::int64_t max_gpus = 0;
+  std::int64_t global_batch = 0;
+  std::optional<std::int64_t> seq_len;
+  std::vector<std::string> strategies, precisions, checkpointings, offloads;
+  std::vector<std::int64_t> micro_batches;
+  std::string optimizer = "adamw";
+  std::string attention = "flash";
+  std::string objective = "throughput";
+  double headroom = 0.10;
+  double price = 0;
+  double max_hours = 0;
+  std::int64_t top = 5;
+  std::int64_t rejected_shown = 5;
+  std::string sync = "both";
+  planner::ScheduleRequest schedule;
+  std::optional<double> base_lr;
+  std::string deepspeed_file, accelerate_file, plan_file;
+  bool launch = false;
+  planner::LaunchOptions launch_options;
+  std::optional<double> lr;
+  std::vector<std::string> overhead_overrides;
+  bool json = false;
+};
+
+template <class E>
+std::vector<E> parse_all(const std::vector<std::string>& names, E (*parse)(std::string_view)) {
+  std::vector<E> out;
+  for (const auto& n : names) {
+    const auto v = parse(n);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+planner::Sync parse_sync(const std::string& text) {
+  if (text == "both") return planner::Sync::both;
+  if (text == "no-sync") return planner::Sync::no_sync;
+  if (text == "every-micro-step") return planner::Sync::every_micro_step;
+  throw Error(unknown_name_message("--sync mode", text, {"both", "no-sync", "every-micro-step"}));
+}
+
+planner::PlanRequest request_of(const PlanOptions& o) {
+  planner::PlanRequest r;
+  if (o.global_batch < 1 || o.global_batch > 100'000'000) {
+    throw Error("--global-batch: a positive integer up to 100,000,000");
+  }
+  r.global_batch = o.global_batch;
+  if (o.seq_len && (*o.seq_len < 1 || *o.seq_len > 100'000'000)) {
+    throw Error("--seq-len: a positive integer up to 100,000,000");
+  }
+  r.seq_len = o.seq_len.value_or(0);
+  if (o.max_gpus < 0) throw Error("--gpus: must be a positive integer");
+  r.max_gpus = o.max_gpus;
+  r.strategies = parse_all(o.strategies, parse_strategy);
+  r.precisions = parse_all(o.precisions, parse_precision);
+  r.checkpointing = parse_all(o.checkpointings, parse_checkpointing);
+  r.offloads = parse_all(o.offloads, parse_offload);
+  r.micro_batches = o.micro_batches;
+  r.optimizer = parse_optimizer(o.optimizer);
+  r.attention = parse_attention(o.attention);
+  r.objective = planner::parse_objective(o.objective);
+  r.headroom = o.headroom;
+  r.price_per_gpu_hour = o.price;
+  if (o.price < 0) throw Error("--price-per-gpu-hour: must be positive");
+  if (o.top < 1 || o.top > 1000) throw Error("--top: a positive integer up to 1000");
+  r.top_k = o.top;
+  r.sync = parse_sync(o.sync);
+  r.steps = o.schedule.steps;
+  r.samples = static_cast<double>(o.schedule.dataset_size) * o.schedule.epochs;
+  r.max_run_s = o.max_hours * 3600.0;
+  return r;
+}
+
+Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner::PlanRequest& r,
+             const ModelDesc& m, const Topology& t, const GpuSpec& gpu) {
+  Plan p;
+  p.model = o.model.model;
+  p.params = m.params;
+  p.topology = o.topology.topology;
+  p.nodes = t.nodes();
+  p.gpu = gpu.name;
+  p.training = planner::training_config(best, r, t.gpus_per_node());
+  if (m.transformer && p.training.seq_len == 0) p.training.seq_len = m.transformer->max_positions;
+  p.grad_accum = best.grad_accum;
+  p.global_batch = best.global_batch;
+  p.no_sync = best.no_sync;
+  p.predicted = {best.step_time_s, best.samples_per_s, best.tokens_per_s, best.mfu,
+                 best.memory.value};
+  return p;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* flag) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(std::string(flag) + " " + path + ": cannot open for writing");
+  f << text;
+  f.close();
+  if (!f) throw Error(std::string(flag) + " " + path + ": write failed");
+}
+
+// What DeepSpeed runs: the best ZeRO configuration (the best plan itself when it is one),
+// with a note saying how far behind the best plan it is; else the best plan translated.
+struct DeepSpeedPlan {
+  planner::Candidate candidate;
+  std::string note;
+};
+
+DeepSpeedPlan deepspeed_plan(const planner::PlanResult& result, planner::Objective objective) {
+  const auto& best = *result.best;
+  const auto zero =
+      planner::best_among(result, {Strategy::zero1, Strategy::zero2, Strategy::zero3});
+  if (!zero) return {best, {}};
+  if (zero->best->strategy == best.strategy) return {best, {}};
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.1f%%", zero->behind_pct);
+  return {*zero->best, "DeepSpeed does not run " + std::string(name_of(best.strategy)) +
+                           "; the DeepSpeed config and deepspeed line hold the best ZeRO plan, " +
+                           std::string(name_of(zero->strategy)) + " with micro-batch " +
+                           std::to_string(zero->best->micro_batch) + " x accumulation " +
+                           std::to_string(zero->best->grad_accum) + " x " +
+                           std::to_string(zero->best->dp) + " GPUs, " + pct + " " +
+                           (objective == planner::Objective::cost ? "costlier" : "slower")};
+}
+
+struct Exports {
+  Plan best;
+  Plan deepspeed;
+  std::string deepspeed_note;
+  std::int64_t zero_bucket_elements;
+};
+
+// The files and lines a user runs the plan with.
+void export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
+  auto launch = o.launch_options;
+  launch.lr = o.lr;
+  launch.zero_reduce_bucket_elements = e.zero_bucket_elements;
+  if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
+  if (!o.deepspeed_file.empty()) {
+    const auto ds = planner::deepspeed_config(e.deepspeed, launch);
+    write_file(o.deepspeed_file, ds.config.dump(2) + "\n", "--export-deepspeed");
+    extras.written.emplace_back("DeepSpeed config", o.deepspeed_file);
+    if (!e.deepspeed_note.empty()) extras.notes.push_back(e.deepspeed_note);
+    extras.notes.insert(extras.notes.end(), ds.notes.begin(), ds.notes.end());
+  }
+  if (!o.accelerate_file.empty()) {
+    write_file(o.accelerate_file, planner::accelerate_config(e.best, launch),
+               "--export-accelerate");
+    extras.written.emplace_back("Accelerate config", o.accelerate_file);
+  }
+  if (!o.plan_file.empty()) {
+    write_file(o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan");
+    extras.written.emplace_back("plan", o.plan_file);
+  }
+  if (!o.launch) return;
+  extras.launch = planner::torchrun_lines(e.best, launch);
+  const auto ds = planner::deepspeed_lines(e.deepspeed, launch);
+  extras.launch.insert(extras.launch.end(), ds.begin(), ds.end());
+  if (o.deepspeed_file.empty() && !e.deepspeed_note.empty())
+    extras.notes.push_back(e.deepspeed_note);
+}
+
+// The full step estimate of a candidate (the search keeps only its totals).
+struct StepEstimator {
+  const ModelDesc& model;
+  const Topology& topology;
+  const InterconnectTable& table;
+  const GpuSpec& gpu;
+  const cost::ComputeConstants& compute;
+  const cost::OverheadConstants& overheads;
+  const planner::PlanRequest& request;
+  cost::StepEstimate operator()(const planner::Candidate& c) const {
+    const auto config = planner::training_config(c, request, topology.gpus_per_node());
+    cost::CommModel all(topology, table, config.dp_size);
+    cost::CommModel node(topology, table, std::min(config.dp_size, topology.gpus_per_node()));
+    return cost::estimate_step(model, config, {c.grad_accum, c.no_sync, 1.0}, gpu, compute,
+                               overheads, {all, node});
+  }
+};
+
+// When the batch kept GPUs idle: the batches that would use the most GPUs searched.
+void note_idle_gpus(const planner::PlanResult& result, std::int64_t batch, PlanExtras& extras) {
+  if (!result.best) return;
+  std::int64_t largest = 0;
+  for (const auto& r : result.rejected) {
+    if (r.reason == planner::Reason::batch_unreachable && r.config.micro_batch == 0) {
+      largest = std::max(largest, r.config.dp);
+    }
+  }
+  if (largest <= result.best->dp) return;
+  const auto below = batch / largest * largest;
+  std::string text = "global batch " + std::to_string(batch) + " is not a multiple of " +
+                     std::to_string(largest) + " GPUs, so the plan uses " +
+                     std::to_string(result.best->dp) + "; on " + std::to_string(largest) + " GPUs ";
+  text += below > 0 ? std::to_string(below) + " or " + std::to_string(below + largest)
+                    : std::to_string(largest);
+  extras.notes.push_back(text + " would be reachable (--global-batch)");
+}
+
+int run_plan(const PlanOptions& o, const RunContext& ctx) {
+  const auto data = data_dir_of(o.model);
+  const auto model = resolve_model(o.model);
+  const auto loaded = load_topology(o.topology, data);
+  const auto& t = loaded.topology;
+  const auto gpu = find_gpu(o.gpu, data, "--gpu");
+  const auto k = compute_constants_of(o.compute, data);
+  auto overheads = cost::load_overheads(data / "overheads.json");
+  for (const auto& a : o.overhead_overrides)
+    cost::apply_override(overheads, a);
+  const auto request = request_of(o);
+  auto schedule_request = o.schedule;
+  schedule_request.base_lr = o.base_lr;
+  planner::check_schedule_request(schedule_request);
+  if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {
+    throw Error("--master-port: a TCP port from 1 to 65535");
+  }
+
+  const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
+  const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
+  PlanExtras extras;
+  if (result.best) {
+    const auto& best = *result.best;
+    const StepEstimator estimator{model, t, loaded.table, gpu, k, overheads, request};
+    extras.estimate = estimator(best);
+    for (const auto& outcome : planner::by_strategy(result)) {
+      if (outcome.best) extras.strategy_times[outcome.strategy] = estimator(*outcome.best).times;
+    }
+    if (schedule_request.given() || schedule_request.base_lr) {
+      extras.schedule = planner::make_schedule(schedule_request, best.global_batch, best.grad_accum,
+                                               best.step_time_s);
+    }
+    const auto ds = deepspeed_plan(result, request.objective);
+    export_plan(
+        o,
+        {plan_of(o, best, request, model, t, gpu), plan_of(o, ds.candidate, request, model, t, gpu),
+         ds.note, overheads.zero_reduce_bucket_elements},
+        extras);
+  }
+  note_idle_gpus(result, request.global_batch, extras);
+  if (o.json) {
+    nlohmann::json j = report_preamble("plan", ctx.args);
+    j["model"] = model_json(model);
+    j["topology"] = {{"name", t.node().name},
+                     {"nodes", t.nodes()},
+                     {"gpus", t.gpu_count()},
+                     {"gpus_per_node", t.gpus_per_node()}};
+    j["gpu"] = gpu.name;
+    j["compute_constants"] = cost::to_json(k);
+    j.update(plan_json(report, extras));
+    ctx.out << j.dump(2) << '\n';
+  } else if (result.best) {
+    print_plan(ctx.out, report, extras);
+  } else {
+    print_no_plan(ctx.out, report);
+  }
+  if (!result.best) {
+    ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
+            << static_cast<int>(100.0 * request.headroom) << "% headroom"
+            << (request.max_run_s > 0 ? " and --max-hours" : "") << "; see the suggestions\n";
+    return 1;
+  }
+  return 0;
+}
+
+void add_search_options(CLI::App& cmd, PlanOptions& o) {
+  cmd.add_option("--gpu", o.gpu, "GPU model, e.g. A100-80GB, H100-SXM")->required();
+  cmd.add_option("--gpus", o.max_gpus, "use at most this many GPUs (default: all)");
+  cmd.add_option("--global-batch", o.global_batch, "samples per optimizer step")->required();
+  cmd.add_option("--seq-len", o.seq_len, "tokens per sample (default: the model's maximum)");
+  cmd.add_option("--strategy", o.strategies, "search only these: " + join(strategy_names(), ","))
+      ->delimiter(',');
+  cmd.add_option("--precision", o.precisions, "search only these precisions (default bf16,fp32)")
+      ->delimiter(',');
+  cmd.add_option("--checkpointing", o.checkpointings, "search only these: none,selective,full")
+      ->delimiter(',');
+  cmd.add_option("--offload", o.offloads, "search only these: none,optimizer,optimizer+params")
+      ->delimiter(',');
+  cmd.add_option("--micro-batch", o.micro_batches, "search only these micro-batches")
+      ->delimiter(',');
+  cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
+      ->capture_default_str();
+  cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
+  cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
+  cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
+      ->capture_default_str();
+  cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost");
+  cmd.add_option("--max-hours", o.max_hours,
+                 "a deadline: reject configurations whose run takes longer (needs --steps or "
+                 "--dataset-size)");
+  cmd.add_option("--sync", o.sync,
+                 "gradient synchronisation under accumulation: both (search no_sync and every "
+                 "micro-step), no-sync, every-micro-step")
+      ->capture_default_str();
+  cmd.add_option("--overhead", o.overhead_overrides, "override an overhead constant, KEY=VALUE");
+}
+
+void add_output_options(CLI::App& cmd, PlanOptions& o) {
+  cmd.add_option("--top", o.top, "runners-up to list")->capture_default_str();
+  cmd.add_option("--show-rejected", o.rejected_shown, "rejected configurations shown per reason")
+      ->capture_default_str();
+  cmd.add_option("--dataset-size", o.schedule.dataset_size, "samples in the dataset");
+  cmd.add_option("--epochs", o.schedule.epochs, "passes over the dataset");
+  cmd.add_option("--steps", o.schedule.steps, "optimizer steps (instead of a dataset)");
+  cmd.add_option("--warmup-ratio", o.schedule.warmup_ratio, "LR warm-up, fraction of the steps")
+      ->capture_default_str();
+  cmd.add_option("--base-lr", o.base_lr, "a learning rate tuned at --base-global-batch");
+  cmd.add_option("--base-global-batch", o.schedule.base_global_batch, "the batch of --base-lr");
+  cmd.add_option("--lr", o.lr, "learning rate written to the DeepSpeed config");
+  cmd.add_option("--export-deepspeed", o.deepspeed_file,
+                 "write a DeepSpeed config (ds_config.json)");
+  cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
+  cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
+  cmd.add_flag("--export-launch", o.launch, "print torchrun and deepspeed command lines");
+  cmd.add_option("--script", o.launch_options.script, "training script in the launch lines")
+      ->capture_default_str();
+  cmd.add_option("--script-args", o.launch_options.script_args, "its arguments");
+  cmd.add_option("--master-addr", o.launch_options.master_addr, "node 0's address");
+  cmd.add_option("--master-port", o.launch_options.master_port, "rendezvous port")
+      ->capture_default_str();
+  cmd.add_flag("--json", o.json, "machine-readable output");
+}
+
+}  // namespace
+
+Command register_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  auto* cmd = app.add_subcommand(
+      "plan", "Best strategy, micro-batch and accumulation for a global batch on a cluster");
+  add_model_options(*cmd, o->model);
+  add_topology_options(*cmd, o->topology, true);
+  add_compute_options(*cmd, o->compute);
+  add_search_options(*cmd, *o);
+  add_output_options(*cmd, *o);
+  return {"plan", [o](const RunContext& ctx) { return run_plan(*o, ctx); }};
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,124 @@
+// The planner: searches strategy x precision x data-parallel size x checkpointing x offload x
+// micro-batch (gradient accumulation follows from the global batch) for the configuration
+// that best meets an objective, keeps every rejected configuration with its reason, and
+// reports the ranking and the memory/throughput Pareto front. Deterministic.
+//
+// Everything that does not change between candidates is computed once and cached: ring
+// plans per group size, communication per (strategy, precision, GPUs), memory per
+// (strategy, precision, GPUs, checkpointing, offload) as a line in the micro-batch, compute
+// per (precision, checkpointing, micro-batch); a candidate is then a few dozen flops.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/topology.hpp"
+
+namespace dtplan::planner {
+
+enum class Objective { throughput, time, cost };
+std::string_view name_of(Objective o);
+Objective parse_objective(std::string_view text);
+
+enum class Sync { both, no_sync, every_micro_step };
+
+struct PlanRequest {
+  std::int64_t global_batch = 0;
+  std::int64_t seq_len = 0;                  // 0: the model's maximum
+  std::int64_t max_gpus = 0;                 // 0: every GPU of the topology
+  std::vector<Strategy> strategies;          // empty: all
+  std::vector<Precision> precisions;         // empty: bf16 (or fp16 without bf16), and fp32
+  std::vector<Checkpointing> checkpointing;  // empty: all that apply
+  std::vector<Offload> offloads;             // empty: all that apply
+  Optimizer optimizer = Optimizer::adamw;
+  Attention attention = Attention::flash;
+  double headroom = 0.10;  // fraction of GPU memory kept free
+  Objective objective = Objective::throughput;
+  double price_per_gpu_hour = 0;  // for the cost objective
+  // The run's length for the time and cost objectives: optimizer steps, or samples (dataset
+  // x epochs) which give steps per candidate batch. Neither: time per sample.
+  std::int64_t steps = 0;
+  double samples = 0;
+  double max_run_s = 0;  // a deadline for the whole run (needs steps or samples); 0: none
+  std::vector<std::int64_t> micro_batches;  // empty: every divisor of the per-GPU batch
+  std::int64_t top_k = 5;
+  // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
+  // gradients) or synchronising every micro-step: both searched, or one.
+  Sync sync = Sync::both;
+};
+
+struct Candidate {
+  Strategy strategy = Strategy::ddp;
+  Precision precision = Precision::bf16;
+  Checkpointing checkpointing = Checkpointing::none;
+  Offload offload = Offload::none;
+  std::int64_t dp = 1;
+  std::int64_t micro_batch = 1;
+  std::int64_t grad_accum = 1;
+  std::int64_t global_batch = 0;
+  bool no_sync = true;  // gradients synchronised in the last micro-step only
+  Bytes memory;         // peak per GPU
+  double step_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double objective = 0;  // lower is better
+};
+
+enum class Reason { out_of_memory, batch_unreachable, unsupported, past_deadline, slower };
+std::string_view name_of(Reason r);
+
+struct Rejected {
+  Candidate config;  // micro_batch 0: every micro-batch (and accumulation) of that kind
+  Reason reason = Reason::slower;
+  double amount = 0;   // GiB over (out_of_memory), hours over (past_deadline), % behind (slower)
+  std::string detail;  // unsupported: why; unreachable: the batch the shape gives
+};
+
+struct PlanResult {
+  std::optional<Candidate> best;
+  std::vector<Candidate> ranked;  // best first, up to top_k
+  std::vector<Candidate> pareto;  // fewest bytes first; each faster than all that use less
+  std::vector<Rejected> rejected;
+  bool exact_batch = true;  // false: no configuration reaches the batch exactly
+  std::int64_t configs_evaluated = 0;
+  double elapsed_s = 0;
+  double search_s = 0;  // after the caches were built
+  Bytes capacity;
+  Bytes usable;                          // capacity minus headroom
+  std::vector<std::string> suggestions;  // when nothing fits: what would
+};
+
+PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
+                const cost::OverheadConstants& overheads);
+
+// How each strategy fared: its best configuration that fits and how far behind the plan's
+// best it is, or, when none fits, its nearest miss (least over memory) or why it cannot run.
+struct StrategyOutcome {
+  Strategy strategy = Strategy::ddp;
+  std::optional<Candidate> best;
+  double behind_pct = 0;
+  std::optional<Rejected> nearest_miss;
+};
+std::vector<StrategyOutcome> by_strategy(const PlanResult& r);
+// The best outcome among some strategies (those a framework runs), if any fits.
+std::optional<StrategyOutcome> best_among(const PlanResult& r,
+                                          const std::vector<Strategy>& strategies);
+
+// The configuration a candidate stands for, with the request's fixed choices.
+TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
+                               std::int64_t gpus_per_node);
+
+// The data-parallel sizes searched: powers of two up to a node, then whole nodes in powers of
+// two and the full count.
+std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t nodes,
+                                     std::int64_t max_gpus);
+
+}  // namespace dtplan::planner

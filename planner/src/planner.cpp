@@ -1,0 +1,198 @@
+// The planner's public entry points: names, GPU counts, the configuration of a candidate, and
+// what to suggest when nothing fits.
+#include "dtplan/planner/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
+#include "search.hpp"
+
+namespace dtplan::planner {
+
+std::string_view name_of(Objective o) {
+  switch (o) {
+    case Objective::throughput:
+      return "throughput";
+    case Objective::time:
+      return "time";
+    case Objective::cost:
+      return "cost";
+  }
+  return "?";
+}
+
+Objective parse_objective(std::string_view text) {
+  for (const auto o : {Objective::throughput, Objective::time, Objective::cost}) {
+    if (text == name_of(o)) return o;
+  }
+  throw Error(unknown_name_message("objective", text, {"throughput", "time", "cost"}));
+}
+
+std::string_view name_of(Reason r) {
+  switch (r) {
+    case Reason::out_of_memory:
+      return "out_of_memory";
+    case Reason::batch_unreachable:
+      return "batch_unreachable";
+    case Reason::unsupported:
+      return "unsupported";
+    case Reason::past_deadline:
+      return "past_deadline";
+    case Reason::slower:
+      return "slower";
+  }
+  return "?";
+}
+
+std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t nodes,
+                                     std::int64_t max_gpus) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t g = 1; g < gpus_per_node && g <= max_gpus; g *= 2)
+    out.push_back(g);
+  for (std::int64_t n = 1; n <= nodes && n * gpus_per_node <= max_gpus; n *= 2) {
+    out.push_back(n * gpus_per_node);
+  }
+  const auto all = std::min(nodes * gpus_per_node, max_gpus - max_gpus % gpus_per_node);
+  if (all >= gpus_per_node && std::find(out.begin(), out.end(), all) == out.end()) {
+    out.push_back(all);
+  }
+  return out;
+}
+
+TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
+                               std::int64_t gpus_per_node) {
+  TrainingConfig cfg;
+  cfg.strategy = c.strategy;
+  cfg.precision = c.precision;
+  cfg.optimizer = r.optimizer;
+  cfg.dp_size = c.dp;
+  cfg.gpus_per_node = gpus_per_node;
+  cfg.micro_batch = c.micro_batch;
+  cfg.seq_len = r.seq_len;
+  cfg.checkpointing = c.checkpointing;
+  cfg.attention = r.attention;
+  cfg.offload = c.offload;
+  cfg.grad_accum = std::max<std::int64_t>(c.grad_accum, 1);
+  cfg.no_sync = c.no_sync;
+  return cfg;
+}
+
+PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
+                const cost::OverheadConstants& overheads) {
+  if (r.objective == Objective::cost && !(r.price_per_gpu_hour > 0)) {
+    throw Error("--objective cost needs --price-per-gpu-hour (a positive price)");
+  }
+  if (!(r.headroom >= 0.0 && r.headroom < 1.0)) {
+    throw Error("--headroom: a fraction of GPU memory in [0, 1), got " +
+                std::to_string(r.headroom));
+  }
+  if (r.top_k < 1) throw Error("--top: must be a positive integer");
+  if (r.max_gpus < 0) throw Error("--gpus: must be a positive integer");
+  if (r.max_run_s < 0) throw Error("--max-hours: must be positive");
+  if (r.max_run_s > 0 && r.steps == 0 && r.samples == 0) {
+    throw Error("--max-hours needs the run's length: --steps, or --dataset-size and --epochs");
+  }
+  for (const auto mb : r.micro_batches) {
+    if (mb < 1) throw Error("--micro-batch: must be positive integers");
+  }
+  return detail::Search({m, t, table, gpu, r, k, overheads}).run();
+}
+
+namespace detail {
+
+namespace {
+
+const Rejected* leanest_out_of_memory(const PlanResult& result) {
+  const Rejected* leanest = nullptr;
+  for (const auto& r : result.rejected) {
+    if (r.reason != Reason::out_of_memory) continue;
+    if (!leanest || r.config.memory < leanest->config.memory) leanest = &r;
+  }
+  return leanest;
+}
+
+// The smallest power-of-two multiple of the GPUs searched at which the leanest configuration
+// (micro-batch 1) fits, up to 2^20 GPUs; 0 if none does (the unsharded part alone is too big).
+std::int64_t gpus_that_fit(const Search::Inputs& in, const Candidate& c, Bytes usable) {
+  auto cfg = training_config(c, in.request, in.topology.gpus_per_node());
+  cfg.micro_batch = 1;
+  for (std::int64_t dp = c.dp * 2; dp <= (std::int64_t{1} << 20); dp *= 2) {
+    cfg.dp_size = dp;
+    try {
+      if (cost::estimate_memory(in.model, cfg, in.overheads).gpu.total() <= usable) return dp;
+    } catch (const Error&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+// Whether a filter (empty: everything) leaves `value` out.
+template <class E>
+bool excludes(const std::vector<E>& filter, E value) {
+  return !filter.empty() && std::find(filter.begin(), filter.end(), value) == filter.end();
+}
+
+std::string describe(const Candidate& c) {
+  return std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
+         ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
+         std::string(name_of(c.offload)) + ", micro-batch " + std::to_string(c.micro_batch) +
+         " on " + std::to_string(c.dp) + " GPUs";
+}
+
+}  // namespace
+
+std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult& result) {
+  std::vector<std::string> out;
+  const Rejected* closest = nullptr;
+  for (const auto& r : result.rejected) {
+    if (r.reason == Reason::past_deadline && (!closest || r.amount < closest->amount)) closest = &r;
+  }
+  if (closest) {
+    out.push_back("configurations fit, but the fastest (" + describe(closest->config) +
+                  ") misses --max-hours by " + std::to_string(std::llround(closest->amount)) +
+                  " h: more GPUs (--nodes) or a later deadline");
+    return out;  // memory is not what stops the plan
+  }
+  const auto* leanest = leanest_out_of_memory(result);
+  if (!leanest) {
+    out.emplace_back("no configuration could be evaluated; see the rejected list");
+    return out;
+  }
+  const auto& c = leanest->config;
+  const auto& r = in.request;
+  out.push_back("the leanest configuration (" + describe(c) + ") needs " + format_gib(c.memory) +
+                " per GPU; " + format_gib(result.usable) + " are usable on " + in.gpu.name);
+  if (c.micro_batch > 1) out.emplace_back("a smaller micro-batch (--micro-batch 1)");
+  // What the request's filters kept out of the search.
+  if (in.model.transformer && excludes(r.checkpointing, Checkpointing::full)) {
+    out.emplace_back("activation checkpointing: allow --checkpointing full");
+  }
+  if (excludes(r.offloads, Offload::optimizer_and_params)) {
+    out.emplace_back("offload to host memory: allow --offload optimizer+params (zero3, FSDP)");
+  }
+  if (excludes(r.strategies, Strategy::zero3) && excludes(r.strategies, Strategy::fsdp_full)) {
+    out.emplace_back("a strategy that shards parameters: --strategy zero3 or fsdp-full");
+  }
+  if (const auto dp = gpus_that_fit(in, c, result.usable); dp > 0) {
+    out.push_back("more GPUs: the same configuration fits on " + std::to_string(dp) +
+                  " GPUs (--nodes " + std::to_string(ceil_div(dp, in.topology.gpus_per_node())) +
+                  ")");
+  } else {
+    out.emplace_back("more GPUs would not help: what is not sharded does not fit on its own");
+  }
+  const auto needed = Bytes{static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(c.memory.value) / (1.0 - r.headroom)))};
+  out.push_back("a GPU with at least " + format_gib(needed) +
+                " (--gpu), a shorter --seq-len, "
+                "or less --headroom");
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace dtplan::planner

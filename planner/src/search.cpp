@@ -1,0 +1,455 @@
+// The configuration search: caches, enumeration, ranking.
+#include "search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/step_time.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::planner::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+template <class E, std::size_t N>
+std::vector<E> all_of(const std::array<NamedValue<E>, N>& table) {
+  std::vector<E> out;
+  for (const auto& row : table)
+    out.push_back(row.value);
+  return out;
+}
+
+std::int64_t distance(std::int64_t a, std::int64_t b) {
+  return a > b ? a - b : b - a;
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> low;
+  std::vector<std::int64_t> high;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+std::vector<std::int64_t> powers_of_two_upto(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= std::max<std::int64_t>(n, 1); v *= 2)
+    out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+Search::Search(const Inputs& in) : in_(in) {
+  const auto& m = in.model;
+  if (!m.transformer && !m.layers) {
+    throw Error("the planner needs layer shapes to time compute: give --model, not --params");
+  }
+  if (in.request.global_batch < 1) throw Error("--global-batch: must be a positive integer");
+  result_.capacity = in.gpu.memory;
+  result_.usable = Bytes{static_cast<std::int64_t>(
+      std::floor(static_cast<double>(in.gpu.memory.value) * (1.0 - in.request.headroom)))};
+}
+
+PlanResult Search::run() {
+  const auto t0 = Clock::now();
+  set_axes();
+  prepare_groups();
+  prepare_memory();
+  auto exact = shapes(true);
+  prepare_compute();
+  const auto t1 = Clock::now();
+  search(exact);
+  result_.search_s = seconds_since(t1);
+  if (feasible_.empty()) {
+    // Nothing reaches the batch exactly and fits: the nearest batch that does.
+    result_.exact_batch = false;
+    auto nearest = shapes(false);
+    prepare_compute();
+    const auto t2 = Clock::now();
+    search(nearest);
+    result_.search_s += seconds_since(t2);
+  }
+  finish();
+  result_.elapsed_s = seconds_since(t0);
+  return result_;
+}
+
+void Search::set_axes() {
+  const auto& r = in_.request;
+  strategies_ = r.strategies.empty() ? all_of(kStrategies) : r.strategies;
+  precisions_ = r.precisions;
+  if (precisions_.empty()) {
+    precisions_ = {in_.gpu.peak_flops.bf16 > 0 ? Precision::bf16 : Precision::fp16,
+                   Precision::fp32};
+  }
+  checkpointings_ = r.checkpointing;
+  if (checkpointings_.empty()) {
+    checkpointings_ = in_.model.transformer ? all_of(kCheckpointings)
+                                            : std::vector<Checkpointing>{Checkpointing::none};
+  }
+  offloads_ = r.offloads.empty() ? all_of(kOffloads) : r.offloads;
+  const auto& t = in_.topology;
+  dps_ = gpu_counts(t.gpus_per_node(), t.nodes(), r.max_gpus > 0 ? r.max_gpus : t.gpu_count());
+  if (dps_.empty()) throw Error("--gpus: no GPU count to search");
+}
+
+TrainingConfig Search::config(std::size_t s, std::size_t p, std::size_t d, std::size_t c,
+                              std::size_t o, std::int64_t mb, std::int64_t accum) const {
+  Candidate k;
+  k.grad_accum = accum;
+  k.strategy = strategies_[s];
+  k.precision = precisions_[p];
+  k.dp = dps_[d];
+  k.micro_batch = mb;
+  k.checkpointing = checkpointings_[c];
+  k.offload = offloads_[o];
+  return training_config(k, in_.request, in_.topology.gpus_per_node());
+}
+
+std::size_t Search::group_index(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
+                                std::size_t y) const {
+  return (((s * precisions_.size() + p) * dps_.size() + d) * offloads_.size() + o) * 2 + y;
+}
+
+std::size_t Search::memory_index(std::size_t g, std::size_t c, bool accumulating) const {
+  return (g * checkpointings_.size() + c) * 2 + (accumulating ? 1 : 0);
+}
+
+Candidate Search::candidate(const Shape& shape) const {
+  Candidate c;
+  c.dp = dps_[shape.dp_index];
+  c.micro_batch = micro_batches_.empty() ? 0 : micro_batches_[shape.mb_index];
+  c.grad_accum = shape.grad_accum;
+  c.global_batch = shape.global_batch;
+  return c;
+}
+
+void Search::prepare_groups() {
+  for (const auto dp : dps_) {
+    const auto& t = in_.topology;
+    all_models_.push_back(std::make_unique<cost::CommModel>(t, in_.table, dp));
+    node_models_.push_back(
+        std::make_unique<cost::CommModel>(t, in_.table, std::min(dp, t.gpus_per_node())));
+  }
+  groups_.resize(strategies_.size() * precisions_.size() * dps_.size() * offloads_.size() * 2);
+  for (std::size_t s = 0; s < strategies_.size(); ++s)
+    for (std::size_t p = 0; p < precisions_.size(); ++p)
+      for (std::size_t d = 0; d < dps_.size(); ++d)
+        for (std::size_t o = 0; o < offloads_.size(); ++o) {
+          try {
+            for (std::size_t y = 0; y < 2; ++y)
+              groups_[group_index(s, p, d, o, y)] = group(s, p, d, o, y);
+          } catch (const Error& e) {
+            reject_family(s, p, d, o, std::nullopt, e.what());
+          }
+        }
+}
+
+// Communication (y = 0: with no_sync, 1: synchronising every micro-step), optimizer and host
+// time of one (strategy, precision, GPUs, offload).
+Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
+                    std::size_t y) const {
+  const auto c = config(s, p, d, 0, o, 1);
+  cost::check_supported(c);
+  Group g;
+  const auto comm =
+      cost::estimate_training_comm(in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d]});
+  g.ops = comm.ops;
+  const auto elements = cost::optimizer_elements(in_.model, c);
+  g.optimizer_s = cost::optimizer_time(elements, c, in_.gpu, in_.compute);
+  g.host_s = cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops);
+  g.ok = true;
+  return g;
+}
+
+// Peak memory as a line in the micro-batch: two estimates, at micro-batch 1 and 2.
+MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std::size_t c,
+                               std::size_t o, std::int64_t accum, bool no_sync) const {
+  const auto& k = in_.overheads;
+  auto at = [&](std::int64_t mb) {
+    auto cfg = config(s, p, d, c, o, mb, accum);
+    cfg.no_sync = no_sync;
+    return cost::estimate_memory(in_.model, cfg, k).gpu.total();
+  };
+  const auto one = at(1);
+  const auto two = at(2);
+  return {one, two - one, true};
+}
+
+// Two lines per configuration and synchronisation mode: a single micro-step, and
+// accumulation (where FSDP's no_sync holds unsharded gradients).
+void Search::prepare_memory() {
+  memory_.resize(groups_.size() * checkpointings_.size() * 2);
+  for (std::size_t s = 0; s < strategies_.size(); ++s)
+    for (std::size_t p = 0; p < precisions_.size(); ++p)
+      for (std::size_t d = 0; d < dps_.size(); ++d)
+        for (std::size_t o = 0; o < offloads_.size(); ++o) {
+          if (!groups_[group_index(s, p, d, o, 0)].ok) continue;
+          for (std::size_t c = 0; c < checkpointings_.size(); ++c) {
+            try {
+              for (std::size_t y = 0; y < 2; ++y) {
+                const auto g = group_index(s, p, d, o, y);
+                memory_[memory_index(g, c, false)] = memory_line(s, p, d, c, o, 1, y == 0);
+                memory_[memory_index(g, c, true)] = memory_line(s, p, d, c, o, 2, y == 0);
+              }
+            } catch (const Error& e) {
+              reject_family(s, p, d, o, c, e.what());
+            }
+          }
+        }
+}
+
+// exact: micro-batches dividing the per-GPU batch, GPU counts dividing the global batch.
+// Otherwise powers of two with the accumulation rounded to the nearest.
+std::vector<Shape> Search::shapes(bool exact) {
+  const auto& r = in_.request;
+  const auto g = r.global_batch;
+  std::vector<Shape> out;
+  for (std::size_t d = 0; d < dps_.size(); ++d) {
+    const auto dp = dps_[d];
+    if (exact && g % dp != 0) {
+      auto rejected = candidate({d, 0, 0, 0});
+      rejected.micro_batch = 0;
+      reject(rejected, Reason::batch_unreachable, 0,
+             "global batch " + std::to_string(g) + " is not a multiple of " + std::to_string(dp) +
+                 " GPUs");
+      continue;
+    }
+    auto mbs = exact ? divisors(g / dp) : powers_of_two_upto(g / dp);
+    if (!r.micro_batches.empty()) {
+      std::erase_if(mbs, [&](std::int64_t mb) {
+        return std::find(r.micro_batches.begin(), r.micro_batches.end(), mb) ==
+               r.micro_batches.end();
+      });
+      if (!exact && mbs.empty()) mbs = r.micro_batches;
+    }
+    for (const auto mb : mbs) {
+      const auto [it, added] = mb_index_.emplace(mb, micro_batches_.size());
+      if (added) micro_batches_.push_back(mb);
+      Shape s{d, it->second, 1, 0};
+      const double per_step = static_cast<double>(dp * mb);
+      s.grad_accum =
+          exact ? g / (dp * mb)
+                : std::max<std::int64_t>(1, std::llround(static_cast<double>(g) / per_step));
+      s.global_batch = s.grad_accum * dp * mb;
+      if (!exact && s.global_batch == g) continue;  // the exact pass has tried it
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void Search::prepare_compute() {
+  for (; compute_rows_ < micro_batches_.size(); ++compute_rows_) {
+    for (std::size_t p = 0; p < precisions_.size(); ++p) {
+      for (std::size_t c = 0; c < checkpointings_.size(); ++c) {
+        const auto cfg = config(0, p, 0, c, 0, micro_batches_[compute_rows_]);
+        compute_.push_back(cost::estimate_compute(in_.model, cfg, in_.gpu, in_.compute));
+      }
+    }
+  }
+}
+
+void Search::search(const std::vector<Shape>& shapes) {
+  // Every configuration ends in one of the two lists: no reallocation in the loop.
+  const auto most =
+      shapes.size() * groups_.size() / dps_.size() * checkpointings_.size();  // x2 modes
+  feasible_.reserve(feasible_.size() + most);
+  result_.rejected.reserve(result_.rejected.size() + most);
+  for (const auto& shape : shapes)
+    for (std::size_t s = 0; s < strategies_.size(); ++s)
+      for (std::size_t p = 0; p < precisions_.size(); ++p)
+        for (std::size_t o = 0; o < offloads_.size(); ++o)
+          evaluate(shape, s, p, o);
+}
+
+// The synchronisation modes worth evaluating: both only when there is accumulation, the
+// strategy can defer synchronisation, and the request allows both.
+void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o) {
+  const auto sync = in_.request.sync;
+  if (!cost::supports_no_sync(strategies_[s]) || sync == Sync::every_micro_step) {
+    evaluate(shape, s, p, o, 1);
+  } else if (shape.grad_accum == 1 || sync == Sync::no_sync) {
+    evaluate(shape, s, p, o, 0);
+  } else {
+    evaluate(shape, s, p, o, 0);
+    evaluate(shape, s, p, o, 1);
+  }
+}
+
+void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o,
+                      std::size_t y) {
+  const auto gi = group_index(s, p, shape.dp_index, o, y);
+  const auto& g = groups_[gi];
+  if (!g.ok) return;
+  Candidate c = candidate(shape);
+  c.strategy = strategies_[s];
+  c.precision = precisions_[p];
+  c.offload = offloads_[o];
+  c.no_sync = y == 0;
+  cost::StepInputs step;
+  step.ops = g.ops;
+  step.optimizer_s = g.optimizer_s;
+  step.host_transfer_s = g.host_s;
+  step.micro_steps = c.grad_accum;
+  step.no_sync = c.no_sync;
+  step.overlap_compute_slowdown = in_.compute.overlap_compute_slowdown;
+  const double peak = in_.gpu.peak_flops_for(c.precision);
+  const double seq = in_.model.transformer ? static_cast<double>(seq_len()) : 1.0;
+  for (std::size_t ci = 0; ci < checkpointings_.size(); ++ci) {
+    const auto& line = memory_[memory_index(gi, ci, c.grad_accum > 1)];
+    if (!line.ok) continue;
+    ++result_.configs_evaluated;
+    c.checkpointing = checkpointings_[ci];
+    c.memory = line.at(c.micro_batch);
+    if (c.memory > result_.usable) {
+      reject(c, Reason::out_of_memory, to_gib(c.memory - result_.usable));
+      continue;
+    }
+    const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
+    const auto& ct = compute_[row];
+    step.forward_s = ct.forward_s;
+    step.backward_s = ct.backward_s;
+    c.step_time_s = cost::step_times(step).step_s;
+    c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
+    c.tokens_per_s = c.samples_per_s * seq;
+    c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak);
+    c.objective = objective(c);
+    if (const auto max = in_.request.max_run_s; max > 0 && run_seconds(c) > max) {
+      reject(c, Reason::past_deadline, (run_seconds(c) - max) / 3600.0);
+      continue;
+    }
+    feasible_.push_back(c);
+  }
+}
+
+std::int64_t Search::seq_len() const {
+  const auto& m = in_.model;
+  return in_.request.seq_len > 0 ? in_.request.seq_len
+                                 : (m.transformer ? m.transformer->max_positions : 0);
+}
+
+// Lower is better: seconds per sample (throughput), the run's seconds (time), its price.
+// The whole run when its length is known (steps, or samples), else one sample.
+double Search::run_seconds(const Candidate& c) const {
+  const auto& r = in_.request;
+  const double batch = static_cast<double>(c.global_batch);
+  if (r.steps > 0) return c.step_time_s * static_cast<double>(r.steps);
+  if (r.samples > 0) return c.step_time_s * std::ceil(r.samples / batch);
+  return c.step_time_s / batch;
+}
+
+double Search::objective(const Candidate& c) const {
+  const auto& r = in_.request;
+  const double per_sample = c.step_time_s / static_cast<double>(c.global_batch);
+  const double run_s = run_seconds(c);
+  switch (r.objective) {
+    case Objective::throughput:
+      return per_sample;
+    case Objective::time:
+      return run_s;
+    case Objective::cost:
+      return run_s * static_cast<double>(c.dp) * r.price_per_gpu_hour / 3600.0;
+  }
+  return per_sample;
+}
+
+// A combination that cannot run at all: one rejection for every micro-batch.
+void Search::reject_family(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
+                           std::optional<std::size_t> c, const std::string& why) {
+  Candidate r;
+  r.strategy = strategies_[s];
+  r.precision = precisions_[p];
+  r.offload = offloads_[o];
+  r.dp = dps_[d];
+  r.micro_batch = 0;
+  if (c) r.checkpointing = checkpointings_[*c];
+  reject(r, Reason::unsupported, 0, why);
+}
+
+void Search::reject(const Candidate& c, Reason why, double amount, std::string detail) {
+  result_.rejected.push_back({c, why, amount, std::move(detail)});
+}
+
+void Search::finish() {
+  if (!result_.exact_batch && !feasible_.empty()) {
+    std::int64_t nearest = std::numeric_limits<std::int64_t>::max();
+    const auto g = in_.request.global_batch;
+    for (const auto& c : feasible_)
+      nearest = std::min(nearest, distance(c.global_batch, g));
+    // Prefer the smaller batch on a tie: it needs no more data per step than was asked for.
+    std::int64_t chosen = std::numeric_limits<std::int64_t>::max();
+    for (const auto& c : feasible_) {
+      if (distance(c.global_batch, g) == nearest) chosen = std::min(chosen, c.global_batch);
+    }
+    for (const auto& c : feasible_) {
+      if (c.global_batch != chosen) {
+        reject(c, Reason::batch_unreachable, 0,
+               "global batch " + std::to_string(c.global_batch) + " is further from " +
+                   std::to_string(g) + " than " + std::to_string(chosen));
+      }
+    }
+    std::erase_if(feasible_, [&](const Candidate& c) { return c.global_batch != chosen; });
+  }
+  if (feasible_.empty()) {
+    result_.suggestions = suggestions(in_, result_);
+    return;
+  }
+  rank();
+  pareto();
+}
+
+void Search::rank() {
+  std::stable_sort(feasible_.begin(), feasible_.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.objective != b.objective) return a.objective < b.objective;
+    return a.memory < b.memory;
+  });
+  const double best = feasible_.front().objective;
+  for (std::size_t i = 0; i < feasible_.size(); ++i) {
+    if (static_cast<std::int64_t>(i) < in_.request.top_k) {
+      result_.ranked.push_back(feasible_[i]);
+      exact_memory(result_.ranked.back());
+    }
+    if (i > 0) reject(feasible_[i], Reason::slower, 100.0 * (feasible_[i].objective / best - 1.0));
+  }
+  result_.best = result_.ranked.front();
+}
+
+void Search::pareto() {
+  auto by_memory = feasible_;
+  std::stable_sort(by_memory.begin(), by_memory.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.memory != b.memory) return a.memory < b.memory;
+    return a.objective < b.objective;
+  });
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& c : by_memory) {
+    if (c.objective < best) {
+      result_.pareto.push_back(c);
+      exact_memory(result_.pareto.back());
+      best = c.objective;
+    }
+  }
+}
+
+// The memory line is exact up to rounding of a few bytes; what is reported is the estimate.
+void Search::exact_memory(Candidate& c) const {
+  const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node());
+  c.memory = cost::estimate_memory(in_.model, cfg, in_.overheads).gpu.total();
+}
+
+}  // namespace dtplan::planner::detail

@@ -1,0 +1,111 @@
+// The planner's search, internal to planner/. Two phases: prepare() builds every cache
+// (communication per strategy, precision, GPU count and offload; memory per that and
+// checkpointing, as a line in the micro-batch; compute per precision, checkpointing and
+// micro-batch); the search then visits each configuration with lookups and arithmetic only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/collectives.hpp"
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/training_comm.hpp"
+#include "dtplan/planner/planner.hpp"
+
+namespace dtplan::planner::detail {
+
+// Communication, optimizer and host time of one (strategy, precision, GPUs, offload).
+struct Group {
+  std::vector<cost::CommOp> ops;
+  double optimizer_s = 0;
+  double host_s = 0;
+  bool ok = false;
+};
+
+// Peak memory per GPU, linear in the micro-batch (activations and the buffers that scale
+// with them are; the rest is fixed): at_one + slope x (micro_batch - 1).
+struct MemoryLine {
+  Bytes at_one;
+  Bytes slope;
+  bool ok = false;
+  Bytes at(std::int64_t mb) const { return Bytes{at_one.value + slope.value * (mb - 1)}; }
+};
+
+// A data-parallel size and micro-batch; the accumulation follows from the global batch.
+struct Shape {
+  std::size_t dp_index = 0;
+  std::size_t mb_index = 0;  // into Search::micro_batches_
+  std::int64_t grad_accum = 1;
+  std::int64_t global_batch = 0;
+};
+
+class Search {
+ public:
+  struct Inputs {
+    const ModelDesc& model;
+    const Topology& topology;
+    const InterconnectTable& table;
+    const GpuSpec& gpu;
+    const PlanRequest& request;
+    const cost::ComputeConstants& compute;
+    const cost::OverheadConstants& overheads;
+  };
+  explicit Search(const Inputs& in);
+  PlanResult run();
+
+ private:
+  TrainingConfig config(std::size_t s, std::size_t p, std::size_t d, std::size_t c, std::size_t o,
+                        std::int64_t mb, std::int64_t accum = 1) const;
+  MemoryLine memory_line(std::size_t s, std::size_t p, std::size_t d, std::size_t c, std::size_t o,
+                         std::int64_t accum, bool no_sync) const;
+  void set_axes();
+  void prepare_groups();
+  void prepare_memory();
+  std::vector<Shape> shapes(bool exact);
+  void prepare_compute();
+  void search(const std::vector<Shape>& shapes);
+  void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o);
+  void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o, std::size_t y);
+  Group group(std::size_t s, std::size_t p, std::size_t d, std::size_t o, std::size_t y) const;
+  void finish();
+  void rank();
+  void pareto();
+  void exact_memory(Candidate& c) const;
+  std::int64_t seq_len() const;
+  double objective(const Candidate& c) const;
+  double run_seconds(const Candidate& c) const;
+  void reject(const Candidate& c, Reason why, double amount, std::string detail = {});
+  void reject_family(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
+                     std::optional<std::size_t> c, const std::string& why);
+  Candidate candidate(const Shape& shape) const;
+  // y: 0 with no_sync, 1 synchronising every micro-step.
+  std::size_t group_index(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
+                          std::size_t y) const;
+  std::size_t memory_index(std::size_t g, std::size_t c, bool accumulating) const;
+
+  Inputs in_;
+  std::vector<Strategy> strategies_;
+  std::vector<Precision> precisions_;
+  std::vector<Checkpointing> checkpointings_;
+  std::vector<Offload> offloads_;
+  std::vector<std::int64_t> dps_;
+  std::vector<std::int64_t> micro_batches_;  // every micro-batch any shape uses, in order seen
+  std::map<std::int64_t, std::size_t> mb_index_;
+  std::vector<std::unique_ptr<cost::CommModel>> all_models_;
+  std::vector<std::unique_ptr<cost::CommModel>> node_models_;
+  std::vector<Group> groups_;
+  std::vector<MemoryLine> memory_;          // [group][checkpointing][accumulating]
+  std::vector<cost::ComputeTime> compute_;  // [mb][p][c]
+  std::size_t compute_rows_ = 0;            // micro-batches with compute filled
+  std::vector<Candidate> feasible_;
+  PlanResult result_;
+};
+
+// When nothing fits: what the leanest configuration needs and what would make room.
+std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult& result);
+
+}  // namespace dtplan::planner::detail

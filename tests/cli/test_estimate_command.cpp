@@ -1,0 +1,101 @@
+// Tests for cli/src/estimate_command.cpp and estimate_report.cpp: `dtplan estimate` end to
+// end; its JSON has the memory keys of `dtplan memory` under per_gpu, the step's parts add
+// up, the timeline spans the step; bad input gives one-line errors.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using Catch::Contains;
+
+namespace {
+using Result = dtplan::test::CliResult;
+Result run(std::vector<std::string> args) {
+  return dtplan::test::run_dtplan(std::move(args));
+}
+const std::vector<std::string> kBase = {
+    "estimate",   "--model", "gpt2-xl",   "--topology", "dgx-a100",      "--gpu", "A100-80GB",
+    "--strategy", "zero2",   "--seq-len", "1024",       "--micro-batch", "8"};
+std::vector<std::string> with(std::vector<std::string> extra) {
+  auto args = kBase;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+}  // namespace
+
+TEST_CASE("estimate --json: memory, throughput, MFU and a timeline") {
+  const auto r = run(with({"--global-batch", "256", "--json"}));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["generated_by"]["command"] == "estimate");
+  CHECK(j["grad_accum"] == 4);  // 256 / (8 x 8 GPUs)
+  CHECK(j["global_batch"] == 256);
+  const auto memory =
+      nlohmann::json::parse(run({"memory", "--model", "gpt2-xl", "--gpus", "8", "--strategy",
+                                 "zero2", "--seq-len", "1024", "--micro-batch", "8", "--json"})
+                                .out);
+  // The same keys and the same bytes as `dtplan memory`.
+  CHECK(j["per_gpu"] == memory["per_gpu"]);
+  const double step = j["step_time_s"];
+  CHECK(j["samples_per_s"].get<double>() == Approx(256.0 / step));
+  CHECK(j["tokens_per_s"].get<double>() == Approx(256.0 * 1024 / step));
+  const auto& s = j["step"];
+  CHECK(step == Approx(s["compute_s"].get<double>() + s["exposed_comm_s"].get<double>() +
+                       s["optimizer_s"].get<double>() + s["host_transfer_s"].get<double>()));
+  const auto& c = j["compute_per_micro_step"];
+  CHECK(j["mfu"].get<double>() == Approx(c["model_flops"].get<double>() * 4 / (step * 312e12)));
+  CHECK(j["hfu"].get<double>() >= j["mfu"].get<double>());
+  double end = 0;
+  for (const auto& e : j["timeline"]) {
+    CHECK(e["end_s"].get<double>() >= e["start_s"].get<double>());
+    end = std::max(end, e["end_s"].get<double>());
+  }
+  CHECK(end == Approx(step));
+  CHECK(j["comm"]["strategy"] == "zero2");
+  CHECK(j["compute_constants"].contains("gemm_efficiency"));
+}
+
+TEST_CASE("estimate in text: the step's parts, throughput and a Gantt of both streams") {
+  const auto r = run(with({"--grad-accum", "2"}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("dtplan estimate") && Contains("memory per GPU") &&
+                        Contains("communication not hidden") && Contains("samples/s") &&
+                        Contains("MFU") && Contains("compute |") && Contains("comm    |"));
+}
+
+TEST_CASE("a straggler slows every rank's step; a slower GPU in the set sets the pace") {
+  const auto base = nlohmann::json::parse(run(with({"--json"})).out);
+  const auto slow = nlohmann::json::parse(run(with({"--straggler", "1.25", "--json"})).out);
+  CHECK(slow["step"]["compute_s"].get<double>() ==
+        Approx(1.25 * base["step"]["compute_s"].get<double>()));
+  const auto mixed = nlohmann::json::parse(
+      run(with({"--slowest-gpu", "V100-32GB", "--precision", "fp16", "--json"})).out);
+  // V100 has 125 TFLOP/s fp16 to the A100's 312: the slowest rank computes over twice as long.
+  CHECK(mixed["straggler_slowdown"].get<double>() > 2.0);
+  // V100 has no bf16: a bf16 run cannot include one.
+  const auto bf16 = run(with({"--slowest-gpu", "V100-32GB"}));
+  CHECK(bf16.code == 1);
+  CHECK_THAT(bf16.err, Contains("V100-32GB has no bf16"));
+}
+
+TEST_CASE("estimate refuses a batch it cannot reach and other bad options, in one line") {
+  auto r = run(with({"--global-batch", "100"}));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--global-batch 100: not a multiple of micro-batch 8 x 8 GPUs = 64"));
+  r = run(with({"--global-batch", "128", "--grad-accum", "2"}));
+  CHECK_THAT(r.err, Contains("give one of them"));
+  r = run(with({"--straggler", "0.5"}));
+  CHECK_THAT(r.err, Contains("--straggler"));
+  r = run(with({"--gpus", "16"}));
+  CHECK_THAT(r.err, Contains("--gpus 16: the topology has 8 GPUs"));
+  r = run(with({"--compute", "gemm_efficiency=2"}));
+  CHECK_THAT(r.err, Contains("gemm_efficiency must be in"));
+  r = run({"estimate", "--model", "gpt2", "--topology", "dgx-a100", "--gpu", "A1000"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("A1000"));
+  r = run({"estimate", "--model", "gpt2", "--topology", "dgx-a100"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--gpu"));
+  for (const auto& line : {r.err})
+    CHECK(line.find('\n') == line.size() - 1);
+}

@@ -1,0 +1,162 @@
+// Tests for cli/src/plan_command.cpp and plan_report.cpp: the example end to end (a
+// plan, the runners-up, why the rest lost, a DeepSpeed config and launch lines), the JSON
+// keys, the exports written, and bad input.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+#include "dtplan/model/plan.hpp"
+
+using Catch::Contains;
+
+namespace {
+using Result = dtplan::test::CliResult;
+Result run(std::vector<std::string> args) {
+  return dtplan::test::run_dtplan(std::move(args));
+}
+const std::vector<std::string> kExample = {
+    "plan",      "--model",        "gpt2-xl", "--topology", "pcie-split-8", "--gpu",
+    "A100-80GB", "--global-batch", "512",     "--seq-len",  "1024"};
+std::vector<std::string> with(std::vector<std::string> extra) {
+  auto args = kExample;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+std::filesystem::path temp(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("dtplan-test-cli-" + name);
+}
+std::string read(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+}  // namespace
+
+TEST_CASE("the issue's example: a plan, runners-up, why the rest lost, DeepSpeed and launch") {
+  const auto ds = temp("ds_config.json");
+  std::filesystem::remove(ds);
+  const auto r = run(with({"--export-deepspeed", ds.string(), "--export-launch"}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("best: ") && Contains("ranking (top 5)") &&
+                        Contains("why the other strategies lost") && Contains("Pareto front") &&
+                        Contains("rejected: ") && Contains("out of memory by") &&
+                        Contains("% slower") && Contains("wrote DeepSpeed config"));
+  CHECK_THAT(r.out, Contains("torchrun --standalone --nnodes=1 --nproc_per_node=8 train.py"));
+  CHECK_THAT(r.out, Contains("--deepspeed_config " + ds.string()));
+  const auto config = nlohmann::json::parse(read(ds));
+  CHECK(config["train_batch_size"] == 512);
+  // The best plan here is FSDP, which DeepSpeed does not run: the config holds the best ZeRO
+  // plan and the report says how far behind it is.
+  const auto stage = config["zero_optimization"]["stage"].get<int>();
+  CHECK((stage >= 1 && stage <= 3));
+  CHECK_THAT(r.out, Contains("the DeepSpeed config and deepspeed line hold the best ZeRO plan"));
+  CHECK(config["train_micro_batch_size_per_gpu"].get<std::int64_t>() *
+            config["gradient_accumulation_steps"].get<std::int64_t>() * 8 ==
+        512);
+  CHECK(config["zero_optimization"].contains("stage"));
+}
+
+TEST_CASE("plan --json has the documented keys, consistent with each other") {
+  const auto r = run(with({"--json", "--top", "3"}));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& b = j["best"];
+  for (const auto* key :
+       {"strategy", "precision", "micro_batch", "grad_accum", "dp", "global_batch", "memory",
+        "step_time_s", "samples_per_s", "tokens_per_s", "mfu"}) {
+    CHECK(b.contains(key));
+  }
+  CHECK(b["micro_batch"].get<std::int64_t>() * b["grad_accum"].get<std::int64_t>() *
+            b["dp"].get<std::int64_t>() ==
+        512);
+  CHECK(b["memory"]["total"] == b["memory_bytes"]);
+  CHECK(b["memory"]["total"].get<std::int64_t>() <=
+        j["capacity"]["usable_bytes"].get<std::int64_t>());
+  CHECK(j["capacity"]["bytes"] == 85'899'345'920LL);
+  CHECK(j["candidates"].size() == 3);
+  CHECK(j["candidates"][0] == [&] {
+    auto c = b;
+    for (const auto* k : {"memory", "hfu", "step"})
+      c.erase(k);
+    return c;
+  }());
+  CHECK(j["best_estimate"]["step_time_s"].get<double>() == Approx(b["step_time_s"].get<double>()));
+  REQUIRE_FALSE(j["rejected"].empty());
+  for (const auto& rej : j["rejected"]) {
+    CHECK(rej.contains("config"));
+    CHECK(rej.contains("reason"));
+  }
+  CHECK(j["stats"]["configs_evaluated"].get<std::int64_t>() > 1000);
+  CHECK(j["stats"]["elapsed_s"].get<double>() > 0.0);
+  CHECK(j["by_strategy"].size() == 9);
+  CHECK(j["exact_batch"] == true);
+}
+
+TEST_CASE("schedule, Accelerate config and the saved plan") {
+  const auto acc = temp("accelerate.yaml");
+  const auto saved = temp("plan.json");
+  const auto r = run(with({"--dataset-size", "1000000", "--epochs", "2", "--base-lr", "3e-4",
+                           "--base-global-batch", "256", "--export-accelerate", acc.string(),
+                           "--save-plan", saved.string(), "--json"}));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // ceil(2,000,000 / 512) = 3907 steps.
+  CHECK(j["schedule"]["optimizer_steps"] == 3907);
+  CHECK(j["schedule"]["micro_steps"] == 3907 * j["best"]["grad_accum"].get<std::int64_t>());
+  CHECK(j["schedule"]["scaled_lr"].get<double>() == Approx(6e-4));
+  CHECK(j["schedule"]["time_s"].get<double>() ==
+        Approx(3907 * j["best"]["step_time_s"].get<double>()));
+  CHECK_THAT(read(acc), Contains("num_processes: 8\n") && Contains("distributed_type: "));
+  const auto plan = dtplan::plan_from_json(saved);
+  CHECK(plan.global_batch == 512);
+  CHECK(plan.training.seq_len == 1024);
+  CHECK(plan.model == "gpt2-xl");
+  CHECK(plan.predicted.step_time_s == Approx(j["best"]["step_time_s"].get<double>()));
+}
+
+TEST_CASE("plan bad input: one line naming the problem") {
+  auto r = run(with({"--objective", "fastest"}));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("unknown objective 'fastest'"));
+  r = run(with({"--objective", "cost"}));
+  CHECK_THAT(r.err, Contains("--price-per-gpu-hour"));
+  r = run({"plan", "--model", "gpt2-xl", "--topology", "pcie-split-8", "--gpu", "A100-80",
+           "--global-batch", "512"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("unknown GPU 'A100-80'"));
+  r = run(with({"--steps", "100", "--dataset-size", "1000", "--epochs", "1"}));
+  CHECK_THAT(r.err, Contains("--steps and --dataset-size"));
+  r = run(with({"--headroom", "1.5"}));
+  CHECK_THAT(r.err, Contains("--headroom"));
+  r = run(with({"--strategy", "zero4"}));
+  CHECK_THAT(r.err, Contains("zero4"));
+  r = run(with({"--export-deepspeed", "/nonexistent-dir/ds.json"}));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--export-deepspeed /nonexistent-dir/ds.json: cannot open"));
+  r = run({"plan", "--params", "7B", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+           "--global-batch", "8"});
+  CHECK_THAT(r.err, Contains("layer shapes"));
+  r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--global-batch"));
+}
+
+TEST_CASE("nothing fits: exit 1, the rejections and what would fit") {
+  const auto r = run({"plan", "--model", "llama-2-70b", "--topology", "dgx-a100", "--gpu",
+                      "A100-40GB", "--global-batch", "8", "--seq-len", "4096", "--offload", "none",
+                      "--strategy", "ddp,zero1"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("nothing fits; what would:") &&
+                        Contains("--offload optimizer+params") &&
+                        Contains("--strategy zero3 or fsdp-full"));
+  CHECK_THAT(r.err, Contains("no configuration fits A100-40GB"));
+}
+
+TEST_CASE("a batch that idles GPUs says which batches would use them") {
+  const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+                      "--global-batch", "100", "--seq-len", "512"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out,
+             Contains("global batch 100 is not a multiple of 8 GPUs") && Contains("96 or 104"));
+}

@@ -1,0 +1,316 @@
+// Tests for planner/src/planner.cpp, search.cpp and outcomes.cpp: the batch rule, the fit with
+// headroom, ranking and the Pareto front, objectives, the nearest batch, suggestions, bad input.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/planner.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+
+struct Fixture {
+  InterconnectTable table = InterconnectTable::load(kData / "interconnect.json");
+  Topology topology;
+  ModelDesc model;
+  GpuSpec gpu;
+  cost::ComputeConstants compute = cost::load_compute_constants(kData / "compute.json");
+  cost::OverheadConstants overheads = cost::load_overheads(kData / "overheads.json");
+  Fixture(const char* model_name, const char* node, std::int64_t nodes, const char* gpu_name)
+      : topology(Topology::build(load_node_template(node, kData / "topologies"), nodes, table)),
+        model(load_model(model_name, kData / "models")),
+        gpu(GpuCatalog::load(kData / "gpus.json").find(gpu_name)) {}
+  PlanResult run(const PlanRequest& r) const {
+    return plan(model, topology, table, gpu, r, compute, overheads);
+  }
+};
+
+PlanRequest request(std::int64_t batch, std::int64_t seq) {
+  PlanRequest r;
+  r.global_batch = batch;
+  r.seq_len = seq;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("GPU counts: powers of two inside a node, then whole nodes, then all") {
+  CHECK(gpu_counts(8, 4, 32) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32});
+  CHECK(gpu_counts(8, 3, 24) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 24});
+  CHECK(gpu_counts(8, 4, 20) == std::vector<std::int64_t>{1, 2, 4, 8, 16});
+  CHECK(gpu_counts(4, 1, 4) == std::vector<std::int64_t>{1, 2, 4});
+}
+
+TEST_CASE("every candidate reaches the global batch exactly and fits with the headroom") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  r.top_k = 1000;
+  const auto res = f.run(r);
+  REQUIRE(res.best);
+  CHECK(res.exact_batch);
+  // 80 GiB x 0.9, rounded down to a byte.
+  CHECK(res.usable.value == static_cast<std::int64_t>(85899345920.0 * 0.9));
+  for (const auto& c : res.ranked) {
+    CHECK(c.micro_batch * c.grad_accum * c.dp == 512);
+    CHECK(c.global_batch == 512);
+    CHECK(c.memory <= res.usable);
+  }
+  for (const auto& rej : res.rejected) {
+    if (rej.reason != Reason::out_of_memory) continue;
+    CHECK(rej.config.memory > res.usable);
+    CHECK(rej.amount == Approx(to_gib(rej.config.memory - res.usable)));
+  }
+}
+
+TEST_CASE("the best plan's memory is the memory model's, and the ranking is by the objective") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  r.top_k = 20;
+  const auto res = f.run(r);
+  REQUIRE(res.best);
+  const auto cfg = training_config(*res.best, r, 8);
+  CHECK(res.best->memory == cost::estimate_memory(f.model, cfg, f.overheads).gpu.total());
+  for (std::size_t i = 1; i < res.ranked.size(); ++i) {
+    CHECK(res.ranked[i - 1].objective <= res.ranked[i].objective);
+    CHECK(res.ranked[i].samples_per_s <= res.ranked[0].samples_per_s);
+  }
+  // Throughput: the objective is seconds per sample.
+  CHECK(res.best->objective == Approx(res.best->step_time_s / 512.0));
+  // "Y% slower" is measured against the best.
+  for (const auto& rej : res.rejected) {
+    if (rej.reason == Reason::slower) {
+      CHECK(rej.amount == Approx(100.0 * (rej.config.objective / res.best->objective - 1.0)));
+      CHECK(rej.amount >= 0.0);
+    }
+  }
+}
+
+TEST_CASE("micro-batches are the divisors of the per-GPU batch, not only powers of two") {
+  const Fixture f("gpt2", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(24, 512);
+  r.top_k = 10000;
+  r.strategies = {Strategy::ddp};
+  r.precisions = {Precision::bf16};
+  r.checkpointing = {Checkpointing::none};
+  r.offloads = {Offload::none};
+  const auto res = f.run(r);
+  std::set<std::int64_t> on_eight;
+  for (const auto& c : res.ranked) {
+    if (c.dp == 8) on_eight.insert(c.micro_batch);
+  }
+  CHECK(on_eight == std::set<std::int64_t>{1, 3});  // 24 / 8 = 3
+  std::set<std::int64_t> on_two;
+  for (const auto& c : res.ranked) {
+    if (c.dp == 2) on_two.insert(c.micro_batch);
+  }
+  CHECK(on_two == std::set<std::int64_t>{1, 2, 3, 4, 6, 12});
+}
+
+TEST_CASE("the Pareto front: more memory buys more throughput, nothing dominated") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  const auto res = f.run(request(512, 1024));
+  REQUIRE(res.pareto.size() >= 2);
+  for (std::size_t i = 1; i < res.pareto.size(); ++i) {
+    CHECK(res.pareto[i].memory >= res.pareto[i - 1].memory);
+    CHECK(res.pareto[i].objective < res.pareto[i - 1].objective);
+  }
+  CHECK(res.pareto.back().objective == Approx(res.best->objective));
+}
+
+TEST_CASE("the search is deterministic") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  const auto a = f.run(request(512, 1024));
+  const auto b = f.run(request(512, 1024));
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    CHECK(a.ranked[i].strategy == b.ranked[i].strategy);
+    CHECK(a.ranked[i].micro_batch == b.ranked[i].micro_batch);
+    CHECK(a.ranked[i].objective == b.ranked[i].objective);
+  }
+  CHECK(a.rejected.size() == b.rejected.size());
+  CHECK(a.configs_evaluated == b.configs_evaluated);
+}
+
+TEST_CASE("time and cost objectives: steps x step time, and GPU-hours x price") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  r.objective = Objective::time;
+  r.steps = 1000;
+  const auto t = f.run(r);
+  REQUIRE(t.best);
+  CHECK(t.best->objective == Approx(1000 * t.best->step_time_s));
+  r.objective = Objective::cost;
+  r.price_per_gpu_hour = 2.0;
+  const auto c = f.run(r);
+  REQUIRE(c.best);
+  CHECK(c.best->objective ==
+        Approx(1000 * c.best->step_time_s * static_cast<double>(c.best->dp) * 2.0 / 3600.0));
+  // Samples instead of steps: ceil(1,000,000 / 512) = 1954 steps.
+  r.steps = 0;
+  r.samples = 1'000'000;
+  r.objective = Objective::time;
+  const auto s = f.run(r);
+  CHECK(s.best->objective == Approx(1954 * s.best->step_time_s));
+}
+
+TEST_CASE("no exact batch fits: the nearest reachable one, said so") {
+  // Llama-2-13B under ZeRO-3 without offload fits on 8 A100-40GB but not on 1, 2 or 4; 7 is a
+  // multiple of 1 GPU only, so the exact pass finds nothing and 8 (7 + 1) on 8 GPUs is nearest.
+  const Fixture f("llama-2-13b", "dgx-a100", 1, "A100-40GB");
+  auto r = request(7, 512);
+  r.strategies = {Strategy::zero3};
+  r.offloads = {Offload::none};
+  const auto res = f.run(r);
+  REQUIRE(res.best);
+  CHECK_FALSE(res.exact_batch);
+  CHECK(res.best->global_batch == 8);
+  CHECK(res.best->dp == 8);
+  for (const auto& c : res.ranked)
+    CHECK(c.global_batch == 8);
+}
+
+TEST_CASE("nothing fits: suggestions name what would, with the GPU count that fits") {
+  const Fixture f("llama-2-70b", "dgx-a100", 1, "A100-80GB");
+  auto r = request(8, 4096);
+  r.strategies = {Strategy::zero3};
+  r.offloads = {Offload::none};
+  r.checkpointing = {Checkpointing::none};
+  // Without checkpointing a 4096-token sample's activations alone exceed the GPU: more GPUs
+  // shard the states, not those, so the suggestion says so.
+  auto res = f.run(r);
+  CHECK_FALSE(res.best);
+  std::string all;
+  for (const auto& s : res.suggestions)
+    all += s + "\n";
+  CHECK_THAT(all, Catch::Contains("leanest configuration") && Catch::Contains("zero3") &&
+                      Catch::Contains("--checkpointing full") &&
+                      Catch::Contains("--offload optimizer+params") &&
+                      Catch::Contains("more GPUs would not help"));
+  // With checkpointing the sharded states are what is too big: more GPUs would do.
+  r.checkpointing = {Checkpointing::full};
+  res = f.run(r);
+  CHECK_FALSE(res.best);
+  all.clear();
+  for (const auto& s : res.suggestions)
+    all += s + "\n";
+  CHECK_THAT(all, Catch::Contains("more GPUs: the same configuration fits on"));
+  // Check the GPU count it names against the memory model: fits there, not at half.
+  const auto pos = all.find("fits on ") + 8;
+  const auto dp = std::stoll(all.substr(pos));
+  Candidate c;
+  c.strategy = Strategy::zero3;
+  c.precision = Precision::bf16;
+  c.dp = dp;
+  c.micro_batch = 1;
+  c.checkpointing = Checkpointing::full;
+  const auto fits = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
+  CHECK(fits.gpu.total() <= res.usable);
+  c.dp = dp / 2;
+  const auto half = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
+  CHECK(half.gpu.total() > res.usable);
+}
+
+TEST_CASE("each strategy's outcome: its best and how far behind, or its nearest miss") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  const auto res = f.run(request(512, 1024));
+  const auto outcomes = by_strategy(res);
+  REQUIRE(outcomes.size() == kStrategies.size());
+  for (const auto& o : outcomes) {
+    if (o.strategy == res.best->strategy) {
+      CHECK(o.behind_pct == 0.0);
+      continue;
+    }
+    REQUIRE(o.best);
+    CHECK(o.best->strategy == o.strategy);
+    CHECK(o.behind_pct == Approx(100.0 * (o.best->objective / res.best->objective - 1.0)));
+  }
+}
+
+TEST_CASE("bad requests are refused with the flag named") {
+  const Fixture f("gpt2", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(0, 512);
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--global-batch"));
+  r = request(8, 512);
+  r.objective = Objective::cost;
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--price-per-gpu-hour"));
+  r = request(8, 512);
+  r.headroom = 1.0;
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--headroom"));
+  r = request(8, 512);
+  r.top_k = 0;
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--top"));
+  CHECK_THROWS_WITH(parse_objective("fastest"), Catch::Contains("unknown objective 'fastest'") &&
+                                                    Catch::Contains("throughput"));
+  const auto params = model_from_param_count(1'000'000'000, "--params");
+  CHECK_THROWS_WITH(
+      plan(params, f.topology, f.table, f.gpu, request(8, 512), f.compute, f.overheads),
+      Catch::Contains("layer shapes"));
+}
+
+TEST_CASE("both synchronisation modes are searched; FSDP's no_sync costs the full gradients") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  r.strategies = {Strategy::fsdp_full};
+  r.precisions = {Precision::bf16};
+  r.checkpointing = {Checkpointing::full};
+  r.offloads = {Offload::none};
+  r.top_k = 10000;
+  const auto res = f.run(r);
+  bool compared = false;
+  for (const auto& a : res.ranked) {
+    if (!a.no_sync || a.grad_accum == 1) continue;
+    for (const auto& b : res.ranked) {
+      if (b.no_sync || b.dp != a.dp || b.micro_batch != a.micro_batch) continue;
+      // 1,557,611,200 parameters x 2 bytes of unsharded bf16 gradients, plus the 5% allocator
+      // slack (data/overheads.json) on them: 3,115,222,400 x 1.05.
+      CHECK((a.memory - b.memory).value == 3'270'983'520);
+      CHECK(a.step_time_s <= b.step_time_s);  // and less communication
+      compared = true;
+    }
+  }
+  CHECK(compared);
+  r.sync = Sync::every_micro_step;
+  for (const auto& c : f.run(r).ranked)
+    CHECK_FALSE(c.no_sync);
+  // ZeRO-2 cannot defer synchronisation: never labelled no_sync under accumulation.
+  r.sync = Sync::both;
+  r.strategies = {Strategy::zero2};
+  for (const auto& c : f.run(r).ranked)
+    CHECK((!c.no_sync || c.grad_accum == 1));
+}
+
+TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  r.objective = Objective::cost;
+  r.price_per_gpu_hour = 2.0;
+  r.steps = 10'000;
+  const auto free = f.run(r);
+  REQUIRE(free.best);
+  // A deadline just under the cheapest run rejects it; what remains is within the deadline.
+  const double cheapest_run_s = 10'000 * free.best->step_time_s;
+  r.max_run_s = 0.99 * cheapest_run_s;
+  const auto due = f.run(r);
+  REQUIRE(due.best);
+  CHECK(10'000 * due.best->step_time_s <= r.max_run_s);
+  bool rejected = false;
+  for (const auto& rej : due.rejected) {
+    if (rej.reason != Reason::past_deadline) continue;
+    CHECK(rej.amount == Approx((10'000 * rej.config.step_time_s - r.max_run_s) / 3600.0));
+    rejected = true;
+  }
+  CHECK(rejected);
+  // Impossible deadlines: nothing fits, and the suggestion is about time, not memory.
+  r.max_run_s = 1.0;
+  const auto none = f.run(r);
+  CHECK_FALSE(none.best);
+  REQUIRE(none.suggestions.size() == 1);
+  CHECK_THAT(none.suggestions.front(), Catch::Contains("misses --max-hours"));
+  r.steps = 0;
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--max-hours needs"));
+}
