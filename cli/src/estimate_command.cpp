@@ -67,6 +67,10 @@ double straggler_of(const EstimateOptions& o, const ModelDesc& m, const Training
   const auto ours = cost::estimate_compute(m, c, gpu, k);
   const auto theirs = cost::estimate_compute(m, c, slow, k);
   const double ratio = (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
+  if (ratio < 1.0) {
+    throw Error("--slowest-gpu " + slow.name + ": it computes faster than " + gpu.name +
+                ", so it would not hold the others back");
+  }
   return std::max(slowdown, ratio);
 }
 
@@ -92,7 +96,8 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   const auto model = resolve_model(o.model);
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
-  const auto c = config_of(o, t);
+  auto c = config_of(o, t);
+  sequence_length(model, c.seq_len);
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);
   const auto overheads = overheads_of(o.training, data);
@@ -100,6 +105,8 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   options.micro_steps = micro_steps_of(o, c);
   options.no_sync = !o.sync_every_micro_step;
   options.straggler_slowdown = straggler_of(o, model, c, gpu, k, data);
+  c.grad_accum = options.micro_steps;
+  c.no_sync = options.no_sync;
   cost::CommModel all(t, loaded.table, c.dp_size);
   cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()));
   const auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
@@ -133,7 +140,9 @@ Command register_estimate_command(CLI::App& app) {
   add_compute_options(*cmd, o->compute);
   o->gpus_option = cmd->get_option("--gpus");
   o->gpus_per_node_option = cmd->get_option("--gpus-per-node");
-  cmd->get_option("--gpus")->description("data-parallel GPUs (default: all of the topology)");
+  cmd->get_option("--gpus")
+      ->description("data-parallel GPUs (default: all of the topology)")
+      ->default_str("all");
   cmd->get_option("--gpu")->required();
   cmd->add_option("--strategy", o->strategy, join(strategy_names(), "|"))->capture_default_str();
   cmd->add_option("--grad-accum", o->grad_accum, "micro-steps per optimizer step (default 1)");

@@ -94,11 +94,12 @@ void print_gantt(std::ostream& out, const std::vector<cost::TimelineEvent>& even
         static_cast<std::size_t>(std::floor(e.start_s / end * static_cast<double>(width)));
     auto to = static_cast<std::size_t>(std::ceil(e.end_s / end * static_cast<double>(width)));
     to = std::min(to, width);
-    const char mark = e.name.rfind("forward", 0) == 0     ? 'F'
-                      : e.name.rfind("backward", 0) == 0  ? 'B'
-                      : e.name.rfind("optimizer", 0) == 0 ? 'O'
-                      : e.stream == "compute"             ? 'c'
-                                                          : '=';
+    const char mark = e.name.rfind("forward + backward", 0) == 0 ? 'M'
+                      : e.name.rfind("forward", 0) == 0          ? 'F'
+                      : e.name.rfind("backward", 0) == 0         ? 'B'
+                      : e.name.rfind("optimizer", 0) == 0        ? 'O'
+                      : e.stream == "compute"                    ? 'c'
+                                                                 : '=';
     for (std::size_t i = std::min(from, width - 1); i < std::max(to, from + 1) && i < width; ++i)
       row[i] = mark;
   }
@@ -107,7 +108,8 @@ void print_gantt(std::ostream& out, const std::vector<cost::TimelineEvent>& even
   out << "          0"
       << std::string(width - 1 - std::min<std::size_t>(width - 1, seconds(end).size()), ' ')
       << seconds(end) << "\n";
-  out << "  F forward, B backward, O optimizer step, = communication\n";
+  out << "  F forward, B backward, M the micro-steps between the first and the last, O optimizer "
+         "step, = communication\n";
 }
 
 void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,

@@ -39,6 +39,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }
   config.grad_accum = o.grad_accum;
+  sequence_length(model, config.seq_len);
   config.no_sync = !o.sync_every_micro_step;
   const auto overheads = overheads_of(o.training, data);
   const auto gpu = gpu_of(o.training, data);

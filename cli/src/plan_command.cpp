@@ -1,7 +1,9 @@
 // `dtplan plan`: search for the configuration that best reaches a global batch on a cluster;
 // report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
 // and print launch lines.
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -26,7 +28,7 @@ struct PlanOptions {
   TopologyOptions topology;
   ComputeOptions compute;
   std::string gpu;
-  std::int64_t max_gpus = 0;
+  std::optional<std::int64_t> max_gpus;
   std::int64_t global_batch = 0;
   std::optional<std::int64_t> seq_len;
   std::vector<std::string> strategies, precisions, checkpointings, offloads;
@@ -42,8 +44,10 @@ struct PlanOptions {
   std::string sync = "both";
   planner::ScheduleRequest schedule;
   std::optional<double> base_lr;
+  std::optional<std::int64_t> steps;
   std::string deepspeed_file, accelerate_file, plan_file;
   bool launch = false;
+  bool exact_batch = false;
   planner::LaunchOptions launch_options;
   std::optional<double> lr;
   std::vector<std::string> overhead_overrides;
@@ -77,8 +81,10 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     throw Error("--seq-len: a positive integer up to 100,000,000");
   }
   r.seq_len = o.seq_len.value_or(0);
-  if (o.max_gpus < 0) throw Error("--gpus: must be a positive integer");
-  r.max_gpus = o.max_gpus;
+  if (o.max_gpus && (*o.max_gpus < 1 || *o.max_gpus > 1'000'000)) {
+    throw Error("--gpus: a positive integer up to 1,000,000");
+  }
+  r.max_gpus = o.max_gpus.value_or(0);
   r.strategies = parse_all(o.strategies, parse_strategy);
   r.precisions = parse_all(o.precisions, parse_precision);
   r.checkpointing = parse_all(o.checkpointings, parse_checkpointing);
@@ -89,11 +95,22 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
   r.price_per_gpu_hour = o.price;
-  if (o.price < 0) throw Error("--price-per-gpu-hour: must be positive");
+  if (!(o.price >= 0 && std::isfinite(o.price))) {
+    throw Error("--price-per-gpu-hour: a positive, finite price");
+  }
+  if (!(o.max_hours >= 0 && std::isfinite(o.max_hours))) {
+    throw Error("--max-hours: a positive, finite number of hours");
+  }
+  if (o.lr && !(*o.lr > 0 && std::isfinite(*o.lr))) {
+    throw Error("--lr: a positive, finite learning rate");
+  }
+  if (o.rejected_shown < 0) throw Error("--show-rejected: must be 0 or more");
+  if (o.steps && *o.steps < 1) throw Error("--steps: must be a positive integer");
   if (o.top < 1 || o.top > 1000) throw Error("--top: a positive integer up to 1000");
   r.top_k = o.top;
   r.sync = parse_sync(o.sync);
-  r.steps = o.schedule.steps;
+  r.exact_batch = o.exact_batch;
+  r.steps = o.steps.value_or(0);
   r.samples = static_cast<double>(o.schedule.dataset_size) * o.schedule.epochs;
   r.max_run_s = o.max_hours * 3600.0;
   return r;
@@ -117,13 +134,56 @@ Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner
   return p;
 }
 
-void write_file(const std::string& path, const std::string& text, const char* flag) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(std::string(flag) + " " + path + ": cannot open for writing");
-  f << text;
-  f.close();
-  if (!f) throw Error(std::string(flag) + " " + path + ": write failed");
-}
+// Files written together or not at all: each goes to a temporary name beside its target,
+// and only when every one succeeded are they renamed into place.
+class FileSet {
+ public:
+  void add(const std::string& path, std::string text, const char* flag) {
+    files_.push_back({path, std::move(text), flag});
+  }
+  void commit() {
+    std::vector<std::filesystem::path> staged;
+    try {
+      for (const auto& f : files_)
+        staged.push_back(stage(f));
+    } catch (...) {
+      for (const auto& t : staged)
+        std::filesystem::remove(t);
+      throw;
+    }
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+      std::error_code ec;
+      std::filesystem::rename(staged[i], files_[i].path, ec);
+      if (ec) {
+        std::filesystem::remove(staged[i]);
+        throw Error(std::string(files_[i].flag) + " " + files_[i].path + ": " + ec.message());
+      }
+    }
+  }
+
+ private:
+  struct File {
+    std::string path;
+    std::string text;
+    const char* flag;
+  };
+  static std::filesystem::path stage(const File& f) {
+    if (std::filesystem::is_directory(f.path)) {
+      throw Error(std::string(f.flag) + " " + f.path + ": is a directory");
+    }
+    const std::filesystem::path temp = f.path + ".dtplan-partial";
+    std::ofstream out(temp, std::ios::binary);
+    if (!out) throw Error(std::string(f.flag) + " " + f.path + ": cannot open for writing");
+    out << f.text;
+    out.close();
+    if (!out) {
+      std::filesystem::remove(temp);
+      throw Error(std::string(f.flag) + " " + f.path + ": write failed");
+    }
+    return temp;
+  }
+  std::vector<File> files_;
+};
 
 // What DeepSpeed runs: the best ZeRO configuration (the best plan itself when it is one),
 // with a note saying how far behind the best plan it is; else the best plan translated.
@@ -156,34 +216,59 @@ struct Exports {
   std::int64_t zero_bucket_elements;
 };
 
-// The files and lines a user runs the plan with.
+// The line that tells the training script the shape it must use (launchers cannot).
+std::string shape_comment(const Plan& p) {
+  std::string text = "# the script must use micro-batch " + std::to_string(p.training.micro_batch) +
+                     " per GPU and accumulate " + std::to_string(p.grad_accum) +
+                     " micro-steps (global batch " + std::to_string(p.global_batch) + ")";
+  if (p.grad_accum > 1) {
+    text += p.no_sync ? ", synchronising gradients in the last micro-step only (no_sync)"
+                      : ", synchronising gradients every micro-step";
+  }
+  return text;
+}
+
+// The files and lines a user runs the plan with; nothing is written unless all can be.
 void export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
   auto launch = o.launch_options;
-  launch.lr = o.lr;
+  launch.lr = o.lr ? o.lr : (extras.schedule ? extras.schedule->scaled_lr : std::nullopt);
   launch.zero_reduce_bucket_elements = e.zero_bucket_elements;
   if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
+  FileSet files;
   if (!o.deepspeed_file.empty()) {
     const auto ds = planner::deepspeed_config(e.deepspeed, launch);
-    write_file(o.deepspeed_file, ds.config.dump(2) + "\n", "--export-deepspeed");
+    files.add(o.deepspeed_file, ds.config.dump(2) + "\n", "--export-deepspeed");
     extras.written.emplace_back("DeepSpeed config", o.deepspeed_file);
     if (!e.deepspeed_note.empty()) extras.notes.push_back(e.deepspeed_note);
     extras.notes.insert(extras.notes.end(), ds.notes.begin(), ds.notes.end());
   }
   if (!o.accelerate_file.empty()) {
-    write_file(o.accelerate_file, planner::accelerate_config(e.best, launch),
-               "--export-accelerate");
+    if (planner::uses_deepspeed(e.best) && o.deepspeed_file.empty()) {
+      throw Error(
+          "--export-accelerate: the plan runs under DeepSpeed, whose config Accelerate "
+          "reads from a file: give --export-deepspeed FILE too");
+    }
+    files.add(o.accelerate_file, planner::accelerate_config(e.best, launch), "--export-accelerate");
     extras.written.emplace_back("Accelerate config", o.accelerate_file);
+    const auto notes = planner::accelerate_notes(e.best);
+    extras.notes.insert(extras.notes.end(), notes.begin(), notes.end());
   }
   if (!o.plan_file.empty()) {
-    write_file(o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan");
+    files.add(o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan");
     extras.written.emplace_back("plan", o.plan_file);
   }
+  files.commit();
   if (!o.launch) return;
-  extras.launch = planner::torchrun_lines(e.best, launch);
+  extras.launch = {shape_comment(e.best)};
+  const auto torchrun = planner::torchrun_lines(e.best, launch);
+  extras.launch.insert(extras.launch.end(), torchrun.begin(), torchrun.end());
+  if (o.deepspeed_file.empty()) {
+    extras.launch.emplace_back(
+        "# deepspeed: add --export-deepspeed FILE for the config its line needs");
+    return;
+  }
   const auto ds = planner::deepspeed_lines(e.deepspeed, launch);
   extras.launch.insert(extras.launch.end(), ds.begin(), ds.end());
-  if (o.deepspeed_file.empty() && !e.deepspeed_note.empty())
-    extras.notes.push_back(e.deepspeed_note);
 }
 
 // The full step estimate of a candidate (the search keeps only its totals).
@@ -235,6 +320,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     cost::apply_override(overheads, a);
   const auto request = request_of(o);
   auto schedule_request = o.schedule;
+  schedule_request.steps = o.steps.value_or(0);
   schedule_request.base_lr = o.base_lr;
   planner::check_schedule_request(schedule_request);
   if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {
@@ -292,6 +378,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--gpu", o.gpu, "GPU model, e.g. A100-80GB, H100-SXM")->required();
   cmd.add_option("--gpus", o.max_gpus, "use at most this many GPUs (default: all)");
   cmd.add_option("--global-batch", o.global_batch, "samples per optimizer step")->required();
+  cmd.add_flag("--exact-batch", o.exact_batch,
+               "only the global batch itself (default: GPU counts it does not divide compete at "
+               "the nearest batches they reach)");
   cmd.add_option("--seq-len", o.seq_len, "tokens per sample (default: the model's maximum)");
   cmd.add_option("--strategy", o.strategies, "search only these: " + join(strategy_names(), ","))
       ->delimiter(',');
@@ -326,7 +415,7 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
       ->capture_default_str();
   cmd.add_option("--dataset-size", o.schedule.dataset_size, "samples in the dataset");
   cmd.add_option("--epochs", o.schedule.epochs, "passes over the dataset");
-  cmd.add_option("--steps", o.schedule.steps, "optimizer steps (instead of a dataset)");
+  cmd.add_option("--steps", o.steps, "optimizer steps (instead of a dataset)");
   cmd.add_option("--warmup-ratio", o.schedule.warmup_ratio, "LR warm-up, fraction of the steps")
       ->capture_default_str();
   cmd.add_option("--base-lr", o.base_lr, "a learning rate tuned at --base-global-batch");

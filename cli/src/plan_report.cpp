@@ -93,13 +93,30 @@ void print_run(std::ostream& out, const planner::PlanRequest& r, const Candidate
   out << '\n';
 }
 
+// Why the best plan's batch differs from the one asked for, and what the exact one costs.
+std::string batch_note(const PlanReportContext& ctx) {
+  const auto& b = *ctx.result.best;
+  const auto g = ctx.request.global_batch;
+  const double change =
+      100.0 * (static_cast<double>(b.global_batch) / static_cast<double>(g) - 1.0);
+  std::string text = "global batch " + std::to_string(g) + " is not reachable on " +
+                     std::to_string(b.dp) + " GPUs; this plan uses " +
+                     std::to_string(b.global_batch) + " (" + (change > 0 ? "+" : "") +
+                     fixed(change, 1) + "%). ";
+  if (const auto& e = ctx.result.best_exact) {
+    text += "The best plan with exactly " + std::to_string(g) + " (" + config_text(*e) + ") is " +
+            fixed(100.0 * (e->objective / b.objective - 1.0), 1) + "% " +
+            behind_word(ctx.request.objective);
+  } else {
+    text += "No plan with exactly " + std::to_string(g) + " fits";
+  }
+  return text + "; --exact-batch requires it.";
+}
+
 void print_best(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras) {
   const auto& b = *ctx.result.best;
   out << "\nbest: " << config_text(b) << '\n';
-  if (!ctx.result.exact_batch) {
-    out << "  note: no configuration reaches global batch " << ctx.request.global_batch
-        << " exactly and fits; the nearest reachable is " << b.global_batch << '\n';
-  }
+  if (!ctx.result.exact_batch) out << "  note: " << batch_note(ctx) << '\n';
   out << "  " << fixed(b.samples_per_s, 2) << " samples/s";
   if (ctx.model.transformer)
     out << ", " << format_thousands(std::llround(b.tokens_per_s)) << " tokens/s";
@@ -362,10 +379,12 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                   {"objective", std::string(planner::name_of(r.objective))},
                   {"headroom", r.headroom},
                   {"max_gpus", r.max_gpus},
+                  {"exact_batch", r.exact_batch},
                   {"sync", r.sync == planner::Sync::both      ? "both"
                            : r.sync == planner::Sync::no_sync ? "no-sync"
                                                               : "every-micro-step"}};
   j["exact_batch"] = res.exact_batch;
+  j["best_exact"] = res.best_exact ? candidate_json(*res.best_exact) : nlohmann::json(nullptr);
   j["capacity"] = {
       {"bytes", res.capacity.value}, {"usable_bytes", res.usable.value}, {"headroom", r.headroom}};
   j["best"] = res.best ? best_json(*res.best, extras) : nlohmann::json(nullptr);
@@ -381,12 +400,15 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
   j["rejected"] = nlohmann::json::array();
   for (const auto& rej : res.rejected)
     j["rejected"].push_back(rejected_json(rej, r.objective));
-  const double rate =
-      res.search_s > 0 ? static_cast<double>(res.configs_evaluated) / res.search_s : 0.0;
+  auto rate = [&res](double seconds) {
+    return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
+  };
+  // The search itself (caches built) and the whole plan, caches included.
   j["stats"] = {{"configs_evaluated", res.configs_evaluated},
                 {"elapsed_s", res.elapsed_s},
                 {"search_s", res.search_s},
-                {"configs_per_s", rate}};
+                {"search_configs_per_s", rate(res.search_s)},
+                {"overall_configs_per_s", rate(res.elapsed_s)}};
   j["suggestions"] = res.suggestions;
   j["schedule"] = extras.schedule ? schedule_json(*extras.schedule) : nlohmann::json(nullptr);
   j["written"] = nlohmann::json::object();

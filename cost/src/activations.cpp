@@ -78,11 +78,7 @@ BlockTerms block_terms(const TransformerSpec& t, std::int64_t b, std::int64_t s,
 ActivationEstimate transformer_activations(const TransformerSpec& t, const TrainingConfig& c) {
   ActivationEstimate est;
   est.modelled = true;
-  const std::int64_t s = c.seq_len > 0 ? c.seq_len : t.max_positions;
-  if (t.positions == PositionKind::learned && s > t.max_positions) {
-    throw Error("--seq-len " + std::to_string(s) + ": longer than the model's " +
-                std::to_string(t.max_positions) + " learned positions");
-  }
+  const std::int64_t s = sequence_length(t, c.seq_len);
   est.seq_len = s;
   const std::int64_t b = c.micro_batch;
   const std::int64_t e = element_bytes(c.precision);

@@ -84,27 +84,135 @@ double after_step(const StepInputs& in) {
 
 }  // namespace
 
+namespace {
+
+// The times of micro-step i: exposed communication around and inside each pass, and each
+// pass's compute including the slowdown the communication hidden behind it causes.
+struct MicroTimes {
+  MicroStep ops;
+  double exposed_forward = 0;
+  double exposed_backward = 0;
+  double forward = 0;   // compute
+  double backward = 0;  // compute
+  double hidden() const {
+    return (ops.forward.comm - exposed_forward) + (ops.backward.comm - exposed_backward);
+  }
+  double total() const {
+    return ops.before + exposed_forward + forward + backward + exposed_backward + ops.after;
+  }
+};
+
+MicroTimes micro_times(const StepInputs& in, std::int64_t i) {
+  MicroTimes t;
+  t.ops = micro_step(in, i);
+  t.exposed_forward = exposed(t.ops.forward.comm, t.ops.forward.messages, in.forward_s);
+  t.exposed_backward = exposed(t.ops.backward.comm, t.ops.backward.messages, in.backward_s);
+  const double slow = in.overlap_compute_slowdown;
+  t.forward = in.forward_s + slow * (t.ops.forward.comm - t.exposed_forward);
+  t.backward = in.backward_s + slow * (t.ops.backward.comm - t.exposed_backward);
+  return t;
+}
+
+// Micro-steps differ only as the first, the last, and those between (all alike).
+struct Kind {
+  std::int64_t index;
+  std::int64_t count;
+};
+
+std::vector<Kind> micro_step_kinds(std::int64_t m) {
+  std::vector<Kind> kinds{{0, 1}};
+  if (m > 2) kinds.push_back({1, m - 2});
+  if (m > 1) kinds.push_back({m - 1, 1});
+  return kinds;
+}
+
+// Lays a step out on two streams; micro-steps between the first and the last are one block.
+class Timeline {
+ public:
+  explicit Timeline(const StepInputs& in) : in_(in) {}
+
+  std::vector<TimelineEvent> build() {
+    for (const auto& k : micro_step_kinds(in_.micro_steps))
+      micro_step(k);
+    if (in_.host_transfer_s > 0) {
+      add("communication", "host transfers (offload)", t_, in_.host_transfer_s);
+      t_ += in_.host_transfer_s;
+    }
+    add("compute", "optimizer step", t_, in_.optimizer_s);
+    t_ += in_.optimizer_s;
+    for (const auto& op : in_.ops) {
+      if (op.phase != CommPhase::after_step) continue;
+      add("communication", op.name, t_, op.time_s);
+      t_ += op.time_s;
+    }
+    return std::move(events_);
+  }
+
+ private:
+  void add(const char* stream, const std::string& name, double start, double length) {
+    events_.push_back({stream, name + label_, start, start + length});
+  }
+
+  // Ops of a phase back to back from `start`; returns where they end.
+  double comm(CommPhase phase, std::int64_t i, double start, double scale) {
+    for (const auto& op : in_.ops) {
+      if (op.phase != phase || !runs_in(op, i, in_.micro_steps, in_.no_sync)) continue;
+      add("communication", op.name, start, scale * op.time_s);
+      start += scale * op.time_s;
+    }
+    return start;
+  }
+
+  void micro_step(const Kind& k) {
+    const auto t = micro_times(in_, k.index);
+    const auto m = in_.micro_steps;
+    const double n = static_cast<double>(k.count);
+    label_ = m == 1         ? ""
+             : k.count == 1 ? " " + std::to_string(k.index + 1)
+                            : " (micro-steps 2-" + std::to_string(m - 1) + ")";
+    if (k.count > 1) {
+      // One block: compute and each op's total time over the micro-steps it stands for.
+      add("compute", "forward + backward", t_ + n * (t.ops.before + t.exposed_forward),
+          n * (t.forward + t.backward));
+      double c = t_;
+      for (const auto phase : {CommPhase::before_forward, CommPhase::forward, CommPhase::backward,
+                               CommPhase::after_backward}) {
+        c = comm(phase, k.index, c, n);
+      }
+      t_ += n * t.total();
+      return;
+    }
+    t_ = comm(CommPhase::before_forward, k.index, t_, 1.0);
+    // Forward waits for what the first all-gather does not hide.
+    comm(CommPhase::forward, k.index, t_, 1.0);
+    add("compute", "forward", t_ + t.exposed_forward, t.forward);
+    t_ += t.exposed_forward + t.forward;
+    // Backward's messages become ready as it proceeds, the last one only at its end.
+    add("compute", "backward", t_, t.backward);
+    const double u = static_cast<double>(std::max<std::int64_t>(t.ops.backward.messages, 1));
+    const double end = t_ + t.backward + t.exposed_backward;
+    comm(CommPhase::backward, k.index, std::max(t_ + t.backward / u, end - t.ops.backward.comm),
+         1.0);
+    t_ = comm(CommPhase::after_backward, k.index, end, 1.0);
+    label_.clear();
+  }
+
+  const StepInputs& in_;
+  std::vector<TimelineEvent> events_;
+  std::string label_;
+  double t_ = 0;
+};
+
+}  // namespace
+
 StepTimes step_times(const StepInputs& in) {
   StepTimes out;
-  const double slow = in.overlap_compute_slowdown;
-  // Micro-steps differ only as first, last and the ones between (all alike): three at most.
-  const std::int64_t m = in.micro_steps;
-  struct Kind {
-    std::int64_t index;
-    std::int64_t count;
-  };
-  const Kind kinds[] = {{0, 1}, {1, std::max<std::int64_t>(m - 2, 0)}, {m - 1, m > 1 ? 1 : 0}};
-  for (const auto& [i, count] : kinds) {
-    if (count == 0) continue;
-    const auto s = micro_step(in, i);
-    const double ef = exposed(s.forward.comm, s.forward.messages, in.forward_s);
-    const double eb = exposed(s.backward.comm, s.backward.messages, in.backward_s);
-    const double hidden = (s.forward.comm - ef) + (s.backward.comm - eb);
-    const double compute = in.forward_s + in.backward_s + slow * hidden;
-    const double n = static_cast<double>(count);
-    out.compute_s += n * compute;
-    out.exposed_comm_s += n * (s.before + ef + eb + s.after);
-    out.hidden_comm_s += n * hidden;
+  for (const auto& k : micro_step_kinds(in.micro_steps)) {
+    const auto t = micro_times(in, k.index);
+    const double n = static_cast<double>(k.count);
+    out.compute_s += n * (t.forward + t.backward);
+    out.exposed_comm_s += n * (t.ops.before + t.exposed_forward + t.exposed_backward + t.ops.after);
+    out.hidden_comm_s += n * t.hidden();
   }
   out.exposed_comm_s += after_step(in);
   out.optimizer_s = in.optimizer_s;
@@ -114,60 +222,7 @@ StepTimes step_times(const StepInputs& in) {
 }
 
 std::vector<TimelineEvent> step_timeline(const StepInputs& in) {
-  std::vector<TimelineEvent> events;
-  double t = 0;
-  auto comm_events = [&](double start, bool forward, std::int64_t i) {
-    double c = start;
-    for (const auto& op : in.ops) {
-      const bool phase = forward ? op.phase == CommPhase::forward : op.phase == CommPhase::backward;
-      if (!phase || !runs_in(op, i, in.micro_steps, in.no_sync)) continue;
-      events.push_back({"communication", op.name, c, c + op.time_s});
-      c += op.time_s;
-    }
-    return c;
-  };
-  for (std::int64_t i = 0; i < in.micro_steps; ++i) {
-    const auto s = micro_step(in, i);
-    const std::string step = in.micro_steps > 1 ? " " + std::to_string(i + 1) : "";
-    if (s.before > 0) {
-      for (const auto& op : in.ops) {
-        if (op.phase == CommPhase::before_forward && runs_in(op, i, in.micro_steps, in.no_sync)) {
-          events.push_back({"communication", op.name, t, t + op.time_s});
-          t += op.time_s;
-        }
-      }
-    }
-    // Forward: compute waits for what the first all-gather does not hide.
-    const double ef = exposed(s.forward.comm, s.forward.messages, in.forward_s);
-    comm_events(t, true, i);
-    events.push_back({"compute", "forward" + step, t + ef, t + ef + in.forward_s});
-    t += ef + in.forward_s;
-    // Backward: messages become ready as the pass proceeds; the last one only at its end.
-    const double u = static_cast<double>(std::max<std::int64_t>(s.backward.messages, 1));
-    const double c = in.backward_s;
-    const double tt = s.backward.comm;
-    events.push_back({"compute", "backward" + step, t, t + c});
-    const double end = comm_events(t + std::max(c / u, c + tt / u - tt), false, i);
-    t = std::max(t + in.backward_s, end);
-    for (const auto& op : in.ops) {
-      if (op.phase == CommPhase::after_backward && runs_in(op, i, in.micro_steps, in.no_sync)) {
-        events.push_back({"communication", op.name, t, t + op.time_s});
-        t += op.time_s;
-      }
-    }
-  }
-  if (in.host_transfer_s > 0) {
-    events.push_back({"communication", "host transfers (offload)", t, t + in.host_transfer_s});
-    t += in.host_transfer_s;
-  }
-  events.push_back({"compute", "optimizer step", t, t + in.optimizer_s});
-  t += in.optimizer_s;
-  for (const auto& op : in.ops) {
-    if (op.phase != CommPhase::after_step) continue;
-    events.push_back({"communication", op.name, t, t + op.time_s});
-    t += op.time_s;
-  }
-  return events;
+  return Timeline(in).build();
 }
 
 std::int64_t optimizer_elements(const ModelDesc& m, const TrainingConfig& c) {
@@ -200,6 +255,7 @@ StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, con
   }
   StepEstimate e;
   e.memory = estimate_memory(m, c, overheads);
+  e.memory.fit = check_fit(e.memory, gpu);
   e.compute = estimate_compute(m, c, gpu, k);
   e.comm = estimate_training_comm(m, c, o.micro_steps, o.no_sync, models);
   StepInputs in;

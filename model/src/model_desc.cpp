@@ -160,4 +160,15 @@ ModelDesc load_model(const std::string& name_or_path, const std::filesystem::pat
               " (or give a path to a config.json or a dtplan model file)");
 }
 
+std::int64_t sequence_length(const ModelDesc& m, std::int64_t seq_len) {
+  if (!m.transformer) {
+    if (seq_len > 0) {
+      throw Error("--seq-len " + std::to_string(seq_len) + ": model '" + m.name +
+                  "' has no sequence (a layer list or a bare parameter count)");
+    }
+    return 0;
+  }
+  return sequence_length(*m.transformer, seq_len);
+}
+
 }  // namespace dtplan

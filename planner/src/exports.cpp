@@ -43,23 +43,16 @@ std::int64_t nodes_used(const Plan& p) {
 
 }  // namespace
 
-DeepSpeedExport deepspeed_config(const Plan& p, const LaunchOptions& o) {
-  const auto& t = p.training;
-  DeepSpeedExport out;
-  auto& j = out.config;
-  j["train_batch_size"] = p.global_batch;
-  j["train_micro_batch_size_per_gpu"] = t.micro_batch;
-  j["gradient_accumulation_steps"] = p.grad_accum;
-  j["gradient_clipping"] = 1.0;
-  j["steps_per_print"] = 100;
-  j["wall_clock_breakdown"] = false;
-  if (bf16(t.precision)) j["bf16"] = {{"enabled", true}};
-  if (fp16(t.precision)) {
-    // Dynamic loss scaling (loss_scale 0), DeepSpeed's documented defaults.
-    j["fp16"] = {{"enabled", true},           {"loss_scale", 0}, {"loss_scale_window", 1000},
-                 {"initial_scale_power", 16}, {"hysteresis", 2}, {"min_loss_scale", 1}};
+namespace {
+
+// zero_optimization as DeepSpeed documents it; parameter offload exists only in stage 3.
+nlohmann::json zero_section(const TrainingConfig& t, const LaunchOptions& o,
+                            std::vector<std::string>& notes) {
+  int stage = zero_stage(t.strategy);
+  if (t.offload == Offload::optimizer_and_params && stage != 3) {
+    notes.push_back("DeepSpeed offloads parameters only in ZeRO stage 3: exported as stage 3");
+    stage = 3;
   }
-  const int stage = zero_stage(t.strategy);
   nlohmann::json zero = {{"stage", stage}};
   if (stage > 0) {
     zero["overlap_comm"] = true;
@@ -84,14 +77,67 @@ DeepSpeedExport deepspeed_config(const Plan& p, const LaunchOptions& o) {
   if (t.offload == Offload::optimizer_and_params) {
     zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   }
-  j["zero_optimization"] = zero;
-  if (t.offload != Offload::none || o.lr) {
-    // ZeRO-Offload steps on the CPU with DeepSpeedCPUAdam, which DeepSpeed builds from here.
-    const double lr = o.lr.value_or(1e-4);
-    if (!o.lr) out.notes.push_back("optimizer lr 1e-4 is a placeholder: pass --lr");
-    j["optimizer"] = {
-        {"type", t.optimizer == Optimizer::adam ? "Adam" : "AdamW"},
-        {"params", {{"lr", lr}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.01}}}};
+  return zero;
+}
+
+// The optimizer section, written when a learning rate is known or offload needs DeepSpeed to
+// build the (CPU) optimizer; DeepSpeed takes other torch.optim names as they are.
+std::optional<nlohmann::json> optimizer_section(const TrainingConfig& t, const LaunchOptions& o,
+                                                std::vector<std::string>& notes) {
+  if (t.offload == Offload::none && !o.lr) return std::nullopt;
+  if (t.optimizer == Optimizer::adam8bit) {
+    notes.push_back("8-bit Adam is not a DeepSpeed optimizer: pass it to deepspeed.initialize");
+    return std::nullopt;
+  }
+  const double lr = o.lr.value_or(1e-4);
+  if (!o.lr) notes.push_back("optimizer lr 1e-4 is a placeholder: pass --lr or --base-lr");
+  nlohmann::json params = {{"lr", lr}};
+  std::string type;
+  switch (t.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      type = t.optimizer == Optimizer::adam ? "Adam" : "AdamW";
+      params.update({{"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.01}});
+      break;
+    case Optimizer::sgd:
+    case Optimizer::sgd_momentum:
+      type = "SGD";
+      params["momentum"] = t.optimizer == Optimizer::sgd ? 0.0 : 0.9;
+      break;
+    case Optimizer::adam8bit:
+      break;
+  }
+  return nlohmann::json{{"type", type}, {"params", params}};
+}
+
+}  // namespace
+
+DeepSpeedExport deepspeed_config(const Plan& p, const LaunchOptions& o) {
+  const auto& t = p.training;
+  DeepSpeedExport out;
+  auto& j = out.config;
+  j["train_batch_size"] = p.global_batch;
+  j["train_micro_batch_size_per_gpu"] = t.micro_batch;
+  j["gradient_accumulation_steps"] = p.grad_accum;
+  j["gradient_clipping"] = 1.0;
+  j["steps_per_print"] = 100;
+  j["wall_clock_breakdown"] = false;
+  if (bf16(t.precision)) j["bf16"] = {{"enabled", true}};
+  if (fp16(t.precision)) {
+    // Dynamic loss scaling (loss_scale 0), DeepSpeed's documented defaults.
+    j["fp16"] = {{"enabled", true},           {"loss_scale", 0}, {"loss_scale_window", 1000},
+                 {"initial_scale_power", 16}, {"hysteresis", 2}, {"min_loss_scale", 1}};
+  }
+  if (t.precision == Precision::amp_fp16 || t.precision == Precision::amp_bf16) {
+    out.notes.push_back("torch.autocast has no DeepSpeed form: exported as DeepSpeed's own " +
+                        std::string(compute_type(t.precision)) + " mixed precision");
+  }
+  j["zero_optimization"] = zero_section(t, o, out.notes);
+  if (const auto opt = optimizer_section(t, o, out.notes)) j["optimizer"] = *opt;
+  if (t.offload != Offload::none && t.optimizer != Optimizer::adam &&
+      t.optimizer != Optimizer::adamw) {
+    // ZeRO-Offload expects DeepSpeed's CPU Adam unless told otherwise.
+    j["zero_force_ds_cpu_optimizer"] = false;
   }
   if (t.checkpointing != Checkpointing::none) {
     j["activation_checkpointing"] = {{"partition_activations", false},
@@ -101,8 +147,12 @@ DeepSpeedExport deepspeed_config(const Plan& p, const LaunchOptions& o) {
                                      {"profile", false}};
     out.notes.push_back(
         "activation checkpointing also needs the model to wrap its blocks "
-        "(deepspeed.checkpointing.checkpoint or gradient_checkpointing_enable())");
+        "(deepspeed.checkpointing.checkpoint or gradient_checkpointing_enable())" +
+        std::string(t.checkpointing == Checkpointing::selective
+                        ? "; the plan recomputes only attention (selective): wrap those"
+                        : ""));
   }
+  const int stage = j["zero_optimization"]["stage"].get<int>();
   if (t.strategy == Strategy::ddp || t.strategy == Strategy::dp ||
       t.strategy == Strategy::fsdp_no_shard || t.strategy == Strategy::fsdp_full ||
       t.strategy == Strategy::fsdp_grad_op || t.strategy == Strategy::fsdp_hybrid) {
@@ -190,7 +240,7 @@ std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
                                                                   : "NO_SHARD";
     y << "fsdp_config:\n"
       << "  fsdp_activation_checkpointing: "
-      << (t.checkpointing != Checkpointing::none ? "true" : "false") << "\n"
+      << (t.checkpointing == Checkpointing::full ? "true" : "false") << "\n"
       << "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
       << "  fsdp_backward_prefetch: BACKWARD_PRE\n"
       << "  fsdp_cpu_ram_efficient_loading: true\n"
@@ -228,6 +278,31 @@ std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
   y << "same_network: true\n";
   y << "use_cpu: false\n";
   return y.str();
+}
+
+bool uses_deepspeed(const Plan& p) {
+  const auto s = p.training.strategy;
+  return s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3;
+}
+
+std::vector<std::string> accelerate_notes(const Plan& p) {
+  const auto& t = p.training;
+  std::vector<std::string> notes;
+  if (t.strategy == Strategy::dp) {
+    notes.emplace_back(
+        "Accelerate has no DataParallel mode: MULTI_GPU runs DDP, one process per GPU");
+  }
+  if (t.checkpointing == Checkpointing::selective) {
+    notes.emplace_back(
+        "Accelerate checkpoints whole blocks, the plan only attention (selective): "
+        "the config leaves fsdp_activation_checkpointing off; checkpoint attention "
+        "in the model");
+  }
+  if (t.precision == Precision::amp_fp16 || t.precision == Precision::amp_bf16) {
+    notes.emplace_back("mixed_precision in Accelerate is torch.autocast, as the plan's " +
+                       std::string(name_of(t.precision)));
+  }
+  return notes;
 }
 
 }  // namespace dtplan::planner

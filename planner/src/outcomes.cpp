@@ -9,7 +9,10 @@ namespace {
 
 // Lower is the nearer miss: least over memory first, then the other reasons.
 bool nearer(const Rejected& a, const Rejected& b) {
-  auto rank = [](Reason r) { return r == Reason::out_of_memory ? 0 : 1; };
+  // A configuration that fits but misses the deadline is nearer than one that does not fit.
+  auto rank = [](Reason r) {
+    return r == Reason::past_deadline ? 0 : r == Reason::out_of_memory ? 1 : 2;
+  };
   if (rank(a.reason) != rank(b.reason)) return rank(a.reason) < rank(b.reason);
   return a.amount < b.amount;
 }

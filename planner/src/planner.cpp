@@ -52,6 +52,8 @@ std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t no
   std::vector<std::int64_t> out;
   for (std::int64_t g = 1; g < gpus_per_node && g <= max_gpus; g *= 2)
     out.push_back(g);
+  // A cap inside a node is a count the user has: search it too (6 of 8 GPUs).
+  if (max_gpus < gpus_per_node && out.back() != max_gpus) out.push_back(max_gpus);
   for (std::int64_t n = 1; n <= nodes && n * gpus_per_node <= max_gpus; n *= 2) {
     out.push_back(n * gpus_per_node);
   }

@@ -29,10 +29,6 @@ std::vector<E> all_of(const std::array<NamedValue<E>, N>& table) {
   return out;
 }
 
-std::int64_t distance(std::int64_t a, std::int64_t b) {
-  return a > b ? a - b : b - a;
-}
-
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> low;
   std::vector<std::int64_t> high;
@@ -45,13 +41,6 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return low;
 }
 
-std::vector<std::int64_t> powers_of_two_upto(std::int64_t n) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t v = 1; v <= std::max<std::int64_t>(n, 1); v *= 2)
-    out.push_back(v);
-  return out;
-}
-
 }  // namespace
 
 Search::Search(const Inputs& in) : in_(in) {
@@ -60,6 +49,7 @@ Search::Search(const Inputs& in) : in_(in) {
     throw Error("the planner needs layer shapes to time compute: give --model, not --params");
   }
   if (in.request.global_batch < 1) throw Error("--global-batch: must be a positive integer");
+  sequence_length(m, in.request.seq_len);  // a request-level error, before any search
   result_.capacity = in.gpu.memory;
   result_.usable = Bytes{static_cast<std::int64_t>(
       std::floor(static_cast<double>(in.gpu.memory.value) * (1.0 - in.request.headroom)))};
@@ -70,20 +60,11 @@ PlanResult Search::run() {
   set_axes();
   prepare_groups();
   prepare_memory();
-  auto exact = shapes(true);
+  const auto all = shapes();
   prepare_compute();
   const auto t1 = Clock::now();
-  search(exact);
+  search(all);
   result_.search_s = seconds_since(t1);
-  if (feasible_.empty()) {
-    // Nothing reaches the batch exactly and fits: the nearest batch that does.
-    result_.exact_batch = false;
-    auto nearest = shapes(false);
-    prepare_compute();
-    const auto t2 = Clock::now();
-    search(nearest);
-    result_.search_s += seconds_since(t2);
-  }
   finish();
   result_.elapsed_s = seconds_since(t0);
   return result_;
@@ -214,41 +195,57 @@ void Search::prepare_memory() {
         }
 }
 
-// exact: micro-batches dividing the per-GPU batch, GPU counts dividing the global batch.
-// Otherwise powers of two with the accumulation rounded to the nearest.
-std::vector<Shape> Search::shapes(bool exact) {
+// The per-GPU batches (micro-batch x accumulation) worth trying on dp GPUs: the global batch
+// divided by dp when it divides and a searched micro-batch fits it; otherwise the multiples
+// of the searched micro-batches just below and above it (the nearest reachable batches).
+std::vector<std::int64_t> Search::per_gpu_batches(std::int64_t dp) const {
+  const auto g = in_.request.global_batch;
+  const auto& filter = in_.request.micro_batches;
+  const std::vector<std::int64_t> units = filter.empty() ? std::vector<std::int64_t>{1} : filter;
+  std::vector<std::int64_t> exact;
+  std::vector<std::int64_t> near;
+  for (const auto mb : units) {
+    const auto step = dp * mb;
+    const auto below = g / step;
+    if (g % step == 0) {
+      exact.push_back(below * mb);
+      continue;
+    }
+    if (below >= 1) near.push_back(below * mb);
+    near.push_back((below + 1) * mb);
+  }
+  auto& chosen = exact.empty() ? near : exact;
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  return chosen;
+}
+
+// Every (GPU count, micro-batch) with its accumulation: micro-batches are the divisors of the
+// per-GPU batch (those searched, with --micro-batch).
+std::vector<Shape> Search::shapes() {
   const auto& r = in_.request;
   const auto g = r.global_batch;
   std::vector<Shape> out;
   for (std::size_t d = 0; d < dps_.size(); ++d) {
     const auto dp = dps_[d];
-    if (exact && g % dp != 0) {
-      auto rejected = candidate({d, 0, 0, 0});
-      rejected.micro_batch = 0;
-      reject(rejected, Reason::batch_unreachable, 0,
-             "global batch " + std::to_string(g) + " is not a multiple of " + std::to_string(dp) +
-                 " GPUs");
-      continue;
-    }
-    auto mbs = exact ? divisors(g / dp) : powers_of_two_upto(g / dp);
-    if (!r.micro_batches.empty()) {
-      std::erase_if(mbs, [&](std::int64_t mb) {
-        return std::find(r.micro_batches.begin(), r.micro_batches.end(), mb) ==
-               r.micro_batches.end();
-      });
-      if (!exact && mbs.empty()) mbs = r.micro_batches;
-    }
-    for (const auto mb : mbs) {
-      const auto [it, added] = mb_index_.emplace(mb, micro_batches_.size());
-      if (added) micro_batches_.push_back(mb);
-      Shape s{d, it->second, 1, 0};
-      const double per_step = static_cast<double>(dp * mb);
-      s.grad_accum =
-          exact ? g / (dp * mb)
-                : std::max<std::int64_t>(1, std::llround(static_cast<double>(g) / per_step));
-      s.global_batch = s.grad_accum * dp * mb;
-      if (!exact && s.global_batch == g) continue;  // the exact pass has tried it
-      out.push_back(s);
+    for (const auto per_gpu : per_gpu_batches(dp)) {
+      if (r.exact_batch && per_gpu * dp != g) {
+        auto rejected = candidate({d, 0, 0, 0});
+        rejected.micro_batch = 0;
+        reject(rejected, Reason::batch_unreachable, 0,
+               "global batch " + std::to_string(g) + " is not reachable on " + std::to_string(dp) +
+                   " GPUs" + (r.micro_batches.empty() ? "" : " with the micro-batches searched"));
+        break;
+      }
+      for (const auto mb : divisors(per_gpu)) {
+        if (!r.micro_batches.empty() && std::find(r.micro_batches.begin(), r.micro_batches.end(),
+                                                  mb) == r.micro_batches.end()) {
+          continue;
+        }
+        const auto [it, added] = mb_index_.emplace(mb, micro_batches_.size());
+        if (added) micro_batches_.push_back(mb);
+        out.push_back({d, it->second, per_gpu / mb, per_gpu * dp});
+      }
     }
   }
   return out;
@@ -387,25 +384,6 @@ void Search::reject(const Candidate& c, Reason why, double amount, std::string d
 }
 
 void Search::finish() {
-  if (!result_.exact_batch && !feasible_.empty()) {
-    std::int64_t nearest = std::numeric_limits<std::int64_t>::max();
-    const auto g = in_.request.global_batch;
-    for (const auto& c : feasible_)
-      nearest = std::min(nearest, distance(c.global_batch, g));
-    // Prefer the smaller batch on a tie: it needs no more data per step than was asked for.
-    std::int64_t chosen = std::numeric_limits<std::int64_t>::max();
-    for (const auto& c : feasible_) {
-      if (distance(c.global_batch, g) == nearest) chosen = std::min(chosen, c.global_batch);
-    }
-    for (const auto& c : feasible_) {
-      if (c.global_batch != chosen) {
-        reject(c, Reason::batch_unreachable, 0,
-               "global batch " + std::to_string(c.global_batch) + " is further from " +
-                   std::to_string(g) + " than " + std::to_string(chosen));
-      }
-    }
-    std::erase_if(feasible_, [&](const Candidate& c) { return c.global_batch != chosen; });
-  }
   if (feasible_.empty()) {
     result_.suggestions = suggestions(in_, result_);
     return;
@@ -428,6 +406,14 @@ void Search::rank() {
     if (i > 0) reject(feasible_[i], Reason::slower, 100.0 * (feasible_[i].objective / best - 1.0));
   }
   result_.best = result_.ranked.front();
+  const auto g = in_.request.global_batch;
+  result_.exact_batch = result_.best->global_batch == g;
+  const auto exact = std::find_if(feasible_.begin(), feasible_.end(),
+                                  [g](const Candidate& c) { return c.global_batch == g; });
+  if (exact != feasible_.end()) {
+    result_.best_exact = *exact;
+    exact_memory(*result_.best_exact);
+  }
 }
 
 void Search::pareto() {

@@ -65,7 +65,8 @@ class Search {
   void set_axes();
   void prepare_groups();
   void prepare_memory();
-  std::vector<Shape> shapes(bool exact);
+  std::vector<std::int64_t> per_gpu_batches(std::int64_t dp) const;
+  std::vector<Shape> shapes();
   void prepare_compute();
   void search(const std::vector<Shape>& shapes);
   void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o);

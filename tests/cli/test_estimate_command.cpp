@@ -52,6 +52,8 @@ TEST_CASE("estimate --json: memory, throughput, MFU and a timeline") {
   }
   CHECK(end == Approx(step));
   CHECK(j["comm"]["strategy"] == "zero2");
+  CHECK(j["memory"]["fits"] == true);  // the fit against --gpu, as `dtplan memory --gpu` says
+  CHECK(j["training"]["grad_accum"] == 4);
   CHECK(j["compute_constants"].contains("gemm_efficiency"));
 }
 
@@ -72,6 +74,10 @@ TEST_CASE("a straggler slows every rank's step; a slower GPU in the set sets the
       run(with({"--slowest-gpu", "V100-32GB", "--precision", "fp16", "--json"})).out);
   // V100 has 125 TFLOP/s fp16 to the A100's 312: the slowest rank computes over twice as long.
   CHECK(mixed["straggler_slowdown"].get<double>() > 2.0);
+  // A faster GPU would not be the straggler.
+  const auto faster = run(with({"--slowest-gpu", "H100-SXM"}));
+  CHECK(faster.code == 1);
+  CHECK_THAT(faster.err, Contains("computes faster than A100-80GB"));
   // V100 has no bf16: a bf16 run cannot include one.
   const auto bf16 = run(with({"--slowest-gpu", "V100-32GB"}));
   CHECK(bf16.code == 1);

@@ -75,12 +75,10 @@ TEST_CASE("plan --json has the documented keys, consistent with each other") {
         j["capacity"]["usable_bytes"].get<std::int64_t>());
   CHECK(j["capacity"]["bytes"] == 85'899'345'920LL);
   CHECK(j["candidates"].size() == 3);
-  CHECK(j["candidates"][0] == [&] {
-    auto c = b;
-    for (const auto* k : {"memory", "hfu", "step"})
-      c.erase(k);
-    return c;
-  }());
+  for (std::size_t i = 1; i < j["candidates"].size(); ++i) {
+    CHECK(j["candidates"][i - 1]["objective"].get<double>() <=
+          j["candidates"][i]["objective"].get<double>());
+  }
   CHECK(j["best_estimate"]["step_time_s"].get<double>() == Approx(b["step_time_s"].get<double>()));
   REQUIRE_FALSE(j["rejected"].empty());
   for (const auto& rej : j["rejected"]) {
@@ -142,6 +140,59 @@ TEST_CASE("plan bad input: one line naming the problem") {
   CHECK_THAT(r.err, Contains("--global-batch"));
 }
 
+TEST_CASE("exports: all files or none; the deepspeed line only with its config") {
+  const auto ok = temp("kept.json");
+  std::filesystem::remove(ok);
+  // The second path cannot be written: nothing is written, not even the first.
+  auto r =
+      run(with({"--save-plan", ok.string(), "--export-accelerate", "/nonexistent-dir/a.yaml"}));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--export-accelerate /nonexistent-dir/a.yaml"));
+  CHECK_FALSE(std::filesystem::exists(ok));
+  CHECK_FALSE(std::filesystem::exists(ok.string() + ".dtplan-partial"));
+  // Launch lines without --export-deepspeed say what the deepspeed line needs.
+  r = run(with({"--export-launch"}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("# the script must use micro-batch ") &&
+                        Contains("# deepspeed: add --export-deepspeed FILE"));
+  CHECK(r.out.find("--deepspeed_config") == std::string::npos);
+  // A ZeRO plan's Accelerate config points at the DeepSpeed file, so it needs one.
+  r = run(with({"--strategy", "zero2", "--export-accelerate", temp("z.yaml").string()}));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("give --export-deepspeed FILE too"));
+  // The learning rate scaled from --base-lr reaches the DeepSpeed config.
+  const auto ds = temp("lr.json");
+  r = run(with({"--strategy", "zero2", "--base-lr", "1e-4", "--base-global-batch", "256",
+                "--export-deepspeed", ds.string(), "--offload", "optimizer"}));
+  REQUIRE(r.code == 0);
+  CHECK(nlohmann::json::parse(read(ds))["optimizer"]["params"]["lr"].get<double>() ==
+        Approx(2e-4));  // 1e-4 x 512 / 256
+}
+
+TEST_CASE("plan refuses non-finite and out-of-range numbers, and sequences a model cannot take") {
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--lr", "nan"},
+                                                        {"--lr", "-1"},
+                                                        {"--price-per-gpu-hour", "inf"},
+                                                        {"--max-hours", "nan"},
+                                                        {"--steps", "0"},
+                                                        {"--gpus", "0"},
+                                                        {"--show-rejected", "-1"}}) {
+    const auto r = run(with({flag, value}));
+    INFO(flag << " " << value);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Contains(flag));
+  }
+  auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+                "--global-batch", "8", "--seq-len", "2048"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--seq-len 2048: longer than the model's 1024 learned positions"));
+  r = run({"plan", "--model", "mnist-convnet", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+           "--global-batch", "64", "--seq-len", "128"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("has no sequence"));
+}
+
 TEST_CASE("nothing fits: exit 1, the rejections and what would fit") {
   const auto r = run({"plan", "--model", "llama-2-70b", "--topology", "dgx-a100", "--gpu",
                       "A100-40GB", "--global-batch", "8", "--seq-len", "4096", "--offload", "none",
@@ -153,10 +204,23 @@ TEST_CASE("nothing fits: exit 1, the rejections and what would fit") {
   CHECK_THAT(r.err, Contains("no configuration fits A100-40GB"));
 }
 
-TEST_CASE("a batch that idles GPUs says which batches would use them") {
-  const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
-                      "--global-batch", "100", "--seq-len", "512"});
+TEST_CASE(
+    "a batch the GPUs do not divide: the nearest on all of them, or exact with --exact-batch") {
+  const std::vector<std::string> base = {"plan",         "--model",   "gpt2",      "--topology",
+                                         "pcie-split-8", "--gpu",     "A100-80GB", "--global-batch",
+                                         "100",          "--seq-len", "512",       "--json"};
+  const auto near = nlohmann::json::parse(run(base).out);
+  // 100 / 8 = 12.5 per GPU: 96 or 104 on 8 GPUs, against 100 on 4 (or fewer) GPUs.
+  const auto batch = near["best"]["global_batch"].get<std::int64_t>();
+  CHECK((batch == 96 || batch == 104));
+  CHECK(near["best"]["dp"] == 8);
+  CHECK(near["exact_batch"] == false);
+  CHECK(near["best_exact"]["global_batch"] == 100);
+  auto args = base;
+  args.back() = "--exact-batch";
+  const auto r = run(args);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out,
              Contains("global batch 100 is not a multiple of 8 GPUs") && Contains("96 or 104"));
+  CHECK_THAT(r.out, Contains("= 100 "));
 }

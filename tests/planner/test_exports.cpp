@@ -122,3 +122,46 @@ TEST_CASE("Accelerate: FSDP settings, or DeepSpeed with the precision left to it
   CHECK_THAT(accelerate_config(make_plan(Strategy::ddp, Precision::fp32, 8, 1, 1), {}),
              Contains("distributed_type: MULTI_GPU\n") && Contains("mixed_precision: 'no'\n"));
 }
+
+TEST_CASE("DeepSpeed: parameter offload only in stage 3; optimizer type as the plan's") {
+  // An FSDP SHARD_GRAD_OP plan with parameter offload has no stage-2 form in DeepSpeed
+  // (offload_param is valid only with stage 3).
+  auto p = make_plan(Strategy::fsdp_grad_op, Precision::bf16, 8, 1, 1);
+  p.training.offload = Offload::optimizer_and_params;
+  const auto ds = deepspeed_config(p, {});
+  CHECK(ds.config["zero_optimization"]["stage"] == 3);
+  CHECK(ds.config["zero_optimization"].contains("offload_param"));
+  bool said = false;
+  for (const auto& n : ds.notes)
+    said = said || n.find("only in ZeRO stage 3") != std::string::npos;
+  CHECK(said);
+  // SGD with momentum goes to torch.optim.SGD; offloaded, DeepSpeed must not force CPU Adam.
+  auto sgd = make_plan(Strategy::zero2, Precision::bf16, 8, 1, 1);
+  sgd.training.optimizer = Optimizer::sgd_momentum;
+  sgd.training.offload = Offload::optimizer;
+  LaunchOptions o;
+  o.lr = 0.1;
+  const auto s = deepspeed_config(sgd, o).config;
+  CHECK(s["optimizer"]["type"] == "SGD");
+  CHECK(s["optimizer"]["params"]["momentum"] == 0.9);
+  CHECK(s["optimizer"]["params"]["lr"] == 0.1);
+  CHECK(s["zero_force_ds_cpu_optimizer"] == false);
+  // Adam keeps DeepSpeed's CPU Adam: no override.
+  auto adam = sgd;
+  adam.training.optimizer = Optimizer::adam;
+  const auto a = deepspeed_config(adam, o).config;
+  CHECK(a["optimizer"]["type"] == "Adam");
+  CHECK_FALSE(a.contains("zero_force_ds_cpu_optimizer"));
+}
+
+TEST_CASE("Accelerate: selective checkpointing is left to the model, and said") {
+  auto p = make_plan(Strategy::fsdp_full, Precision::bf16, 8, 1, 1);
+  p.training.checkpointing = Checkpointing::selective;
+  CHECK_THAT(accelerate_config(p, {}), Contains("fsdp_activation_checkpointing: false\n"));
+  REQUIRE(accelerate_notes(p).size() == 1);
+  CHECK_THAT(accelerate_notes(p).front(), Contains("selective"));
+  CHECK_THAT(accelerate_notes(make_plan(Strategy::dp, Precision::bf16, 4, 1, 1)).front(),
+             Contains("MULTI_GPU runs DDP"));
+  CHECK(uses_deepspeed(make_plan(Strategy::zero1, Precision::bf16, 8, 1, 1)));
+  CHECK_FALSE(uses_deepspeed(make_plan(Strategy::fsdp_full, Precision::bf16, 8, 1, 1)));
+}

@@ -44,6 +44,7 @@ TEST_CASE("GPU counts: powers of two inside a node, then whole nodes, then all")
   CHECK(gpu_counts(8, 3, 24) == std::vector<std::int64_t>{1, 2, 4, 8, 16, 24});
   CHECK(gpu_counts(8, 4, 20) == std::vector<std::int64_t>{1, 2, 4, 8, 16});
   CHECK(gpu_counts(4, 1, 4) == std::vector<std::int64_t>{1, 2, 4});
+  CHECK(gpu_counts(8, 2, 6) == std::vector<std::int64_t>{1, 2, 4, 6});
 }
 
 TEST_CASE("every candidate reaches the global batch exactly and fits with the headroom") {

@@ -42,4 +42,9 @@ ModelDesc load_model_file(const std::filesystem::path& path);
 
 std::vector<std::string> list_model_presets(const std::filesystem::path& models_dir);
 
+// The tokens per sample a run of `m` uses: `seq_len`, or the model's maximum when 0. Throws
+// when a transformer with learned positions has fewer, or when a sequence length is given
+// for a model without one (layer lists, bare counts).
+std::int64_t sequence_length(const ModelDesc& m, std::int64_t seq_len);
+
 }  // namespace dtplan

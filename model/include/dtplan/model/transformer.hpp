@@ -81,4 +81,8 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config);
 
 std::vector<std::string> supported_model_types();
 
+// Tokens per sample: `seq_len`, or the maximum positions when 0; throws when learned
+// positions cannot cover it.
+std::int64_t sequence_length(const TransformerSpec& t, std::int64_t seq_len);
+
 }  // namespace dtplan

@@ -35,5 +35,9 @@ std::vector<std::string> torchrun_lines(const Plan& p, const LaunchOptions& o);
 std::vector<std::string> deepspeed_lines(const Plan& p, const LaunchOptions& o);
 // An Accelerate config file (YAML).
 std::string accelerate_config(const Plan& p, const LaunchOptions& o);
+// Where the Accelerate config cannot say what the plan does.
+std::vector<std::string> accelerate_notes(const Plan& p);
+// Whether the plan's strategy runs under DeepSpeed (ZeRO-1/2/3).
+bool uses_deepspeed(const Plan& p);
 
 }  // namespace dtplan::planner

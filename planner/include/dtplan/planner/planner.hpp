@@ -47,6 +47,9 @@ struct PlanRequest {
   double samples = 0;
   double max_run_s = 0;  // a deadline for the whole run (needs steps or samples); 0: none
   std::vector<std::int64_t> micro_batches;  // empty: every divisor of the per-GPU batch
+  // Only the requested batch; otherwise GPU counts it does not divide are searched at the
+  // nearest batches they reach, and compete.
+  bool exact_batch = false;
   std::int64_t top_k = 5;
   // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
   // gradients) or synchronising every micro-step: both searched, or one.
@@ -86,7 +89,8 @@ struct PlanResult {
   std::vector<Candidate> ranked;  // best first, up to top_k
   std::vector<Candidate> pareto;  // fewest bytes first; each faster than all that use less
   std::vector<Rejected> rejected;
-  bool exact_batch = true;  // false: no configuration reaches the batch exactly
+  bool exact_batch = true;              // whether the best plan reaches the requested batch exactly
+  std::optional<Candidate> best_exact;  // the best that does, when the best does not
   std::int64_t configs_evaluated = 0;
   double elapsed_s = 0;
   double search_s = 0;  // after the caches were built
