@@ -37,5 +37,7 @@ Command register_topo_command(CLI::App& app);
 Command register_comm_command(CLI::App& app);
 Command register_estimate_command(CLI::App& app);
 Command register_plan_command(CLI::App& app);
+Command register_validate_command(CLI::App& app);
+Command register_run_command(CLI::App& app);
 
 }  // namespace dtplan::cli

@@ -37,7 +37,10 @@ nlohmann::json to_json(const Plan& p) {
 }
 
 Plan plan_from_json(const std::filesystem::path& path) {
-  const auto r = ObjectReader::root(read_json_file(path));
+  return plan_from_reader(ObjectReader::root(read_json_file(path)));
+}
+
+Plan plan_from_reader(const ObjectReader& r) {
   r.check_schema_version(1);
   Plan p;
   auto& t = p.training;

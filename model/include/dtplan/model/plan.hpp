@@ -11,6 +11,8 @@
 
 namespace dtplan {
 
+class ObjectReader;
+
 struct PlanPrediction {
   double step_time_s = 0;
   double samples_per_s = 0;
@@ -34,5 +36,7 @@ struct Plan {
 
 nlohmann::json to_json(const Plan& p);
 Plan plan_from_json(const std::filesystem::path& path);
+// The same from a plan object inside another document (a measurement records its plan).
+Plan plan_from_reader(const ObjectReader& r);
 
 }  // namespace dtplan

@@ -1,0 +1,196 @@
+// `dtplan validate`: predicted against measured, figure by figure, for a dtplan-run
+// measurement. Predictions come from the cost model with the hardware profile of the machine
+// measured (memory model for model states; dense-stack shapes for activations and buffers;
+// fitted GEMM, element-wise, optimizer and collective constants for time).
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "commands.hpp"
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/runtime/measurement.hpp"
+#include "json_output.hpp"
+#include "table.hpp"
+
+namespace dtplan::cli {
+namespace {
+
+struct ValidateOptions {
+  std::string plan;
+  std::string measured;
+  std::string profile;
+  std::string data_dir;
+  bool json = false;
+};
+
+struct Figure {
+  std::string name;
+  std::string unit;  // bytes, s, samples/s, tokens/s
+  std::optional<double> predicted;
+  std::optional<double> measured;
+  std::optional<double> error() const {
+    if (!predicted || !measured || *measured == 0) return std::nullopt;
+    return (*predicted - *measured) / *measured;
+  }
+};
+
+// The profile named, or data/profiles/<backend>-<ranks>ranks.json for the measurement.
+std::filesystem::path profile_path(const ValidateOptions& o, const runtime::Measurement& m) {
+  if (!o.profile.empty()) return o.profile;
+  const auto p = resolve_data_dir(o.data_dir) / "profiles" /
+                 (m.backend + "-" + std::to_string(m.world_size) + "ranks.json");
+  if (!std::filesystem::exists(p)) {
+    throw Error("no bundled hardware profile " + p.string() + " for " + m.backend + " with " +
+                std::to_string(m.world_size) + " ranks; measure one: mpirun -np " +
+                std::to_string(m.world_size) +
+                " build/bin/dtplan-run --measure-profile --backend " + m.backend +
+                " --out profile.json, then pass --profile profile.json");
+  }
+  return p;
+}
+
+cost::RuntimeRun run_of(const runtime::Measurement& m) {
+  cost::RuntimeRun r;
+  r.stack = m.workload;
+  r.strategy = m.executed.strategy;
+  r.optimizer = m.executed.optimizer;
+  r.ranks = m.world_size;
+  r.micro_batch = m.executed.micro_batch;
+  r.grad_accum = m.executed.grad_accum;
+  r.no_sync = m.executed.no_sync;
+  r.bucket_cap_bytes = m.executed.bucket_cap_bytes;
+  return r;
+}
+
+std::string collective_name(const std::string& kind, const std::string& phase, std::int64_t bytes,
+                            std::int64_t count) {
+  return kind + " " + std::to_string(bytes) + " B (" + phase + ", " + std::to_string(count) +
+         "/step)";
+}
+
+std::vector<Figure> figures_of(const runtime::Measurement& m, const cost::RuntimePrediction& p) {
+  std::vector<Figure> f;
+  const auto& rank0 = m.memory.front();
+  for (const auto& [component, bytes] : p.memory) {
+    const auto it = rank0.components.find(component);
+    f.push_back(
+        {"memory " + component, "bytes", static_cast<double>(bytes),
+         it == rank0.components.end() ? std::nullopt : std::optional<double>(double(it->second))});
+  }
+  f.push_back({"memory peak (rank 0)", "bytes", double(p.peak_bytes), double(rank0.peak_bytes)});
+  std::map<std::tuple<std::string, std::string, std::int64_t>, Figure> coll;
+  for (const auto& c : p.collectives) {
+    coll[{c.kind, c.phase, c.bytes}] = {collective_name(c.kind, c.phase, c.bytes, c.count_per_step),
+                                        "s", c.time_s, std::nullopt};
+  }
+  for (const auto& c : m.collectives) {
+    auto& fig = coll[{c.kind, c.phase, c.bytes}];
+    if (fig.name.empty())
+      fig = {collective_name(c.kind, c.phase, c.bytes, c.count_per_step), "s", std::nullopt,
+             std::nullopt};
+    fig.measured = c.time_s;
+  }
+  for (auto& [key, fig] : coll)
+    f.push_back(fig);
+  const auto med = m.median();
+  f.push_back({"forward (all micro-steps)", "s", p.forward_s, med.forward_s});
+  f.push_back({"backward (all micro-steps)", "s", p.backward_s, med.backward_s});
+  f.push_back({"waiting for gradients", "s", p.comm_wait_s, med.comm_wait_s});
+  f.push_back({"optimizer", "s", p.optimizer_s, med.optimizer_s});
+  f.push_back({"step time", "s", p.step_s, med.time_s});
+  const double batch = static_cast<double>(m.global_batch());
+  f.push_back({"throughput", "samples/s", batch / p.step_s, m.samples_per_s()});
+  f.push_back(
+      {"throughput", "tokens/s", batch * double(m.workload.seq_len) / p.step_s, m.tokens_per_s()});
+  return f;
+}
+
+std::string cell(std::optional<double> v, const std::string& unit) {
+  if (!v) return "-";
+  char buf[48];
+  if (unit == "bytes") {
+    std::snprintf(buf, sizeof buf, "%.3f MiB", *v / 1048576.0);
+  } else if (unit == "s") {
+    std::snprintf(buf, sizeof buf, "%.3f ms", *v * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", *v, unit.c_str());
+  }
+  return buf;
+}
+
+std::string percent(std::optional<double> e) {
+  if (!e) return "-";
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", *e * 100);
+  return buf;
+}
+
+nlohmann::json opt(std::optional<double> v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+int run_validate(const ValidateOptions& o, const RunContext& ctx) {
+  const auto plan = plan_from_json(o.plan);
+  const auto m = runtime::measurement_from_json(o.measured);
+  if (to_json(plan) != to_json(m.plan)) {
+    throw Error("--measured " + o.measured + ": it was made from a different plan than --plan " +
+                o.plan + " (compare its \"plan\" object)");
+  }
+  const auto path = profile_path(o, m);
+  const auto profile = cost::load_profile(path);
+  const auto figures = figures_of(m, cost::predict_runtime_step(run_of(m), profile));
+  if (o.json) {
+    auto j = report_preamble("validate", ctx.args);
+    j["plan"] = o.plan;
+    j["measured"] = o.measured;
+    j["profile"] = path.string();
+    j["figures"] = nlohmann::json::array();
+    for (const auto& f : figures) {
+      j["figures"].push_back({{"name", f.name},
+                              {"unit", f.unit},
+                              {"predicted", opt(f.predicted)},
+                              {"measured", opt(f.measured)},
+                              {"error", opt(f.error())}});
+    }
+    ctx.out << j.dump(2) << "\n";
+    return 0;
+  }
+  ctx.out << "dtplan validate: " << m.plan.model << ", " << name_of(m.executed.strategy) << " on "
+          << m.world_size << " ranks (" << m.backend << ", scale " << m.scale << ": "
+          << cost::params_of(m.workload) << " parameters), measured " << m.created << "\n"
+          << "  hardware: " << m.device << "\n  profile: " << path.string() << " ("
+          << profile.hardware << ")\n\n";
+  TextTable table({"figure", "predicted", "measured", "error"});
+  for (const auto& f : figures) {
+    table.add_row(
+        {f.name, cell(f.predicted, f.unit), cell(f.measured, f.unit), percent(f.error())});
+  }
+  table.print(ctx.out);
+  ctx.out << "\nerror = (predicted - measured) / measured; times are medians over "
+          << m.steps.size() << " measured steps (slowest rank); memory is rank 0's.\n";
+  for (const auto& n : m.notes)
+    ctx.out << "note: " << n << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command register_validate_command(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "validate", "Predicted vs measured, figure by figure, for a dtplan-run measurement");
+  auto o = std::make_shared<ValidateOptions>();
+  sub->add_option("--plan", o->plan, "the plan (dtplan plan --save-plan)")->required();
+  sub->add_option("--measured", o->measured, "measurement JSON (dtplan-run --out)")->required();
+  sub->add_option("--profile", o->profile,
+                  "hardware profile (dtplan-run --measure-profile); default: the bundled one "
+                  "for the measurement's backend and ranks");
+  sub->add_option("--data-dir", o->data_dir, "dtplan data directory");
+  sub->add_flag("--json", o->json, "JSON: figures[{name, unit, predicted, measured, error}]");
+  return {"validate", [o](const RunContext& ctx) { return run_validate(*o, ctx); }};
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,58 @@
+// What dtplan-run should measure for a run, predicted from a hardware profile: per-phase time,
+// each collective of the step (kind, phase, bytes, count), and per-rank memory by component.
+// Model states come from the memory model (estimate_memory, fp32); activations and buffers from
+// the dense stack's shapes; times from the profile's fitted constants. The collective schedule
+// is the one the runtime's strategies follow (runtime/include/dtplan/runtime/trainer.hpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/dense_stack.hpp"
+#include "dtplan/cost/hardware_profile.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::cost {
+
+// How dtplan-run executes a strategy: FSDP modes run as the ZeRO stage (or DDP) they match.
+enum class RuntimeMode { ddp, dp, zero1, zero2, zero3 };
+// Throws for fsdp-hybrid, which needs a 2-D process grid.
+RuntimeMode runtime_mode(Strategy s);
+
+struct RuntimeRun {
+  DenseStack stack;
+  Strategy strategy = Strategy::ddp;
+  Optimizer optimizer = Optimizer::adamw;
+  std::int64_t ranks = 1;
+  std::int64_t micro_batch = 1;
+  std::int64_t grad_accum = 1;
+  bool no_sync = true;  // as the runtime executes it
+  std::int64_t bucket_cap_bytes = 0;
+};
+
+struct PredictedCollective {
+  std::string kind;
+  std::string phase;
+  std::int64_t bytes = 0;
+  std::int64_t count_per_step = 0;
+  double time_s = 0;  // one operation
+};
+
+struct RuntimePrediction {
+  double forward_s = 0, backward_s = 0, comm_wait_s = 0, optimizer_s = 0, step_s = 0;
+  std::vector<PredictedCollective> collectives;
+  std::map<std::string, std::int64_t> memory;  // rank 0 at its peak, by component
+  std::int64_t peak_bytes = 0;
+};
+
+RuntimePrediction predict_runtime_step(const RuntimeRun& run, const HardwareProfile& profile);
+
+// Unit sizes padded to a multiple of `ranks` (every rank owns an equal slice of each unit).
+std::vector<std::int64_t> padded_units(const DenseStack& s, std::int64_t ranks);
+// DDP buckets' element counts, filled in backward order until each reaches cap_bytes.
+std::vector<std::int64_t> bucket_elements(const DenseStack& s, std::int64_t ranks,
+                                          std::int64_t cap_bytes);
+
+}  // namespace dtplan::cost

@@ -1,0 +1,204 @@
+// Prediction of a dtplan-run step from a hardware profile (see profile_step.hpp).
+#include "dtplan/cost/profile_step.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cost {
+namespace {
+
+using Mode = RuntimeMode;
+
+Strategy runtime_equivalent(Strategy s) {
+  switch (runtime_mode(s)) {
+    case Mode::ddp:
+      return Strategy::ddp;
+    case Mode::dp:
+      return Strategy::dp;
+    case Mode::zero1:
+      return Strategy::zero1;
+    case Mode::zero2:
+      return Strategy::zero2;
+    case Mode::zero3:
+      return Strategy::zero3;
+  }
+  return s;
+}
+
+// Element-wise traffic per token of one layer's forward (bias adds, value copy, residual
+// copies, activation): elements touched, each read and written once in fp32.
+double elementwise_bytes_per_token(const DenseStack& s) {
+  const double h = static_cast<double>(s.hidden), f = static_cast<double>(s.ffn);
+  const double per_layer =
+      static_cast<double>(s.qkv_size() + s.q_size()) + 4 * h + (s.gated ? 3 : 2) * f;
+  return 8 * per_layer * static_cast<double>(s.layers);
+}
+
+struct Schedule {
+  RuntimePrediction& out;
+  const HardwareProfile& p;
+  std::int64_t ranks;
+  double add(const std::string& kind, const std::string& phase, std::int64_t bytes,
+             std::int64_t count) {
+    if (count == 0) return 0;
+    const double t = p.collective_time_s(kind, ranks, bytes);
+    for (auto& c : out.collectives) {
+      if (c.kind == kind && c.phase == phase && c.bytes == bytes) {
+        c.count_per_step += count;
+        return t * static_cast<double>(count);
+      }
+    }
+    out.collectives.push_back({kind, phase, bytes, count, t});
+    return t * static_cast<double>(count);
+  }
+};
+
+std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
+  const auto& s = r.stack;
+  TrainingConfig c;
+  c.strategy = runtime_equivalent(r.strategy);  // FSDP modes run as the ZeRO stage they match
+  c.precision = Precision::fp32;
+  c.optimizer = r.optimizer;
+  c.dp_size = r.ranks;
+  c.gpus_per_node = r.ranks;
+  c.micro_batch = r.micro_batch;
+  c.grad_bucket_view = true;  // the runtime's buckets are views of the gradient buffer
+  const auto states = estimate_memory(model_from_param_count(params_of(s), "dtplan-run workload"),
+                                      c, OverheadConstants{});
+  const auto units = padded_units(s, r.ranks);
+  const std::int64_t largest = *std::max_element(units.begin(), units.end());
+  const std::int64_t tokens = r.micro_batch * s.seq_len;
+  std::int64_t buffers = scratch_elements_per_token(s) * tokens;
+  if (mode != Mode::ddp && mode != Mode::dp) buffers += largest / r.ranks;  // reduce-scatter out
+  if (mode == Mode::zero2 || mode == Mode::zero3) {
+    // Backward holds one unit's gradient at a time -- and, with tied embeddings, the
+    // embedding's from the head to the end; ZeRO-3 also holds the gathered unit.
+    const std::int64_t emb = units.front(), block = units[1], head = units.back();
+    const std::int64_t held = mode == Mode::zero3 ? 2 : 1;
+    buffers += s.tied ? emb + std::max(held == 2 ? emb : 0, held * block)
+                      : std::max({held * head, held * block, emb});
+  }
+  return {{"weights", states.gpu.weights.value},
+          {"gradients", states.gpu.gradients.value},
+          {"optimizer_states", states.gpu.optimizer_states.value},
+          {"activations", stored_elements_per_token(s) * tokens * 4},
+          {"buffers", buffers * 4},
+          {"data", 2 * tokens * 4}};
+}
+
+}  // namespace
+
+RuntimeMode runtime_mode(Strategy s) {
+  switch (s) {
+    case Strategy::ddp:
+    case Strategy::fsdp_no_shard:
+      return RuntimeMode::ddp;
+    case Strategy::dp:
+      return RuntimeMode::dp;
+    case Strategy::zero1:
+      return RuntimeMode::zero1;
+    case Strategy::zero2:
+    case Strategy::fsdp_grad_op:
+      return RuntimeMode::zero2;
+    case Strategy::zero3:
+    case Strategy::fsdp_full:
+      return RuntimeMode::zero3;
+    case Strategy::fsdp_hybrid:
+      break;
+  }
+  throw Error("strategy " + std::string(name_of(s)) +
+              ": not executed by dtplan-run yet (it needs a 2-D process grid); run fsdp-full "
+              "or zero3 instead");
+}
+
+std::vector<std::int64_t> padded_units(const DenseStack& s, std::int64_t ranks) {
+  std::vector<std::int64_t> out;
+  for (const auto& u : units_of(s))
+    out.push_back((u.params + ranks - 1) / ranks * ranks);
+  return out;
+}
+
+std::vector<std::int64_t> bucket_elements(const DenseStack& s, std::int64_t ranks,
+                                          std::int64_t cap_bytes) {
+  const auto units = padded_units(s, ranks);
+  std::vector<std::int64_t> out;
+  std::int64_t open = 0;
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    open += *it;
+    if (open * 4 >= cap_bytes || std::next(it) == units.rend()) {
+      out.push_back(open);
+      open = 0;
+    }
+  }
+  return out;
+}
+
+RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfile& p) {
+  const Mode mode = runtime_mode(r.strategy);
+  const auto& s = r.stack;
+  const std::int64_t tokens = r.micro_batch * s.seq_len, A = r.grad_accum, n = r.ranks;
+  RuntimePrediction out;
+  Schedule sched{out, p, n};
+  // Compute: every Linear's forward GEMM, then its two backward GEMMs.
+  const auto gemms = gemms_of(s, tokens);
+  double fwd = 0, bwd = 0;
+  for (std::size_t i = 0; i < gemms.size(); ++i)
+    (i % 3 == 0 ? fwd : bwd) += p.gemm_time_s(gemms[i]);
+  const double ew =
+      elementwise_bytes_per_token(s) * static_cast<double>(tokens) / p.elementwise_bytes_per_s;
+  const double act = static_cast<double>(tokens * s.ffn * s.layers);
+  fwd += ew + p.s_per_softmax_element * static_cast<double>(tokens * s.vocab) +
+         p.s_per_activation_element * act;
+  bwd += 2 * ew + p.s_per_activation_grad_element * act;
+  const auto units = padded_units(s, n);
+  const std::int64_t flat = std::accumulate(units.begin(), units.end(), std::int64_t{0});
+  const auto L = s.layers;
+  // Collectives, by phase, as the runtime issues them.
+  double fwd_comm = 0, bwd_comm = 0, wait = 0, opt_comm = 0;
+  if (mode == Mode::ddp) {
+    for (auto b : bucket_elements(s, n, r.bucket_cap_bytes)) {
+      bwd_comm += sched.add("all_reduce", "backward", b * 4, r.no_sync ? 1 : A);
+    }
+  } else if (mode == Mode::dp) {
+    bwd_comm += sched.add("reduce", "backward", flat * 4, A);
+    opt_comm += sched.add("broadcast", "optimizer", flat * 4, 1);
+  } else {
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      const auto bytes = units[u] * 4;
+      if (mode == Mode::zero1) {
+        wait += sched.add("reduce_scatter", "gradient sync", bytes, 1);
+      } else {
+        bwd_comm += sched.add("reduce_scatter", "backward", bytes, A);
+      }
+      if (mode != Mode::zero3) opt_comm += sched.add("all_gather", "optimizer", bytes, 1);
+    }
+    if (mode == Mode::zero3) {
+      // Forward gathers every unit (the tied embedding twice: lookup and head); backward
+      // re-gathers the blocks, the head's weights being kept from forward.
+      fwd_comm += sched.add("all_gather", "forward", units.front() * 4, s.tied ? 2 * A : A);
+      if (!s.tied) fwd_comm += sched.add("all_gather", "forward", units.back() * 4, A);
+      fwd_comm += sched.add("all_gather", "forward", units[1] * 4, L * A);
+      bwd_comm += sched.add("all_gather", "backward", units[1] * 4, L * A);
+    }
+  }
+  out.forward_s = static_cast<double>(A) * fwd + fwd_comm;
+  out.backward_s = static_cast<double>(A) * bwd + bwd_comm;
+  out.comm_wait_s = wait;
+  // The slowest rank updates: everything under DDP and on DP's rank 0, a shard under ZeRO.
+  const std::int64_t updated = (mode == Mode::ddp || mode == Mode::dp) ? flat : flat / n;
+  const bool adam = r.optimizer == Optimizer::adam || r.optimizer == Optimizer::adamw;
+  // Norm, non-finite check and scaling read the gradients three times; zeroing writes them.
+  out.optimizer_s = static_cast<double>(updated) * (adam ? p.adam_s_per_param : p.sgd_s_per_param) +
+                    16.0 * static_cast<double>(updated) / p.elementwise_bytes_per_s + opt_comm;
+  out.step_s = out.forward_s + out.backward_s + out.comm_wait_s + out.optimizer_s;
+  out.memory = memory_of(r, mode);
+  for (const auto& [k, v] : out.memory)
+    out.peak_bytes += v;
+  return out;
+}
+
+}  // namespace dtplan::cost

@@ -1,0 +1,140 @@
+// The compute side of one rank: memory counted per component, GEMMs, and the element-wise
+// kernels a training step needs. Two implementations: CpuDevice (host memory, Eigen) and
+// CudaDevice (cudaMalloc, cuBLAS, a few CUDA kernels). All matrices are row-major fp32; every
+// operation is ordered on the device's compute stream, so a caller sees results after
+// synchronize() (the CPU device is synchronous).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dtplan::runtime {
+
+// What a buffer holds; names match the cost model's memory components.
+enum class MemoryComponent { weights, gradients, optimizer_states, activations, buffers, data };
+inline constexpr int kMemoryComponents = 6;
+std::string_view name_of(MemoryComponent c);
+
+struct MemoryUse {
+  std::array<std::int64_t, kMemoryComponents> bytes{};
+  std::int64_t total() const;
+  std::int64_t& operator[](MemoryComponent c) { return bytes[static_cast<int>(c)]; }
+  std::int64_t operator[](MemoryComponent c) const { return bytes[static_cast<int>(c)]; }
+};
+
+class Device;
+
+// A device allocation of `count` elements (float, or int32 for token ids); freed, and its
+// bytes returned to the component's account, on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Device* owner, void* data, std::int64_t bytes, MemoryComponent c)
+      : owner_(owner), data_(data), bytes_(bytes), component_(c) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  void reset();
+  float* f() const { return static_cast<float*>(data_); }
+  std::int32_t* i() const { return static_cast<std::int32_t*>(data_); }
+  std::int64_t bytes() const { return bytes_; }
+  std::int64_t floats() const { return bytes_ / 4; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  Device* owner_ = nullptr;
+  void* data_ = nullptr;
+  std::int64_t bytes_ = 0;
+  MemoryComponent component_ = MemoryComponent::buffers;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual std::string description() const = 0;  // "cpu: Intel Xeon ... (Eigen 3.4.0)"
+  virtual std::string kind() const = 0;         // "cpu" or "cuda"
+  std::int64_t capacity_bytes() const { return capacity_bytes_; }
+
+  // Zero-filled allocation of `bytes` for `c`; throws dtplan::Error (out of memory, naming
+  // the component) when the total would pass the capacity or the allocator fails.
+  Buffer allocate(std::int64_t bytes, MemoryComponent c);
+  Buffer allocate_floats(std::int64_t count, MemoryComponent c) { return allocate(count * 4, c); }
+  const MemoryUse& in_use() const { return in_use_; }
+  const MemoryUse& at_peak() const { return at_peak_; }  // by component at the total's peak
+  std::int64_t peak_bytes() const { return at_peak_.total(); }
+
+  // C[m x n] = alpha * op(A) op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n.
+  virtual void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    float alpha, const float* a, const float* b, float beta, float* c) = 0;
+  // y[rows x cols] += bias[cols] on every row.
+  virtual void add_bias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) = 0;
+  // grad_bias[cols] += column sums of dy[rows x cols].
+  virtual void bias_grad(const float* dy, float* grad_bias, std::int64_t rows,
+                         std::int64_t cols) = 0;
+  // y = gelu(x) (tanh form); dx = dy * gelu'(x).
+  virtual void gelu(const float* x, float* y, std::int64_t n) = 0;
+  virtual void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+  // y = silu(g) * u; dg, du from dy.
+  virtual void swiglu(const float* g, const float* u, float* y, std::int64_t n) = 0;
+  virtual void swiglu_backward(const float* g, const float* u, const float* dy, float* dg,
+                               float* du, std::int64_t n) = 0;
+  // out[t, head h] = v[t, kv group of h] for the value part of qkv[t x (q + 2 kv)];
+  // backward adds each head's gradient into its group's value columns of dqkv (zeroing the
+  // query and key columns: with self-only attention they get no gradient).
+  virtual void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
+                           std::int64_t kv_heads, std::int64_t head_dim) = 0;
+  virtual void value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens,
+                                    std::int64_t heads, std::int64_t kv_heads,
+                                    std::int64_t head_dim) = 0;
+  // out[t] = table[ids[t]] (rows of `dim`); grad_table[ids[t]] += dout[t].
+  virtual void embedding(const std::int32_t* ids, const float* table, float* out,
+                         std::int64_t tokens, std::int64_t dim) = 0;
+  virtual void embedding_backward(const std::int32_t* ids, const float* dout, float* grad_table,
+                                  std::int64_t tokens, std::int64_t dim) = 0;
+  // Softmax cross-entropy over logits[tokens x vocab] in place: logits become
+  // (softmax - onehot(target)) * grad_scale; returns the summed loss (natural log).
+  virtual double softmax_cross_entropy(float* logits, const std::int32_t* targets,
+                                       std::int64_t tokens, std::int64_t vocab,
+                                       float grad_scale) = 0;
+  // y += alpha * x; x *= alpha; fill.
+  virtual void axpy(float alpha, const float* x, float* y, std::int64_t n) = 0;
+  virtual void scale(float* x, float alpha, std::int64_t n) = 0;
+  virtual void fill(float* x, float value, std::int64_t n) = 0;
+  virtual void copy(const float* from, float* to, std::int64_t n) = 0;
+  // Sum of squares (for the gradient norm) and whether any element is inf or NaN.
+  virtual double sum_squares(const float* x, std::int64_t n) = 0;
+  virtual bool any_non_finite(const float* x, std::int64_t n) = 0;
+  // Adam(W) with bias correction at step `t` (1-based): m, v updated in place.
+  virtual void adam(float* w, const float* g, float* m, float* v, std::int64_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, std::int64_t t) = 0;
+  // SGD, with momentum buffer `buf` when momentum > 0 (PyTorch's form: buf = mu buf + g).
+  virtual void sgd(float* w, const float* g, float* buf, std::int64_t n, float lr,
+                   float momentum) = 0;
+  // Host <-> device copies of n bytes.
+  virtual void upload(const void* host, void* device, std::int64_t bytes) = 0;
+  virtual void download(const void* device, void* host, std::int64_t bytes) = 0;
+  // Waits for all queued work.
+  virtual void synchronize() = 0;
+
+ protected:
+  explicit Device(std::int64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
+  // Raw allocation (zero-filled) and release; nullptr when the allocator fails.
+  virtual void* raw_allocate(std::int64_t bytes) = 0;
+  virtual void raw_free(void* p) = 0;
+
+ private:
+  friend class Buffer;
+  void release(void* p, std::int64_t bytes, MemoryComponent c);
+  std::int64_t capacity_bytes_ = 0;
+  MemoryUse in_use_;
+  MemoryUse at_peak_;
+};
+
+}  // namespace dtplan::runtime

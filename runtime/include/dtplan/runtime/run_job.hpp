@@ -1,0 +1,50 @@
+// dtplan-run's job: read a Plan, build the workload it describes (scaled), train it for
+// warm-up + measured steps under the plan's strategy on the chosen backend, and gather a
+// measurement (phase times, each collective, memory by component, RSS) onto rank 0.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "dtplan/runtime/mpi_group.hpp"
+
+namespace dtplan::runtime {
+
+// A deliberate failure, for testing that the job ends instead of hanging.
+struct InjectedFault {
+  enum class Kind { kill, hang } kind = Kind::kill;
+  int rank = 0;
+  std::int64_t step = 0;
+};
+// "kill:RANK:STEP" or "hang:RANK:STEP"; throws naming --inject-fault otherwise.
+InjectedFault parse_fault(const std::string& text);
+
+struct RunOptions {
+  std::string plan_path;
+  std::string backend = "cpu";  // cpu | cuda
+  std::int64_t steps = 3;
+  std::int64_t warmup = 1;
+  double scale = 1;
+  std::string out_path;  // empty: no file
+  std::string data_dir;
+  float lr = 1e-3f;
+  float max_grad_norm = 1.0f;
+  std::uint64_t seed = 1234;
+  std::int64_t memory_limit_bytes = 0;  // 0: the device's (or host's share of) memory
+  double timeout_s = 600;
+  std::optional<InjectedFault> fault;
+  std::string command_line;  // recorded in the measurement
+  bool measure_profile = false;
+};
+
+// Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0
+// (null elsewhere). Throws dtplan::Error with the input and the problem.
+nlohmann::json run_job(const RunOptions& options, const MpiGroup& world);
+
+// --measure-profile: the hardware profile of this backend at this world size (rank 0; null
+// elsewhere); progress lines go to stderr on rank 0.
+nlohmann::json run_profile(const RunOptions& options, const MpiGroup& world);
+
+}  // namespace dtplan::runtime

@@ -1,0 +1,225 @@
+// CpuDevice: host buffers and Eigen GEMMs; element-wise kernels as plain loops. Synchronous,
+// single-threaded (each MPI rank owns one core).
+#include "dtplan/runtime/cpu_device.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/runtime/host_info.hpp"
+
+namespace dtplan::runtime {
+namespace {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMajor>;
+using Map = Eigen::Map<RowMajor>;
+using Index = Eigen::Index;
+
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+
+float gelu_of(float x) {
+  return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x)));
+}
+
+float gelu_grad(float x) {
+  const float inner = kGeluC * (x + 0.044715f * x * x * x);
+  const float t = std::tanh(inner);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3 * 0.044715f * x * x);
+}
+
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(std::int64_t capacity) : Device(capacity) {}
+
+  std::string description() const override {
+    return "cpu: " + cpu_model_name() + " (Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+           std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) +
+           ", 1 thread per rank)";
+  }
+  std::string kind() const override { return "cpu"; }
+
+  void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+            const float* a, const float* b, float beta, float* c) override {
+    ConstMap A(a, ta ? k : m, ta ? m : k);
+    ConstMap B(b, tb ? n : k, tb ? k : n);
+    Map C(c, m, n);
+    if (beta == 0.0f) {
+      C.setZero();
+    } else if (beta != 1.0f) {
+      C *= beta;
+    }
+    if (!ta && !tb) C.noalias() += alpha * (A * B);
+    if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
+    if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
+    if (ta && tb) C.noalias() += alpha * (A.transpose() * B.transpose());
+  }
+
+  void add_bias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t j = 0; j < cols; ++j)
+        y[r * cols + j] += bias[j];
+    }
+  }
+  void bias_grad(const float* dy, float* g, std::int64_t rows, std::int64_t cols) override {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t j = 0; j < cols; ++j)
+        g[j] += dy[r * cols + j];
+    }
+  }
+  void gelu(const float* x, float* y, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = gelu_of(x[i]);
+  }
+  void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      dx[i] = dy[i] * gelu_grad(x[i]);
+  }
+  void swiglu(const float* g, const float* u, float* y, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = g[i] * sigmoid(g[i]) * u[i];
+  }
+  void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
+                       std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float s = sigmoid(g[i]);
+      du[i] = dy[i] * g[i] * s;
+      dg[i] = dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    }
+  }
+  void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
+                   std::int64_t kv_heads, std::int64_t hd) override {
+    const std::int64_t row = (heads + 2 * kv_heads) * hd, v0 = (heads + kv_heads) * hd;
+    const std::int64_t group = heads / kv_heads;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        std::memcpy(out + (t * heads + h) * hd, qkv + t * row + v0 + (h / group) * hd,
+                    static_cast<std::size_t>(hd) * 4);
+      }
+    }
+  }
+  void value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens, std::int64_t heads,
+                            std::int64_t kv_heads, std::int64_t hd) override {
+    const std::int64_t row = (heads + 2 * kv_heads) * hd, v0 = (heads + kv_heads) * hd;
+    const std::int64_t group = heads / kv_heads;
+    std::fill(dqkv, dqkv + tokens * row, 0.0f);
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        float* dv = dqkv + t * row + v0 + (h / group) * hd;
+        const float* d = dout + (t * heads + h) * hd;
+        for (std::int64_t i = 0; i < hd; ++i)
+          dv[i] += d[i];
+      }
+    }
+  }
+  void embedding(const std::int32_t* ids, const float* table, float* out, std::int64_t tokens,
+                 std::int64_t dim) override {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      std::memcpy(out + t * dim, table + std::int64_t{ids[t]} * dim,
+                  static_cast<std::size_t>(dim) * 4);
+    }
+  }
+  void embedding_backward(const std::int32_t* ids, const float* dout, float* grad,
+                          std::int64_t tokens, std::int64_t dim) override {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      float* g = grad + std::int64_t{ids[t]} * dim;
+      for (std::int64_t i = 0; i < dim; ++i)
+        g[i] += dout[t * dim + i];
+    }
+  }
+  double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
+                               std::int64_t vocab, float grad_scale) override {
+    double loss = 0;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      float* row = logits + t * vocab;
+      const float top = *std::max_element(row, row + vocab);
+      double sum = 0;
+      for (std::int64_t j = 0; j < vocab; ++j)
+        sum += std::exp(double{row[j]} - top);
+      loss += std::log(sum) - (double{row[targets[t]]} - top);
+      for (std::int64_t j = 0; j < vocab; ++j) {
+        row[j] = static_cast<float>(std::exp(double{row[j]} - top) / sum) * grad_scale;
+      }
+      row[targets[t]] -= grad_scale;
+    }
+    return loss;
+  }
+  void axpy(float alpha, const float* x, float* y, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] += alpha * x[i];
+  }
+  void scale(float* x, float alpha, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i)
+      x[i] *= alpha;
+  }
+  void fill(float* x, float value, std::int64_t n) override { std::fill(x, x + n, value); }
+  void copy(const float* from, float* to, std::int64_t n) override {
+    std::memmove(to, from, static_cast<std::size_t>(n) * 4);
+  }
+  double sum_squares(const float* x, std::int64_t n) override {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      s += double{x[i]} * x[i];
+    return s;
+  }
+  bool any_non_finite(const float* x, std::int64_t n) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) return true;
+    }
+    return false;
+  }
+  void adam(float* w, const float* g, float* m, float* v, std::int64_t n, float lr, float b1,
+            float b2, float eps, float wd, std::int64_t t) override {
+    const double c1 = 1.0 - std::pow(double{b1}, static_cast<double>(t));
+    const double c2 = 1.0 - std::pow(double{b2}, static_cast<double>(t));
+    const auto step = static_cast<float>(lr / c1);
+    const auto root_c2 = static_cast<float>(std::sqrt(c2));
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (wd > 0) w[i] -= lr * wd * w[i];  // decoupled (AdamW)
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      w[i] -= step * m[i] / (std::sqrt(v[i]) / root_c2 + eps);
+    }
+  }
+  void sgd(float* w, const float* g, float* buf, std::int64_t n, float lr,
+           float momentum) override {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (momentum > 0) {
+        buf[i] = momentum * buf[i] + g[i];
+        w[i] -= lr * buf[i];
+      } else {
+        w[i] -= lr * g[i];
+      }
+    }
+  }
+  void upload(const void* host, void* dev, std::int64_t bytes) override {
+    std::memcpy(dev, host, static_cast<std::size_t>(bytes));
+  }
+  void download(const void* dev, void* host, std::int64_t bytes) override {
+    std::memcpy(host, dev, static_cast<std::size_t>(bytes));
+  }
+  void synchronize() override {}
+
+ protected:
+  void* raw_allocate(std::int64_t bytes) override {
+    return std::calloc(static_cast<std::size_t>(bytes), 1);
+  }
+  void raw_free(void* p) override { std::free(p); }
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(std::int64_t capacity_bytes, int ranks_on_node) {
+  if (capacity_bytes < 0) throw Error("--memory-limit: must not be negative");
+  if (capacity_bytes == 0) capacity_bytes = host_available_bytes() / std::max(1, ranks_on_node);
+  return std::make_unique<CpuDevice>(capacity_bytes);
+}
+
+}  // namespace dtplan::runtime

@@ -1,0 +1,53 @@
+// Host launchers for the CUDA kernels of CudaDevice (kernels.cu). Each enqueues its work on
+// `stream` and returns at once; the caller checks cudaGetLastError() after the launch. All
+// matrices are row-major fp32, sizes are element counts. Semantics are those documented on
+// dtplan::runtime::Device.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace dtplan::runtime::kernels {
+
+// Reductions write one partial per block into `partials` (kReduceBlocks doubles of device
+// memory), then sum them in a fixed order into `*result`: the same input always gives the
+// same bits, whatever the scheduling of blocks.
+inline constexpr int kReduceBlocks = 256;
+
+void add_bias(cudaStream_t stream, float* y, const float* bias, std::int64_t rows,
+              std::int64_t cols);
+void bias_grad(cudaStream_t stream, const float* dy, float* grad_bias, std::int64_t rows,
+               std::int64_t cols);
+void gelu(cudaStream_t stream, const float* x, float* y, std::int64_t n);
+void gelu_backward(cudaStream_t stream, const float* x, const float* dy, float* dx, std::int64_t n);
+void swiglu(cudaStream_t stream, const float* g, const float* u, float* y, std::int64_t n);
+void swiglu_backward(cudaStream_t stream, const float* g, const float* u, const float* dy,
+                     float* dg, float* du, std::int64_t n);
+void value_heads(cudaStream_t stream, const float* qkv, float* out, std::int64_t tokens,
+                 std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim);
+void value_heads_backward(cudaStream_t stream, const float* dout, float* dqkv, std::int64_t tokens,
+                          std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim);
+void embedding(cudaStream_t stream, const std::int32_t* ids, const float* table, float* out,
+               std::int64_t tokens, std::int64_t dim);
+void embedding_backward(cudaStream_t stream, const std::int32_t* ids, const float* dout,
+                        float* grad_table, std::int64_t tokens, std::int64_t dim);
+// Summed loss into *result (device double); logits become (softmax - onehot) * grad_scale.
+void softmax_cross_entropy(cudaStream_t stream, float* logits, const std::int32_t* targets,
+                           std::int64_t tokens, std::int64_t vocab, float grad_scale,
+                           double* partials, double* result);
+void axpy(cudaStream_t stream, float alpha, const float* x, float* y, std::int64_t n);
+void scale(cudaStream_t stream, float* x, float alpha, std::int64_t n);
+void fill(cudaStream_t stream, float* x, float value, std::int64_t n);
+void sum_squares(cudaStream_t stream, const float* x, std::int64_t n, double* partials,
+                 double* result);
+// Sets *flag to 1 when some element is inf or NaN (the caller zeroes it first).
+void flag_non_finite(cudaStream_t stream, const float* x, std::int64_t n, int* flag);
+// bias_correction1/2 = 1 - beta^t, computed by the caller in double.
+void adam(cudaStream_t stream, float* w, const float* g, float* m, float* v, std::int64_t n,
+          float lr, float beta1, float beta2, float eps, float weight_decay, float bias_correction1,
+          float bias_correction2);
+void sgd(cudaStream_t stream, float* w, const float* g, float* buf, std::int64_t n, float lr,
+         float momentum);
+
+}  // namespace dtplan::runtime::kernels

@@ -1,0 +1,112 @@
+// dtplan-run: one process per device, started by mpirun. Parses flags, starts MPI, runs the
+// job, writes the measurement on rank 0. An error ends the whole job (MPI_Abort) after a
+// one-line message, so no rank is left waiting in a collective.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/runtime/run_job.hpp"
+
+namespace {
+
+using dtplan::runtime::RunOptions;
+
+void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
+  app.add_option("--plan", o.plan_path, "plan JSON written by dtplan plan --save-plan");
+  app.add_flag("--measure-profile", o.measure_profile,
+               "instead of a plan: measure this backend's hardware profile into --out");
+  app.add_option("--backend", o.backend, "cpu (MPI, Eigen) or cuda (NCCL, cuBLAS)")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "measured optimizer steps")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "steps run before measuring")->capture_default_str();
+  app.add_option("--scale", o.scale,
+                 "in (0, 1]: head dimension, MLP width and vocabulary multiplied by it")
+      ->capture_default_str();
+  app.add_option("--out", o.out_path, "measurement JSON to write (rank 0)");
+  app.add_option("--data-dir", o.data_dir, "dtplan data directory (presets)");
+  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  app.add_option("--max-grad-norm", o.max_grad_norm, "global gradient-norm clip (0: off)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of weights and data")->capture_default_str();
+  app.add_option("--memory-limit", o.memory_limit_bytes,
+                 "bytes a rank may allocate (0: the device's memory, or the host's share)")
+      ->capture_default_str();
+  app.add_option("--timeout", o.timeout_s,
+                 "seconds without progress after which the job is ended (0: never)")
+      ->capture_default_str();
+  app.add_option("--inject-fault", fault, "for tests: kill:RANK:STEP or hang:RANK:STEP");
+}
+
+void write_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw dtplan::Error("--out " + path + ": cannot write the file");
+}
+
+void print_summary(const nlohmann::json& m) {
+  const auto& s = m["summary"];
+  std::printf("dtplan-run: %s, %s on %lld ranks (%s), scale %g: %lld parameters\n",
+              m["plan"]["model"].get<std::string>().c_str(),
+              m["executed"]["strategy"].get<std::string>().c_str(),
+              static_cast<long long>(m["world_size"].get<std::int64_t>()),
+              m["backend"].get<std::string>().c_str(), m["scale"].get<double>(),
+              static_cast<long long>(m["workload"]["params"].get<std::int64_t>()));
+  std::printf(
+      "step %.4f s (forward %.4f, backward %.4f, waiting for gradients %.4f, optimizer "
+      "%.4f); %.2f samples/s, %.0f tokens/s; peak %.1f MiB per rank\n",
+      s["step_time_s"].get<double>(), s["forward_s"].get<double>(), s["backward_s"].get<double>(),
+      s["comm_wait_s"].get<double>(), s["optimizer_s"].get<double>(),
+      s["samples_per_s"].get<double>(), s["tokens_per_s"].get<double>(),
+      s["max_peak_bytes"].get<double>() / 1048576.0);
+  for (const auto& step : m["steps"]) {
+    std::printf("  step %lld: %.4f s, loss %.4f\n",
+                static_cast<long long>(step["step"].get<std::int64_t>()),
+                step["time_s"].get<double>(), step["loss"].get<double>());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dtplan::runtime::MpiSession mpi(&argc, &argv);
+  const auto world = dtplan::runtime::MpiGroup::world();
+  CLI::App app{"dtplan-run: execute a dtplan plan with MPI (CPU) or NCCL (GPU) and measure it"};
+  RunOptions options;
+  std::string fault;
+  add_options(app, options, fault);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = world.rank() == 0 ? app.exit(e) : (e.get_exit_code() != 0 ? 1 : 0);
+    return code;
+  }
+  try {
+    for (int i = 0; i < argc; ++i)
+      options.command_line += (i ? " " : "") + std::string(argv[i]);
+    if (!fault.empty()) options.fault = dtplan::runtime::parse_fault(fault);
+    if (options.measure_profile) {
+      if (options.out_path.empty()) throw dtplan::Error("--measure-profile needs --out FILE");
+      const auto p = dtplan::runtime::run_profile(options, world);
+      if (world.rank() == 0) {
+        write_file(options.out_path, p);
+        std::printf("profile written to %s\n", options.out_path.c_str());
+      }
+      return 0;
+    }
+    if (options.plan_path.empty()) throw dtplan::Error("--plan FILE is required");
+    const auto m = dtplan::runtime::run_job(options, world);
+    if (world.rank() == 0) {
+      if (!options.out_path.empty()) write_file(options.out_path, m);
+      print_summary(m);
+      if (!options.out_path.empty())
+        std::printf("measurement written to %s\n", options.out_path.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtplan-run: rank %d: %s\n", world.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return 0;
+}

@@ -1,0 +1,294 @@
+// dtplan-run's job (see run_job.hpp): plan -> workload -> training steps -> measurement.
+#include "dtplan/runtime/run_job.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/plan.hpp"
+#include "dtplan/runtime/cpu_device.hpp"
+#include "dtplan/runtime/cuda_backend.hpp"
+#include "dtplan/runtime/host_info.hpp"
+#include "dtplan/runtime/measure_profile.hpp"
+#include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/trainer.hpp"
+#include "dtplan/runtime/watchdog.hpp"
+
+namespace dtplan::runtime {
+
+InjectedFault parse_fault(const std::string& text) {
+  InjectedFault f;
+  const auto a = text.find(':'), b = text.rfind(':');
+  const auto bad = [&] {
+    return Error("--inject-fault " + text + ": expected kill:RANK:STEP or hang:RANK:STEP");
+  };
+  if (a == std::string::npos || a == b) throw bad();
+  const auto kind = text.substr(0, a);
+  if (kind == "kill") {
+    f.kind = InjectedFault::Kind::kill;
+  } else if (kind == "hang") {
+    f.kind = InjectedFault::Kind::hang;
+  } else {
+    throw bad();
+  }
+  try {
+    f.rank = std::stoi(text.substr(a + 1, b - a - 1));
+    f.step = std::stoll(text.substr(b + 1));
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  if (f.rank < 0 || f.step < 0) throw bad();
+  return f;
+}
+
+namespace {
+
+struct Job {
+  Plan plan;
+  cost::DenseStack stack;
+  TrainerSettings settings;
+};
+
+Job prepare(const RunOptions& o, const MpiGroup& world) {
+  Job j;
+  j.plan = plan_from_json(o.plan_path);
+  const auto& t = j.plan.training;
+  if (t.dp_size != world.size()) {
+    throw Error(o.plan_path + ": the plan is for " + std::to_string(t.dp_size) +
+                " data-parallel ranks but mpirun started " + std::to_string(world.size()) +
+                " (run mpirun -np " + std::to_string(t.dp_size) +
+                ", or make a plan with dtplan plan --gpus " + std::to_string(world.size()) + ")");
+  }
+  const auto data = resolve_data_dir(o.data_dir);
+  const auto model = load_model(j.plan.model, data / "models");
+  if (!model.transformer) {
+    throw Error(o.plan_path + ": model " + j.plan.model +
+                " is not a transformer; dtplan-run executes transformer plans only");
+  }
+  j.stack = cost::dense_stack_of(*model.transformer, o.scale, sequence_length(model, t.seq_len));
+  auto& s = j.settings;
+  s.strategy = t.strategy;
+  s.optimizer = t.optimizer;
+  s.micro_batch = t.micro_batch;
+  s.grad_accum = j.plan.grad_accum;
+  s.no_sync = j.plan.no_sync;
+  // Buckets shrink with the model so that the scaled run has as many as the real one.
+  const double ratio =
+      static_cast<double>(cost::params_of(j.stack)) / static_cast<double>(j.plan.params);
+  s.bucket_cap_bytes = std::max<std::int64_t>(
+      4, static_cast<std::int64_t>(static_cast<double>(t.bucket_cap_bytes) * ratio));
+  s.loss_scaling = t.precision == Precision::fp16 || t.precision == Precision::amp_fp16;
+  s.lr = o.lr;
+  s.max_grad_norm = o.max_grad_norm;
+  s.seed = o.seed;
+  return j;
+}
+
+void inject(const InjectedFault& f, int rank, std::int64_t step) {
+  if (f.rank != rank || f.step != step) return;
+  if (f.kind == InjectedFault::Kind::kill) std::raise(SIGKILL);
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // a rank that never returns
+}
+
+// Per measured step, the slowest rank's times (a step ends when its slowest rank does).
+std::vector<StepRow> slowest_rank_steps(const std::vector<StepMeasurement>& mine,
+                                        const MpiGroup& world) {
+  std::vector<double> flat;
+  for (const auto& m : mine) {
+    flat.insert(flat.end(), {m.time_s, m.forward_s, m.backward_s, m.comm_wait_s, m.optimizer_s});
+  }
+  const auto all = world.all_gather(flat);
+  std::vector<StepRow> rows;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    std::size_t best = i * 5;
+    for (int r = 1; r < world.size(); ++r) {
+      const std::size_t at = r * flat.size() + i * 5;
+      if (all[at] > all[best]) best = at;
+    }
+    StepRow row;
+    row.step = mine[i].step;
+    row.time_s = all[best];
+    row.forward_s = all[best + 1];
+    row.backward_s = all[best + 2];
+    row.comm_wait_s = all[best + 3];
+    row.optimizer_s = all[best + 4];
+    row.loss = mine[i].loss;
+    row.grad_norm = mine[i].grad_norm;
+    row.loss_scale = mine[i].loss_scale;
+    row.skipped = mine[i].skipped;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<CollectiveSummary> summarise(const std::vector<StepMeasurement>& steps) {
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::vector<double>> times;
+  std::vector<CollectiveSummary> out;
+  for (const auto& s : steps) {
+    for (const auto& c : s.collectives) {
+      times[{std::string(name_of(c.kind)), c.phase, c.bytes}].push_back(c.time_s);
+    }
+  }
+  for (auto& [key, t] : times) {
+    std::sort(t.begin(), t.end());
+    CollectiveSummary c;
+    std::tie(c.kind, c.phase, c.bytes) = key;
+    c.count_per_step = static_cast<std::int64_t>(t.size() / steps.size());
+    c.time_s = t[t.size() / 2];
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<RankMemory> gather_memory(const Device& dev, const MpiGroup& world) {
+  std::vector<double> mine{static_cast<double>(dev.peak_bytes()),
+                           static_cast<double>(peak_rss_bytes())};
+  for (auto b : dev.at_peak().bytes)
+    mine.push_back(static_cast<double>(b));
+  const auto all = world.all_gather(mine);
+  std::vector<RankMemory> out;
+  for (int r = 0; r < world.size(); ++r) {
+    const double* v = all.data() + r * mine.size();
+    RankMemory m;
+    m.rank = r;
+    m.peak_bytes = static_cast<std::int64_t>(v[0]);
+    m.peak_rss_bytes = static_cast<std::int64_t>(v[1]);
+    for (int c = 0; c < kMemoryComponents; ++c) {
+      m.components[std::string(name_of(static_cast<MemoryComponent>(c)))] =
+          static_cast<std::int64_t>(v[2 + c]);
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {
+  std::vector<std::string> n{
+      "workload: the plan's dense layers token by token (cost/dense_stack.hpp); attention-score "
+      "GEMMs and norms are not executed",
+      "scale " + std::to_string(o.scale) + ": head dimension, MLP width and vocabulary x scale; " +
+          std::to_string(cost::params_of(j.stack)) + " parameters executed for the plan's " +
+          std::to_string(j.plan.params)};
+  if (is_mixed(j.plan.training.precision)) {
+    n.push_back(std::string("the plan's ") + std::string(name_of(j.plan.training.precision)) +
+                " is computed in fp32 (" + (cuda ? "the CUDA backend" : "Eigen") +
+                " runs fp32 GEMMs here); loss scaling " +
+                (j.settings.loss_scaling ? "is applied" : "is not needed"));
+  }
+  if (j.plan.no_sync && !t.no_sync_effective()) {
+    n.push_back(std::string(name_of(j.settings.strategy)) +
+                " synchronises gradients every micro-step (no_sync does not apply)");
+  }
+  return n;
+}
+
+}  // namespace
+
+namespace {
+
+void check_backend(const RunOptions& o) {
+  if (o.backend != "cuda" && o.backend != "cpu") {
+    throw Error("--backend " + o.backend + ": expected cpu or cuda");
+  }
+}
+
+std::unique_ptr<Device> make_device(const RunOptions& o, const MpiGroup& world) {
+  return o.backend == "cuda" ? make_cuda_device(world.local_rank(), o.memory_limit_bytes)
+                             : make_cpu_device(o.memory_limit_bytes, world.local_size());
+}
+
+std::unique_ptr<Communicator> make_comm(const RunOptions& o, const MpiGroup& world, Device& d) {
+  return o.backend == "cuda" ? make_nccl_communicator(world, d, o.timeout_s)
+                             : world.make_communicator();
+}
+
+}  // namespace
+
+nlohmann::json run_profile(const RunOptions& o, const MpiGroup& world) {
+  check_backend(o);
+  auto device = make_device(o, world);
+  auto comm = make_comm(o, world, *device);
+  Watchdog watchdog(o.timeout_s, world.rank());
+  watchdog.kick("profile microbenchmarks");
+  auto p = measure_profile(*device, *comm, world, [&](const std::string& what) {
+    watchdog.kick(what);
+    if (world.rank() == 0) std::fprintf(stderr, "dtplan-run: measuring %s\n", what.c_str());
+  });
+  if (world.rank() != 0) return nullptr;
+  p.hardware += ", " + std::to_string(world.size()) + " ranks on " + world.host_name();
+  p.versions["mpi"] = MpiSession::library_version();
+  if (o.backend == "cuda") p.versions["cuda"] = cuda_versions();
+  return cost::to_json(p);
+}
+
+nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
+  if (o.steps < 1) throw Error("--steps " + std::to_string(o.steps) + ": must be >= 1");
+  if (o.warmup < 0) throw Error("--warmup " + std::to_string(o.warmup) + ": must be >= 0");
+  check_backend(o);
+  const bool cuda = o.backend == "cuda";
+  const Job job = prepare(o, world);
+  auto device = make_device(o, world);
+  auto comm = make_comm(o, world, *device);
+  Watchdog watchdog(o.timeout_s, world.rank());
+  watchdog.kick("setting up");
+  Trainer trainer(job.stack, job.settings, *device, *comm, world);
+  std::vector<StepMeasurement> measured;
+  for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    watchdog.kick("step " + std::to_string(i));
+    if (o.fault) inject(*o.fault, world.rank(), i);
+    auto m = trainer.step(i);
+    if (i >= o.warmup) measured.push_back(std::move(m));
+  }
+  watchdog.kick("gathering the measurement");
+  Measurement out;
+  out.steps = slowest_rank_steps(measured, world);
+  out.memory = gather_memory(*device, world);
+  if (world.rank() != 0) return nullptr;
+  out.version = DTPLAN_VERSION;
+  out.created = utc_timestamp();
+  out.command = o.command_line;
+  out.plan_file = o.plan_path;
+  out.plan = job.plan;
+  out.backend = o.backend;
+  out.world_size = world.size();
+  out.host = world.host_name();
+  out.device = device->description();
+  out.cpu = cpu_model_name();
+  out.cores = cpu_cores();
+  out.host_memory_bytes = host_memory_bytes();
+  out.device_capacity_bytes = device->capacity_bytes();
+  out.versions = {
+      {"mpi", MpiSession::library_version()},
+      {"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
+                    "." + std::to_string(EIGEN_MINOR_VERSION)},
+      {"communicator", comm->description()}};
+  if (cuda) out.versions["cuda"] = cuda_versions();
+  out.scale = o.scale;
+  out.workload = job.stack;
+  auto& e = out.executed;
+  e.strategy = job.settings.strategy;
+  e.optimizer = job.settings.optimizer;
+  e.loss_scaling = job.settings.loss_scaling;
+  e.micro_batch = job.settings.micro_batch;
+  e.grad_accum = job.settings.grad_accum;
+  e.no_sync = trainer.no_sync_effective();
+  e.bucket_cap_bytes = job.settings.bucket_cap_bytes;
+  e.buckets = trainer.buckets();
+  e.lr = job.settings.lr;
+  e.max_grad_norm = job.settings.max_grad_norm;
+  e.seed = static_cast<std::int64_t>(job.settings.seed);
+  out.warmup = o.warmup;
+  out.collectives = summarise(measured);
+  out.notes = notes_for(job, trainer, o, cuda);
+  return to_json(out);
+}
+
+}  // namespace dtplan::runtime

@@ -1,0 +1,177 @@
+// Numerical equivalence, run under mpirun -np 2 and -np 4: DDP, DP, ZeRO-1/2/3 and gradient
+// accumulation end with the weights single-process training reaches on the same global batch,
+// and no_sync accumulation communicates once per optimizer step.
+//
+// Tolerance: 3 steps of Adam(W) with lr 1e-3 move a weight by up to 3e-3; the strategies differ
+// from the reference only in the order floats are summed (relative ~1e-7 on gradients), so any
+// weight may differ by at most 2e-6 -- while a strategy that lost a gradient slice, skipped the
+// averaging or double-counted a micro-step would be off by ~1e-3.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/runtime/cpu_device.hpp"
+#include "dtplan/runtime/mpi_group.hpp"
+#include "dtplan/runtime/trainer.hpp"
+#include "tiny_stack.hpp"
+
+using namespace dtplan;
+using namespace dtplan::runtime;
+
+namespace {
+
+constexpr double kTolerance = 2e-6;
+constexpr int kSteps = 3;
+
+std::vector<float> train(const cost::DenseStack& s, TrainerSettings set, const MpiGroup& g) {
+  auto dev = make_cpu_device(1LL << 30, 1);
+  auto comm = g.make_communicator();
+  Trainer t(s, set, *dev, *comm, g);
+  for (int i = 0; i < kSteps; ++i)
+    t.step(i);
+  return t.gather_parameters();
+}
+
+// The same global batch in one process: micro-batches of the same size, n x as many.
+std::vector<float> reference(const cost::DenseStack& s, TrainerSettings set, int world) {
+  set.strategy = Strategy::ddp;
+  set.grad_accum *= world;
+  return train(s, set, MpiGroup::self());
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, std::fabs(double{a[i]} - b[i]));
+  return d;
+}
+
+void check_equivalent(Strategy strategy, std::int64_t accum, bool gated, bool tied,
+                      Optimizer opt = Optimizer::adamw, bool fp16 = false, float clip = 1.0f) {
+  const auto world = MpiGroup::world();
+  const auto s = test::tiny_stack(gated, tied);
+  TrainerSettings set;
+  set.strategy = strategy;
+  set.optimizer = opt;
+  set.micro_batch = 2;
+  set.grad_accum = accum;
+  set.bucket_cap_bytes = 1500 * 4;  // several buckets
+  set.loss_scaling = fp16;
+  set.max_grad_norm = clip;
+  // SGD's step is lr x the (clipped) gradient; lr 1 makes it as large as Adam's.
+  if (opt == Optimizer::sgd_momentum) set.lr = 1.0f;
+  const auto got = train(s, set, world);
+  const auto want = reference(s, set, world.size());
+  auto initial = cost::DenseStack(s);
+  TrainerSettings none = set;
+  none.lr = 0;
+  const auto start = train(initial, none, MpiGroup::self());
+  INFO(name_of(strategy) << " accum " << accum << " on " << world.size() << " ranks");
+  CHECK(max_diff(got, want) < kTolerance);
+  // Not vacuous: training moved the weights far more than the tolerance.
+  CHECK(max_diff(want, start) > 100 * kTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("equivalence: DDP matches single-process training") {
+  check_equivalent(Strategy::ddp, 1, false, true);
+  check_equivalent(Strategy::ddp, 3, true, false);
+}
+
+TEST_CASE("equivalence: DataParallel (reduce to rank 0) matches") {
+  check_equivalent(Strategy::dp, 1, true, true);
+  check_equivalent(Strategy::dp, 2, false, false);
+}
+
+TEST_CASE("equivalence: ZeRO-1 matches") {
+  check_equivalent(Strategy::zero1, 1, true, true);
+  check_equivalent(Strategy::zero1, 3, false, false);
+}
+
+TEST_CASE("equivalence: ZeRO-2 matches") {
+  check_equivalent(Strategy::zero2, 1, false, true);
+  check_equivalent(Strategy::zero2, 2, true, false);
+}
+
+TEST_CASE("equivalence: ZeRO-3 matches") {
+  check_equivalent(Strategy::zero3, 1, true, false);
+  check_equivalent(Strategy::zero3, 3, false, true);
+}
+
+TEST_CASE("equivalence: SGD with momentum, loss scaling and a clip that bites") {
+  // max_grad_norm 1e-3 is far below the gradient norm, so the clip scales every step: the
+  // sharded strategies must sum squares over all shards to agree.
+  check_equivalent(Strategy::zero2, 2, true, true, Optimizer::sgd_momentum, true, 1e-3f);
+  check_equivalent(Strategy::zero1, 2, false, false, Optimizer::adam, true, 1e-3f);
+  check_equivalent(Strategy::zero3, 1, true, true, Optimizer::adamw, false, 1e-3f);
+}
+
+TEST_CASE("equivalence: no_sync accumulation communicates once per optimizer step") {
+  const auto world = MpiGroup::world();
+  const auto s = test::tiny_stack(true, false);
+  auto count = [&](Strategy strategy, bool no_sync, std::string_view kind) {
+    TrainerSettings set;
+    set.strategy = strategy;
+    set.micro_batch = 1;
+    set.grad_accum = 4;
+    set.no_sync = no_sync;
+    // Units: head 444, blocks 1,240 each, embedding 444 floats -> buckets {head, block 1},
+    // {block 0}, {embedding}.
+    set.bucket_cap_bytes = 1000 * 4;
+    auto dev = make_cpu_device(1LL << 30, 1);
+    auto comm = world.make_communicator();
+    Trainer t(s, set, *dev, *comm, world);
+    const auto m = t.step(0);
+    std::int64_t n = 0;
+    for (const auto& c : m.collectives)
+      n += name_of(c.kind) == kind;
+    return std::pair{n, t.buckets()};
+  };
+  const auto [once, buckets] = count(Strategy::ddp, true, "all_reduce");
+  const auto [every, same_buckets] = count(Strategy::ddp, false, "all_reduce");
+  REQUIRE(buckets >= 3);
+  CHECK(once == buckets);       // the last micro-step only
+  CHECK(every == 4 * buckets);  // each of the 4 micro-steps
+  // ZeRO-1 reduce-scatters each of its 4 units (embedding, 2 blocks, head) once per step.
+  CHECK(count(Strategy::zero1, true, "reduce_scatter").first == 4);
+  // ZeRO-2 cannot skip: every micro-step reduce-scatters every unit.
+  CHECK(count(Strategy::zero2, true, "reduce_scatter").first == 16);
+}
+
+TEST_CASE("equivalence: memory the runtime allocates is what the cost model predicts") {
+  // Model states come from the memory model (estimate_memory, fp32), activations and buffers
+  // from the stack's shapes: every component must agree to the byte on rank 0.
+  const auto world = MpiGroup::world();
+  cost::HardwareProfile profile;  // times are irrelevant here; every collective is known
+  for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
+    profile.collectives.push_back({k, world.size(), 1e-5, 1e-9, 0});
+  }
+  for (auto strategy : {Strategy::ddp, Strategy::dp, Strategy::zero1, Strategy::zero2,
+                        Strategy::zero3, Strategy::fsdp_full}) {
+    for (bool tied : {true, false}) {
+      const auto s = test::tiny_stack(true, tied);
+      TrainerSettings set;
+      set.strategy = strategy;
+      set.micro_batch = 2;
+      set.grad_accum = 2;
+      auto dev = make_cpu_device(1LL << 30, 1);
+      auto comm = world.make_communicator();
+      Trainer t(s, set, *dev, *comm, world);
+      t.step(0);
+      cost::RuntimeRun run{s, strategy, set.optimizer,         world.size(),
+                           2, 2,        t.no_sync_effective(), set.bucket_cap_bytes};
+      const auto p = cost::predict_runtime_step(run, profile);
+      const auto measured = world.all_gather({static_cast<double>(dev->peak_bytes())});
+      INFO(name_of(strategy) << (tied ? " tied" : " untied") << " on " << world.size());
+      for (int c = 0; c < kMemoryComponents; ++c) {
+        const auto comp = static_cast<MemoryComponent>(c);
+        INFO(name_of(comp));
+        if (world.rank() == 0)
+          CHECK(p.memory.at(std::string(name_of(comp))) == dev->at_peak()[comp]);
+      }
+      CHECK(p.peak_bytes == static_cast<std::int64_t>(measured.front()));
+    }
+  }
+}
