@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
-#include <thread>
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/data_dir.hpp"
@@ -94,8 +93,10 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
 void inject(const InjectedFault& f, int rank, std::int64_t step) {
   if (f.rank != rank || f.step != step) return;
   if (f.kind == InjectedFault::Kind::kill) std::raise(SIGKILL);
-  for (;;)
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // a rank that never returns
+  // A rank stuck in communication that never completes: a receive nobody sends, while its
+  // peers wait in the step's collectives.
+  int never = 0;
+  MPI_Recv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 0x7fff, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 // Per measured step, the slowest rank's times (a step ends when its slowest rank does).
