@@ -39,5 +39,8 @@ Command register_estimate_command(CLI::App& app);
 Command register_plan_command(CLI::App& app);
 Command register_validate_command(CLI::App& app);
 Command register_run_command(CLI::App& app);
+Command register_calibrate_command(CLI::App& app);
+Command register_accuracy_command(CLI::App& app);
+Command register_autotune_command(CLI::App& app);
 
 }  // namespace dtplan::cli

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
+#include "launcher.hpp"
 
 namespace dtplan::cli {
 namespace {
@@ -19,24 +20,11 @@ struct RunCommandOptions {
   std::vector<std::string> forwarded;  // passed to dtplan-run unchanged
 };
 
-// dtplan-run sits beside the running dtplan executable (build/bin/).
-std::string dtplan_run_path() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto beside = self.parent_path() / "dtplan-run";
-  if (ec || !std::filesystem::exists(beside)) {
-    throw Error("dtplan run: cannot find dtplan-run beside " + self.string());
-  }
-  return beside.string();
-}
-
 int run_run(const RunCommandOptions& o, const RunContext& ctx) {
   if (o.np < 1) throw Error("--np " + std::to_string(o.np) + ": must be >= 1");
-  std::vector<std::string> args{"mpirun", "-np", std::to_string(o.np)};
-  if (o.np > sysconf(_SC_NPROCESSORS_ONLN)) args.push_back("--oversubscribe");
-  if (geteuid() == 0) args.push_back("--allow-run-as-root");
-  args.insert(args.end(), {dtplan_run_path(), "--plan", o.plan});
-  args.insert(args.end(), o.forwarded.begin(), o.forwarded.end());
+  std::vector<std::string> run_args{"--plan", o.plan};
+  run_args.insert(run_args.end(), o.forwarded.begin(), o.forwarded.end());
+  auto args = mpirun_argv(o.np, run_args);
   std::string shown;
   for (const auto& a : args)
     shown += (shown.empty() ? "" : " ") + a;

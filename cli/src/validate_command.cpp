@@ -14,6 +14,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/measurement.hpp"
 #include "json_output.hpp"
+#include "runtime_trials.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -51,19 +52,6 @@ std::filesystem::path profile_path(const ValidateOptions& o, const runtime::Meas
                 " --out profile.json, then pass --profile profile.json");
   }
   return p;
-}
-
-cost::RuntimeRun run_of(const runtime::Measurement& m) {
-  cost::RuntimeRun r;
-  r.stack = m.workload;
-  r.strategy = m.executed.strategy;
-  r.optimizer = m.executed.optimizer;
-  r.ranks = m.world_size;
-  r.micro_batch = m.executed.micro_batch;
-  r.grad_accum = m.executed.grad_accum;
-  r.no_sync = m.executed.no_sync;
-  r.bucket_cap_bytes = m.executed.bucket_cap_bytes;
-  return r;
 }
 
 std::string collective_name(const std::string& kind, const std::string& phase, std::int64_t bytes,
@@ -142,7 +130,7 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
   }
   const auto path = profile_path(o, m);
   const auto profile = cost::load_profile(path);
-  const auto figures = figures_of(m, cost::predict_runtime_step(run_of(m), profile));
+  const auto figures = figures_of(m, cost::predict_runtime_step(runtime_run_of(m), profile));
   if (o.json) {
     auto j = report_preamble("validate", ctx.args);
     j["plan"] = o.plan;

@@ -33,6 +33,19 @@ LinearFit fit_relative(const std::vector<std::vector<double>>& x, const std::vec
   return fit;
 }
 
+double RateCurve::s_per_unit(double size, const char* what) const {
+  if (points.empty()) throw Error(std::string("hardware profile: no measured rate for ") + what);
+  if (size <= points.front().size) return points.front().s_per_unit;
+  if (size >= points.back().size) return points.back().s_per_unit;
+  std::size_t i = 1;
+  while (points[i].size < size)
+    ++i;
+  const auto& a = points[i - 1];
+  const auto& b = points[i];
+  const double f = std::log(size / a.size) / std::log(b.size / a.size);
+  return a.s_per_unit + f * (b.s_per_unit - a.s_per_unit);
+}
+
 double HardwareProfile::gemm_time_s(const Gemm& g) const {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
@@ -49,9 +62,57 @@ double HardwareProfile::collective_time_s(const std::string& kind, std::int64_t 
     }
   }
   throw Error("hardware profile (" + hardware + "): no measured " + kind + " over " +
-              std::to_string(ranks) + " ranks; measure one with mpirun -np " +
-              std::to_string(ranks) + " dtplan-run --measure-profile");
+              std::to_string(ranks) + " ranks; calibrate with dtplan calibrate --np " +
+              std::to_string(ranks));
 }
+
+namespace {
+
+nlohmann::json curve_json(const RateCurve& c) {
+  auto a = nlohmann::json::array();
+  for (const auto& p : c.points)
+    a.push_back({{"size", p.size}, {"s_per_unit", p.s_per_unit}});
+  return a;
+}
+
+nlohmann::json samples_json(const HardwareProfile& p) {
+  auto gemm = nlohmann::json::array();
+  for (const auto& g : p.gemm_samples) {
+    const double fitted = p.gemm_time_s({g.m, g.n, g.k, 1});
+    gemm.push_back({{"m", g.m},
+                    {"n", g.n},
+                    {"k", g.k},
+                    {"form", g.form},
+                    {"measured_s", g.time_s},
+                    {"fitted_s", fitted}});
+  }
+  auto coll = nlohmann::json::array();
+  for (const auto& c : p.collective_samples) {
+    coll.push_back({{"kind", c.kind},
+                    {"ranks", c.ranks},
+                    {"bytes", c.bytes},
+                    {"measured_s", c.time_s},
+                    {"fitted_s", p.collective_time_s(c.kind, c.ranks, c.bytes)}});
+  }
+  auto steps = nlohmann::json::array();
+  const auto& k = p.correction;
+  for (const auto& t : p.step_samples) {
+    const double fitted = k.compute_scale * t.compute_s +
+                          k.collective_scale * (t.collectives_s + t.optimizer_collectives_s) +
+                          k.optimizer_scale * t.optimizer_s;
+    steps.push_back({{"label", t.label},
+                     {"compute_s", t.compute_s},
+                     {"collectives_s", t.collectives_s},
+                     {"optimizer_s", t.optimizer_s},
+                     {"optimizer_collectives_s", t.optimizer_collectives_s},
+                     {"measured_compute_s", t.measured_compute_s},
+                     {"measured_optimizer_s", t.measured_optimizer_s},
+                     {"fitted_step_s", fitted}});
+  }
+  return {{"gemm", gemm}, {"collectives", coll}, {"steps", steps}};
+}
+
+}  // namespace
 
 nlohmann::json to_json(const HardwareProfile& p) {
   auto coll = nlohmann::json::array();
@@ -62,23 +123,32 @@ nlohmann::json to_json(const HardwareProfile& p) {
                     {"s_per_byte", c.s_per_byte},
                     {"rms_relative_error", c.rms_relative_error}});
   }
-  return {{"schema_version", 1},
+  const auto& k = p.correction;
+  return {{"schema_version", 2},
           {"backend", p.backend},
           {"hardware", p.hardware},
           {"created", p.created},
           {"versions", p.versions},
           {"gemm",
-           {{"s_per_flop", p.gemm_s_per_flop},
+           {{"dtype", p.gemm_dtype},
+            {"s_per_flop", p.gemm_s_per_flop},
             {"s_per_byte", p.gemm_s_per_byte},
             {"s_per_call", p.gemm_s_per_call},
             {"rms_relative_error", p.gemm_rms_relative_error}}},
-          {"elementwise_bytes_per_s", p.elementwise_bytes_per_s},
-          {"s_per_softmax_element", p.s_per_softmax_element},
-          {"s_per_activation_element", p.s_per_activation_element},
-          {"s_per_activation_grad_element", p.s_per_activation_grad_element},
-          {"adam_s_per_param", p.adam_s_per_param},
-          {"sgd_s_per_param", p.sgd_s_per_param},
-          {"collectives", coll}};
+          {"elementwise_s_per_byte", curve_json(p.elementwise_s_per_byte)},
+          {"softmax_s_per_element", curve_json(p.softmax_s_per_element)},
+          {"activation_s_per_element", curve_json(p.activation_s_per_element)},
+          {"activation_grad_s_per_element", curve_json(p.activation_grad_s_per_element)},
+          {"adam_s_per_param", curve_json(p.adam_s_per_param)},
+          {"sgd_s_per_param", curve_json(p.sgd_s_per_param)},
+          {"collectives", coll},
+          {"step_correction",
+           {{"compute_scale", k.compute_scale},
+            {"collective_scale", k.collective_scale},
+            {"optimizer_scale", k.optimizer_scale},
+            {"samples", k.samples},
+            {"rms_relative_error", k.rms_relative_error}}},
+          {"residuals", samples_json(p)}};
 }
 
 namespace {
@@ -95,31 +165,27 @@ double non_negative(const ObjectReader& r, const char* key) {
   return v;
 }
 
-}  // namespace
+// Version 2: [{size, s_per_unit}...] ascending. Version 1: one number under `v1_key`, seconds
+// per unit (or units per second when `v1_inverse`).
+RateCurve read_curve(const ObjectReader& r, const char* key, const char* v1_key, bool v1_inverse) {
+  RateCurve c;
+  const bool v1 = r.has(v1_key) && r.value(v1_key).is_number();
+  if (v1) {
+    const double v = positive(r, v1_key);
+    c.points.push_back({1, v1_inverse ? 1.0 / v : v});
+    return c;
+  }
+  for (const auto& p : r.objects(key)) {
+    RatePoint pt{positive(p, "size"), positive(p, "s_per_unit")};
+    if (!c.points.empty() && pt.size <= c.points.back().size) p.fail("size", "sizes must ascend");
+    p.reject_unknown_keys();
+    c.points.push_back(pt);
+  }
+  if (c.points.empty()) r.fail(key, "needs at least one point");
+  return c;
+}
 
-HardwareProfile load_profile(const std::filesystem::path& path) {
-  const auto r = ObjectReader::root(read_json_file(path));
-  r.check_schema_version(1);
-  HardwareProfile p;
-  p.backend = r.string("backend");
-  p.hardware = r.string("hardware");
-  p.created = r.string("created");
-  const auto v = r.object("versions");
-  for (const auto& [key, value] : r.value("versions").items())
-    p.versions[key] = v.string(key);
-  v.reject_unknown_keys();
-  const auto g = r.object("gemm");
-  p.gemm_s_per_flop = positive(g, "s_per_flop");
-  p.gemm_s_per_byte = non_negative(g, "s_per_byte");
-  p.gemm_s_per_call = non_negative(g, "s_per_call");
-  p.gemm_rms_relative_error = g.number("rms_relative_error");
-  g.reject_unknown_keys();
-  p.elementwise_bytes_per_s = positive(r, "elementwise_bytes_per_s");
-  p.s_per_softmax_element = positive(r, "s_per_softmax_element");
-  p.s_per_activation_element = positive(r, "s_per_activation_element");
-  p.s_per_activation_grad_element = positive(r, "s_per_activation_grad_element");
-  p.adam_s_per_param = positive(r, "adam_s_per_param");
-  p.sgd_s_per_param = positive(r, "sgd_s_per_param");
+void read_collectives(const ObjectReader& r, HardwareProfile& p) {
   for (const auto& c : r.objects("collectives")) {
     CollectiveConstants k;
     k.kind = c.string("kind");
@@ -130,6 +196,79 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
     c.reject_unknown_keys();
     p.collectives.push_back(k);
   }
+}
+
+void read_correction(const ObjectReader& r, HardwareProfile& p) {
+  const auto c = r.optional_object("step_correction");
+  if (!c) return;
+  auto& k = p.correction;
+  k.compute_scale = positive(*c, "compute_scale");
+  k.collective_scale = positive(*c, "collective_scale");
+  k.optimizer_scale = positive(*c, "optimizer_scale");
+  k.samples = c->integer("samples");
+  k.rms_relative_error = c->number("rms_relative_error");
+  c->reject_unknown_keys();
+}
+
+void read_residuals(const ObjectReader& r, HardwareProfile& p) {
+  const auto res = r.optional_object("residuals");
+  if (!res) return;
+  for (const auto& g : res->objects("gemm")) {
+    p.gemm_samples.push_back({g.positive_integer("m"), g.positive_integer("n"),
+                              g.positive_integer("k"), g.string("form"),
+                              positive(g, "measured_s")});
+    (void)g.number("fitted_s");
+    g.reject_unknown_keys();
+  }
+  for (const auto& c : res->objects("collectives")) {
+    p.collective_samples.push_back({c.string("kind"), c.positive_integer("ranks"),
+                                    c.positive_integer("bytes"), positive(c, "measured_s")});
+    (void)c.number("fitted_s");
+    c.reject_unknown_keys();
+  }
+  for (const auto& t : res->objects("steps")) {
+    p.step_samples.push_back(
+        {t.string("label"), non_negative(t, "compute_s"), non_negative(t, "collectives_s"),
+         non_negative(t, "optimizer_s"), non_negative(t, "optimizer_collectives_s"),
+         positive(t, "measured_compute_s"), non_negative(t, "measured_optimizer_s")});
+    (void)t.number("fitted_step_s");
+    t.reject_unknown_keys();
+  }
+  res->reject_unknown_keys();
+}
+
+}  // namespace
+
+HardwareProfile load_profile(const std::filesystem::path& path) {
+  const auto r = ObjectReader::root(read_json_file(path));
+  r.check_schema_version(2);
+  HardwareProfile p;
+  p.backend = r.string("backend");
+  p.hardware = r.string("hardware");
+  p.created = r.string("created");
+  const auto v = r.object("versions");
+  for (const auto& [key, value] : r.value("versions").items())
+    p.versions[key] = v.string(key);
+  v.reject_unknown_keys();
+  const auto g = r.object("gemm");
+  if (g.has("dtype")) p.gemm_dtype = g.string("dtype");
+  p.gemm_s_per_flop = positive(g, "s_per_flop");
+  p.gemm_s_per_byte = non_negative(g, "s_per_byte");
+  p.gemm_s_per_call = non_negative(g, "s_per_call");
+  p.gemm_rms_relative_error = g.number("rms_relative_error");
+  g.reject_unknown_keys();
+  p.elementwise_s_per_byte =
+      read_curve(r, "elementwise_s_per_byte", "elementwise_bytes_per_s", true);
+  p.softmax_s_per_element = read_curve(r, "softmax_s_per_element", "s_per_softmax_element", false);
+  p.activation_s_per_element =
+      read_curve(r, "activation_s_per_element", "s_per_activation_element", false);
+  p.activation_grad_s_per_element =
+      read_curve(r, "activation_grad_s_per_element", "s_per_activation_grad_element", false);
+  p.adam_s_per_param = read_curve(r, "adam_s_per_param", "adam_s_per_param", false);
+  p.sgd_s_per_param = read_curve(r, "sgd_s_per_param", "sgd_s_per_param", false);
+  read_collectives(r, p);
+  read_correction(r, p);
+  read_residuals(r, p);
   r.reject_unknown_keys();
   return p;
 }

@@ -6,6 +6,7 @@
 
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::cost {
@@ -29,13 +30,24 @@ Strategy runtime_equivalent(Strategy s) {
   return s;
 }
 
-// Element-wise traffic per token of one layer's forward (bias adds, value copy, residual
-// copies, activation): elements touched, each read and written once in fp32.
-double elementwise_bytes_per_token(const DenseStack& s) {
-  const double h = static_cast<double>(s.hidden), f = static_cast<double>(s.ffn);
-  const double per_layer =
-      static_cast<double>(s.qkv_size() + s.q_size()) + 4 * h + (s.gated ? 3 : 2) * f;
-  return 8 * per_layer * static_cast<double>(s.layers);
+// Element-wise calls of one layer's forward over T tokens (bias adds, value copy, residual
+// copies; the MLP activation is timed on its own): the elements each call touches, each read
+// and written once in fp32. Backward does about twice this (bias gradients, copies, value
+// heads, the activation's product with its gradient).
+std::vector<std::int64_t> elementwise_calls(const DenseStack& s, std::int64_t tokens) {
+  const std::int64_t T = tokens, h = s.hidden, f = s.ffn;
+  std::vector<std::int64_t> calls{
+      T * s.qkv_size(), T * s.q_size(), T * h, T * h, T * h, T * h, T * f, T * f};
+  if (s.gated) calls.push_back(T * f);
+  return calls;
+}
+
+double elementwise_forward_s(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
+  double t = 0;
+  for (auto elements : elementwise_calls(s, tokens)) {
+    t += p.elementwise_s_per_byte.time_s(8.0 * static_cast<double>(elements), "element-wise");
+  }
+  return t * static_cast<double>(s.layers);
 }
 
 struct Schedule {
@@ -45,6 +57,7 @@ struct Schedule {
   double add(const std::string& kind, const std::string& phase, std::int64_t bytes,
              std::int64_t count) {
     if (count == 0) return 0;
+    // Returns the uncorrected time; each operation is listed with the step correction.
     const double t = p.collective_time_s(kind, ranks, bytes);
     for (auto& c : out.collectives) {
       if (c.kind == kind && c.phase == phase && c.bytes == bytes) {
@@ -52,7 +65,7 @@ struct Schedule {
         return t * static_cast<double>(count);
       }
     }
-    out.collectives.push_back({kind, phase, bytes, count, t});
+    out.collectives.push_back({kind, phase, bytes, count, t * p.correction.collective_scale});
     return t * static_cast<double>(count);
   }
 };
@@ -115,6 +128,12 @@ RuntimeMode runtime_mode(Strategy s) {
               "or zero3 instead");
 }
 
+bool runtime_no_sync(Strategy s, bool requested) {
+  const auto mode = runtime_mode(s);
+  if (mode == RuntimeMode::zero1) return true;
+  return requested && mode == RuntimeMode::ddp && supports_no_sync(s);
+}
+
 std::vector<std::int64_t> padded_units(const DenseStack& s, std::int64_t ranks) {
   std::vector<std::int64_t> out;
   for (const auto& u : units_of(s))
@@ -148,12 +167,13 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   double fwd = 0, bwd = 0;
   for (std::size_t i = 0; i < gemms.size(); ++i)
     (i % 3 == 0 ? fwd : bwd) += p.gemm_time_s(gemms[i]);
-  const double ew =
-      elementwise_bytes_per_token(s) * static_cast<double>(tokens) / p.elementwise_bytes_per_s;
-  const double act = static_cast<double>(tokens * s.ffn * s.layers);
-  fwd += ew + p.s_per_softmax_element * static_cast<double>(tokens * s.vocab) +
-         p.s_per_activation_element * act;
-  bwd += 2 * ew + p.s_per_activation_grad_element * act;
+  const double ew = elementwise_forward_s(s, tokens, p);
+  const double act_elements = static_cast<double>(tokens * s.ffn);
+  const double layers = static_cast<double>(s.layers);
+  fwd += ew + p.softmax_s_per_element.time_s(static_cast<double>(tokens * s.vocab), "softmax") +
+         layers * p.activation_s_per_element.time_s(act_elements, "MLP activation");
+  bwd += 2 * ew +
+         layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
   const auto units = padded_units(s, n);
   const std::int64_t flat = std::accumulate(units.begin(), units.end(), std::int64_t{0});
   const auto L = s.layers;
@@ -185,15 +205,27 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
       bwd_comm += sched.add("all_gather", "backward", units[1] * 4, L * A);
     }
   }
-  out.forward_s = static_cast<double>(A) * fwd + fwd_comm;
-  out.backward_s = static_cast<double>(A) * bwd + bwd_comm;
-  out.comm_wait_s = wait;
-  // The slowest rank updates: everything under DDP and on DP's rank 0, a shard under ZeRO.
+  auto& raw = out.parts;
+  raw.compute_s = static_cast<double>(A) * (fwd + bwd);
+  raw.collectives_s = fwd_comm + bwd_comm;
+  raw.optimizer_collectives_s = wait + opt_comm;
+  // The slowest rank updates: everything under DDP and on DP's rank 0, a shard under ZeRO --
+  // one call per unit. Norm, non-finite check and scaling read the gradients three times;
+  // zeroing writes them.
   const std::int64_t updated = (mode == Mode::ddp || mode == Mode::dp) ? flat : flat / n;
+  const double per_call = static_cast<double>(updated) / static_cast<double>(units.size());
   const bool adam = r.optimizer == Optimizer::adam || r.optimizer == Optimizer::adamw;
-  // Norm, non-finite check and scaling read the gradients three times; zeroing writes them.
-  out.optimizer_s = static_cast<double>(updated) * (adam ? p.adam_s_per_param : p.sgd_s_per_param) +
-                    16.0 * static_cast<double>(updated) / p.elementwise_bytes_per_s + opt_comm;
+  const auto& update = adam ? p.adam_s_per_param : p.sgd_s_per_param;
+  raw.optimizer_s = static_cast<double>(units.size()) *
+                    (update.time_s(per_call, "optimizer update") +
+                     p.elementwise_s_per_byte.time_s(16.0 * per_call, "element-wise"));
+  const auto& corr = p.correction;
+  const double fb = raw.compute_s * corr.compute_scale + raw.collectives_s * corr.collective_scale;
+  out.forward_s =
+      static_cast<double>(A) * fwd * corr.compute_scale + fwd_comm * corr.collective_scale;
+  out.backward_s = fb - out.forward_s;
+  out.comm_wait_s = wait * corr.collective_scale;
+  out.optimizer_s = raw.optimizer_s * corr.optimizer_scale + opt_comm * corr.collective_scale;
   out.step_s = out.forward_s + out.backward_s + out.comm_wait_s + out.optimizer_s;
   out.memory = memory_of(r, mode);
   for (const auto& [k, v] : out.memory)

@@ -17,6 +17,8 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
   app.add_option("--plan", o.plan_path, "plan JSON written by dtplan plan --save-plan");
   app.add_flag("--measure-profile", o.measure_profile,
                "instead of a plan: measure this backend's hardware profile into --out");
+  app.add_flag("--quick", o.quick_profile,
+               "with --measure-profile: fewer shapes and sizes (seconds, for tests)");
   app.add_option("--backend", o.backend, "cpu (MPI, Eigen) or cuda (NCCL, cuBLAS)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "measured optimizer steps")->capture_default_str();

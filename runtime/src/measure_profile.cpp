@@ -1,10 +1,12 @@
-// Profile microbenchmarks and their fits (see measure_profile.hpp).
+// Profile microbenchmarks (see measure_profile.hpp); the fits live in cost/calibration.
 #include "dtplan/runtime/measure_profile.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <vector>
 
+#include "dtplan/cost/calibration.hpp"
 #include "dtplan/runtime/host_info.hpp"
 
 namespace dtplan::runtime {
@@ -12,6 +14,17 @@ namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Standard-normal values, so that kernels whose speed depends on their input (libm's tanh and
+// exp are ten times faster on zeros) are timed on data like the workload's.
+void randomize(Device& dev, Buffer& b) {
+  std::mt19937 gen(12345);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> host(static_cast<std::size_t>(b.bytes() / 4));
+  for (auto& v : host)
+    v = normal(gen);
+  dev.upload(host.data(), b.f(), b.bytes());
 }
 
 // Median seconds of one call of `fn` (repeated until 30 ms or 50 calls), slowest rank's.
@@ -31,114 +44,170 @@ double time_of(Device& dev, const MpiGroup& world, Fn fn) {
   return world.max(t[t.size() / 2]);
 }
 
-void fit_gemm(Device& dev, const MpiGroup& world, cost::HardwareProfile& p) {
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
-  const std::int64_t ms[] = {256, 1024, 4096};
-  const std::pair<std::int64_t, std::int64_t> nks[] = {
-      {32, 32}, {32, 128}, {128, 32}, {128, 128}, {512, 128}, {128, 512}, {512, 512}, {2048, 64}};
+// For collectives: every rank of the world makes the same number of calls (a rank that
+// stopped early would leave the others waiting), sized from the slowest first call.
+template <class Fn>
+double time_agreed(Device& dev, const MpiGroup& world, Fn fn) {
+  fn();  // warm-up
+  dev.synchronize();
+  double a = now_s();
+  fn();
+  dev.synchronize();
+  const double first = world.max(now_s() - a);
+  const int reps = std::clamp(static_cast<int>(0.03 / std::max(first, 1e-9)), 3, 50);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    a = now_s();
+    fn();
+    dev.synchronize();
+    t.push_back(now_s() - a);
+  }
+  std::sort(t.begin(), t.end());
+  return world.max(t[t.size() / 2]);
+}
+
+std::vector<cost::GemmSample> time_gemms(Device& dev, const MpiGroup& world, bool quick) {
+  std::vector<std::int64_t> ms{256, 1024, 4096};
+  std::vector<std::pair<std::int64_t, std::int64_t>> nks{{32, 32},   {32, 128},  {128, 32},
+                                                         {128, 128}, {512, 128}, {128, 512},
+                                                         {512, 512}, {2048, 64}, {1024, 1024}};
+  if (quick) {
+    ms = {256, 1024};
+    nks = {{32, 32}, {128, 128}, {512, 128}, {2048, 64}};
+  }
+  std::vector<cost::GemmSample> out;
   for (auto m : ms) {
     for (auto [n, k] : nks) {
       auto a = dev.allocate_floats(m * k, MemoryComponent::buffers);
       auto b = dev.allocate_floats(k * n, MemoryComponent::buffers);
       auto c = dev.allocate_floats(std::max(m * n, k * n), MemoryComponent::buffers);
       // The three forms a Linear uses: forward (NT), input gradient (NN), weight gradient (TN).
-      const double t_nt =
-          time_of(dev, world, [&] { dev.gemm(false, true, m, n, k, 1, a.f(), b.f(), 0, c.f()); });
-      const double t_nn =
-          time_of(dev, world, [&] { dev.gemm(false, false, m, n, k, 1, a.f(), b.f(), 0, c.f()); });
-      const double t_tn =
-          time_of(dev, world, [&] { dev.gemm(true, false, k, n, m, 1, a.f(), c.f(), 1, b.f()); });
-      const auto row = [](double mm, double nn, double kk) {
-        return std::vector<double>{2 * mm * nn * kk, 4 * (mm * kk + kk * nn + mm * nn), 1};
-      };
-      const double md = static_cast<double>(m), nd = static_cast<double>(n),
-                   kd = static_cast<double>(k);
-      x.push_back(row(md, nd, kd));
-      y.push_back(t_nt);
-      x.push_back(row(md, nd, kd));
-      y.push_back(t_nn);
-      x.push_back(row(kd, nd, md));
-      y.push_back(t_tn);
+      out.push_back({m, n, k, "nt", time_of(dev, world, [&] {
+                       dev.gemm(false, true, m, n, k, 1, a.f(), b.f(), 0, c.f());
+                     })});
+      out.push_back({m, n, k, "nn", time_of(dev, world, [&] {
+                       dev.gemm(false, false, m, n, k, 1, a.f(), b.f(), 0, c.f());
+                     })});
+      out.push_back({k, n, m, "tn", time_of(dev, world, [&] {
+                       dev.gemm(true, false, k, n, m, 1, a.f(), c.f(), 1, b.f());
+                     })});
     }
   }
-  const auto fit = cost::fit_relative(x, y);
-  p.gemm_s_per_flop = fit.coefficients[0];
-  p.gemm_s_per_byte = std::max(0.0, fit.coefficients[1]);
-  p.gemm_s_per_call = std::max(0.0, fit.coefficients[2]);
-  p.gemm_rms_relative_error = fit.rms_relative_error;
+  return out;
 }
 
-void fit_collective(Communicator& comm, Device& dev, const MpiGroup& world, const std::string& kind,
-                    cost::HardwareProfile& p) {
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
-  const std::int64_t n = comm.size();
-  for (std::int64_t bytes = 4096; bytes <= (16 << 20); bytes *= 4) {
-    const std::int64_t count = bytes / 4 / n * n;  // divisible by the ranks
-    auto in = dev.allocate_floats(count, MemoryComponent::buffers);
-    auto out = dev.allocate_floats(count, MemoryComponent::buffers);
-    auto op = [&] {
-      CommHandle h = 0;
-      if (kind == "all_reduce") h = comm.all_reduce(in.f(), count);
-      if (kind == "reduce_scatter") h = comm.reduce_scatter(in.f(), out.f(), count / n);
-      if (kind == "all_gather") h = comm.all_gather(in.f(), out.f(), count / n);
-      if (kind == "broadcast") h = comm.broadcast(in.f(), count, 0);
-      if (kind == "reduce") h = comm.reduce(in.f(), count, 0);
-      comm.wait(h);
-      (void)comm.records();
-      comm.clear_records();
-    };
-    x.push_back({1, static_cast<double>(count * 4)});
-    y.push_back(time_of(dev, world, op));
+struct Curves {
+  std::vector<std::pair<double, double>> ew, act, act_grad, adam, sgd, softmax;
+};
+
+void time_rates(Device& dev, const MpiGroup& world, bool quick, Curves& c) {
+  const std::vector<std::int64_t> sizes =
+      quick ? std::vector<std::int64_t>{1 << 14, 1 << 20}
+            : std::vector<std::int64_t>{1 << 14, 1 << 17, 1 << 20, 1 << 23};
+  for (auto n : sizes) {
+    auto x = dev.allocate_floats(n, MemoryComponent::buffers);
+    auto y = dev.allocate_floats(n, MemoryComponent::buffers);
+    auto m = dev.allocate_floats(n, MemoryComponent::buffers);
+    auto v = dev.allocate_floats(n, MemoryComponent::buffers);
+    for (auto* b : {&x, &y, &m})
+      randomize(dev, *b);
+    const auto d = static_cast<double>(n);
+    c.ew.push_back({12 * d, time_of(dev, world, [&] { dev.axpy(0.5f, x.f(), y.f(), n); })});
+    c.act.push_back({d, time_of(dev, world, [&] { dev.gelu(x.f(), y.f(), n); })});
+    c.act_grad.push_back(
+        {d, time_of(dev, world, [&] { dev.gelu_backward(x.f(), y.f(), m.f(), n); })});
+    c.adam.push_back({d, time_of(dev, world, [&] {
+                        dev.adam(x.f(), y.f(), m.f(), v.f(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                                 1);
+                      })});
+    c.sgd.push_back(
+        {d, time_of(dev, world, [&] { dev.sgd(x.f(), y.f(), m.f(), n, 1e-3f, 0.9f); })});
   }
-  const auto fit = cost::fit_relative(x, y);
-  p.collectives.push_back({kind, n, std::max(0.0, fit.coefficients[0]),
-                           std::max(0.0, fit.coefficients[1]), fit.rms_relative_error});
+  const std::int64_t vocab = 4096;
+  for (std::int64_t tokens :
+       quick ? std::vector<std::int64_t>{64} : std::vector<std::int64_t>{16, 128, 1024}) {
+    auto logits = dev.allocate_floats(tokens * vocab, MemoryComponent::buffers);
+    auto targets = dev.allocate(tokens * 4, MemoryComponent::data);
+    randomize(dev, logits);
+    c.softmax.push_back({static_cast<double>(tokens * vocab), time_of(dev, world, [&] {
+                           dev.softmax_cross_entropy(logits.f(), targets.i(), tokens, vocab, 1.0f);
+                         })});
+  }
+}
+
+std::vector<int> communicator_sizes(int world) {
+  if (world == 1) return {1};  // a job of one rank still calls its communicator
+  std::vector<int> sizes;
+  for (int g = 2; g < world; g *= 2)
+    sizes.push_back(g);
+  if (world >= 2) sizes.push_back(world);
+  return sizes;
+}
+
+constexpr const char* kKinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                  "reduce"};
+
+// Every group of `ranks` sweeps its collectives at once; the slowest rank's times. Ranks in
+// no group (comm null) make the same timing calls with nothing to time.
+void time_collectives(Communicator* comm, std::int64_t n, Device& dev, const MpiGroup& world,
+                      bool quick, std::vector<cost::CollectiveSample>& out) {
+  for (const char* kind : kKinds) {
+    for (std::int64_t bytes = 4096; bytes <= (quick ? (1 << 20) : (16 << 20)); bytes *= 4) {
+      const std::int64_t count = bytes / 4 / n * n;  // divisible by the ranks
+      auto in = dev.allocate_floats(count, MemoryComponent::buffers);
+      auto res = dev.allocate_floats(count, MemoryComponent::buffers);
+      const std::string k = kind;
+      auto op = [&] {
+        if (comm == nullptr) return;
+        CommHandle h = 0;
+        if (k == "all_reduce") h = comm->all_reduce(in.f(), count);
+        if (k == "reduce_scatter") h = comm->reduce_scatter(in.f(), res.f(), count / n);
+        if (k == "all_gather") h = comm->all_gather(in.f(), res.f(), count / n);
+        if (k == "broadcast") h = comm->broadcast(in.f(), count, 0);
+        if (k == "reduce") h = comm->reduce(in.f(), count, 0);
+        comm->wait(h);
+        (void)comm->records();
+        comm->clear_records();
+      };
+      const double t = time_agreed(dev, world, op);
+      if (comm != nullptr) out.push_back({k, n, count * 4, t});
+    }
+  }
 }
 
 }  // namespace
 
-cost::HardwareProfile measure_profile(Device& dev, Communicator& comm, const MpiGroup& world,
+cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
+                                      const MpiGroup& world, const ProfileOptions& o,
                                       const ProgressFn& progress) {
   cost::HardwareProfile p;
   p.backend = dev.kind();
   p.hardware = dev.description();
   p.created = utc_timestamp();
-  p.versions = {{"communicator", comm.description()}};
-  progress("GEMMs (72 shapes and forms)");
-  fit_gemm(dev, world, p);
-  progress("element-wise bandwidth, softmax, optimizer updates");
-  const std::int64_t big = 8 << 20;
-  auto x = dev.allocate_floats(big, MemoryComponent::buffers);
-  auto y = dev.allocate_floats(big, MemoryComponent::buffers);
-  auto m = dev.allocate_floats(big, MemoryComponent::buffers);
-  auto v = dev.allocate_floats(big, MemoryComponent::buffers);
-  p.elementwise_bytes_per_s = 12.0 * static_cast<double>(big) /
-                              time_of(dev, world, [&] { dev.axpy(0.5f, x.f(), y.f(), big); });
-  p.adam_s_per_param =
-      time_of(dev, world,
-              [&] {
-                dev.adam(x.f(), y.f(), m.f(), v.f(), big, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1);
-              }) /
-      static_cast<double>(big);
-  p.sgd_s_per_param = time_of(dev, world, [&] { dev.sgd(x.f(), y.f(), m.f(), big, 1e-3f, 0.9f); }) /
-                      static_cast<double>(big);
-  p.s_per_activation_element =
-      time_of(dev, world, [&] { dev.gelu(x.f(), y.f(), big); }) / static_cast<double>(big);
-  p.s_per_activation_grad_element =
-      time_of(dev, world, [&] { dev.gelu_backward(x.f(), y.f(), m.f(), big); }) /
-      static_cast<double>(big);
-  const std::int64_t tokens = 512, vocab = 4096;
-  auto targets = dev.allocate(tokens * 4, MemoryComponent::data);
-  p.s_per_softmax_element =
-      time_of(dev, world,
-              [&] { dev.softmax_cross_entropy(x.f(), targets.i(), tokens, vocab, 1.0f); }) /
-      static_cast<double>(tokens * vocab);
-  for (const char* kind : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
-    progress(std::string(kind) + " over " + std::to_string(comm.size()) + " ranks, 4 KiB..16 MiB");
-    fit_collective(comm, dev, world, kind, p);
+  const auto sizes = communicator_sizes(world.size());
+  const int stages = 2 + static_cast<int>(sizes.size());
+  progress(1, stages, "GEMMs (shapes x forward, input- and weight-gradient forms)");
+  cost::fit_gemm(time_gemms(dev, world, o.quick), p);
+  progress(2, stages, "element-wise, activations, softmax and optimizer updates by size");
+  Curves c;
+  time_rates(dev, world, o.quick, c);
+  p.elementwise_s_per_byte = cost::rate_curve(c.ew, "element-wise");
+  p.activation_s_per_element = cost::rate_curve(c.act, "MLP activation");
+  p.activation_grad_s_per_element = cost::rate_curve(c.act_grad, "MLP activation backward");
+  p.adam_s_per_param = cost::rate_curve(c.adam, "adam");
+  p.sgd_s_per_param = cost::rate_curve(c.sgd, "sgd");
+  p.softmax_s_per_element = cost::rate_curve(c.softmax, "softmax");
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    progress(3 + static_cast<int>(i), stages,
+             "collectives over " + std::to_string(sizes[i]) + " ranks, 4 KiB.." +
+                 (o.quick ? "1 MiB" : "16 MiB"));
+    const auto group = world.split_consecutive(sizes[i]);
+    std::unique_ptr<Communicator> comm;
+    if (group) comm = make_comm(*group);
+    if (comm && p.versions.empty()) p.versions["communicator"] = comm->description();
+    time_collectives(comm.get(), sizes[i], dev, world, o.quick, p.collective_samples);
   }
+  p.collectives = cost::fit_collectives(p.collective_samples);
   return p;
 }
 

@@ -55,6 +55,21 @@ MpiGroup::MpiGroup(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_free(&local);
 }
 
+std::optional<MpiGroup> MpiGroup::split_consecutive(int size) const {
+  if (size < 1 || size > size_) {
+    throw Error("communicator size " + std::to_string(size) + " outside 1.." +
+                std::to_string(size_));
+  }
+  const bool member = rank_ < size_ / size * size;
+  MPI_Comm sub = MPI_COMM_NULL;
+  // The sub-communicator lives until MPI_Finalize (profiles make a handful).
+  mpi_check(MPI_Comm_split(comm_, member ? rank_ / size : MPI_UNDEFINED, rank_, &sub),
+            "MPI_Comm_split");
+  if (!member) return std::nullopt;
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  return MpiGroup(sub);
+}
+
 MpiGroup MpiGroup::world() {
   return MpiGroup(MPI_COMM_WORLD);
 }

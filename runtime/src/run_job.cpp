@@ -55,6 +55,33 @@ struct Job {
   TrainerSettings settings;
 };
 
+}  // namespace
+
+cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir) {
+  const auto& t = plan.training;
+  const auto model = load_model(plan.model, resolve_data_dir(data_dir) / "models");
+  if (!model.transformer) {
+    throw Error("model " + plan.model +
+                " is not a transformer; dtplan-run executes transformer plans only");
+  }
+  cost::RuntimeRun r;
+  r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));
+  r.strategy = t.strategy;
+  r.optimizer = t.optimizer;
+  r.ranks = t.dp_size;
+  r.micro_batch = t.micro_batch;
+  r.grad_accum = plan.grad_accum;
+  r.no_sync = cost::runtime_no_sync(t.strategy, plan.no_sync);
+  // Buckets shrink with the model so that the scaled run has as many as the real one.
+  const double ratio =
+      static_cast<double>(cost::params_of(r.stack)) / static_cast<double>(plan.params);
+  r.bucket_cap_bytes = std::max<std::int64_t>(
+      4, static_cast<std::int64_t>(static_cast<double>(t.bucket_cap_bytes) * ratio));
+  return r;
+}
+
+namespace {
+
 Job prepare(const RunOptions& o, const MpiGroup& world) {
   Job j;
   j.plan = plan_from_json(o.plan_path);
@@ -65,24 +92,20 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
                 " (run mpirun -np " + std::to_string(t.dp_size) +
                 ", or make a plan with dtplan plan --gpus " + std::to_string(world.size()) + ")");
   }
-  const auto data = resolve_data_dir(o.data_dir);
-  const auto model = load_model(j.plan.model, data / "models");
-  if (!model.transformer) {
-    throw Error(o.plan_path + ": model " + j.plan.model +
-                " is not a transformer; dtplan-run executes transformer plans only");
+  cost::RuntimeRun run;
+  try {
+    run = runtime_run_of(j.plan, o.scale, o.data_dir);
+  } catch (const Error& e) {
+    throw Error(o.plan_path + ": " + e.what());
   }
-  j.stack = cost::dense_stack_of(*model.transformer, o.scale, sequence_length(model, t.seq_len));
+  j.stack = run.stack;
   auto& s = j.settings;
   s.strategy = t.strategy;
   s.optimizer = t.optimizer;
   s.micro_batch = t.micro_batch;
   s.grad_accum = j.plan.grad_accum;
   s.no_sync = j.plan.no_sync;
-  // Buckets shrink with the model so that the scaled run has as many as the real one.
-  const double ratio =
-      static_cast<double>(cost::params_of(j.stack)) / static_cast<double>(j.plan.params);
-  s.bucket_cap_bytes = std::max<std::int64_t>(
-      4, static_cast<std::int64_t>(static_cast<double>(t.bucket_cap_bytes) * ratio));
+  s.bucket_cap_bytes = run.bucket_cap_bytes;
   s.loss_scaling = t.precision == Precision::fp16 || t.precision == Precision::amp_fp16;
   s.lr = o.lr;
   s.max_grad_norm = o.max_grad_norm;
@@ -216,12 +239,16 @@ std::unique_ptr<Communicator> make_comm(const RunOptions& o, const MpiGroup& wor
 nlohmann::json run_profile(const RunOptions& o, const MpiGroup& world) {
   check_backend(o);
   auto device = make_device(o, world);
-  auto comm = make_comm(o, world, *device);
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("profile microbenchmarks");
-  auto p = measure_profile(*device, *comm, world, [&](const std::string& what) {
+  const auto factory = [&](const MpiGroup& g) { return make_comm(o, g, *device); };
+  ProfileOptions po;
+  po.quick = o.quick_profile;
+  auto p = measure_profile(*device, factory, world, po, [&](int i, int n, const std::string& what) {
     watchdog.kick(what);
-    if (world.rank() == 0) std::fprintf(stderr, "dtplan-run: measuring %s\n", what.c_str());
+    // "[i/n]" is what dtplan calibrate reads to draw its progress bar.
+    if (world.rank() == 0)
+      std::fprintf(stderr, "dtplan-run: [%d/%d] measuring %s\n", i, n, what.c_str());
   });
   if (world.rank() != 0) return nullptr;
   p.hardware += ", " + std::to_string(world.size()) + " ranks on " + world.host_name();

@@ -48,9 +48,7 @@ Trainer::Trainer(const cost::DenseStack& stack, const TrainerSettings& settings,
 }
 
 bool Trainer::no_sync_effective() const {
-  // ZeRO-1 reduces at the accumulation boundary only, as DeepSpeed's stage 1 does.
-  if (mode_ == Mode::zero1) return true;
-  return set_.no_sync && mode_ == Mode::ddp && cost::supports_no_sync(set_.strategy);
+  return cost::runtime_no_sync(set_.strategy, set_.no_sync);
 }
 
 void Trainer::allocate_states() {

@@ -148,6 +148,11 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
   for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
     profile.collectives.push_back({k, world.size(), 1e-5, 1e-9, 0});
   }
+  for (auto* c : {&profile.elementwise_s_per_byte, &profile.softmax_s_per_element,
+                  &profile.activation_s_per_element, &profile.activation_grad_s_per_element,
+                  &profile.adam_s_per_param, &profile.sgd_s_per_param}) {
+    c->points = {{1, 1e-9}};
+  }
   for (auto strategy : {Strategy::ddp, Strategy::dp, Strategy::zero1, Strategy::zero2,
                         Strategy::zero3, Strategy::fsdp_full}) {
     for (bool tied : {true, false}) {

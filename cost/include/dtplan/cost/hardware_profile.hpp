@@ -1,15 +1,18 @@
 // A hardware profile: constants measured on one machine for one runtime backend, from which the
-// cost model predicts what dtplan-run will measure there. `dtplan-run --measure-profile`
-// writes one (microbenchmarks through the runtime, least-squares fits); `dtplan validate
-// --profile` and the calibration issue read it. The CPU profile bundled in data/profiles/ was
-// measured on the project's development machine.
+// cost model predicts what dtplan-run will measure there. `dtplan calibrate` (or `dtplan-run
+// --measure-profile`) writes one from microbenchmarks through the runtime and least-squares
+// fits (cost/calibration.hpp); every command that predicts runtime steps reads it. The CPU
+// profile bundled in data/profiles/ was measured on the project's development machine.
 //
 //   GEMM time        = s_per_flop x 2mnk + s_per_byte x 4(mk + kn + mn) + s_per_call
-//   element-wise     = bytes / elementwise_bytes_per_s
-//   softmax + loss   = s_per_softmax_element x tokens x vocab
-//   MLP activation   = s_per_activation(_grad)_element x tokens x MLP width x layers
-//   optimizer        = s_per_param_update x parameters updated (per optimizer kind)
-//   collective       = latency_s + s_per_byte x bytes   (per kind and number of ranks)
+//   element-wise     = bytes x s_per_byte(bytes)            (rate curves: by working-set size,
+//   softmax + loss   = elements x s_per_element(elements)    so that cache-resident and
+//   MLP activation   = elements x s_per_element(elements)    DRAM-sized calls both hold)
+//   optimizer        = parameters x s_per_param(parameters)
+//   collective       = latency_s + s_per_byte x bytes       (per kind and communicator size)
+//   step correction  = measured / predicted per part of the step (compute, collectives,
+//                      optimizer), fitted over whole training steps (calibration runs and
+//                      autotuning trials); 1 when no step was fitted.
 #pragma once
 
 #include <filesystem>
@@ -32,6 +35,19 @@ struct LinearFit {
 // that the fit minimises relative error. Throws if there are fewer rows than columns.
 LinearFit fit_relative(const std::vector<std::vector<double>>& x, const std::vector<double>& y);
 
+// Seconds per unit (byte, element, parameter) as a function of the call's size: measured at a
+// few sizes, interpolated linearly in log(size), flat beyond the ends.
+struct RatePoint {
+  double size = 0;
+  double s_per_unit = 0;
+};
+struct RateCurve {
+  std::vector<RatePoint> points;  // ascending size
+  // Throws naming `what` when the curve is empty.
+  double s_per_unit(double size, const char* what) const;
+  double time_s(double size, const char* what) const { return size * s_per_unit(size, what); }
+};
+
 struct CollectiveConstants {
   std::string kind;  // all_reduce, reduce_scatter, all_gather, broadcast, reduce
   std::int64_t ranks = 0;
@@ -40,23 +56,58 @@ struct CollectiveConstants {
   double rms_relative_error = 0;
 };
 
+// The samples behind the fits, kept in the profile with their residuals.
+struct GemmSample {
+  std::int64_t m = 0, n = 0, k = 0;  // C[m x n] = op(A)[m x k] op(B)[k x n]
+  std::string form;                  // nt (forward), nn (input gradient), tn (weight gradient)
+  double time_s = 0;
+};
+struct CollectiveSample {
+  std::string kind;
+  std::int64_t ranks = 0;
+  std::int64_t bytes = 0;
+  double time_s = 0;
+};
+
+// One measured training step against the uncorrected prediction of its parts.
+struct StepSample {
+  std::string label;
+  double compute_s = 0;                // predicted forward + backward compute
+  double collectives_s = 0;            // predicted collectives inside forward and backward
+  double optimizer_s = 0;              // predicted optimizer compute
+  double optimizer_collectives_s = 0;  // predicted collectives of the sync and optimizer phases
+  double measured_compute_s = 0;       // measured forward + backward (with their collectives)
+  double measured_optimizer_s = 0;     // measured gradient sync + optimizer
+};
+
+struct StepCorrection {
+  double compute_scale = 1, collective_scale = 1, optimizer_scale = 1;
+  std::int64_t samples = 0;
+  double rms_relative_error = 0;  // of the corrected step times over the samples
+};
+
 struct HardwareProfile {
   std::string backend;  // cpu | cuda
   std::string hardware;
   std::string created;
   std::map<std::string, std::string> versions;
+  std::string gemm_dtype = "fp32";  // what the runtime computes in
   double gemm_s_per_flop = 0;
   double gemm_s_per_byte = 0;
   double gemm_s_per_call = 0;
   double gemm_rms_relative_error = 0;
-  double elementwise_bytes_per_s = 0;
-  double s_per_softmax_element = 0;
+  RateCurve elementwise_s_per_byte;  // by bytes one call touches
+  RateCurve softmax_s_per_element;   // softmax cross-entropy, by tokens x vocab
   // MLP activations are bound by tanh / exp, not by memory: their own rates.
-  double s_per_activation_element = 0;       // gelu, or swiglu when gated
-  double s_per_activation_grad_element = 0;  // its backward
-  double adam_s_per_param = 0;
-  double sgd_s_per_param = 0;
+  RateCurve activation_s_per_element;       // gelu, or swiglu when gated
+  RateCurve activation_grad_s_per_element;  // its backward
+  RateCurve adam_s_per_param;
+  RateCurve sgd_s_per_param;
   std::vector<CollectiveConstants> collectives;
+  StepCorrection correction;
+  std::vector<GemmSample> gemm_samples;
+  std::vector<CollectiveSample> collective_samples;
+  std::vector<StepSample> step_samples;
 
   double gemm_time_s(const Gemm& g) const;
   // Throws naming the kind and ranks when the profile has no fit for them.
@@ -64,6 +115,7 @@ struct HardwareProfile {
 };
 
 nlohmann::json to_json(const HardwareProfile& p);
+// Reads schema versions 1 (single rates) and 2; throws naming the file and key on errors.
 HardwareProfile load_profile(const std::filesystem::path& path);
 
 }  // namespace dtplan::cost

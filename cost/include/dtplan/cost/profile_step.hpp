@@ -20,6 +20,10 @@ namespace dtplan::cost {
 enum class RuntimeMode { ddp, dp, zero1, zero2, zero3 };
 // Throws for fsdp-hybrid, which needs a 2-D process grid.
 RuntimeMode runtime_mode(Strategy s);
+// Whether dtplan-run skips gradient synchronisation before the last micro-step: DDP-like
+// strategies when the plan asks for no_sync, and ZeRO-1 always (it reduces at the
+// accumulation boundary, as DeepSpeed's stage 1 does).
+bool runtime_no_sync(Strategy s, bool requested);
 
 struct RuntimeRun {
   DenseStack stack;
@@ -40,8 +44,17 @@ struct PredictedCollective {
   double time_s = 0;  // one operation
 };
 
+// The step's parts before the profile's step correction (what calibration fits it on).
+struct StepParts {
+  double compute_s = 0;                // forward + backward compute, all micro-steps
+  double collectives_s = 0;            // collectives inside forward and backward
+  double optimizer_s = 0;              // optimizer compute
+  double optimizer_collectives_s = 0;  // gradient sync and optimizer-phase collectives
+};
+
 struct RuntimePrediction {
   double forward_s = 0, backward_s = 0, comm_wait_s = 0, optimizer_s = 0, step_s = 0;
+  StepParts parts;
   std::vector<PredictedCollective> collectives;
   std::map<std::string, std::int64_t> memory;  // rank 0 at its peak, by component
   std::int64_t peak_bytes = 0;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ class MpiGroup {
   std::vector<double> all_gather(const std::vector<double>& mine) const;
   void broadcast_bytes(void* data, std::int64_t bytes, int root) const;
   std::string host_name() const;
+
+  // Consecutive ranks in groups of `size` (ranks 0..size-1, size..2 size-1, ...); ranks past
+  // the last whole group get nullopt. Collective over this group.
+  std::optional<MpiGroup> split_consecutive(int size) const;
 
   // The CPU backend's data communicator over this group.
   std::unique_ptr<Communicator> make_communicator() const;

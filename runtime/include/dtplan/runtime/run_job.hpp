@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/mpi_group.hpp"
 
 namespace dtplan::runtime {
@@ -37,7 +39,13 @@ struct RunOptions {
   std::optional<InjectedFault> fault;
   std::string command_line;  // recorded in the measurement
   bool measure_profile = false;
+  bool quick_profile = false;  // fewer microbenchmark shapes and sizes
 };
+
+// What dtplan-run executes for `plan` at `scale` (the scaled stack, the runtime's strategy
+// settings, the bucket cap shrunk with the model), as the cost model's RuntimeRun: predicting a
+// run before starting it. Throws naming the plan's model when it is not a transformer.
+cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir);
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0
 // (null elsewhere). Throws dtplan::Error with the input and the problem.
