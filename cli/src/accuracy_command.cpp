@@ -10,6 +10,7 @@
 #include "dtplan/cost/profile_step.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "progress.hpp"
 #include "runtime_trials.hpp"
@@ -40,18 +41,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const auto n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string ms(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  return buf;
-}
-
-std::string pct(double e) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", e * 100);
-  return buf;
 }
 
 std::vector<Row> measure_rows(const AccuracyOptions& o, const cost::HardwareProfile& p,
@@ -115,9 +104,9 @@ int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
           << "\n\n";
   TextTable t({"configuration", "predicted", "measured", "error"});
   for (const auto& r : rows)
-    t.add_row({r.config, ms(r.predicted_s), ms(r.measured_s), pct(r.error())});
+    t.add_row({r.config, seconds(r.predicted_s), seconds(r.measured_s), signed_percent(r.error())});
   t.print(ctx.out);
-  ctx.out << "\nmedian |error| " << pct(med).substr(1) << ", max |error| " << pct(worst).substr(1)
+  ctx.out << "\nmedian |error| " << percent(med) << ", max |error| " << percent(worst)
           << "; error = (predicted - measured) / measured, median step of " << o.steps
           << " measured steps; runs are in " << s.work_dir.string() << "\n";
   return 0;

@@ -30,6 +30,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(register_validate_command);
   add(register_calibrate_command);
   add(register_accuracy_command);
+  add(register_autotune_command);
 
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-' &&
       runners.count(args.front()) == 0) {

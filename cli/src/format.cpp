@@ -25,6 +25,10 @@ std::string percent(double fraction) {
   return fixed(100.0 * fraction, 1) + "%";
 }
 
+std::string signed_percent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + percent(fraction);
+}
+
 std::string duration(double s) {
   if (s < 120.0) return fixed(s, 1) + " s";
   if (s < 7200.0) return fixed(s / 60.0, 1) + " min";

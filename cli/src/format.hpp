@@ -14,6 +14,8 @@ std::string seconds(double s);
 std::string gib(Bytes b);
 // 45.1%
 std::string percent(double fraction);
+// +4.5%, -0.3% (relative errors)
+std::string signed_percent(double fraction);
 // A duration for people: 3.2 h, 5.1 days
 std::string duration(double s);
 

@@ -28,6 +28,13 @@ std::string dtplan_run_path() {
 }
 
 std::vector<std::string> mpirun_argv(std::int64_t np, const std::vector<std::string>& run_args) {
+  if (np == 1) {
+    // One rank needs no launcher: dtplan-run starts as an MPI singleton (a machine with one
+    // GPU and no mpirun installed can still calibrate and tune).
+    std::vector<std::string> args{dtplan_run_path()};
+    args.insert(args.end(), run_args.begin(), run_args.end());
+    return args;
+  }
   std::vector<std::string> args{"mpirun", "-np", std::to_string(np)};
   if (np > sysconf(_SC_NPROCESSORS_ONLN)) args.push_back("--oversubscribe");
   if (geteuid() == 0) args.push_back("--allow-run-as-root");

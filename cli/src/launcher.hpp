@@ -13,7 +13,8 @@ namespace dtplan::cli {
 // dtplan-run beside the running dtplan executable (build/bin/); throws when it is missing.
 std::string dtplan_run_path();
 
-// mpirun -np N [--oversubscribe] [--allow-run-as-root] dtplan-run ARGS...
+// mpirun -np N [--oversubscribe] [--allow-run-as-root] dtplan-run ARGS...; for one rank,
+// dtplan-run ARGS... alone (an MPI singleton).
 std::vector<std::string> mpirun_argv(std::int64_t np, const std::vector<std::string>& run_args);
 
 struct ChildResult {

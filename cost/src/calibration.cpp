@@ -69,6 +69,20 @@ void fit_gemm(const std::vector<GemmSample>& samples, HardwareProfile& p) {
   p.gemm_s_per_byte = c[1];
   p.gemm_s_per_call = c[2];
   p.gemm_samples = samples;
+  // Keep the interpolated residual when it predicts each timed shape from the others (leave
+  // one out) better than the 3-term fit does (3 parameters over dozens of shapes: its own
+  // error is close to its leave-one-out error).
+  double fit_sq = 0, interp_sq = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& s = samples[i];
+    const double linear = p.gemm_linear_s(s.m, s.n, s.k);
+    const double interp = linear * p.gemm_ratio(s.m, s.n, s.k, static_cast<std::int64_t>(i));
+    fit_sq += std::pow(linear / s.time_s - 1, 2);
+    interp_sq += std::pow(interp / s.time_s - 1, 2);
+  }
+  p.gemm_interpolate = interp_sq < fit_sq;
+  p.gemm_loo_relative_error =
+      std::sqrt(std::min(fit_sq, interp_sq) / static_cast<double>(samples.size()));
 }
 
 std::vector<CollectiveConstants> fit_collectives(const std::vector<CollectiveSample>& samples) {

@@ -2,6 +2,7 @@
 #include "dtplan/cost/hardware_profile.hpp"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 
 #include "dtplan/model/error.hpp"
@@ -46,11 +47,41 @@ double RateCurve::s_per_unit(double size, const char* what) const {
   return a.s_per_unit + f * (b.s_per_unit - a.s_per_unit);
 }
 
+double HardwareProfile::gemm_linear_s(std::int64_t mi, std::int64_t ni, std::int64_t ki) const {
+  const double m = static_cast<double>(mi), n = static_cast<double>(ni),
+               k = static_cast<double>(ki);
+  return gemm_s_per_flop * 2 * m * n * k + gemm_s_per_byte * 4 * (m * k + k * n + m * n) +
+         gemm_s_per_call;
+}
+
+double HardwareProfile::gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k,
+                                   std::int64_t skip) const {
+  // (distance in log2 space, log of measured / fitted) of every sample but `skip`.
+  std::vector<std::pair<double, double>> near;
+  for (std::size_t i = 0; i < gemm_samples.size(); ++i) {
+    if (static_cast<std::int64_t>(i) == skip) continue;
+    const auto& s = gemm_samples[i];
+    const double dm = std::log2(double(m) / double(s.m)), dn = std::log2(double(n) / double(s.n)),
+                 dk = std::log2(double(k) / double(s.k));
+    near.push_back({std::sqrt(dm * dm + dn * dn + dk * dk),
+                    std::log(s.time_s / gemm_linear_s(s.m, s.n, s.k))});
+  }
+  if (near.empty()) return 1;
+  const std::size_t take = std::min<std::size_t>(4, near.size());
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(take), near.end());
+  double wsum = 0, lsum = 0;
+  for (std::size_t i = 0; i < take; ++i) {
+    // Shapes timed exactly (in several forms) are averaged; otherwise 1 / d^2 weights.
+    const double w = near[i].first < 1e-9 ? 1e18 : 1.0 / (near[i].first * near[i].first);
+    wsum += w;
+    lsum += w * near[i].second;
+  }
+  return std::exp(lsum / wsum);
+}
+
 double HardwareProfile::gemm_time_s(const Gemm& g) const {
-  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
-               k = static_cast<double>(g.k);
-  const double one = gemm_s_per_flop * 2 * m * n * k +
-                     gemm_s_per_byte * 4 * (m * k + k * n + m * n) + gemm_s_per_call;
+  double one = gemm_linear_s(g.m, g.n, g.k);
+  if (gemm_interpolate) one *= gemm_ratio(g.m, g.n, g.k);
   return one * static_cast<double>(g.count);
 }
 
@@ -78,7 +109,7 @@ nlohmann::json curve_json(const RateCurve& c) {
 nlohmann::json samples_json(const HardwareProfile& p) {
   auto gemm = nlohmann::json::array();
   for (const auto& g : p.gemm_samples) {
-    const double fitted = p.gemm_time_s({g.m, g.n, g.k, 1});
+    const double fitted = p.gemm_linear_s(g.m, g.n, g.k);
     gemm.push_back({{"m", g.m},
                     {"n", g.n},
                     {"k", g.k},
@@ -134,7 +165,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
             {"s_per_flop", p.gemm_s_per_flop},
             {"s_per_byte", p.gemm_s_per_byte},
             {"s_per_call", p.gemm_s_per_call},
-            {"rms_relative_error", p.gemm_rms_relative_error}}},
+            {"rms_relative_error", p.gemm_rms_relative_error},
+            {"interpolate", p.gemm_interpolate},
+            {"loo_relative_error", p.gemm_loo_relative_error}}},
           {"elementwise_s_per_byte", curve_json(p.elementwise_s_per_byte)},
           {"softmax_s_per_element", curve_json(p.softmax_s_per_element)},
           {"activation_s_per_element", curve_json(p.activation_s_per_element)},
@@ -256,6 +289,8 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
   p.gemm_s_per_byte = non_negative(g, "s_per_byte");
   p.gemm_s_per_call = non_negative(g, "s_per_call");
   p.gemm_rms_relative_error = g.number("rms_relative_error");
+  if (g.has("interpolate")) p.gemm_interpolate = g.boolean("interpolate");
+  if (g.has("loo_relative_error")) p.gemm_loo_relative_error = g.number("loo_relative_error");
   g.reject_unknown_keys();
   p.elementwise_s_per_byte =
       read_curve(r, "elementwise_s_per_byte", "elementwise_bytes_per_s", true);

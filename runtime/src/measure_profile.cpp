@@ -71,6 +71,12 @@ std::vector<cost::GemmSample> time_gemms(Device& dev, const MpiGroup& world, boo
   std::vector<std::pair<std::int64_t, std::int64_t>> nks{{32, 32},   {32, 128},  {128, 32},
                                                          {128, 128}, {512, 128}, {128, 512},
                                                          {512, 512}, {2048, 64}, {1024, 1024}};
+  if (dev.kind() == "cuda") {
+    // GPUs reach their rate only on large GEMMs: add transformer-sized ones (hidden 768..4096,
+    // MLP 4x) so the fit is not extrapolated to the workload.
+    ms.push_back(8192);
+    nks.insert(nks.end(), {{768, 768}, {3072, 768}, {768, 3072}, {4096, 4096}, {11008, 4096}});
+  }
   if (quick) {
     ms = {256, 1024};
     nks = {{32, 32}, {128, 128}, {512, 128}, {2048, 64}};

@@ -94,6 +94,7 @@ void CudaDevice::release() noexcept {
   // Errors are ignored here: this runs in the destructor, and a failing device has already
   // reported through the call that failed.
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  drop_cache();
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -113,25 +114,54 @@ std::string CudaDevice::description() const {
   return s.str();
 }
 
-void* CudaDevice::raw_allocate(std::int64_t bytes) {
-  void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, static_cast<std::size_t>(bytes));
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so the next call does not report it
-    return nullptr;
+void* CudaDevice::reuse(std::int64_t bytes) {
+  const auto it = cache_.find(bytes);
+  if (it == cache_.end()) return nullptr;
+  void* p = it->second;
+  cache_.erase(it);
+  return p;
+}
+
+void CudaDevice::drop_cache() noexcept {
+  if (cache_.empty()) return;
+  cudaDeviceSynchronize();
+  for (const auto& [bytes, p] : cache_) {
+    sizes_.erase(p);
+    cudaFree(p);
   }
-  check(e, "cudaMalloc");
+  cache_.clear();
+}
+
+void* CudaDevice::raw_allocate(std::int64_t bytes) {
+  void* p = reuse(bytes);
+  if (p == nullptr) {
+    cudaError_t e = cudaMalloc(&p, static_cast<std::size_t>(bytes));
+    if (e == cudaErrorMemoryAllocation && !cache_.empty()) {
+      cudaGetLastError();  // not sticky; give the cached blocks back and try once more
+      drop_cache();
+      e = cudaMalloc(&p, static_cast<std::size_t>(bytes));
+    }
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky: clear it so the next call does not report it
+      return nullptr;
+    }
+    check(e, "cudaMalloc");
+    sizes_[p] = bytes;
+  }
+  // Zeroed in stream order: work still queued on a reused block finishes first.
   const cudaError_t zeroed = cudaMemsetAsync(p, 0, static_cast<std::size_t>(bytes), stream_);
-  if (zeroed != cudaSuccess) cudaFree(p);
+  if (zeroed != cudaSuccess) cache_.emplace(bytes, p);
   check(zeroed, "cudaMemsetAsync");
   return p;
 }
 
 void CudaDevice::raw_free(void* p) {
-  // Called from Buffer's destructor, so errors cannot be thrown; a broken context reports at
-  // the next checked call. Work queued on the buffer finishes before the memory is reused.
-  cudaStreamSynchronize(stream_);
-  cudaFree(p);
+  // Called from Buffer's destructor, so nothing is thrown. The block goes back to the cache;
+  // the next user of it is ordered after this one's work on the compute stream (collectives
+  // on the communication stream are waited for before their buffers are released).
+  const auto it = sizes_.find(p);
+  if (it == sizes_.end()) return;
+  cache_.emplace(it->second, p);
 }
 
 void CudaDevice::check_launch(std::string_view kernel) const {

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -79,8 +80,16 @@ class CudaDevice final : public Device {
   void check(cudaError_t code, std::string_view call) const { cuda_check(code, call, index_); }
   void check_launch(std::string_view kernel) const;
   double fetch_result();
+  // A cached block of exactly `bytes`, or nullptr.
+  void* reuse(std::int64_t bytes);
+  void drop_cache() noexcept;
 
   int index_ = 0;
+  // Freed blocks by size, reused in stream order (as PyTorch's caching allocator does for
+  // FSDP): ZeRO-3 frees and reallocates every gathered unit, and cudaFree synchronises the
+  // whole device. Every block's size, cached or live.
+  std::multimap<std::int64_t, void*> cache_;
+  std::map<void*, std::int64_t> sizes_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   // Reduction scratch (partials, result, flag): a few KiB outside the accounted components,

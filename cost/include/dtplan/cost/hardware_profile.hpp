@@ -5,6 +5,7 @@
 // profile bundled in data/profiles/ was measured on the project's development machine.
 //
 //   GEMM time        = s_per_flop x 2mnk + s_per_byte x 4(mk + kn + mn) + s_per_call
+//                      (x the interpolated residual of the timed shapes, where that helps)
 //   element-wise     = bytes x s_per_byte(bytes)            (rate curves: by working-set size,
 //   softmax + loss   = elements x s_per_element(elements)    so that cache-resident and
 //   MLP activation   = elements x s_per_element(elements)    DRAM-sized calls both hold)
@@ -96,8 +97,14 @@ struct HardwareProfile {
   double gemm_s_per_byte = 0;
   double gemm_s_per_call = 0;
   double gemm_rms_relative_error = 0;
-  RateCurve elementwise_s_per_byte;  // by bytes one call touches
-  RateCurve softmax_s_per_element;   // softmax cross-entropy, by tokens x vocab
+  // When set, GEMM time is the linear fit times the measured/fitted ratio interpolated from
+  // the timed shapes nearest in log(m, n, k) (inverse-distance weights over the 4 nearest).
+  // Calibration sets it when that predicts held-out shapes better (leave-one-out) than the
+  // fit alone: GPUs have tile and wave effects a 3-term fit cannot follow.
+  bool gemm_interpolate = false;
+  double gemm_loo_relative_error = 0;  // leave-one-out rms error of the model chosen
+  RateCurve elementwise_s_per_byte;    // by bytes one call touches
+  RateCurve softmax_s_per_element;     // softmax cross-entropy, by tokens x vocab
   // MLP activations are bound by tanh / exp, not by memory: their own rates.
   RateCurve activation_s_per_element;       // gelu, or swiglu when gated
   RateCurve activation_grad_s_per_element;  // its backward
@@ -110,6 +117,9 @@ struct HardwareProfile {
   std::vector<StepSample> step_samples;
 
   double gemm_time_s(const Gemm& g) const;
+  double gemm_linear_s(std::int64_t m, std::int64_t n, std::int64_t k) const;
+  // The interpolated measured/fitted ratio at (m, n, k), leaving out sample `skip` (-1: none).
+  double gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t skip = -1) const;
   // Throws naming the kind and ranks when the profile has no fit for them.
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };

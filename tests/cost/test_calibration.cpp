@@ -1,0 +1,200 @@
+// Tests for cost/src/calibration.cpp and the profile's rate curves and step correction:
+// fits on synthetic samples generated from known constants must give the constants back.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "dtplan/cost/calibration.hpp"
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/error.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A deterministic +-3% wobble, so fits face noise without randomness in tests.
+double wobble(int i) {
+  return 1.0 + 0.03 * std::sin(1.7 * i);
+}
+
+std::vector<GemmSample> gemm_samples(double per_flop, double per_byte, double per_call,
+                                     bool noisy) {
+  std::vector<GemmSample> out;
+  int i = 0;
+  for (std::int64_t m : {128, 512, 2048}) {
+    for (std::int64_t n : {32, 256, 1024}) {
+      for (std::int64_t k : {16, 64, 512}) {
+        const double md = double(m), nd = double(n), kd = double(k);
+        const double t =
+            per_flop * 2 * md * nd * kd + per_byte * 4 * (md * kd + kd * nd + md * nd) + per_call;
+        out.push_back({m, n, k, "nt", t * (noisy ? wobble(i++) : 1.0)});
+      }
+    }
+  }
+  return out;
+}
+
+HardwareProfile flat_profile() {
+  HardwareProfile p;
+  p.gemm_s_per_flop = 1e-11;
+  for (auto* c : {&p.elementwise_s_per_byte, &p.softmax_s_per_element, &p.activation_s_per_element,
+                  &p.activation_grad_s_per_element, &p.adam_s_per_param, &p.sgd_s_per_param}) {
+    c->points = {{1, 1e-9}};
+  }
+  for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
+    p.collectives.push_back({k, 2, 2e-5, 1e-9, 0});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("GEMM fit recovers per-FLOP, per-byte and per-call constants") {
+  HardwareProfile p;
+  // 40 GFLOP/s, 100 GB/s operand traffic, 3 us per call: the CPU profile's order of magnitude.
+  fit_gemm(gemm_samples(2.5e-11, 1e-11, 3e-6, false), p);
+  CHECK(p.gemm_s_per_flop == Approx(2.5e-11).epsilon(1e-6));
+  CHECK(p.gemm_s_per_byte == Approx(1e-11).epsilon(1e-6));
+  CHECK(p.gemm_s_per_call == Approx(3e-6).epsilon(1e-6));
+  CHECK(p.gemm_rms_relative_error < 1e-9);
+  CHECK(p.gemm_samples.size() == 27);
+}
+
+TEST_CASE("GEMM fit with 3% noise stays close and never goes negative") {
+  HardwareProfile p;
+  fit_gemm(gemm_samples(2.5e-11, 1e-11, 3e-6, true), p);
+  CHECK(p.gemm_s_per_flop == Approx(2.5e-11).epsilon(0.05));
+  CHECK(p.gemm_rms_relative_error < 0.03);
+  // No per-call cost at all: noise must not produce a negative one.
+  HardwareProfile q;
+  fit_gemm(gemm_samples(2.5e-11, 1e-11, 0, true), q);
+  CHECK(q.gemm_s_per_call >= 0);
+  CHECK(q.gemm_s_per_byte >= 0);
+  CHECK_THROWS_WITH(fit_gemm({{1, 1, 1, "nt", 1e-6}}, q), Contains("at least 3"));
+}
+
+TEST_CASE("collective fits: latency and bandwidth per kind and communicator size") {
+  std::vector<CollectiveSample> s;
+  for (std::int64_t bytes = 4096; bytes <= (16 << 20); bytes *= 4) {
+    // all_reduce over 2 ranks: 10 us + bytes / 3 GB/s; over 4 ranks: 25 us + bytes / 2 GB/s.
+    s.push_back({"all_reduce", 2, bytes, 10e-6 + double(bytes) / 3e9});
+    s.push_back({"all_reduce", 4, bytes, 25e-6 + double(bytes) / 2e9});
+  }
+  const auto fits = fit_collectives(s);
+  REQUIRE(fits.size() == 2);
+  for (const auto& c : fits) {
+    CHECK(c.kind == "all_reduce");
+    CHECK(c.latency_s == Approx(c.ranks == 2 ? 10e-6 : 25e-6).epsilon(1e-6));
+    CHECK(c.s_per_byte == Approx(c.ranks == 2 ? 1 / 3e9 : 1 / 2e9).epsilon(1e-6));
+  }
+  CHECK_THROWS_WITH(fit_collectives({{"broadcast", 2, 4096, 1e-5}}),
+                    Contains("broadcast over 2 ranks needs at least two message sizes"));
+}
+
+TEST_CASE("rate curves interpolate in log(size) and are flat beyond their ends") {
+  const auto c = rate_curve({{1e5, 4e-4}, {1e3, 2e-6}, {1e3, 3e-6}}, "test");
+  REQUIRE(c.points.size() == 2);
+  CHECK(c.points[0].s_per_unit == Approx(2e-9));  // the faster of the two at 1e3
+  CHECK(c.points[1].s_per_unit == Approx(4e-9));
+  // 1e4 is halfway between 1e3 and 1e5 in log: 3e-9 s per unit.
+  CHECK(c.s_per_unit(1e4, "test") == Approx(3e-9));
+  CHECK(c.s_per_unit(10, "test") == Approx(2e-9));
+  CHECK(c.s_per_unit(1e9, "test") == Approx(4e-9));
+  CHECK(c.time_s(1e4, "test") == Approx(3e-5));
+  CHECK_THROWS_WITH(RateCurve{}.s_per_unit(1, "softmax"), Contains("no measured rate for softmax"));
+  CHECK_THROWS_WITH(rate_curve({{0, 1}}, "adam"), Contains("adam"));
+}
+
+TEST_CASE("step correction recovers known compute, collective and optimizer scales") {
+  // measured f+b = 1.2 compute + 2.0 collectives; measured sync+opt = 1.5 opt + 2.0 its coll.
+  std::vector<StepSample> s;
+  const double parts[][4] = {{0.030, 0.002, 0.001, 0.000},
+                             {0.060, 0.001, 0.002, 0.001},
+                             {0.020, 0.004, 0.004, 0.003},
+                             {0.100, 0.000, 0.001, 0.002}};
+  for (const auto& p : parts) {
+    s.push_back(
+        {"synthetic", p[0], p[1], p[2], p[3], 1.2 * p[0] + 2.0 * p[1], 1.5 * p[2] + 2.0 * p[3]});
+  }
+  const auto k = fit_step_correction(s);
+  CHECK(k.compute_scale == Approx(1.2).epsilon(1e-6));
+  CHECK(k.collective_scale == Approx(2.0).epsilon(1e-6));
+  CHECK(k.optimizer_scale == Approx(1.5).epsilon(1e-6));
+  CHECK(k.samples == 4);
+  CHECK(k.rms_relative_error < 1e-9);
+}
+
+TEST_CASE("a part too small to see keeps its scale at 1") {
+  // One rank: no collectives at all. Compute runs 10% slower than predicted.
+  std::vector<StepSample> s{{"a", 0.05, 0, 0.001, 0, 0.055, 0.001},
+                            {"b", 0.08, 0, 0.002, 0, 0.088, 0.002}};
+  const auto k = fit_step_correction(s);
+  CHECK(k.compute_scale == Approx(1.1).epsilon(1e-6));
+  CHECK(k.collective_scale == 1.0);
+  CHECK(k.optimizer_scale == Approx(1.0).epsilon(1e-6));
+  CHECK_THROWS_WITH(fit_step_correction({}), Contains("no measured steps"));
+}
+
+TEST_CASE("the step correction scales the predicted parts of a runtime step") {
+  RuntimeRun run;
+  run.stack.vocab = 37;
+  run.stack.heads = run.stack.kv_heads = 4;
+  run.stack.head_dim = 3;
+  run.stack.hidden = 12;
+  run.stack.ffn = 20;
+  run.stack.layers = 2;
+  run.stack.seq_len = 8;
+  run.strategy = Strategy::zero1;
+  run.ranks = 2;
+  run.micro_batch = 2;
+  run.grad_accum = 2;
+  auto p = flat_profile();
+  const auto raw = predict_runtime_step(run, p);
+  const auto& r = raw.parts;
+  CHECK(raw.step_s ==
+        Approx(r.compute_s + r.collectives_s + r.optimizer_s + r.optimizer_collectives_s));
+  p.correction = {1.25, 3.0, 2.0, 1, 0};
+  const auto c = predict_runtime_step(run, p);
+  CHECK(c.step_s ==
+        Approx(1.25 * r.compute_s + 3.0 * (r.collectives_s + r.optimizer_collectives_s) +
+               2.0 * r.optimizer_s));
+  CHECK(c.forward_s + c.backward_s == Approx(1.25 * r.compute_s + 3.0 * r.collectives_s));
+}
+
+TEST_CASE("profiles round-trip through JSON; version 1 files still load") {
+  auto p = flat_profile();
+  p.backend = "cpu";
+  p.hardware = "synthetic";
+  p.created = "2026-11-23T00:00:00Z";
+  fit_gemm(gemm_samples(2.5e-11, 1e-11, 3e-6, false), p);
+  p.elementwise_s_per_byte = rate_curve({{1e3, 1e-7}, {1e6, 2e-4}}, "element-wise");
+  p.step_samples = {{"s", 0.05, 0.001, 0.001, 0, 0.06, 0.0012}};
+  p.correction = fit_step_correction(p.step_samples);
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-profile.json";
+  std::ofstream(path) << to_json(p).dump(2);
+  const auto q = load_profile(path);
+  CHECK(to_json(q) == to_json(p));
+  std::filesystem::remove(path);
+  // The H100 profile measured before schema version 2 (single rates), kept as a fixture.
+  const auto v1 =
+      load_profile(std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "profiles/h100-v1.json");
+  CHECK(v1.backend == "cuda");
+  REQUIRE(v1.elementwise_s_per_byte.points.size() == 1);
+  CHECK(v1.elementwise_s_per_byte.points[0].s_per_unit > 0);
+  CHECK(v1.correction.compute_scale == 1.0);
+}
+
+TEST_CASE("a profile with descending curve sizes is refused, naming the key") {
+  auto j = to_json(flat_profile());
+  j["backend"] = "cpu";
+  j["hardware"] = j["created"] = "x";
+  j["gemm"]["s_per_flop"] = 1e-11;
+  j["softmax_s_per_element"] = {{{"size", 10}, {"s_per_unit", 1e-9}},
+                                {{"size", 5}, {"s_per_unit", 1e-9}}};
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-bad-profile.json";
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(load_profile(path), Contains("softmax_s_per_element") && Contains("ascend"));
+  std::filesystem::remove(path);
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# README walk-through of calibration and autotuning on the CPU backend (2 ranks):
+# dtplan calibrate (quick microbenchmarks + calibration steps), dtplan accuracy (two held-out
+# configurations), dtplan autotune (2 trials, then --resume to 3 without redoing any), and the
+# errors a user meets: an existing results file, a resume of a different job, a bad backend.
+set -euo pipefail
+bin="$1"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+cd "$work"
+"$bin/dtplan" calibrate --np 2 --quick --out profile.json --work-dir cal > calibrate.txt
+grep -q "step correction from 3 training steps" calibrate.txt
+python3 - <<'PY'
+import json
+p = json.load(open("profile.json"))
+assert p["schema_version"] == 2 and p["backend"] == "cpu"
+assert {c["kind"] for c in p["collectives"]} == {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}
+assert all(c["ranks"] == 2 for c in p["collectives"])
+assert len(p["residuals"]["steps"]) == 3 and len(p["residuals"]["gemm"]) > 0
+k = p["step_correction"]
+assert k["samples"] == 3 and 0.2 < k["compute_scale"] < 5, k
+PY
+"$bin/dtplan" accuracy --profile profile.json --np 2 --limit 2 --json --work-dir acc > accuracy.json
+python3 - <<'PY'
+import json
+a = json.load(open("accuracy.json"))
+assert len(a["rows"]) == 2
+errs = sorted(abs(r["error"]) for r in a["rows"])
+assert abs(a["median_abs_error"] - sum(errs) / 2) < 1e-12 and a["max_abs_error"] == errs[-1]
+assert all(r["measured_step_s"] > 0 and r["predicted_step_s"] > 0 for r in a["rows"])
+PY
+tune=(--model gpt2 --global-batch 8 --seq-len 64 --np 2 --scale 0.05 --profile profile.json
+      --results trials.jsonl --steps 2 --exhaustive --work-dir at)
+"$bin/dtplan" autotune "${tune[@]}" --max-trials 2 > first.txt
+test "$(wc -l < trials.jsonl)" -eq 3   # header + 2 trials
+if "$bin/dtplan" autotune "${tune[@]}" --max-trials 3 > /dev/null 2> exists.txt; then
+  echo "an existing results file must not be overwritten"; exit 1
+fi
+grep -q "exists: pass --resume" exists.txt
+"$bin/dtplan" autotune "${tune[@]}" --max-trials 3 --resume --export-deepspeed ds.json \
+  --export-launch > second.txt
+grep -q "(2 trials resumed)" second.txt
+grep -q "^best (measured): " second.txt
+python3 - <<'PY'
+import json
+lines = [json.loads(l) for l in open("trials.jsonl")]
+assert lines[0]["type"] == "autotune" and len(lines) == 4
+keys = [l["key"] for l in lines[1:]]
+assert len(set(keys)) == 3, keys   # the resumed run did not redo a trial
+PY
+other=(--model gpt2 --global-batch 8 --seq-len 64 --np 4 --scale 0.05 --profile profile.json
+       --results trials.jsonl --steps 2 --exhaustive --work-dir at)
+if "$bin/dtplan" autotune "${other[@]}" --resume > /dev/null 2> other.txt; then
+  echo "resuming a different job must fail"; exit 1
+fi
+grep -q 'tuned a different job' other.txt
+if "$bin/dtplan" calibrate --backend tpu --out x.json 2> bad.txt; then exit 1; fi
+grep -q -- "--backend tpu: expected cpu or cuda" bad.txt
+echo "calibrate -> accuracy -> autotune -> resume: ok"
