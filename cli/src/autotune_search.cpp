@@ -80,8 +80,13 @@ const TrialRecord* best_trial(const std::vector<TrialRecord>& trials) {
 TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwareProfile profile,
                  const std::vector<TrialRecord>& previous, const TuneSettings& settings,
                  const TrialRunner& run, const TrialDoneFn& done, const TuneProgressFn& progress) {
-  Search s{candidates, std::move(profile), settings, previous, {}};
-  for (const auto& t : previous)
+  // Resumed trials that failed run again (an interruption fails the trial in flight).
+  std::vector<TrialRecord> measured;
+  for (const auto& t : previous) {
+    if (t.measured_s) measured.push_back(t);
+  }
+  Search s{candidates, std::move(profile), settings, measured, {}};
+  for (const auto& t : measured)
     s.tried.insert(t.key);
   s.refit();
   const std::size_t limit =

@@ -69,7 +69,7 @@ using TuneProgressFn = std::function<void(const TuneProgress&)>;
 using TrialDoneFn = std::function<void(const TrialRecord&)>;
 
 // `profile` carries the calibration's step samples (they join every refit). `previous`: trials
-// read back from a results file (--resume); their candidates are not run again.
+// read back from a results file (--resume); measured ones are not run again, failed ones are.
 TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwareProfile profile,
                  const std::vector<TrialRecord>& previous, const TuneSettings& settings,
                  const TrialRunner& run, const TrialDoneFn& done, const TuneProgressFn& progress);

@@ -163,8 +163,11 @@ TEST_CASE("resumed trials are not run again and count toward the result") {
   first.key = candidates()[3].key;
   auto second = synthetic_trial(candidates()[7]);
   second.key = candidates()[7].key;
-  const auto r = run_tune(all, {first, second});
-  CHECK(r.ran.size() == 3);  // 5 in all, 2 already done
+  TrialRecord interrupted;
+  interrupted.key = candidates()[9].key;
+  interrupted.failure = "dtplan-run failed (exit 1)";
+  const auto r = run_tune(all, {first, second, interrupted});
+  CHECK(r.ran.size() == 3);  // 5 in all, 2 already measured; the failed one may run again
   CHECK(std::count(r.ran.begin(), r.ran.end(), first.key) == 0);
   CHECK(std::count(r.ran.begin(), r.ran.end(), second.key) == 0);
   CHECK(r.outcome.trials.size() == 5);
