@@ -48,19 +48,6 @@ cost::RuntimeRun runtime_run_of(const RuntimeConfig& c, const TrialSettings& s) 
   return runtime::runtime_run_of(plan_of(c, s.np, s.data_dir), c.scale, s.data_dir);
 }
 
-cost::RuntimeRun runtime_run_of(const runtime::Measurement& m) {
-  cost::RuntimeRun r;
-  r.stack = m.workload;
-  r.strategy = m.executed.strategy;
-  r.optimizer = m.executed.optimizer;
-  r.ranks = m.world_size;
-  r.micro_batch = m.executed.micro_batch;
-  r.grad_accum = m.executed.grad_accum;
-  r.no_sync = m.executed.no_sync;
-  r.bucket_cap_bytes = m.executed.bucket_cap_bytes;
-  return r;
-}
-
 namespace {
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
@@ -102,7 +89,7 @@ runtime::Measurement run_trial(const RuntimeConfig& c, const std::string& name,
 
 cost::StepSample step_sample_of(const std::string& label, const runtime::Measurement& m,
                                 const cost::HardwareProfile& p) {
-  const auto parts = cost::predict_runtime_step(runtime_run_of(m), p).parts;
+  const auto parts = cost::predict_runtime_step(runtime::runtime_run_of(m), p).parts;
   const auto med = m.median();
   return cost::step_sample(label, parts, med.forward_s + med.backward_s,
                            med.comm_wait_s + med.optimizer_s);

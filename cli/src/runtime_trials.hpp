@@ -44,8 +44,6 @@ Plan plan_of(const RuntimeConfig& c, std::int64_t np, const std::string& data_di
 
 // What the runtime will execute for `c`, for predictions before running it.
 cost::RuntimeRun runtime_run_of(const RuntimeConfig& c, const TrialSettings& s);
-// What a measurement executed.
-cost::RuntimeRun runtime_run_of(const runtime::Measurement& m);
 
 using LineFn = std::function<void(const std::string&)>;
 

@@ -130,7 +130,8 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
   }
   const auto path = profile_path(o, m);
   const auto profile = cost::load_profile(path);
-  const auto figures = figures_of(m, cost::predict_runtime_step(runtime_run_of(m), profile));
+  const auto figures =
+      figures_of(m, cost::predict_runtime_step(runtime::runtime_run_of(m), profile));
   if (o.json) {
     auto j = report_preamble("validate", ctx.args);
     j["plan"] = o.plan;

@@ -247,4 +247,17 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
   return m;
 }
 
+cost::RuntimeRun runtime_run_of(const Measurement& m) {
+  cost::RuntimeRun r;
+  r.stack = m.workload;
+  r.strategy = m.executed.strategy;
+  r.optimizer = m.executed.optimizer;
+  r.ranks = m.world_size;
+  r.micro_batch = m.executed.micro_batch;
+  r.grad_accum = m.executed.grad_accum;
+  r.no_sync = m.executed.no_sync;
+  r.bucket_cap_bytes = m.executed.bucket_cap_bytes;
+  return r;
+}
+
 }  // namespace dtplan::runtime

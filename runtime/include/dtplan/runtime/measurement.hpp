@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dtplan/cost/dense_stack.hpp"
+#include "dtplan/cost/profile_step.hpp"
 #include "dtplan/model/plan.hpp"
 
 namespace dtplan::runtime {
@@ -85,6 +86,8 @@ struct Measurement {
 };
 
 nlohmann::json to_json(const Measurement& m);
+// What a measurement executed, as the cost model's RuntimeRun (to predict it).
+cost::RuntimeRun runtime_run_of(const Measurement& m);
 Measurement measurement_from_json(const std::filesystem::path& path);
 
 }  // namespace dtplan::runtime

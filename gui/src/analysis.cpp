@@ -1,0 +1,216 @@
+// The session's analysis through the library (see analysis.hpp).
+#include "analysis.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "dtplan/cost/collectives.hpp"
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/topology_io.hpp"
+#include "dtplan/runtime/measurement.hpp"
+
+namespace dtplan::gui {
+namespace {
+
+struct Inputs {
+  std::filesystem::path data;
+  ModelDesc model;
+  InterconnectTable table;
+  std::optional<Topology> topology;
+  GpuSpec gpu;
+  cost::ComputeConstants k;
+  cost::OverheadConstants overheads;
+  TrainingConfig config;
+};
+
+TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t) {
+  if (s.gpus > t.gpu_count()) {
+    throw Error("GPUs " + std::to_string(s.gpus) + ": the topology has " +
+                std::to_string(t.gpu_count()));
+  }
+  TrainingConfig c;
+  c.strategy = parse_strategy(s.strategy);
+  c.precision = parse_precision(s.precision);
+  c.optimizer = parse_optimizer(s.optimizer);
+  c.dp_size = s.gpus;
+  c.gpus_per_node = std::min(s.gpus, t.gpus_per_node());
+  c.micro_batch = s.micro_batch;
+  c.seq_len = s.seq_len;
+  sequence_length(m, c.seq_len);
+  if (m.transformer && c.seq_len == 0) c.seq_len = m.transformer->max_positions;
+  c.checkpointing = parse_checkpointing(s.checkpointing);
+  c.offload = parse_offload(s.offload);
+  c.grad_accum = s.grad_accum;
+  return c;
+}
+
+Inputs load_inputs(const Session& s) {
+  Inputs in;
+  in.data = resolve_data_dir("");
+  in.model = load_model(s.model, in.data / "models");
+  in.table = InterconnectTable::load(in.data / "interconnect.json");
+  in.topology.emplace(
+      Topology::build(load_node_template(s.topology, in.data / "topologies"), s.nodes, in.table));
+  in.gpu = GpuCatalog::load(in.data / "gpus.json").find(s.gpu);
+  in.k = cost::load_compute_constants(in.data / "compute.json");
+  in.overheads = cost::load_overheads(in.data / "overheads.json");
+  in.config = config_of(s, in.model, *in.topology);
+  return in;
+}
+
+std::vector<MemoryBar> memory_bars(const Inputs& in) {
+  std::vector<MemoryBar> out;
+  for (auto st : {Strategy::ddp, Strategy::dp, Strategy::zero1, Strategy::zero2, Strategy::zero3,
+                  Strategy::fsdp_no_shard, Strategy::fsdp_grad_op, Strategy::fsdp_full,
+                  Strategy::fsdp_hybrid}) {
+    auto c = in.config;
+    c.strategy = st;
+    out.push_back({st, cost::estimate_memory(in.model, c, in.overheads).gpu});
+  }
+  return out;
+}
+
+TopologyPicture picture_of(const Inputs& in) {
+  const auto& t = *in.topology;
+  const auto& g = t.graph();
+  TopologyPicture p;
+  for (auto v : boost::make_iterator_range(boost::vertices(g))) {
+    p.devices.push_back({g[v].name, g[v].kind, g[v].host, g[v].gpu_rank});
+  }
+  std::map<std::int64_t, std::size_t> by_physical;
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    const auto id = g[e].physical_id;
+    if (by_physical.count(id)) continue;
+    by_physical[id] = p.links.size();
+    p.links.push_back({boost::source(e, g), boost::target(e, g), g[e].link_class,
+                       g[e].effective_Bps(), 0, false});
+  }
+  cost::CommModel comm(t, in.table, in.config.dp_size);
+  const auto& rings = comm.rings();
+  p.ring = rings.rings.front();
+  p.channels = rings.rings.size();
+  p.ring_bandwidth_Bps = rings.bandwidth_Bps;
+  p.bottleneck = rings.bottleneck;
+  cost::Router router(t);
+  for (std::size_t i = 0; i < p.ring.size() && p.ring.size() > 1; ++i) {
+    const auto a = t.gpu(p.ring[i]), b = t.gpu(p.ring[(i + 1) % p.ring.size()]);
+    for (auto e : router.route(a, b).edges)
+      ++p.links[by_physical.at(g[e].physical_id)].ring_hops;
+  }
+  for (auto& l : p.links) {
+    const auto& a = p.devices[l.from].name;
+    const auto& b = p.devices[l.to].name;
+    l.bottleneck = (a == p.bottleneck.from && b == p.bottleneck.to) ||
+                   (a == p.bottleneck.to && b == p.bottleneck.from);
+  }
+  return p;
+}
+
+cost::StepEstimate step_of(const Inputs& in) {
+  const auto& t = *in.topology;
+  cost::StepOptions o;
+  o.micro_steps = in.config.grad_accum;
+  o.no_sync = in.config.no_sync;
+  cost::CommModel all(t, in.table, in.config.dp_size);
+  cost::CommModel node(t, in.table, std::min(in.config.dp_size, t.gpus_per_node()));
+  return cost::estimate_step(in.model, in.config, o, in.gpu, in.k, in.overheads, {all, node});
+}
+
+planner::PlanRequest request_of(const Inputs& in, const Session& s) {
+  planner::PlanRequest r;
+  r.global_batch = s.global_batch;
+  r.seq_len = in.config.seq_len;
+  r.optimizer = in.config.optimizer;
+  r.max_gpus = s.gpus;
+  r.top_k = 50;
+  return r;
+}
+
+// The session's profile; else one beside the measurement (profile-cuda-1rank.json, as
+// data/measurements keeps them); else the bundled one for its backend and ranks.
+std::filesystem::path profile_for(const Session& s, const std::string& file,
+                                  const runtime::Measurement& m,
+                                  const std::filesystem::path& data) {
+  if (!s.profile.empty()) return s.profile;
+  const auto n = std::to_string(m.world_size);
+  const auto dir = std::filesystem::path(file).parent_path();
+  for (const auto& name : {"profile-" + m.backend + "-" + n + "rank.json",
+                           "profile-" + m.backend + "-" + n + "ranks.json"}) {
+    if (std::filesystem::exists(dir / name)) return dir / name;
+  }
+  return data / "profiles" / (m.backend + "-" + n + "ranks.json");
+}
+
+void validate(const Session& s, const std::filesystem::path& data, Analysis& a) {
+  for (const auto& file : s.measurements) {
+    try {
+      const auto m = runtime::measurement_from_json(file);
+      const auto profile = cost::load_profile(profile_for(s, file, m, data));
+      const auto p = cost::predict_runtime_step(runtime::runtime_run_of(m), profile);
+      ValidationRow row;
+      row.file = file;
+      row.label = m.plan.model + " " + std::string(name_of(m.executed.strategy)) + " x" +
+                  std::to_string(m.world_size) + " " + m.backend;
+      row.predicted_step_s = p.step_s;
+      row.measured_step_s = m.median().time_s;
+      row.predicted_peak_bytes = static_cast<double>(p.peak_bytes);
+      row.measured_peak_bytes = static_cast<double>(m.memory.front().peak_bytes);
+      a.validation.push_back(row);
+    } catch (const std::exception& e) {
+      a.problems.push_back("validation: " + file + ": " + e.what());
+    }
+  }
+}
+
+}  // namespace
+
+Plan plan_file_of(const Analysis& a, const planner::Candidate& c) {
+  Plan p;
+  p.model = a.session.model;
+  p.params = a.params;
+  p.topology = a.session.topology;
+  p.nodes = a.session.nodes;
+  p.gpu = a.session.gpu;
+  p.training = planner::training_config(c, a.plan_request, a.gpus_per_node);
+  if (p.training.seq_len == 0) p.training.seq_len = a.step.seq_len;
+  p.grad_accum = c.grad_accum;
+  p.global_batch = c.global_batch;
+  p.no_sync = c.no_sync;
+  p.predicted = {c.step_time_s, c.samples_per_s, c.tokens_per_s, c.mfu, c.memory.value};
+  return p;
+}
+
+std::vector<std::pair<std::string, Bytes>> components_of(const cost::MemoryComponents& m) {
+  return {{"weights", m.weights},      {"master weights", m.master_weights},
+          {"gradients", m.gradients},  {"optimizer states", m.optimizer_states},
+          {"buckets", m.grad_buckets}, {"activations", m.activations},
+          {"buffers", m.buffers},      {"overhead", m.overhead}};
+}
+
+Analysis analyse(const Session& s) {
+  const auto in = load_inputs(s);
+  Analysis a;
+  a.session = s;
+  a.params = in.model.params;
+  a.capacity_bytes = static_cast<double>(in.gpu.memory.value);
+  a.memory = memory_bars(in);
+  a.topology = picture_of(in);
+  a.step = step_of(in);
+  a.gpus_per_node = in.topology->gpus_per_node();
+  a.plan_request = request_of(in, s);
+  try {
+    a.plan =
+        planner::plan(in.model, *in.topology, in.table, in.gpu, a.plan_request, in.k, in.overheads);
+  } catch (const std::exception& e) {
+    a.problems.push_back(std::string("plan: ") + e.what());
+  }
+  validate(s, in.data, a);
+  return a;
+}
+
+}  // namespace dtplan::gui

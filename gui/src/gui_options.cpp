@@ -1,0 +1,81 @@
+// dtplan-gui's flags (see gui_options.hpp).
+#include "gui_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::gui {
+
+std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
+  CLI::App app{"dtplan-gui: memory, topology, step timeline, plans and validation, drawn"};
+  GuiOptions o;
+  auto& s = o.session;
+  std::string session_file;
+  app.add_option("--session", session_file, "open a saved session (JSON); flags override it");
+  app.add_option("--model", s.model, "preset name or file")->capture_default_str();
+  app.add_option("--gpu", s.gpu, "GPU model")->capture_default_str();
+  app.add_option("--topology", s.topology, "preset, JSON or nvidia-smi topo -m text")
+      ->capture_default_str();
+  app.add_option("--nodes", s.nodes, "nodes")->capture_default_str();
+  app.add_option("--gpus", s.gpus, "data-parallel GPUs")->capture_default_str();
+  app.add_option("--strategy", s.strategy, "strategy")->capture_default_str();
+  app.add_option("--precision", s.precision, "precision")->capture_default_str();
+  app.add_option("--optimizer", s.optimizer, "optimizer")->capture_default_str();
+  app.add_option("--micro-batch", s.micro_batch, "samples per GPU per micro-step")
+      ->capture_default_str();
+  app.add_option("--grad-accum", s.grad_accum, "micro-steps per step")->capture_default_str();
+  app.add_option("--seq-len", s.seq_len, "tokens per sample (0: the model's maximum)")
+      ->capture_default_str();
+  app.add_option("--checkpointing", s.checkpointing, "none, selective, full")
+      ->capture_default_str();
+  app.add_option("--offload", s.offload, "none, optimizer, optimizer+params")
+      ->capture_default_str();
+  app.add_option("--global-batch", s.global_batch, "the planner's target")->capture_default_str();
+  app.add_option("--measured", s.measurements, "dtplan-run measurement files (validation)");
+  app.add_option("--profile", s.profile, "hardware profile for the measurements");
+  app.add_option("--screenshot", o.screenshot, "render --view headless to this PNG (or .svg)");
+  app.add_option("--view", o.view, "memory, topology, timeline, plan or validation")
+      ->capture_default_str();
+  app.add_option("--width", o.width, "screenshot width (at least 1200)")->capture_default_str();
+  app.add_option("--height", o.height, "screenshot height (at least 800)")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw Error(std::string("dtplan-gui: ") + e.what() + " (see --help)");
+  }
+  if (!session_file.empty()) {
+    // The file first; flags given on the command line override it.
+    const auto from_file = load_session(session_file);
+    const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+    Session merged = from_file;
+    if (given("--model")) merged.model = s.model;
+    if (given("--gpu")) merged.gpu = s.gpu;
+    if (given("--topology")) merged.topology = s.topology;
+    if (given("--nodes")) merged.nodes = s.nodes;
+    if (given("--gpus")) merged.gpus = s.gpus;
+    if (given("--strategy")) merged.strategy = s.strategy;
+    if (given("--precision")) merged.precision = s.precision;
+    if (given("--micro-batch")) merged.micro_batch = s.micro_batch;
+    if (given("--grad-accum")) merged.grad_accum = s.grad_accum;
+    if (given("--seq-len")) merged.seq_len = s.seq_len;
+    if (given("--global-batch")) merged.global_batch = s.global_batch;
+    if (given("--measured")) merged.measurements = s.measurements;
+    s = merged;
+  }
+  const std::vector<std::string> views{"memory", "topology", "timeline", "plan", "validation"};
+  if (std::find(views.begin(), views.end(), o.view) == views.end()) {
+    throw Error("--view " + o.view + ": expected memory, topology, timeline, plan or validation");
+  }
+  if (o.width < 1200 || o.height < 800) {
+    throw Error("--width/--height: screenshots are at least 1200 x 800");
+  }
+  return o;
+}
+
+}  // namespace dtplan::gui

@@ -1,0 +1,156 @@
+// Inputs form (see inputs_panel.hpp).
+#include "inputs_panel.hpp"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QPushButton>
+#include <QSpinBox>
+
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::gui {
+namespace {
+
+QStringList to_list(const std::vector<std::string>& v) {
+  QStringList out;
+  for (const auto& s : v)
+    out << QString::fromStdString(s);
+  return out;
+}
+
+QStringList topology_presets(const std::filesystem::path& data) {
+  QStringList out;
+  for (const auto& e : std::filesystem::directory_iterator(data / "topologies")) {
+    if (e.path().extension() == ".json") out << QString::fromStdString(e.path().stem().string());
+  }
+  out.sort();
+  return out;
+}
+
+QStringList gpu_names(const std::filesystem::path& data) {
+  QStringList out;
+  const auto catalog = GpuCatalog::load(data / "gpus.json");
+  for (const auto& g : catalog.gpus())
+    out << QString::fromStdString(g.name);
+  return out;
+}
+
+template <class T, std::size_t N>
+QStringList names(const std::array<NamedValue<T>, N>& table) {
+  QStringList out;
+  for (const auto& row : table)
+    out << QString::fromUtf8(row.name.data(), static_cast<int>(row.name.size()));
+  return out;
+}
+
+void select(QComboBox* box, const std::string& text) {
+  const auto t = QString::fromStdString(text);
+  if (box->findText(t) < 0) box->addItem(t);
+  box->setCurrentText(t);
+}
+
+}  // namespace
+
+QComboBox* InputsPanel::combo(const QStringList& items, bool editable) {
+  auto* box = new QComboBox(this);
+  box->addItems(items);
+  box->setEditable(editable);
+  connect(box, &QComboBox::currentTextChanged, this, [this] { changed(); });
+  return box;
+}
+
+QSpinBox* InputsPanel::spin(int lo, int hi) {
+  auto* box = new QSpinBox(this);
+  box->setRange(lo, hi);
+  connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
+  return box;
+}
+
+InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
+  const auto dir = resolve_data_dir("");
+  auto* form = new QFormLayout(this);
+  model_ = combo(to_list(list_model_presets(dir / "models")), true);
+  auto* open_model = new QPushButton("Open...", this);
+  connect(open_model, &QPushButton::clicked, this, [this] {
+    const auto f = QFileDialog::getOpenFileName(this, "Model: config.json or dtplan layer JSON");
+    if (!f.isEmpty()) model_->setCurrentText(f);
+  });
+  auto* model_row = new QHBoxLayout();
+  model_row->addWidget(model_, 1);
+  model_row->addWidget(open_model);
+  form->addRow("model", model_row);
+  gpu_ = combo(gpu_names(dir), false);
+  form->addRow("GPU", gpu_);
+  topology_ = combo(topology_presets(dir), true);
+  auto* open_topo = new QPushButton("Open...", this);
+  connect(open_topo, &QPushButton::clicked, this, [this] {
+    const auto f = QFileDialog::getOpenFileName(this, "Topology: JSON or nvidia-smi topo -m text");
+    if (!f.isEmpty()) topology_->setCurrentText(f);
+  });
+  auto* topo_row = new QHBoxLayout();
+  topo_row->addWidget(topology_, 1);
+  topo_row->addWidget(open_topo);
+  form->addRow("topology", topo_row);
+  form->addRow("nodes", nodes_ = spin(1, 4096));
+  form->addRow("GPUs", gpus_ = spin(1, 65536));
+  form->addRow("strategy", strategy_ = combo(to_list(strategy_names()), false));
+  form->addRow("precision", precision_ = combo(names(kPrecisions), false));
+  form->addRow("optimizer", optimizer_ = combo(names(kOptimizers), false));
+  form->addRow("micro-batch", micro_batch_ = spin(1, 65536));
+  form->addRow("accumulation", grad_accum_ = spin(1, 65536));
+  form->addRow("sequence (0: max)", seq_len_ = spin(0, 1 << 20));
+  form->addRow("checkpointing", checkpointing_ = combo(names(kCheckpointings), false));
+  form->addRow("offload", offload_ = combo(names(kOffloads), false));
+  form->addRow("global batch (plan)", global_batch_ = spin(1, 1 << 24));
+  set_session(Session{});
+}
+
+Session InputsPanel::session() const {
+  Session s = extra_;
+  s.model = model_->currentText().toStdString();
+  s.gpu = gpu_->currentText().toStdString();
+  s.topology = topology_->currentText().toStdString();
+  s.nodes = nodes_->value();
+  s.gpus = gpus_->value();
+  s.strategy = strategy_->currentText().toStdString();
+  s.precision = precision_->currentText().toStdString();
+  s.optimizer = optimizer_->currentText().toStdString();
+  s.micro_batch = micro_batch_->value();
+  s.grad_accum = grad_accum_->value();
+  s.seq_len = seq_len_->value();
+  s.checkpointing = checkpointing_->currentText().toStdString();
+  s.offload = offload_->currentText().toStdString();
+  s.global_batch = global_batch_->value();
+  return s;
+}
+
+void InputsPanel::set_session(const Session& s) {
+  loading_ = true;
+  extra_ = s;
+  select(model_, s.model);
+  select(gpu_, s.gpu);
+  select(topology_, s.topology);
+  nodes_->setValue(static_cast<int>(s.nodes));
+  gpus_->setValue(static_cast<int>(s.gpus));
+  select(strategy_, s.strategy);
+  select(precision_, s.precision);
+  select(optimizer_, s.optimizer);
+  micro_batch_->setValue(static_cast<int>(s.micro_batch));
+  grad_accum_->setValue(static_cast<int>(s.grad_accum));
+  seq_len_->setValue(static_cast<int>(s.seq_len));
+  select(checkpointing_, s.checkpointing);
+  select(offload_, s.offload);
+  global_batch_->setValue(static_cast<int>(s.global_batch));
+  loading_ = false;
+}
+
+void InputsPanel::changed() {
+  if (!loading_ && on_change) on_change();
+}
+
+}  // namespace dtplan::gui

@@ -1,0 +1,97 @@
+// Memory view: stacked bars per strategy against the GPU capacity line (see views.hpp).
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QCursor>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include "views.hpp"
+
+namespace dtplan::gui {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+const QColor kColors[] = {QColor(31, 119, 180),  QColor(174, 199, 232), QColor(255, 127, 14),
+                          QColor(255, 187, 120), QColor(148, 103, 189), QColor(44, 160, 44),
+                          QColor(152, 223, 138), QColor(127, 127, 127)};
+
+}  // namespace
+
+MemoryView::MemoryView(QWidget* parent) : QChartView(parent) {
+  setRenderHint(QPainter::Antialiasing);
+  setChart(new QChart());
+}
+
+void MemoryView::show_analysis(const Analysis& a) {
+  auto* chart = new QChart();
+  auto* series = new QStackedBarSeries();
+  drawn_.clear();
+  QStringList categories;
+  for (const auto& bar : a.memory)
+    categories << QString::fromStdString(std::string(name_of(bar.strategy)));
+  const auto names = components_of(a.memory.front().gpu);
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    const auto& name = names[c].first;
+    auto* set = new QBarSet(QString::fromStdString(name));
+    set->setColor(kColors[c % std::size(kColors)]);
+    for (const auto& bar : a.memory) {
+      const double gib = static_cast<double>(components_of(bar.gpu)[c].second.value) / kGiB;
+      *set << gib;
+      drawn_[name].push_back(gib);
+    }
+    QObject::connect(set, &QBarSet::hovered, set, [set, name](bool on, int i) {
+      if (!on) return QToolTip::hideText();
+      const double gib = set->at(i);
+      QToolTip::showText(QCursor::pos(), QString("%1: %2 GiB (%3 bytes)")
+                                             .arg(QString::fromStdString(name))
+                                             .arg(gib, 0, 'f', 2)
+                                             .arg(static_cast<qint64>(gib * kGiB)));
+    });
+    series->append(set);
+  }
+  chart->addSeries(series);
+  capacity_gib_ = a.capacity_bytes / kGiB;
+  auto* capacity = new QLineSeries();
+  capacity->setName(QString("%1 capacity").arg(QString::fromStdString(a.session.gpu)));
+  capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
+  // Spans the category axis (bars sit at 0 .. n-1) on a hidden value axis of its own.
+  capacity->append(-0.5, capacity_gib_);
+  capacity->append(static_cast<double>(a.memory.size()) - 0.5, capacity_gib_);
+  chart->addSeries(capacity);
+  auto* x = new QBarCategoryAxis();
+  x->append(categories);
+  chart->addAxis(x, Qt::AlignBottom);
+  series->attachAxis(x);
+  auto* x_line = new QValueAxis();
+  x_line->setRange(-0.5, static_cast<double>(a.memory.size()) - 0.5);
+  x_line->setVisible(false);
+  chart->addAxis(x_line, Qt::AlignBottom);
+  capacity->attachAxis(x_line);
+  auto* y = new QValueAxis();
+  double top = capacity_gib_;
+  for (const auto& bar : a.memory)
+    top = std::max(top, static_cast<double>(bar.gpu.total().value) / kGiB);
+  y->setRange(0, top * 1.1);
+  y->setTitleText("GiB per GPU");
+  chart->addAxis(y, Qt::AlignLeft);
+  series->attachAxis(y);
+  capacity->attachAxis(y);
+  chart->setTitle(QString("Memory per GPU: %1, %2 x %3, micro-batch %4, sequence %5, %6")
+                      .arg(QString::fromStdString(a.session.model))
+                      .arg(a.session.gpus)
+                      .arg(QString::fromStdString(a.session.gpu))
+                      .arg(a.session.micro_batch)
+                      .arg(a.step.seq_len)
+                      .arg(QString::fromStdString(a.session.precision)));
+  chart->legend()->setAlignment(Qt::AlignRight);
+  auto* old = this->chart();
+  setChart(chart);
+  delete old;
+}
+
+}  // namespace dtplan::gui

@@ -1,0 +1,208 @@
+// Plan view: ranked table, Pareto scatter, rejected configurations, exports (see views.hpp).
+#include <QApplication>
+#include <QClipboard>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <algorithm>
+#include <fstream>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/planner/exports.hpp"
+#include "views.hpp"
+
+namespace dtplan::gui {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+QStandardItem* number(double v, int decimals) {
+  auto* item = new QStandardItem(QString::number(v, 'f', decimals));
+  item->setData(v, Qt::UserRole);  // sorted by value, not text
+  return item;
+}
+
+QString config_text(const planner::Candidate& c) {
+  if (c.micro_batch == 0) {  // a rejection of a whole family
+    return QString("%1 %2 on %3 GPUs, checkpointing %4, offload %5")
+        .arg(QString::fromStdString(std::string(name_of(c.strategy))))
+        .arg(QString::fromStdString(std::string(name_of(c.precision))))
+        .arg(c.dp)
+        .arg(QString::fromStdString(std::string(name_of(c.checkpointing))))
+        .arg(QString::fromStdString(std::string(name_of(c.offload))));
+  }
+  return QString("%1 %2 mb %3 x %4 x %5 GPUs%6")
+      .arg(QString::fromStdString(std::string(name_of(c.strategy))))
+      .arg(QString::fromStdString(std::string(name_of(c.precision))))
+      .arg(c.micro_batch)
+      .arg(c.grad_accum)
+      .arg(c.dp)
+      .arg(c.grad_accum > 1 ? (c.no_sync ? " no_sync" : " sync") : "");
+}
+
+}  // namespace
+
+PlanView::PlanView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  layout->addWidget(summary_);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  ranked_ = new QStandardItemModel(this);
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(ranked_);
+  proxy->setSortRole(Qt::UserRole);
+  table_ = new QTableView(split);
+  table_->setModel(proxy);
+  table_->setSortingEnabled(true);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  pareto_ = new QChartView(split);
+  pareto_->setRenderHint(QPainter::Antialiasing);
+  split->addWidget(table_);
+  split->addWidget(pareto_);
+  split->setSizes({700, 500});
+  layout->addWidget(split, 3);
+  layout->addWidget(new QLabel("Rejected configurations (reason, detail):", this));
+  rejected_ = new QTableWidget(this);
+  rejected_->setColumnCount(3);
+  rejected_->setHorizontalHeaderLabels({"configuration", "reason", "detail"});
+  rejected_->horizontalHeader()->setStretchLastSection(true);
+  layout->addWidget(rejected_, 1);
+  auto* buttons = new QHBoxLayout();
+  auto* ds = new QPushButton("Export DeepSpeed config...", this);
+  auto* launch = new QPushButton("Copy launch lines", this);
+  connect(ds, &QPushButton::clicked, this, [this] { export_deepspeed(); });
+  connect(launch, &QPushButton::clicked, this, [this] { copy_launch(); });
+  buttons->addWidget(ds);
+  buttons->addWidget(launch);
+  buttons->addStretch();
+  layout->addLayout(buttons);
+}
+
+int PlanView::ranked_rows() const {
+  return ranked_->rowCount();
+}
+
+int PlanView::rejected_rows() const {
+  return rejected_->rowCount();
+}
+
+void PlanView::show_analysis(const Analysis& a) {
+  last_ = a;
+  ranked_->clear();
+  ranked_->setHorizontalHeaderLabels({"#", "configuration", "GiB/GPU", "step (s)", "samples/s",
+                                      "MFU %", "checkpointing", "offload"});
+  const auto& r = a.plan;
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& c = r.ranked[i];
+    auto* conf = new QStandardItem(config_text(c));
+    conf->setData(config_text(c), Qt::UserRole);
+    auto* ck = new QStandardItem(QString::fromStdString(std::string(name_of(c.checkpointing))));
+    ck->setData(ck->text(), Qt::UserRole);
+    auto* off = new QStandardItem(QString::fromStdString(std::string(name_of(c.offload))));
+    off->setData(off->text(), Qt::UserRole);
+    ranked_->appendRow(
+        {number(double(i + 1), 0), conf, number(static_cast<double>(c.memory.value) / kGiB, 2),
+         number(c.step_time_s, 3), number(c.samples_per_s, 1), number(c.mfu * 100, 1), ck, off});
+  }
+  table_->sortByColumn(0, Qt::AscendingOrder);
+  table_->verticalHeader()->hide();
+  table_->resizeColumnsToContents();
+  auto* chart = new QChart();
+  auto* all = new QScatterSeries();
+  all->setName("ranked");
+  all->setColor(QColor(160, 160, 160));
+  all->setMarkerSize(8);
+  for (const auto& c : r.ranked)
+    all->append(static_cast<double>(c.memory.value) / kGiB, c.samples_per_s);
+  auto* front = new QScatterSeries();
+  front->setName("Pareto front");
+  front->setColor(QColor(31, 119, 180));
+  front->setMarkerSize(12);
+  for (const auto& c : r.pareto)
+    front->append(static_cast<double>(c.memory.value) / kGiB, c.samples_per_s);
+  chart->addSeries(all);
+  chart->addSeries(front);
+  chart->createDefaultAxes();
+  chart->axes(Qt::Horizontal).front()->setTitleText("GiB per GPU");
+  chart->axes(Qt::Vertical).front()->setTitleText("samples/s");
+  chart->setTitle("Memory against throughput");
+  auto* old = pareto_->chart();
+  pareto_->setChart(chart);
+  delete old;
+  rejected_->setRowCount(0);
+  // Nearest misses first: out of memory by the least, then the other reasons.
+  std::vector<const planner::Rejected*> shown;
+  for (const auto& x : r.rejected) {
+    if (x.reason != planner::Reason::slower) shown.push_back(&x);  // slower: in the table
+  }
+  std::stable_sort(shown.begin(), shown.end(), [](const auto* x, const auto* y) {
+    if (x->reason != y->reason) return x->reason < y->reason;
+    return x->amount < y->amount;
+  });
+  for (const auto* xp : shown) {
+    const auto& x = *xp;
+    const int row = rejected_->rowCount();
+    rejected_->insertRow(row);
+    rejected_->setItem(row, 0, new QTableWidgetItem(config_text(x.config)));
+    rejected_->setItem(
+        row, 1,
+        new QTableWidgetItem(QString::fromStdString(std::string(planner::name_of(x.reason)))));
+    QString detail = QString::fromStdString(x.detail);
+    if (x.reason == planner::Reason::out_of_memory)
+      detail = QString("%1 GiB over").arg(x.amount, 0, 'f', 2);
+    rejected_->setItem(row, 2, new QTableWidgetItem(detail));
+  }
+  rejected_->verticalHeader()->hide();
+  rejected_->resizeColumnsToContents();
+  summary_->setText(
+      r.best ? QString("best: %1, %2 samples/s, step %3 s, %4 GiB per GPU; %5 configurations "
+                       "searched, %6 rejected")
+                   .arg(config_text(*r.best))
+                   .arg(r.best->samples_per_s, 0, 'f', 1)
+                   .arg(r.best->step_time_s, 0, 'f', 3)
+                   .arg(static_cast<double>(r.best->memory.value) / kGiB, 0, 'f', 2)
+                   .arg(r.configs_evaluated)
+                   .arg(r.rejected.size())
+             : QString("nothing fits: see the rejected configurations"));
+}
+
+void PlanView::export_deepspeed() {
+  if (!last_.plan.best) return;
+  const auto path =
+      QFileDialog::getSaveFileName(this, "DeepSpeed config", "ds_config.json", "JSON (*.json)");
+  if (path.isEmpty()) return;
+  try {
+    planner::LaunchOptions o;
+    o.ds_config = path.toStdString();
+    const auto ds = planner::deepspeed_config(plan_file_of(last_, *last_.plan.best), o);
+    std::ofstream out(path.toStdString());
+    out << ds.config.dump(2) << "\n";
+    if (!out) throw Error(path.toStdString() + ": cannot write");
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, "Export DeepSpeed config", e.what());
+  }
+}
+
+void PlanView::copy_launch() {
+  if (!last_.plan.best) return;
+  const auto plan = plan_file_of(last_, *last_.plan.best);
+  QString text;
+  for (const auto& l : planner::torchrun_lines(plan, {}))
+    text += QString::fromStdString(l) + "\n";
+  QApplication::clipboard()->setText(text);
+}
+
+}  // namespace dtplan::gui

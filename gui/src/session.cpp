@@ -1,0 +1,73 @@
+// Session JSON (see session.hpp).
+#include "session.hpp"
+
+#include <fstream>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+
+namespace dtplan::gui {
+
+nlohmann::json to_json(const Session& s) {
+  return {{"schema_version", 1},
+          {"model", s.model},
+          {"gpu", s.gpu},
+          {"topology", s.topology},
+          {"nodes", s.nodes},
+          {"gpus", s.gpus},
+          {"strategy", s.strategy},
+          {"precision", s.precision},
+          {"optimizer", s.optimizer},
+          {"micro_batch", s.micro_batch},
+          {"grad_accum", s.grad_accum},
+          {"seq_len", s.seq_len},
+          {"checkpointing", s.checkpointing},
+          {"offload", s.offload},
+          {"global_batch", s.global_batch},
+          {"measurements", s.measurements},
+          {"profile", s.profile}};
+}
+
+namespace {
+
+Session session_from_reader(const ObjectReader& r) {
+  r.check_schema_version(1);
+  Session s;
+  s.model = r.string("model");
+  s.gpu = r.string("gpu");
+  s.topology = r.string("topology");
+  s.nodes = r.positive_integer("nodes");
+  s.gpus = r.positive_integer("gpus");
+  s.strategy = r.string("strategy");
+  s.precision = r.string("precision");
+  s.optimizer = r.string("optimizer");
+  s.micro_batch = r.positive_integer("micro_batch");
+  s.grad_accum = r.positive_integer("grad_accum");
+  s.seq_len = r.integer("seq_len");
+  if (s.seq_len < 0) r.fail("seq_len", "must be 0 (the model's maximum) or more");
+  s.checkpointing = r.string("checkpointing");
+  s.offload = r.string("offload");
+  s.global_batch = r.positive_integer("global_batch");
+  s.measurements = r.strings("measurements");
+  s.profile = r.string("profile");
+  r.reject_unknown_keys();
+  return s;
+}
+
+}  // namespace
+
+Session session_from_json(const nlohmann::json& j, const std::string& origin) {
+  return session_from_reader(ObjectReader::root(parse_json(j.dump(), origin)));
+}
+
+Session load_session(const std::filesystem::path& path) {
+  return session_from_reader(ObjectReader::root(read_json_file(path)));
+}
+
+void save_session(const Session& s, const std::filesystem::path& path) {
+  std::ofstream out(path);
+  out << to_json(s).dump(2) << "\n";
+  if (!out) throw Error(path.string() + ": cannot write the session file");
+}
+
+}  // namespace dtplan::gui

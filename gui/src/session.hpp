@@ -1,0 +1,38 @@
+// A dtplan-gui session: every input the views depend on, as the CLI names them. Saved and
+// opened as JSON (File > Save session / Open session); unknown keys and bad values are
+// errors that name the key.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace dtplan::gui {
+
+struct Session {
+  std::string model = "gpt2-xl";  // preset name or path (config.json or layer JSON)
+  std::string gpu = "A100-80GB";
+  std::string topology = "pcie-split-8";  // preset, JSON file or nvidia-smi topo -m text
+  std::int64_t nodes = 1;
+  std::int64_t gpus = 8;
+  std::string strategy = "fsdp-grad-op";
+  std::string precision = "bf16";
+  std::string optimizer = "adamw";
+  std::int64_t micro_batch = 16;
+  std::int64_t grad_accum = 4;
+  std::int64_t seq_len = 1024;
+  std::string checkpointing = "none";
+  std::string offload = "none";
+  std::int64_t global_batch = 512;        // the planner's target
+  std::vector<std::string> measurements;  // dtplan-run measurement files (validation view)
+  std::string profile;                    // hardware profile for them; empty: the bundled one
+};
+
+nlohmann::json to_json(const Session& s);
+Session session_from_json(const nlohmann::json& j, const std::string& origin);
+Session load_session(const std::filesystem::path& path);
+void save_session(const Session& s, const std::filesystem::path& path);
+
+}  // namespace dtplan::gui
