@@ -7,6 +7,7 @@
 
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/planner/planner.hpp"
+#include "dtplan/planner/search3d.hpp"
 
 namespace {
 
@@ -91,6 +92,51 @@ void BM_PlanLlama70B1024Gpus(benchmark::State& state) {
   end_to_end(state, llama_70b());
 }
 BENCHMARK(BM_PlanLlama70B1024Gpus)->Unit(benchmark::kMillisecond);
+
+// The 3D issue's case: Llama 2 70B, 16 DGX H100 nodes (128 GPUs), global batch 1024, 4096
+// tokens: the data-parallel plan and the tensor x pipeline x data search, as dtplan plan runs
+// them (target: under a second together).
+struct Case3D {
+  dtplan::InterconnectTable table = dtplan::InterconnectTable::load(kData / "interconnect.json");
+  dtplan::Topology topology = dtplan::Topology::build(
+      dtplan::load_node_template("dgx-h100", kData / "topologies"), 16, table);
+  dtplan::ModelDesc model = dtplan::load_model("llama-2-70b", kData / "models");
+  dtplan::GpuSpec gpu = dtplan::GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
+  dtplan::cost::ComputeConstants compute =
+      dtplan::cost::load_compute_constants(kData / "compute.json");
+  dtplan::cost::OverheadConstants overheads =
+      dtplan::cost::load_overheads(kData / "overheads.json");
+};
+
+void BM_Search3DLlama70B128H100(benchmark::State& state) {
+  static const Case3D c;
+  dtplan::planner::Request3D r;
+  r.global_batch = 1024;
+  r.seq_len = 4096;
+  std::int64_t layouts = 0;
+  for (auto _ : state) {
+    const auto res =
+        dtplan::planner::search_3d(c.model, c.topology, c.table, c.gpu, r, c.compute, c.overheads);
+    benchmark::DoNotOptimize(res.ranked);
+    layouts += res.evaluated;
+  }
+  state.counters["layouts"] =
+      static_cast<double>(layouts) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_Search3DLlama70B128H100)->Unit(benchmark::kMillisecond);
+
+void BM_PlanLlama70B128H100(benchmark::State& state) {
+  static const Case3D c;
+  dtplan::planner::PlanRequest r;
+  r.global_batch = 1024;
+  r.seq_len = 4096;
+  for (auto _ : state) {
+    const auto res =
+        dtplan::planner::plan(c.model, c.topology, c.table, c.gpu, r, c.compute, c.overheads);
+    benchmark::DoNotOptimize(res.best);
+  }
+}
+BENCHMARK(BM_PlanLlama70B128H100)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 BENCHMARK_MAIN();

@@ -4,11 +4,14 @@
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "estimate_report.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
+#include "plan3d_report.hpp"
 
 namespace dtplan::cli {
 
@@ -26,6 +29,8 @@ struct EstimateOptions {
   std::string slowest_gpu;
   bool sync_every_micro_step = false;
   bool json = false;
+  std::int64_t tp = 1, pp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
+  bool sequence_parallel = false;
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
 };
@@ -91,7 +96,99 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
   return c;
 }
 
+bool is_3d(const EstimateOptions& o) {
+  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel;
+}
+
+// --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
+int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
+  const auto data = data_dir_of(o.model);
+  const auto model = resolve_model(o.model);
+  const auto loaded = load_topology(o.topology, data);
+  const auto& t = loaded.topology;
+  const auto c = config_of(o, t);
+  if (o.tp < 1 || o.pp < 1 || o.interleave < 1) {
+    throw Error("--tp, --pp, --interleave: positive integers");
+  }
+  if (c.dp_size % (o.tp * o.pp) != 0) {
+    throw Error("--gpus " + std::to_string(c.dp_size) +
+                ": not divisible by tp x pp = " + std::to_string(o.tp * o.pp));
+  }
+  cost::Layout3D l;
+  l.tp = o.tp;
+  l.pp = o.pp;
+  l.dp = c.dp_size / (o.tp * o.pp);
+  l.interleave = o.interleave;
+  l.sequence_parallel = o.sequence_parallel;
+  l.micro_batch = c.micro_batch;
+  auto per_dp = c;
+  per_dp.dp_size = l.dp;
+  l.micro_batches = micro_steps_of(o, per_dp);
+  l.seq_len = c.seq_len;
+  sequence_length(model, l.seq_len);
+  if (model.transformer && l.seq_len == 0) l.seq_len = model.transformer->max_positions;
+  l.recompute = c.checkpointing;
+  l.precision = c.precision;
+  const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
+  const auto k = compute_constants_of(o.compute, data);
+  const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
+  const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
+  if (o.json) {
+    auto j = report_preamble("estimate", ctx.args);
+    j["model"] = model_json(model);
+    j["gpu"] = gpu.name;
+    j["parallel3d"] = {{"tp", l.tp},
+                       {"pp", l.pp},
+                       {"dp", l.dp},
+                       {"interleave", l.interleave},
+                       {"sequence_parallel", l.sequence_parallel},
+                       {"micro_batch", l.micro_batch},
+                       {"micro_batches", l.micro_batches},
+                       {"global_batch", l.global_batch()},
+                       {"seq_len", l.seq_len},
+                       {"recompute", std::string(name_of(l.recompute))}};
+    j["memory"] = {{"params_per_gpu", mem.params_per_gpu},
+                   {"weights", mem.weights.value},
+                   {"gradients", mem.gradients.value},
+                   {"optimizer_states", mem.optimizer_states.value},
+                   {"activations", mem.activations.value},
+                   {"overhead", mem.overhead.value},
+                   {"total", mem.total().value}};
+    j["step_time_s"] = tm.step_s;
+    j["samples_per_s"] = tm.samples_per_s;
+    j["tokens_per_s"] = tm.tokens_per_s;
+    j["mfu"] = tm.mfu;
+    j["time"] = {{"compute_per_microbatch_s", tm.compute_s},
+                 {"tp_comm_per_microbatch_s", tm.tp_comm_s},
+                 {"p2p_per_microbatch_s", tm.p2p_s},
+                 {"pipeline_s", tm.pipeline_s},
+                 {"bubble_s", tm.bubble_s},
+                 {"dp_sync_s", tm.dp_sync_s},
+                 {"optimizer_s", tm.optimizer_s}};
+    ctx.out << j.dump(2) << '\n';
+    return 0;
+  }
+  const double m = static_cast<double>(l.micro_batches);
+  ctx.out << "dtplan estimate: " << model.name << " on " << c.dp_size << " x " << gpu.name << ", "
+          << layout_text(l) << " (global batch " << l.global_batch() << ", sequence " << l.seq_len
+          << ")\n\n  memory per GPU (the first pipeline stage, " << mem.params_per_gpu
+          << " parameters): weights " << gib(mem.weights) << " GiB, fp32 main gradients "
+          << gib(mem.gradients) << ", optimizer states " << gib(mem.optimizer_states)
+          << ", activations " << gib(mem.activations) << ", overhead " << gib(mem.overhead)
+          << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory) << "\n  step "
+          << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
+          << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
+          << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s) << ", pipeline sends "
+          << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m) << ", pipeline bubble "
+          << seconds(tm.bubble_s) << ", data-parallel gradients " << seconds(tm.dp_sync_s)
+          << ", optimizer " << seconds(tm.optimizer_s) << "\n  " << fixed(tm.samples_per_s, 2)
+          << " samples/s, " << fixed(tm.tokens_per_s, 0) << " tokens/s, MFU " << percent(tm.mfu)
+          << "\n";
+  return 0;
+}
+
 int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
+  if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);
   const auto loaded = load_topology(o.topology, data);
@@ -156,6 +253,13 @@ Command register_estimate_command(CLI::App& app) {
                   "a slower GPU model in the set (its compute sets the pace)");
   cmd->add_flag("--sync-every-micro-step", o->sync_every_micro_step,
                 "synchronise gradients every micro-step (no no_sync)");
+  cmd->add_option("--tp", o->tp,
+                  "tensor-parallel size (Megatron-style layout; dp = GPUs / (tp x pp))")
+      ->capture_default_str();
+  cmd->add_option("--pp", o->pp, "pipeline-parallel stages")->capture_default_str();
+  cmd->add_option("--interleave", o->interleave, "model chunks per GPU (interleaved 1F1B)")
+      ->capture_default_str();
+  cmd->add_flag("--sp", o->sequence_parallel, "sequence parallelism (needs --tp > 1)");
   cmd->add_flag("--json", o->json, "machine-readable output");
   return {"estimate", [o](const RunContext& ctx) { return run_estimate(*o, ctx); }};
 }

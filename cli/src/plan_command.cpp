@@ -16,7 +16,9 @@
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
+#include "dtplan/planner/search3d.hpp"
 #include "json_output.hpp"
+#include "plan3d_report.hpp"
 #include "plan_report.hpp"
 
 namespace dtplan::cli {
@@ -33,6 +35,8 @@ struct PlanOptions {
   std::optional<std::int64_t> seq_len;
   std::vector<std::string> strategies, precisions, checkpointings, offloads;
   std::vector<std::int64_t> micro_batches;
+  std::vector<std::int64_t> tps, pps, interleaves;  // the tensor x pipeline search
+  std::vector<std::string> sequence_parallel;       // on, off
   std::string optimizer = "adamw";
   std::string attention = "flash";
   std::string objective = "throughput";
@@ -114,6 +118,24 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.samples = static_cast<double>(o.schedule.dataset_size) * o.schedule.epochs;
   r.max_run_s = o.max_hours * 3600.0;
   return r;
+}
+
+planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& r) {
+  planner::Request3D x;
+  x.global_batch = r.global_batch;
+  x.seq_len = r.seq_len;
+  x.gpus = r.max_gpus;
+  x.tps = o.tps;
+  x.pps = o.pps;
+  x.interleaves = o.interleaves;
+  for (const auto& v : o.sequence_parallel) {
+    if (v != "on" && v != "off") throw Error("--sp " + v + ": expected on, off or on,off");
+    x.sequence_parallel.push_back(v == "on");
+  }
+  x.recompute = r.checkpointing;
+  x.headroom = r.headroom;
+  x.top_k = r.top_k;
+  return x;
 }
 
 Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner::PlanRequest& r,
@@ -349,6 +371,9 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
         extras);
   }
   note_idle_gpus(result, request.global_batch, extras);
+  std::optional<planner::Result3D> layouts;
+  if (model.transformer)
+    layouts = planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads);
   if (o.json) {
     nlohmann::json j = report_preamble("plan", ctx.args);
     j["model"] = model_json(model);
@@ -359,11 +384,11 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     j["gpu"] = gpu.name;
     j["compute_constants"] = cost::to_json(k);
     j.update(plan_json(report, extras));
+    if (layouts) j["parallel3d"] = plan_3d_json({*layouts, result});
     ctx.out << j.dump(2) << '\n';
-  } else if (result.best) {
-    print_plan(ctx.out, report, extras);
   } else {
-    print_no_plan(ctx.out, report);
+    result.best ? print_plan(ctx.out, report, extras) : print_no_plan(ctx.out, report);
+    if (layouts) print_plan_3d(ctx.out, {*layouts, result});
   }
   if (!result.best) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
@@ -391,6 +416,14 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--offload", o.offloads, "search only these: none,optimizer,optimizer+params")
       ->delimiter(',');
   cmd.add_option("--micro-batch", o.micro_batches, "search only these micro-batches")
+      ->delimiter(',');
+  cmd.add_option("--tp", o.tps, "tensor-parallel sizes for the 3D search (default: all valid)")
+      ->delimiter(',');
+  cmd.add_option("--pp", o.pps, "pipeline-parallel sizes for the 3D search (default: all valid)")
+      ->delimiter(',');
+  cmd.add_option("--interleave", o.interleaves, "model chunks per GPU for the 3D search")
+      ->delimiter(',');
+  cmd.add_option("--sp", o.sequence_parallel, "sequence parallelism in the 3D search: on,off")
       ->delimiter(',');
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();

@@ -1,0 +1,112 @@
+// Tensor, pipeline and sequence parallelism combined with data parallelism (Megatron-LM style):
+// per-GPU memory and step time of a dp x tp x pp layout.
+//
+// Memory (mixed precision, Megatron's bf16 weights with an fp32 main-gradient buffer):
+//   weights 2 B + main gradients 4 B + Adam (fp32 master, m, v) 12 B per parameter, the 12 B
+//   divided by dp under the distributed optimizer (Megatron-LM docs, "Distributed Optimizer":
+//   18 B per parameter, 6 + 12/d with it). A GPU holds 1/t of its stage's matrices; norms are
+//   replicated; the first stage also holds 1/t of the embedding, the last the LM head.
+//   Activations per layer and micro-batch, 16-bit (Korthikanti et al. 2022, "Reducing
+//   Activation Recomputation in Large Transformer Models", Table 2; s sequence, b micro-batch,
+//   h hidden, a heads, t tensor-parallel size):
+//     no parallelism                  sbh (34 + 5as/h)
+//     tensor parallel                 sbh (10 + 24/t + 5as/(ht))
+//     tensor + sequence parallel      sbh (34/t + 5as/(ht))
+//     selective recompute             the 5as/h terms dropped
+//     full recompute                  2sbh (the layer input; /t with sequence parallelism)
+//   Under 1F1B the first stage holds min(p, m) micro-batches of its L/p layers; interleaving
+//   over v model chunks multiplies that by 1 + (p - 1)/(p v) (ibid., section 4.2.3).
+//
+// Time of a step: m micro-batches through p stages, (m + (p - 1)/v) x the slowest stage's
+// micro-batch time (the 1F1B bubble (p - 1)/m, divided by v when interleaved; Narayanan et al.
+// 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM").
+// A stage's micro-batch time: its share of the model's compute (estimate_compute, the
+// recompute mode included) / t, plus 4 tensor-parallel all-reduces of sbh 16-bit values per
+// layer (2 forward, 2 backward; 6 under full recompute; as reduce-scatter + all-gather with
+// sequence parallelism, the same bytes) over the first t GPUs of a node, plus the
+// point-to-point send of the activation forward and its gradient back (sbh/t values with the
+// scatter-gather optimisation, ibid. 4.1) over NVLink inside a node or the NIC across nodes.
+// Then the data-parallel reduction of the stage's fp32 main gradients (exposed) and the
+// optimizer step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/interconnect.hpp"
+#include "dtplan/model/topology.hpp"
+
+namespace dtplan::cost {
+
+struct Layout3D {
+  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::int64_t interleave = 1;  // model chunks per GPU (v)
+  bool sequence_parallel = false;
+  bool distributed_optimizer = true;  // optimizer states sharded over dp (ZeRO-1)
+  std::int64_t micro_batch = 1;       // b
+  std::int64_t micro_batches = 1;     // m, per pipeline per step
+  std::int64_t seq_len = 0;
+  Checkpointing recompute = Checkpointing::none;
+  Precision precision = Precision::bf16;
+  std::int64_t gpus() const { return tp * pp * dp; }
+  std::int64_t global_batch() const { return micro_batch * micro_batches * dp; }
+};
+
+// Per-layer activation bytes of one micro-batch (the formulas above).
+double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
+                              Checkpointing recompute);
+
+// Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
+// p x v, t within a node, p x t x dp = GPUs, interleaving needs m divisible by p.
+void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node);
+
+struct Memory3D {
+  std::int64_t params_per_gpu = 0;  // the most loaded stage
+  Bytes weights, gradients, optimizer_states, activations, overhead;
+  Bytes total() const;
+};
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k);
+
+struct Time3D {
+  double compute_s = 0;     // per micro-batch per stage (forward + backward + recompute)
+  double tp_comm_s = 0;     // per micro-batch per stage
+  double p2p_s = 0;         // per micro-batch per stage (both directions)
+  double microbatch_s = 0;  // the three above
+  double pipeline_s = 0;    // (m + (p - 1)/v) x microbatch_s
+  double bubble_s = 0;      // the (p - 1)/v part
+  double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
+  double optimizer_s = 0;
+  double step_s = 0;
+  double samples_per_s = 0, tokens_per_s = 0, mfu = 0;
+};
+// Times layouts of one model on one cluster; caches what layouts share (the compute of a
+// micro-batch size and recompute mode, the collective models of each group size), so a
+// planner can time thousands of layouts.
+class Model3D {
+ public:
+  Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable& table, const GpuSpec& gpu,
+          const ComputeConstants& k);
+  ~Model3D();
+  Model3D(const Model3D&) = delete;
+  Model3D& operator=(const Model3D&) = delete;
+  // Throws as check_layout, or when the layout needs more GPUs than the cluster has.
+  Time3D time(const Layout3D& l);
+
+ private:
+  struct Cache;
+  const ModelDesc& m_;
+  const Topology& t_;
+  const InterconnectTable& table_;
+  const GpuSpec& gpu_;
+  const ComputeConstants& k_;
+  std::unique_ptr<Cache> cache_;
+};
+
+Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,
+               const InterconnectTable& table, const GpuSpec& gpu, const ComputeConstants& k);
+
+}  // namespace dtplan::cost

@@ -1,0 +1,228 @@
+// Tensor x pipeline x data parallelism: memory and time (see parallel3d.hpp).
+#include "dtplan/cost/parallel3d.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "dtplan/cost/collectives.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cost {
+namespace {
+
+const TransformerSpec& spec_of(const ModelDesc& m) {
+  if (!m.transformer) {
+    throw Error("model " + m.name +
+                ": tensor and pipeline parallelism need a transformer (layer shapes)");
+  }
+  return *m.transformer;
+}
+
+// One block's parameters: matrices (split by t) and norms (replicated).
+struct BlockParams {
+  std::int64_t matrices = 0, replicated = 0;
+};
+
+BlockParams block_params(const TransformerSpec& s) {
+  const std::int64_t h = s.hidden_size, q = s.q_size(), kv = s.kv_size(), f = s.ffn_size;
+  BlockParams p;
+  p.matrices = h * (q + 2 * kv) + q * h + (s.mlp == MlpKind::gelu ? 2 : 3) * h * f;
+  if (s.qkv_bias) p.matrices += q + 2 * kv;
+  if (s.mlp_bias) p.matrices += (s.mlp == MlpKind::gelu ? 1 : 2) * f;
+  p.replicated = (s.norm == NormKind::layernorm ? 4 : 2) * h + (s.attn_out_bias ? h : 0) +
+                 (s.mlp_bias ? h : 0);
+  return p;
+}
+
+// Parameters of the most loaded stage on one GPU.
+std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l) {
+  const auto b = block_params(s);
+  const std::int64_t per_stage = s.num_layers / l.pp;
+  const std::int64_t layers = per_stage * (b.matrices / l.tp + b.replicated);
+  const std::int64_t embedding =
+      s.vocab_size * s.hidden_size / l.tp +
+      (s.positions == PositionKind::learned ? s.max_positions * s.hidden_size : 0);
+  const std::int64_t head = s.vocab_size * s.hidden_size / l.tp;
+  if (l.pp == 1) return layers + embedding + (s.tied_embeddings ? 0 : head);
+  // Megatron keeps a copy of tied word embeddings on the last stage for the head.
+  return std::max(layers + embedding, layers + head);
+}
+
+double bytes_per_param(const Layout3D& l) {
+  const bool mixed = l.precision != Precision::fp32;
+  const double weights = mixed ? 2 : 4, grads = 4, optimizer = mixed ? 12 : 8;
+  return weights + grads + optimizer / (l.distributed_optimizer ? double(l.dp) : 1.0);
+}
+
+}  // namespace
+
+double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
+                              Checkpointing r) {
+  const double td = static_cast<double>(t);
+  const double sbh = s * b * h;
+  if (r == Checkpointing::full) return 2 * sbh / (sp ? td : 1.0);
+  const double attention = r == Checkpointing::selective ? 0 : 5 * a * s / (h * td);
+  if (t == 1) return sbh * (34 + attention);
+  return sp ? sbh * (34 / td + attention) : sbh * (10 + 24 / td + attention);
+}
+
+void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
+  const auto fail = [&](const std::string& why) {
+    throw Error("tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " x dp " +
+                std::to_string(l.dp) + ": " + why);
+  };
+  if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.interleave < 1 || l.micro_batch < 1 ||
+      l.micro_batches < 1) {
+    fail("sizes must be positive");
+  }
+  if (m.num_heads % l.tp != 0 || m.num_kv_heads % l.tp != 0) {
+    fail(std::to_string(m.num_heads) + " attention heads (" + std::to_string(m.num_kv_heads) +
+         " key/value heads) do not divide by tp");
+  }
+  if (l.tp > gpus_per_node)
+    fail("tensor parallelism must stay inside a node of " + std::to_string(gpus_per_node) +
+         " GPUs");
+  if (m.num_layers % (l.pp * l.interleave) != 0) {
+    fail(std::to_string(m.num_layers) + " layers do not divide into pp x interleave = " +
+         std::to_string(l.pp * l.interleave) + " chunks");
+  }
+  if (l.interleave > 1 && (l.pp == 1 || l.micro_batches % l.pp != 0)) {
+    fail("an interleaved schedule needs pp > 1 and micro-batches divisible by pp");
+  }
+  if (l.sequence_parallel && l.tp == 1) fail("sequence parallelism needs tp > 1");
+}
+
+Bytes Memory3D::total() const {
+  return Bytes{weights.value + gradients.value + optimizer_states.value + activations.value +
+               overhead.value};
+}
+
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k) {
+  const auto& s = spec_of(m);
+  Memory3D out;
+  out.params_per_gpu = stage_params(s, l);
+  const double n = static_cast<double>(out.params_per_gpu);
+  const bool mixed = l.precision != Precision::fp32;
+  out.weights = Bytes{static_cast<std::int64_t>(n * (mixed ? 2 : 4))};
+  out.gradients = Bytes{static_cast<std::int64_t>(n * 4)};
+  out.optimizer_states =
+      Bytes{static_cast<std::int64_t>(n * (bytes_per_param(l) - (mixed ? 2 : 4) - 4))};
+  const double seq = static_cast<double>(l.seq_len);
+  const double layer =
+      layer_activation_bytes(seq, double(l.micro_batch), double(s.hidden_size), double(s.num_heads),
+                             l.tp, l.sequence_parallel, l.recompute);
+  const double in_flight = static_cast<double>(std::min(l.pp, l.micro_batches));
+  const double p = static_cast<double>(l.pp), v = static_cast<double>(l.interleave);
+  const double interleave = l.interleave > 1 ? 1 + (p - 1) / (p * v) : 1.0;
+  out.activations = Bytes{static_cast<std::int64_t>(
+      layer * static_cast<double>(s.num_layers / l.pp) * in_flight * interleave)};
+  out.overhead = Bytes{k.cuda_context_bytes};
+  return out;
+}
+
+struct Model3D::Cache {
+  std::map<std::pair<std::int64_t, int>, ComputeTime> compute;            // (b, recompute)
+  std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
+  std::map<std::pair<std::int64_t, std::int64_t>, double> dp_all_reduce;  // (dp, bytes)
+  std::map<bool, double> p2p_Bps;                                         // across nodes
+};
+
+Model3D::Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                 const GpuSpec& gpu, const ComputeConstants& k)
+    : m_(m), t_(t), table_(table), gpu_(gpu), k_(k), cache_(std::make_unique<Cache>()) {
+  (void)spec_of(m);
+}
+
+Model3D::~Model3D() = default;
+
+namespace {
+
+double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool across_nodes) {
+  if (across_nodes && t.node().network) {
+    const auto& nic = table.find(t.node().network->link_class);
+    return nic.bandwidth_Bps * nic.efficiency;
+  }
+  CommModel node(t, table, std::min<std::int64_t>(t.gpus_per_node(), t.gpu_count()));
+  return node.rings().bandwidth_Bps;
+}
+
+double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
+                       std::int64_t bytes) {
+  const Bytes grads{bytes};
+  if (l.gpus() <= t.gpus_per_node()) {
+    return CommModel(t, table, l.dp).estimate(Collective::all_reduce, grads).time_s;
+  }
+  // Data-parallel groups span the nodes: one ring per rail, as hybrid sharding's replicas.
+  return CommModel(t, table, t.gpu_count()).replica_all_reduce(grads).time_s;
+}
+
+}  // namespace
+
+Time3D Model3D::time(const Layout3D& l) {
+  const auto& s = spec_of(m_);
+  check_layout(s, l, t_.gpus_per_node());
+  if (l.gpus() > t_.gpu_count()) {
+    throw Error(std::to_string(l.gpus()) + " GPUs: the cluster has " +
+                std::to_string(t_.gpu_count()));
+  }
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len;
+  c.checkpointing = l.recompute;
+  c.optimizer = Optimizer::adamw;
+  auto& cache = *cache_;
+  const auto key = std::make_pair(l.micro_batch, static_cast<int>(l.recompute));
+  if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
+  const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
+  Time3D out;
+  const double share = 1.0 / static_cast<double>(l.tp * l.pp);
+  out.compute_s = (whole.forward_s + whole.backward_s) * share;
+  const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
+  const double act_bytes = 2 * sbh;  // 16-bit activations
+  const double layers = static_cast<double>(s.num_layers / l.pp);
+  if (l.tp > 1) {
+    const auto k2 = std::make_pair(l.tp, static_cast<std::int64_t>(act_bytes));
+    if (!cache.tp_all_reduce.count(k2)) {
+      CommModel group(t_, table_, l.tp);  // the first tp GPUs of a node
+      cache.tp_all_reduce[k2] = group.estimate(Collective::all_reduce, Bytes{k2.second}).time_s;
+    }
+    out.tp_comm_s =
+        layers * (l.recompute == Checkpointing::full ? 6 : 4) * cache.tp_all_reduce.at(k2);
+  }
+  if (l.pp > 1) {
+    const bool across = t_.nodes() > 1 && l.tp * l.dp >= t_.gpus_per_node();
+    if (!cache.p2p_Bps.count(across)) cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across);
+    const double bytes = act_bytes / static_cast<double>(l.tp);
+    const double one = (across ? 10e-6 : 5e-6) + bytes / cache.p2p_Bps.at(across);
+    out.p2p_s = 2 * one * static_cast<double>(l.interleave);
+  }
+  out.microbatch_s = out.compute_s + out.tp_comm_s + out.p2p_s;
+  const double p = static_cast<double>(l.pp), v = static_cast<double>(l.interleave);
+  out.bubble_s = (p - 1) / v * out.microbatch_s;
+  out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
+  const auto params = stage_params(s, l);
+  if (l.dp > 1) {
+    const auto k3 = std::make_pair(l.dp, params * 4);  // fp32 main gradients
+    if (!cache.dp_all_reduce.count(k3))
+      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, k3.second);
+    // Distributed optimizer: reduce-scatter the fp32 gradients (half an all-reduce), then
+    // all-gather the 16-bit parameters (a quarter).
+    out.dp_sync_s = (l.distributed_optimizer ? 0.75 : 1.0) * cache.dp_all_reduce.at(k3);
+  }
+  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / l.dp : params, c, gpu_, k_);
+  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
+  out.samples_per_s = static_cast<double>(l.global_batch()) / out.step_s;
+  out.tokens_per_s = out.samples_per_s * static_cast<double>(l.seq_len);
+  const double flops = whole.model_flops * static_cast<double>(l.micro_batches * l.dp);
+  out.mfu = flops / (out.step_s * static_cast<double>(l.gpus()) * gpu_.peak_flops_for(l.precision));
+  return out;
+}
+
+Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,
+               const InterconnectTable& table, const GpuSpec& gpu, const ComputeConstants& k) {
+  Model3D model(m, t, table, gpu, k);
+  return model.time(l);
+}
+
+}  // namespace dtplan::cost

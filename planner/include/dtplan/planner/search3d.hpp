@@ -1,0 +1,48 @@
+// The tensor x pipeline x data-parallel search (Megatron-style layouts): every tp (dividing the
+// heads and the key/value heads, inside a node) x pp (dividing the layers) with dp = GPUs /
+// (tp x pp) dividing the global batch, every micro-batch and the micro-batches per pipeline it
+// leaves, interleaving (chunks dividing the layers; micro-batches divisible by pp), sequence
+// parallelism on or off (tp > 1), and each recompute mode; memory checked against the GPU,
+// ranked by step time (cost/parallel3d.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/parallel3d.hpp"
+
+namespace dtplan::planner {
+
+struct Request3D {
+  std::int64_t global_batch = 0;
+  std::int64_t seq_len = 0;                         // 0: the model's maximum
+  std::int64_t gpus = 0;                            // 0: every GPU of the cluster
+  std::vector<std::int64_t> tps, pps, interleaves;  // empty: every valid value
+  std::vector<bool> sequence_parallel;              // empty: both
+  std::vector<Checkpointing> recompute;             // empty: all three
+  Precision precision = Precision::bf16;
+  double headroom = 0.10;
+  std::int64_t top_k = 5;
+};
+
+struct Candidate3D {
+  cost::Layout3D layout;
+  cost::Memory3D memory;
+  cost::Time3D time;
+};
+
+struct Result3D {
+  std::vector<Candidate3D> ranked;          // fastest first, up to top_k, distinct (tp, pp, v, sp)
+  std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits
+  std::int64_t evaluated = 0, out_of_memory = 0;
+  double usable_bytes = 0;
+  double elapsed_s = 0;
+};
+
+Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                   const GpuSpec& gpu, const Request3D& r, const cost::ComputeConstants& k,
+                   const cost::OverheadConstants& overheads);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,130 @@
+// The tensor x pipeline x data-parallel search (see search3d.hpp).
+#include "dtplan/planner/search3d.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <tuple>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::planner {
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+bool allowed(const std::vector<std::int64_t>& only, std::int64_t v) {
+  return only.empty() || std::find(only.begin(), only.end(), v) != only.end();
+}
+
+struct Space {
+  const TransformerSpec& s;
+  const Request3D& r;
+  std::int64_t gpus, gpus_per_node, seq;
+};
+
+// Every layout of the space, handed to `visit`.
+template <class Visit>
+void enumerate(const Space& sp, Visit visit) {
+  const auto& s = sp.s;
+  const auto& r = sp.r;
+  for (std::int64_t tp = 1; tp <= sp.gpus_per_node; tp *= 2) {
+    if (!allowed(r.tps, tp) || s.num_heads % tp || s.num_kv_heads % tp) continue;
+    for (auto pp : divisors(s.num_layers)) {
+      if (!allowed(r.pps, pp) || sp.gpus % (tp * pp)) continue;
+      const std::int64_t dp = sp.gpus / (tp * pp);
+      if (r.global_batch % dp) continue;
+      for (auto b : divisors(r.global_batch / dp)) {
+        const std::int64_t m = r.global_batch / dp / b;
+        for (std::int64_t v = 1; v <= 8; v *= 2) {
+          if (!allowed(r.interleaves, v) || s.num_layers % (pp * v)) continue;
+          if (v > 1 && (pp == 1 || m % pp)) continue;
+          for (bool seqp : {false, true}) {
+            if (seqp && tp == 1) continue;
+            if (!r.sequence_parallel.empty() &&
+                std::find(r.sequence_parallel.begin(), r.sequence_parallel.end(), seqp) ==
+                    r.sequence_parallel.end()) {
+              continue;
+            }
+            for (auto rc : {Checkpointing::none, Checkpointing::selective, Checkpointing::full}) {
+              if (!r.recompute.empty() &&
+                  std::find(r.recompute.begin(), r.recompute.end(), rc) == r.recompute.end()) {
+                continue;
+              }
+              cost::Layout3D l;
+              l.tp = tp;
+              l.pp = pp;
+              l.dp = dp;
+              l.interleave = v;
+              l.sequence_parallel = seqp;
+              l.micro_batch = b;
+              l.micro_batches = m;
+              l.seq_len = sp.seq;
+              l.recompute = rc;
+              l.precision = r.precision;
+              visit(l);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                   const GpuSpec& gpu, const Request3D& r, const cost::ComputeConstants& k,
+                   const cost::OverheadConstants& overheads) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!m.transformer) {
+    throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
+  }
+  if (r.global_batch < 1) throw Error("--global-batch: a positive number of samples");
+  const std::int64_t gpus = r.gpus > 0 ? r.gpus : t.gpu_count();
+  if (gpus > t.gpu_count()) {
+    throw Error("--gpus " + std::to_string(gpus) + ": the cluster has " +
+                std::to_string(t.gpu_count()));
+  }
+  std::int64_t seq = r.seq_len;
+  sequence_length(m, seq);
+  if (seq == 0) seq = m.transformer->max_positions;
+  Result3D out;
+  out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
+  cost::Model3D model(m, t, table, gpu, k);
+  std::vector<Candidate3D> fits;
+  enumerate(Space{*m.transformer, r, gpus, t.gpus_per_node(), seq}, [&](const cost::Layout3D& l) {
+    ++out.evaluated;
+    const auto mem = cost::memory_3d(m, l, overheads);
+    const double total = static_cast<double>(mem.total().value);
+    if (total > out.usable_bytes) {
+      ++out.out_of_memory;
+      if (!out.nearest_miss || total < double(out.nearest_miss->memory.total().value))
+        out.nearest_miss = Candidate3D{l, mem, model.time(l)};
+      return;
+    }
+    fits.push_back({l, mem, model.time(l)});
+  });
+  std::sort(fits.begin(), fits.end(),
+            [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
+  // The best of each (tp, pp, interleave, sequence parallel) shape, fastest first.
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>> seen;
+  for (const auto& c : fits) {
+    const auto key =
+        std::make_tuple(c.layout.tp, c.layout.pp, c.layout.interleave, c.layout.sequence_parallel);
+    if (!seen.insert(key).second) continue;
+    out.ranked.push_back(c);
+    if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;
+  }
+  if (!out.ranked.empty()) out.nearest_miss.reset();
+  out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,142 @@
+// Tests for cost/src/parallel3d.cpp: every formula against a hand derivation.
+#include <catch2/catch.hpp>
+
+#include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// GPT-3 175B's shapes (Korthikanti et al. 2022, Table 3): s 2048, h 12288, a 96.
+constexpr double s = 2048, h = 12288, a = 96, sbh = s * h;  // b = 1
+
+// A small GPT-style model: h 1024, 16 heads of 64, MLP 4096, 8 layers, vocabulary 32000,
+// learned positions (2048), biases, LayerNorm, tied embeddings.
+ModelDesc small_model() {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = 32000;
+  t.hidden_size = 1024;
+  t.num_layers = 8;
+  t.num_heads = t.num_kv_heads = 16;
+  t.head_dim = 64;
+  t.ffn_size = 4096;
+  t.max_positions = 2048;
+  return model_from_transformer(t, "small", "test");
+}
+
+Layout3D layout(std::int64_t tp, std::int64_t pp, std::int64_t dp) {
+  Layout3D l;
+  l.tp = tp;
+  l.pp = pp;
+  l.dp = dp;
+  l.seq_len = 1024;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("per-layer activations follow Korthikanti et al. Table 2") {
+  // 5as/h = 5 x 96 x 2048 / 12288 = 80.
+  CHECK(layer_activation_bytes(s, 1, h, a, 1, false, Checkpointing::none) == Approx(114 * sbh));
+  // t = 8: 10 + 24/8 + 80/8 = 23.
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::none) == Approx(23 * sbh));
+  // t = 8 with sequence parallelism: 34/8 + 80/8 = 14.25.
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::none) == Approx(14.25 * sbh));
+  // Selective recompute drops the attention term: 34/8 = 4.25 with SP, 10 + 3 = 13 without.
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::selective) ==
+        Approx(4.25 * sbh));
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::selective) == Approx(13 * sbh));
+  // Full recompute keeps the layer input: 2sbh, split by t under sequence parallelism.
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::full) == Approx(2 * sbh));
+  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::full) == Approx(0.25 * sbh));
+  // Linear in the micro-batch.
+  CHECK(layer_activation_bytes(s, 4, h, a, 8, true, Checkpointing::none) ==
+        Approx(4 * 14.25 * sbh));
+}
+
+TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parameter") {
+  const auto m = small_model();
+  // A block: QKV 1024 x 3072, out 1024 x 1024, MLP 2 x 1024 x 4096, QKV and MLP biases:
+  // 12,590,080 split by t; two LayerNorms (4 h) and the out/down biases (2 h) replicated.
+  // tp 2, pp 2: 4 blocks x (6,295,040 + 6,144) = 25,204,736, plus on the first stage half the
+  // word embedding (16,384,000) and the position table (2,097,152): 43,685,888. The last
+  // stage's copy of the tied embedding gives it 41,588,736.
+  auto l = layout(2, 2, 8);
+  const auto mem = memory_3d(m, l, OverheadConstants{});
+  CHECK(mem.params_per_gpu == 43685888);
+  CHECK(mem.weights.value == 2 * 43685888LL);
+  CHECK(mem.gradients.value == 4 * 43685888LL);
+  // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs).
+  CHECK(mem.optimizer_states.value == 43685888LL * 3 / 2);
+  l.distributed_optimizer = false;
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 43685888LL);
+}
+
+TEST_CASE("1F1B holds min(p, m) micro-batches; interleaving adds (p - 1)/(p v)") {
+  const auto m = small_model();
+  auto l = layout(1, 4, 1);
+  l.micro_batches = 8;
+  const double per_layer = layer_activation_bytes(1024, 1, 1024, 16, 1, false, Checkpointing::none);
+  // 8 layers / 4 stages = 2 layers, 4 micro-batches in flight.
+  CHECK(double(memory_3d(m, l, {}).activations.value) == Approx(per_layer * 2 * 4).epsilon(1e-9));
+  l.interleave = 2;  // 1 + 3/8
+  CHECK(double(memory_3d(m, l, {}).activations.value) ==
+        Approx(per_layer * 2 * 4 * 1.375).epsilon(1e-9));
+  l.interleave = 1;
+  l.micro_batches = 2;  // fewer micro-batches than stages
+  CHECK(double(memory_3d(m, l, {}).activations.value) == Approx(per_layer * 2 * 2).epsilon(1e-9));
+}
+
+TEST_CASE("layout rules are checked and named") {
+  const auto& t = *small_model().transformer;
+  auto l = layout(3, 1, 1);
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("do not divide by tp"));
+  l = layout(16, 1, 1);
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("inside a node of 8 GPUs"));
+  l = layout(1, 3, 1);
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("8 layers do not divide"));
+  l = layout(1, 2, 1);
+  l.interleave = 2;
+  l.micro_batches = 3;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("micro-batches divisible by pp"));
+  l = layout(1, 1, 1);
+  l.sequence_parallel = true;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("sequence parallelism needs tp > 1"));
+}
+
+TEST_CASE("step time: the bubble is (p - 1)/v micro-batches; full recompute adds 2 all-reduces") {
+  const auto data = resolve_data_dir("");
+  const auto m = small_model();
+  const auto table = InterconnectTable::load(data / "interconnect.json");
+  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
+  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  const auto k = load_compute_constants(data / "compute.json");
+  Model3D model(m, topo, table, gpu, k);
+  auto l = layout(2, 4, 1);
+  l.micro_batches = 8;
+  const auto one = model.time(l);
+  CHECK(one.bubble_s == Approx(3 * one.microbatch_s));
+  CHECK(one.pipeline_s == Approx(11 * one.microbatch_s));
+  CHECK(one.microbatch_s == Approx(one.compute_s + one.tp_comm_s + one.p2p_s));
+  CHECK(one.step_s == Approx(one.pipeline_s + one.dp_sync_s + one.optimizer_s));
+  l.interleave = 2;
+  const auto two = model.time(l);
+  CHECK(two.bubble_s == Approx(1.5 * two.microbatch_s));
+  CHECK(two.p2p_s == Approx(2 * one.p2p_s));  // twice the stage boundaries
+  l.interleave = 1;
+  l.recompute = Checkpointing::full;
+  const auto full = model.time(l);
+  CHECK(full.tp_comm_s == Approx(1.5 * one.tp_comm_s));
+  CHECK(full.compute_s > one.compute_s);  // the forward runs again
+  // Twice the GPUs as data parallelism: the same stage work, plus a gradient reduction.
+  l = layout(2, 4, 1);
+  l.micro_batches = 8;
+  CHECK(model.time(l).dp_sync_s == 0);
+  CHECK_THROWS_WITH(model.time(layout(2, 4, 2)), Contains("16 GPUs: the cluster has 8"));
+}
