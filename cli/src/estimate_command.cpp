@@ -137,34 +137,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     auto j = report_preamble("estimate", ctx.args);
     j["model"] = model_json(model);
     j["gpu"] = gpu.name;
-    j["parallel3d"] = {{"tp", l.tp},
-                       {"pp", l.pp},
-                       {"dp", l.dp},
-                       {"interleave", l.interleave},
-                       {"sequence_parallel", l.sequence_parallel},
-                       {"micro_batch", l.micro_batch},
-                       {"micro_batches", l.micro_batches},
-                       {"global_batch", l.global_batch()},
-                       {"seq_len", l.seq_len},
-                       {"recompute", std::string(name_of(l.recompute))}};
-    j["memory"] = {{"params_per_gpu", mem.params_per_gpu},
-                   {"weights", mem.weights.value},
-                   {"gradients", mem.gradients.value},
-                   {"optimizer_states", mem.optimizer_states.value},
-                   {"activations", mem.activations.value},
-                   {"overhead", mem.overhead.value},
-                   {"total", mem.total().value}};
-    j["step_time_s"] = tm.step_s;
-    j["samples_per_s"] = tm.samples_per_s;
-    j["tokens_per_s"] = tm.tokens_per_s;
-    j["mfu"] = tm.mfu;
-    j["time"] = {{"compute_per_microbatch_s", tm.compute_s},
-                 {"tp_comm_per_microbatch_s", tm.tp_comm_s},
-                 {"p2p_per_microbatch_s", tm.p2p_s},
-                 {"pipeline_s", tm.pipeline_s},
-                 {"bubble_s", tm.bubble_s},
-                 {"dp_sync_s", tm.dp_sync_s},
-                 {"optimizer_s", tm.optimizer_s}};
+    j["parallel3d"] = layout_json({l, mem, tm});
+    j["parallel3d"]["global_batch"] = l.global_batch();
+    j["parallel3d"]["seq_len"] = l.seq_len;
+    j["parallel3d"]["params_per_gpu"] = mem.params_per_gpu;
     ctx.out << j.dump(2) << '\n';
     return 0;
   }

@@ -24,6 +24,8 @@ const planner::StrategyOutcome* sharded_outcome(const std::vector<planner::Strat
   return best;
 }
 
+}  // namespace
+
 nlohmann::json layout_json(const planner::Candidate3D& c) {
   const auto& l = c.layout;
   const auto& t = c.time;
@@ -55,8 +57,6 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
             {"dp_sync_s", t.dp_sync_s},
             {"optimizer_s", t.optimizer_s}}}};
 }
-
-}  // namespace
 
 std::string layout_text(const cost::Layout3D& l) {
   std::ostringstream s;

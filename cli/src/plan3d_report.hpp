@@ -17,6 +17,8 @@ struct Plan3DReport {
 
 void print_plan_3d(std::ostream& out, const Plan3DReport& r);
 nlohmann::json plan_3d_json(const Plan3DReport& r);
+// One layout: its shape, memory by component and step by part.
+nlohmann::json layout_json(const planner::Candidate3D& c);
 // "tp 8 x pp 4 x dp 4, interleave 2, sequence parallel, micro-batch 1 x 64, selective recompute"
 std::string layout_text(const cost::Layout3D& l);
 

@@ -105,3 +105,47 @@ TEST_CASE("estimate refuses a batch it cannot reach and other bad options, in on
   for (const auto& line : {r.err})
     CHECK(line.find('\n') == line.size() - 1);
 }
+
+TEST_CASE("estimate --tp --pp: a Megatron-style layout, dp = GPUs / (tp x pp)") {
+  const auto r = run({"estimate",
+                      "--model",
+                      "llama-2-70b",
+                      "--topology",
+                      "dgx-h100",
+                      "--nodes",
+                      "16",
+                      "--gpu",
+                      "H100-SXM",
+                      "--tp",
+                      "8",
+                      "--pp",
+                      "4",
+                      "--interleave",
+                      "2",
+                      "--sp",
+                      "--micro-batch",
+                      "1",
+                      "--global-batch",
+                      "1024",
+                      "--seq-len",
+                      "4096",
+                      "--checkpointing",
+                      "selective",
+                      "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["dp"] == 4);               // 128 / (8 x 4)
+  CHECK(j["micro_batches"] == 256);  // 1024 / (4 x 1)
+  CHECK(j["sequence_parallel"] == true);
+  const auto& t = j["time"];
+  // The bubble is (p - 1)/v = 1.5 micro-batch times.
+  const double micro = t["compute_per_microbatch_s"].get<double>() +
+                       t["tp_comm_per_microbatch_s"].get<double>() +
+                       t["p2p_per_microbatch_s"].get<double>();
+  CHECK(t["bubble_s"].get<double>() == Approx(1.5 * micro));
+  // Llama 2 7B's 32 heads divide by 16, but 16 GPUs are two DGX nodes.
+  const auto bad = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--nodes",
+                        "2", "--gpu", "H100-SXM", "--tp", "16"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Matchers::Contains("tensor parallelism must stay inside a node"));
+}

@@ -224,3 +224,19 @@ TEST_CASE(
              Contains("global batch 100 is not a multiple of 8 GPUs") && Contains("96 or 104"));
   CHECK_THAT(r.out, Contains("= 100 "));
 }
+
+TEST_CASE("plan --json carries the tensor x pipeline search; --sp takes on and off") {
+  const auto r = dtplan::test::run_dtplan(
+      {"plan", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes", "16", "--gpu",
+       "H100-SXM", "--global-batch", "1024", "--seq-len", "4096", "--tp", "4,8", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  REQUIRE(!j["ranked"].empty());
+  for (const auto& l : j["ranked"])
+    CHECK((l["tp"] == 4 || l["tp"] == 8));
+  const auto bad =
+      dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                                "A100-80GB", "--global-batch", "16", "--sp", "maybe"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Matchers::Contains("--sp maybe: expected on, off"));
+}
