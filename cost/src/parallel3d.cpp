@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/model/error.hpp"
@@ -121,7 +122,9 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 }
 
 struct Model3D::Cache {
-  std::map<std::pair<std::int64_t, int>, ComputeTime> compute;            // (b, recompute)
+  std::map<std::pair<std::int64_t, int>, ComputeTime> compute;  // whole model: (b, recompute)
+  std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, p)
+  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   std::map<std::pair<std::int64_t, std::int64_t>, double> dp_all_reduce;  // (dp, bytes)
   std::map<bool, double> p2p_Bps;                                         // across nodes
@@ -134,6 +137,23 @@ Model3D::Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable&
 }
 
 Model3D::~Model3D() = default;
+
+namespace {
+
+// What one GPU of the last stage computes: L/p blocks with 1/t of the heads, key/value heads
+// and MLP width, and 1/t of the LM head -- the GEMM shapes tensor parallelism leaves it, so
+// small-GEMM inefficiency shows (the hidden size, norms and residuals stay whole).
+ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t p) {
+  auto s = *m.transformer;
+  s.num_heads /= t;
+  s.num_kv_heads /= t;
+  s.ffn_size /= t;
+  s.vocab_size = (s.vocab_size + t - 1) / t;
+  s.num_layers /= p;
+  return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
+}
+
+}  // namespace
 
 namespace {
 
@@ -175,9 +195,15 @@ Time3D Model3D::time(const Layout3D& l) {
   const auto key = std::make_pair(l.micro_batch, static_cast<int>(l.recompute));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
+  const auto shape = std::make_pair(l.tp, l.pp);
+  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, l.pp));
+  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, l.pp);
+  if (!cache.stage.count(skey)) {
+    cache.stage[skey] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
+  }
+  const auto& stage = cache.stage.at(skey);
   Time3D out;
-  const double share = 1.0 / static_cast<double>(l.tp * l.pp);
-  out.compute_s = (whole.forward_s + whole.backward_s) * share;
+  out.compute_s = stage.forward_s + stage.backward_s;
   const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
   const double act_bytes = 2 * sbh;  // 16-bit activations
   const double layers = static_cast<double>(s.num_layers / l.pp);

@@ -20,8 +20,9 @@
 // Time of a step: m micro-batches through p stages, (m + (p - 1)/v) x the slowest stage's
 // micro-batch time (the 1F1B bubble (p - 1)/m, divided by v when interleaved; Narayanan et al.
 // 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM").
-// A stage's micro-batch time: its share of the model's compute (estimate_compute, the
-// recompute mode included) / t, plus 4 tensor-parallel all-reduces of sbh 16-bit values per
+// A stage's micro-batch time: the compute of the GEMM shapes one GPU of the last stage runs
+// (estimate_compute on L/p blocks with 1/t of the heads and MLP width and 1/t of the LM head;
+// the recompute mode included), plus 4 tensor-parallel all-reduces of sbh 16-bit values per
 // layer (2 forward, 2 backward; 6 under full recompute; as reduce-scatter + all-gather with
 // sequence parallelism, the same bytes) over the first t GPUs of a node, plus the
 // point-to-point send of the activation forward and its gradient back (sbh/t values with the
