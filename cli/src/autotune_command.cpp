@@ -172,6 +172,10 @@ nlohmann::json header_of(const AutotuneOptions& o) {
           {"warmup", o.warmup},
           {"precision", o.precision},
           {"optimizer", o.optimizer},
+          {"topology", o.topology},
+          {"gpu", o.gpu},
+          {"strategies", o.strategies},
+          {"micro_batches", o.micro_batches},
           {"created", runtime::utc_timestamp()}};
 }
 
@@ -198,8 +202,10 @@ TrialRunner runner_of(const TrialSettings& s, const cost::HardwareProfile& p, in
 }
 
 std::string also_of(const Space& sp, const std::string& key) {
+  const auto it = sp.planned.find(key);
+  if (it == sp.planned.end()) return "(not in this search)";
   std::vector<std::string> names;
-  for (const auto& c : sp.planned.at(key)) {
+  for (const auto& c : it->second) {
     const std::string n(name_of(c.strategy));
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   }
@@ -213,7 +219,9 @@ std::string also_of(const Space& sp, const std::string& key) {
 // those the runtime executes the same way (DeepSpeed runs ZeRO, not FSDP).
 std::optional<Plan> best_plan(const AutotuneOptions& o, const Space& sp, const std::string& key,
                               bool prefer_deepspeed) {
-  for (const auto& c : sp.planned.at(key)) {
+  const auto it = sp.planned.find(key);
+  if (it == sp.planned.end()) return std::nullopt;
+  for (const auto& c : it->second) {
     Plan p;
     p.model = o.model.model;
     p.params = sp.model.params;
@@ -243,6 +251,7 @@ Exports export_best(const AutotuneOptions& o, const Space& sp, const std::string
   if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
   const auto plan = best_plan(o, sp, key, false);
   const auto ds = best_plan(o, sp, key, true);
+  if (!plan) return e;  // a resumed trial outside this search: nothing to export
   if (!o.deepspeed_file.empty()) {
     if (!ds) {
       e.lines.push_back("no DeepSpeed config: the best runs " + key +

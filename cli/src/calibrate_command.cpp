@@ -46,7 +46,8 @@ cost::HardwareProfile measure(const CalibrateOptions& o, const std::filesystem::
   if (!o.data_dir.empty()) args.insert(args.end(), {"--data-dir", o.data_dir});
   const auto result = run_child(mpirun_argv(o.np, args), [&](const std::string& line) {
     const auto [i, n] = progress_of(line);
-    if (n > 0) bar.update(i - 1, total, line.substr(line.find("measuring")), -1);
+    const auto what = line.find("measuring");
+    if (n > 0) bar.update(i - 1, total, what == std::string::npos ? line : line.substr(what), -1);
   });
   if (result.exit_code != 0 || !std::filesystem::exists(raw)) {
     std::string tail;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <filesystem>
 
 #include "dtplan/model/error.hpp"
@@ -101,8 +102,15 @@ ChildResult run_child(const std::vector<std::string>& argv,
   std::deque<std::string> tail;
   std::string pending;
   char buf[4096];
+  std::exception_ptr failed;  // from on_line: the child is still reaped before rethrowing
   const auto line_done = [&](std::string line) {
-    on_line(line);
+    if (!failed) {
+      try {
+        on_line(line);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
     tail.push_back(std::move(line));
     if (tail.size() > 20) tail.pop_front();
   };
@@ -123,6 +131,7 @@ ChildResult run_child(const std::vector<std::string>& argv,
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.tail.assign(tail.begin(), tail.end());
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (failed) std::rethrow_exception(failed);
   return result;
 }
 

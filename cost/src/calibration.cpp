@@ -69,14 +69,13 @@ void fit_gemm(const std::vector<GemmSample>& samples, HardwareProfile& p) {
   p.gemm_s_per_byte = c[1];
   p.gemm_s_per_call = c[2];
   p.gemm_samples = samples;
-  // Keep the interpolated residual when it predicts each timed shape from the others (leave
-  // one out) better than the 3-term fit does (3 parameters over dozens of shapes: its own
-  // error is close to its leave-one-out error).
+  // Keep the interpolated residual when it predicts each timed shape from the other shapes
+  // (every form of that shape left out) better than the 3-term fit does (3 parameters over dozens
+  // of shapes: its own error is close to its leave-one-out error).
   double fit_sq = 0, interp_sq = 0;
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    const auto& s = samples[i];
+  for (const auto& s : samples) {
     const double linear = p.gemm_linear_s(s.m, s.n, s.k);
-    const double interp = linear * p.gemm_ratio(s.m, s.n, s.k, static_cast<std::int64_t>(i));
+    const double interp = linear * p.gemm_ratio(s.m, s.n, s.k, true);
     fit_sq += std::pow(linear / s.time_s - 1, 2);
     interp_sq += std::pow(interp / s.time_s - 1, 2);
   }
@@ -181,9 +180,11 @@ StepCorrection fit_step_correction(const std::vector<StepSample>& samples) {
   if (!free.empty() && xs.size() >= free.size()) {
     double rms = 0;
     const auto coef = fit_non_negative(xs, ys, rms);
-    for (std::size_t i = 0; i < free.size(); ++i) {
-      if (coef[i] > 0) scale[free[i]] = coef[i];
-    }
+    // A part the fit drops (it came out <= 0: hidden behind another, as DDP's buckets are
+    // behind backward) costs nothing in a step; the floor keeps the scale positive.
+    const bool fitted = std::any_of(coef.begin(), coef.end(), [](double c) { return c > 0; });
+    for (std::size_t i = 0; i < free.size() && fitted; ++i)
+      scale[free[i]] = std::max(coef[i], 1e-3);
   }
   StepCorrection k{scale[0], scale[1], scale[2], static_cast<std::int64_t>(samples.size()), 0};
   double sq = 0;

@@ -55,12 +55,12 @@ double HardwareProfile::gemm_linear_s(std::int64_t mi, std::int64_t ni, std::int
 }
 
 double HardwareProfile::gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k,
-                                   std::int64_t skip) const {
+                                   bool leave_out_shape) const {
   // (distance in log2 space, log of measured / fitted) of every sample but `skip`.
   std::vector<std::pair<double, double>> near;
   for (std::size_t i = 0; i < gemm_samples.size(); ++i) {
-    if (static_cast<std::int64_t>(i) == skip) continue;
     const auto& s = gemm_samples[i];
+    if (leave_out_shape && s.m == m && s.n == n && s.k == k) continue;
     const double dm = std::log2(double(m) / double(s.m)), dn = std::log2(double(n) / double(s.n)),
                  dk = std::log2(double(k) / double(s.k));
     near.push_back({std::sqrt(dm * dm + dn * dn + dk * dk),
@@ -109,7 +109,9 @@ nlohmann::json curve_json(const RateCurve& c) {
 nlohmann::json samples_json(const HardwareProfile& p) {
   auto gemm = nlohmann::json::array();
   for (const auto& g : p.gemm_samples) {
-    const double fitted = p.gemm_linear_s(g.m, g.n, g.k);
+    // The model in use, this shape left out when it interpolates (an honest residual).
+    const double fitted = p.gemm_linear_s(g.m, g.n, g.k) *
+                          (p.gemm_interpolate ? p.gemm_ratio(g.m, g.n, g.k, true) : 1.0);
     gemm.push_back({{"m", g.m},
                     {"n", g.n},
                     {"k", g.k},

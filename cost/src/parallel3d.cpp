@@ -122,12 +122,16 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 }
 
 struct Model3D::Cache {
-  std::map<std::pair<std::int64_t, int>, ComputeTime> compute;  // whole model: (b, recompute)
+  // Whole model: (b, recompute, sequence, precision); stage: (b, recompute, t, p, sequence,
+  // precision); data-parallel all-reduce: (dp, bytes, tp).
+  std::map<std::tuple<std::int64_t, int, std::int64_t, int>, ComputeTime> compute;
   std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, p)
-  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t>, ComputeTime> stage;
+  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int>,
+           ComputeTime>
+      stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
-  std::map<std::pair<std::int64_t, std::int64_t>, double> dp_all_reduce;  // (dp, bytes)
-  std::map<bool, double> p2p_Bps;                                         // across nodes
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> dp_all_reduce;
+  std::map<bool, double> p2p_Bps;  // across nodes
 };
 
 Model3D::Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
@@ -168,12 +172,16 @@ double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool
 
 double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
                        std::int64_t bytes) {
+  // Megatron orders ranks tp, then dp, then pp: a data-parallel group spans tp x dp
+  // consecutive ranks -- inside a node when they fit, else across that many whole nodes.
   const Bytes grads{bytes};
-  if (l.gpus() <= t.gpus_per_node()) {
+  const std::int64_t span = l.tp * l.dp, per_node = t.gpus_per_node();
+  if (span <= per_node) {
     return CommModel(t, table, l.dp).estimate(Collective::all_reduce, grads).time_s;
   }
-  // Data-parallel groups span the nodes: one ring per rail, as hybrid sharding's replicas.
-  return CommModel(t, table, t.gpu_count()).replica_all_reduce(grads).time_s;
+  const std::int64_t nodes = (span + per_node - 1) / per_node;
+  // One ring per rail across those nodes, as hybrid sharding's replicas.
+  return CommModel(t, table, nodes * per_node).replica_all_reduce(grads).time_s;
 }
 
 }  // namespace
@@ -192,12 +200,14 @@ Time3D Model3D::time(const Layout3D& l) {
   c.checkpointing = l.recompute;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
-  const auto key = std::make_pair(l.micro_batch, static_cast<int>(l.recompute));
+  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.seq_len,
+                                   static_cast<int>(l.precision));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
   const auto shape = std::make_pair(l.tp, l.pp);
   if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, l.pp));
-  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, l.pp);
+  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, l.pp,
+                                    l.seq_len, static_cast<int>(l.precision));
   if (!cache.stage.count(skey)) {
     cache.stage[skey] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
   }
@@ -229,12 +239,14 @@ Time3D Model3D::time(const Layout3D& l) {
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
   const auto params = stage_params(s, l);
   if (l.dp > 1) {
-    const auto k3 = std::make_pair(l.dp, params * 4);  // fp32 main gradients
+    const auto k3 = std::make_tuple(l.dp, params * 4, l.tp);  // fp32 main gradients
     if (!cache.dp_all_reduce.count(k3))
-      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, k3.second);
+      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, std::get<1>(k3));
     // Distributed optimizer: reduce-scatter the fp32 gradients (half an all-reduce), then
     // all-gather the 16-bit parameters (a quarter).
-    out.dp_sync_s = (l.distributed_optimizer ? 0.75 : 1.0) * cache.dp_all_reduce.at(k3);
+    // (fp32 parameters under fp32: another half.)
+    const double gather = l.precision == Precision::fp32 ? 0.5 : 0.25;
+    out.dp_sync_s = (l.distributed_optimizer ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(k3);
   }
   out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / l.dp : params, c, gpu_, k_);
   out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;

@@ -209,16 +209,22 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   raw.compute_s = static_cast<double>(A) * (fwd + bwd);
   raw.collectives_s = fwd_comm + bwd_comm;
   raw.optimizer_collectives_s = wait + opt_comm;
-  // The slowest rank updates: everything under DDP and on DP's rank 0, a shard under ZeRO --
-  // one call per unit. Norm, non-finite check and scaling read the gradients three times;
-  // zeroing writes them.
-  const std::int64_t updated = (mode == Mode::ddp || mode == Mode::dp) ? flat : flat / n;
-  const double per_call = static_cast<double>(updated) / static_cast<double>(units.size());
+  // The slowest rank updates as the runtime calls it: one region of every parameter under
+  // DDP and on DP's rank 0, each unit's slice under ZeRO. Norm, non-finite check and scaling
+  // read the gradients three times; zeroing writes them (16 bytes per parameter).
   const bool adam = r.optimizer == Optimizer::adam || r.optimizer == Optimizer::adamw;
   const auto& update = adam ? p.adam_s_per_param : p.sgd_s_per_param;
-  raw.optimizer_s = static_cast<double>(units.size()) *
-                    (update.time_s(per_call, "optimizer update") +
-                     p.elementwise_s_per_byte.time_s(16.0 * per_call, "element-wise"));
+  const auto region_s = [&](double params) {
+    return update.time_s(params, "optimizer update") +
+           p.elementwise_s_per_byte.time_s(16.0 * params, "element-wise");
+  };
+  raw.optimizer_s = 0;
+  if (mode == Mode::ddp || mode == Mode::dp) {
+    raw.optimizer_s = region_s(static_cast<double>(flat));
+  } else {
+    for (auto u : units)
+      raw.optimizer_s += region_s(static_cast<double>(u / n));
+  }
   const auto& corr = p.correction;
   const double fb = raw.compute_s * corr.compute_scale + raw.collectives_s * corr.collective_scale;
   out.forward_s =

@@ -61,6 +61,10 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--gpus")) merged.gpus = s.gpus;
     if (given("--strategy")) merged.strategy = s.strategy;
     if (given("--precision")) merged.precision = s.precision;
+    if (given("--optimizer")) merged.optimizer = s.optimizer;
+    if (given("--checkpointing")) merged.checkpointing = s.checkpointing;
+    if (given("--offload")) merged.offload = s.offload;
+    if (given("--profile")) merged.profile = s.profile;
     if (given("--micro-batch")) merged.micro_batch = s.micro_batch;
     if (given("--grad-accum")) merged.grad_accum = s.grad_accum;
     if (given("--seq-len")) merged.seq_len = s.seq_len;

@@ -56,7 +56,7 @@ MainWindow::MainWindow(const Session& s) {
   statusBar()->addWidget(status_, 1);
   watcher_ = new QFutureWatcher<Outcome>(this);
   connect(watcher_, &QFutureWatcher<Outcome>::finished, this, [this] {
-    apply(watcher_->result());
+    if (running_generation_ == generation_) apply(watcher_->result());
     if (pending_) recompute();
   });
   build_menus();
@@ -91,13 +91,14 @@ void MainWindow::recompute() {
   }
   pending_ = false;
   status_->setText("computing...");
+  running_generation_ = ++generation_;
   watcher_->setFuture(QtConcurrent::run(compute, inputs_->session()));
 }
 
 void MainWindow::wait_for_recompute() {
   while (watcher_->isRunning() || pending_) {
     watcher_->waitForFinished();
-    apply(watcher_->result());
+    if (running_generation_ == generation_) apply(watcher_->result());
     if (pending_) recompute();
   }
 }
@@ -128,6 +129,7 @@ void MainWindow::show_now(const Session& s) {
   inputs_->set_session(s);
   watcher_->waitForFinished();
   pending_ = false;
+  ++generation_;  // whatever ran before is stale now, even if its signal is still queued
   const auto o = compute(s);
   if (!o.analysis) throw Error(o.error);
   apply(o);

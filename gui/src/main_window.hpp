@@ -63,6 +63,8 @@ class MainWindow : public QMainWindow {
   QFutureWatcher<Outcome>* watcher_ = nullptr;
   std::optional<Analysis> analysis_;
   bool pending_ = false;  // inputs changed while a computation ran
+  // Results of a computation older than the latest request (show_now) are dropped.
+  std::uint64_t generation_ = 0, running_generation_ = 0;
 };
 
 struct GuiOptions;

@@ -198,3 +198,47 @@ TEST_CASE("a profile with descending curve sizes is refused, naming the key") {
   CHECK_THROWS_WITH(load_profile(path), Contains("softmax_s_per_element") && Contains("ascend"));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("GEMM interpolation is kept only when it predicts shapes it has not seen") {
+  // Every form of a shape shares its deviation, so leaving one sample out must leave out its
+  // twins too. Random per-shape deviations (+-15%) cannot be interpolated: the plain fit wins.
+  const auto noisy = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto h = static_cast<std::uint64_t>(m * 7919 + n * 104729 + k * 1299709);
+    return 1.0 + 0.15 * (static_cast<double>(h % 1000) / 500.0 - 1.0);
+  };
+  // A smooth deviation (small k runs slower, fading with k) is what interpolation is for.
+  const auto smooth = [](std::int64_t, std::int64_t, std::int64_t k) {
+    return 1.0 + 0.6 * std::exp(-static_cast<double>(k) / 96.0);
+  };
+  for (int c = 0; c < 2; ++c) {
+    std::vector<GemmSample> samples;
+    for (std::int64_t m : {128, 256, 512, 1024, 2048}) {
+      for (std::int64_t n : {64, 256, 1024}) {
+        for (std::int64_t k : {16, 32, 64, 128, 256, 512}) {
+          const double md = double(m), nd = double(n), kd = double(k);
+          const double t = (2.5e-11 * 2 * md * nd * kd + 3e-6) * (c == 0 ? noisy(m, n, k)
+                                                                           : smooth(m, n, k));
+          for (const char* form : {"nt", "nn"})
+            samples.push_back({m, n, k, form, t});
+        }
+      }
+    }
+    HardwareProfile p;
+    fit_gemm(samples, p);
+    INFO((c == 0 ? "per-shape noise" : "smooth deviation"));
+    CHECK(p.gemm_interpolate == (c == 1));
+  }
+}
+
+TEST_CASE("collectives hidden behind compute fit to (almost) nothing, not to 1") {
+  // DDP-like steps: buckets all-reduce under backward, so forward+backward measures compute
+  // alone (x1.1) although the model predicts collectives in that phase.
+  std::vector<StepSample> s;
+  for (double c : {0.03, 0.05, 0.08}) {
+    s.push_back({"ddp", c, 0.2 * c, 0.002, 0, 1.1 * c, 0.002});
+  }
+  const auto k = fit_step_correction(s);
+  CHECK(k.compute_scale == Approx(1.1).epsilon(1e-6));
+  CHECK(k.collective_scale == Approx(1e-3));
+  CHECK(k.rms_relative_error < 0.01);
+}

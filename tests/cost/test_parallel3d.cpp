@@ -140,3 +140,22 @@ TEST_CASE("step time: the bubble is (p - 1)/v micro-batches; full recompute adds
   CHECK(model.time(l).dp_sync_s == 0);
   CHECK_THROWS_WITH(model.time(layout(2, 4, 2)), Contains("16 GPUs: the cluster has 8"));
 }
+
+TEST_CASE("data-parallel groups inside a node reduce over NVLink, across nodes over the NICs") {
+  const auto data = resolve_data_dir("");
+  const auto m = small_model();
+  const auto table = InterconnectTable::load(data / "interconnect.json");
+  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 2, table);
+  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  Model3D model(m, topo, table, gpu, load_compute_constants(data / "compute.json"));
+  // tp 1 x dp 8 x pp 2: each data-parallel group is the 8 GPUs of one node (ranks tp, dp, pp).
+  auto inside = layout(1, 2, 8);
+  inside.micro_batches = 4;
+  // tp 2 x dp 8 x pp 1: a group spans 16 ranks, both nodes.
+  auto across = layout(2, 1, 8);
+  across.micro_batches = 4;
+  const auto a = model.time(inside), b = model.time(across);
+  REQUIRE(a.dp_sync_s > 0);
+  // Per GPU, the same bytes (both hold half the model); NVLink is several times the NIC.
+  CHECK(b.dp_sync_s > 3 * a.dp_sync_s);
+}

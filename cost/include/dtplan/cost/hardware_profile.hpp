@@ -118,8 +118,10 @@ struct HardwareProfile {
 
   double gemm_time_s(const Gemm& g) const;
   double gemm_linear_s(std::int64_t m, std::int64_t n, std::int64_t k) const;
-  // The interpolated measured/fitted ratio at (m, n, k), leaving out sample `skip` (-1: none).
-  double gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t skip = -1) const;
+  // The interpolated measured/fitted ratio at (m, n, k); `leave_out_shape` ignores the
+  // samples of exactly that shape (every form), for leave-one-out checks.
+  double gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k,
+                    bool leave_out_shape = false) const;
   // Throws naming the kind and ranks when the profile has no fit for them.
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };
