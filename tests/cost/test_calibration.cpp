@@ -216,8 +216,8 @@ TEST_CASE("GEMM interpolation is kept only when it predicts shapes it has not se
       for (std::int64_t n : {64, 256, 1024}) {
         for (std::int64_t k : {16, 32, 64, 128, 256, 512}) {
           const double md = double(m), nd = double(n), kd = double(k);
-          const double t = (2.5e-11 * 2 * md * nd * kd + 3e-6) * (c == 0 ? noisy(m, n, k)
-                                                                           : smooth(m, n, k));
+          const double t =
+              (2.5e-11 * 2 * md * nd * kd + 3e-6) * (c == 0 ? noisy(m, n, k) : smooth(m, n, k));
           for (const char* form : {"nt", "nn"})
             samples.push_back({m, n, k, form, t});
         }
