@@ -153,8 +153,8 @@ std::vector<int> communicator_sizes(int world) {
 constexpr const char* kKinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                   "reduce"};
 
-// Every group of `ranks` sweeps its collectives at once; the slowest rank's times. Ranks in
-// no group (comm null) make the same timing calls with nothing to time.
+// The group of `ranks` with a communicator sweeps its collectives; the slowest rank's times.
+// Ranks without one (comm null) make the same timing calls with nothing to time.
 void time_collectives(Communicator* comm, std::int64_t n, Device& dev, const MpiGroup& world,
                       bool quick, std::vector<cost::CollectiveSample>& out) {
   for (const char* kind : kKinds) {
@@ -208,8 +208,10 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
              "collectives over " + std::to_string(sizes[i]) + " ranks, 4 KiB.." +
                  (o.quick ? "1 MiB" : "16 MiB"));
     const auto group = world.split_consecutive(sizes[i]);
+    // Only the first group times (a job of that size runs alone on its links); the other
+    // ranks make the same timing calls with nothing to time.
     std::unique_ptr<Communicator> comm;
-    if (group) comm = make_comm(*group);
+    if (group && world.rank() < sizes[i]) comm = make_comm(*group);
     if (comm && p.versions.empty()) p.versions["communicator"] = comm->description();
     time_collectives(comm.get(), sizes[i], dev, world, o.quick, p.collective_samples);
   }

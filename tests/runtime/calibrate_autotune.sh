@@ -55,4 +55,13 @@ fi
 grep -q 'tuned a different job' other.txt
 if "$bin/dtplan" calibrate --backend tpu --out x.json 2> bad.txt; then exit 1; fi
 grep -q -- "--backend tpu: expected cpu or cuda" bad.txt
+# Four ranks: collectives are swept for communicator sizes 2 and 4.
+mpirun -np 4 --oversubscribe "$bin/dtplan-run" --measure-profile --quick --out p4.json > /dev/null 2>&1
+python3 - <<'PY'
+import json
+p = json.load(open("p4.json"))
+sizes = {(c["kind"], c["ranks"]) for c in p["collectives"]}
+kinds = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}
+assert sizes == {(k, n) for k in kinds for n in (2, 4)}, sizes
+PY
 echo "calibrate -> accuracy -> autotune -> resume: ok"
