@@ -14,6 +14,9 @@ struct Search {
   TuneSettings set;
   std::vector<TrialRecord> trials;
   std::set<std::string> tried;
+  // Resumed trials that failed: run again, but their count and time stay spent.
+  std::size_t failed_before = 0;
+  double failed_before_s = 0;
 
   void refit() {
     auto samples = profile.step_samples;
@@ -48,7 +51,7 @@ struct Search {
   }
 
   double spent_s() const {
-    double s = 0;
+    double s = failed_before_s;
     for (const auto& t : trials)
       s += t.wall_s;
     return s;
@@ -82,10 +85,17 @@ TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwarePro
                  const TrialRunner& run, const TrialDoneFn& done, const TuneProgressFn& progress) {
   // Resumed trials that failed run again (an interruption fails the trial in flight).
   std::vector<TrialRecord> measured;
+  std::size_t failed = 0;
+  double failed_s = 0;
   for (const auto& t : previous) {
-    if (t.measured_s) measured.push_back(t);
+    if (t.measured_s) {
+      measured.push_back(t);
+    } else {
+      ++failed;
+      failed_s += t.wall_s;
+    }
   }
-  Search s{candidates, std::move(profile), settings, measured, {}};
+  Search s{candidates, std::move(profile), settings, measured, {}, failed, failed_s};
   for (const auto& t : measured)
     s.tried.insert(t.key);
   s.refit();
@@ -101,7 +111,7 @@ TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwarePro
       out.stop_reason = "every candidate was tried";
       break;
     }
-    if (s.trials.size() >= limit) {
+    if (s.trials.size() + s.failed_before >= limit) {
       out.stop_reason = "--max-trials " + std::to_string(settings.max_trials) + " reached";
       break;
     }
@@ -117,7 +127,7 @@ TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwarePro
       break;
     }
     double eta = 0;
-    for (std::size_t i = 0; i < order.size() && s.trials.size() + i < limit; ++i)
+    for (std::size_t i = 0; i < order.size() && s.trials.size() + s.failed_before + i < limit; ++i)
       eta += settings.runs_per_trial * order[i].second + s.overhead_s();
     progress({s.trials.size(), limit, next.key, eta,
               best ? std::optional<double>(*best->measured_s) : std::nullopt});
