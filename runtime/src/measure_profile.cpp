@@ -207,6 +207,7 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
     progress(3 + static_cast<int>(i), stages,
              "collectives over " + std::to_string(sizes[i]) + " ranks, 4 KiB.." +
                  (o.quick ? "1 MiB" : "16 MiB"));
+    dev.release_cached();  // the sweeps' blocks, before NCCL allocates its buffers
     const auto group = world.split_consecutive(sizes[i]);
     // Only the first group times (a job of that size runs alone on its links); the other
     // ranks make the same timing calls with nothing to time.

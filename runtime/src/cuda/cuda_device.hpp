@@ -61,6 +61,7 @@ class CudaDevice final : public Device {
   void upload(const void* host, void* device, std::int64_t bytes) override;
   void download(const void* device, void* host, std::int64_t bytes) override;
   void synchronize() override;
+  void release_cached() override { drop_cache(); }
 
   cudaStream_t stream() const { return stream_; }
   int index() const { return index_; }

@@ -122,6 +122,9 @@ class Device {
   virtual void download(const void* device, void* host, std::int64_t bytes) = 0;
   // Waits for all queued work.
   virtual void synchronize() = 0;
+  // Returns memory the device keeps for reuse (the CUDA block cache) to the system, so that
+  // libraries allocating on their own (cuBLAS, NCCL) find it free. Nothing to do on the CPU.
+  virtual void release_cached() {}
 
  protected:
   explicit Device(std::int64_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
