@@ -4,8 +4,8 @@
 // bandwidth, MLP activations, softmax cross-entropy and optimizer updates at sizes from
 // cache-resident to DRAM (rate curves, on random data); each collective over a size sweep
 // (fit: latency + per byte) for every communicator size 2, 4, 8, ... up to the world size,
-// timed on the first ranks while the others wait (a job of that size runs alone). Every rank runs the benchmarks at once, as a
-// training job would; the slowest rank's times are kept.
+// timed on the first ranks while the others wait (a job of that size runs alone). Every rank runs
+// the benchmarks at once, as a training job would; the slowest rank's times are kept.
 #pragma once
 
 #include <functional>
