@@ -107,9 +107,6 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   const auto c = config_of(o, t);
-  if (o.tp < 1 || o.pp < 1 || o.interleave < 1) {
-    throw Error("--tp, --pp, --interleave: positive integers");
-  }
   if (c.dp_size % (o.tp * o.pp) != 0) {
     throw Error("--gpus " + std::to_string(c.dp_size) +
                 ": not divisible by tp x pp = " + std::to_string(o.tp * o.pp));
@@ -164,6 +161,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
 }
 
 int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
+  if (o.tp < 1 || o.pp < 1 || o.interleave < 1) {
+    throw Error("--tp " + std::to_string(o.tp) + ", --pp " + std::to_string(o.pp) +
+                ", --interleave " + std::to_string(o.interleave) + ": sizes are positive");
+  }
   if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);

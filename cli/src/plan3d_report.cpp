@@ -13,6 +13,11 @@ std::string ms(double s) {
   return s > 0 ? seconds(s) : "-";
 }
 
+// A part of the step in prose: "none" when the layout has no such part.
+std::string part(double s) {
+  return s > 0 ? seconds(s) : "none";
+}
+
 // The best ZeRO-3 or FSDP full-sharding outcome, if either fits; else the nearest miss.
 const planner::StrategyOutcome* sharded_outcome(const std::vector<planner::StrategyOutcome>& all) {
   const planner::StrategyOutcome* best = nullptr;
@@ -75,6 +80,10 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
       << x.evaluated << " layouts in " << ms(x.elapsed_s) << ", " << x.out_of_memory
       << " over memory\n";
   if (x.ranked.empty()) {
+    if (!x.no_layout.empty()) {
+      out << "  " << x.no_layout << "\n";
+      return;
+    }
     out << "  none fits";
     if (x.nearest_miss) {
       out << "; nearest: " << layout_text(x.nearest_miss->layout) << " needs "
@@ -114,10 +123,9 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
     const auto& tm = x.ranked.front().time;
     out << "  where the best layout's step goes: compute "
         << ms(tm.compute_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline bubble "
-        << ms(tm.bubble_s) << ", tensor-parallel all-reduces "
-        << (tm.tp_comm_s > 0 ? ms(tm.tp_comm_s * double(x.ranked.front().layout.micro_batches))
-                             : std::string("none"))
-        << ", pipeline sends " << ms(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
+        << part(tm.bubble_s) << ", tensor-parallel all-reduces "
+        << part(tm.tp_comm_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline sends "
+        << part(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
         << ", data-parallel gradients " << ms(tm.dp_sync_s) << ", optimizer " << ms(tm.optimizer_s)
         << "\n";
   } else if (!z->best) {

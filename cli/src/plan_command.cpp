@@ -125,6 +125,13 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
   x.global_batch = r.global_batch;
   x.seq_len = r.seq_len;
   x.gpus = r.max_gpus;
+  for (const auto* list : {&o.tps, &o.pps, &o.interleaves}) {
+    for (auto v : *list) {
+      if (v < 1) {
+        throw Error("--tp/--pp/--interleave " + std::to_string(v) + ": sizes are positive");
+      }
+    }
+  }
   x.tps = o.tps;
   x.pps = o.pps;
   x.interleaves = o.interleaves;

@@ -77,6 +77,31 @@ void enumerate(const Space& sp, Visit visit) {
   }
 }
 
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (auto x : v)
+    out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out.empty() ? "none" : out;
+}
+
+// Why no layout exists: the sizes the model and the restrictions allow, and the batch rule.
+std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::int64_t gpus,
+                             std::int64_t per_node) {
+  std::vector<std::int64_t> tps, pps;
+  for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
+    if (allowed(r.tps, tp) && s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);
+  }
+  for (auto pp : divisors(s.num_layers)) {
+    if (allowed(r.pps, pp)) pps.push_back(pp);
+  }
+  return "no layout: tp must be a power of two up to " + std::to_string(per_node) + " dividing " +
+         std::to_string(s.num_heads) + " heads and " + std::to_string(s.num_kv_heads) +
+         " key/value heads (allowed here: " + join(tps) + "), pp must divide " +
+         std::to_string(s.num_layers) + " layers (allowed here: " + join(pps) + "), and " +
+         std::to_string(gpus) + " GPUs / (tp x pp) must divide the global batch " +
+         std::to_string(r.global_batch);
+}
+
 }  // namespace
 
 Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
@@ -111,6 +136,9 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     }
     fits.push_back({l, mem, model.time(l)});
   });
+  if (out.evaluated == 0) {
+    out.no_layout = no_layout_reason(*m.transformer, r, gpus, t.gpus_per_node());
+  }
   std::sort(fits.begin(), fits.end(),
             [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
   // The best of each (tp, pp, interleave, sequence parallel) shape, fastest first.

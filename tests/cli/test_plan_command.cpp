@@ -239,4 +239,14 @@ TEST_CASE("plan --json carries the tensor x pipeline search; --sp takes on and o
                                 "A100-80GB", "--global-batch", "16", "--sp", "maybe"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Catch::Matchers::Contains("--sp maybe: expected on, off"));
+  const auto zero =
+      dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                                "A100-80GB", "--global-batch", "16", "--tp", "0"});
+  CHECK(zero.code == 1);
+  CHECK_THAT(zero.err, Catch::Matchers::Contains("sizes are positive"));
+  // GPT-2 has 12 layers: no pipeline of 5 stages; the report says which sizes are allowed.
+  const auto none =
+      dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                                "A100-80GB", "--global-batch", "16", "--pp", "5"});
+  CHECK_THAT(none.out, Catch::Matchers::Contains("pp must divide 12 layers (allowed here: none)"));
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dtplan/cost/overheads.hpp"
@@ -37,6 +38,7 @@ struct Result3D {
   std::vector<Candidate3D> ranked;          // fastest first, up to top_k, distinct (tp, pp, v, sp)
   std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits
   std::int64_t evaluated = 0, out_of_memory = 0;
+  std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;
   double elapsed_s = 0;
 };
