@@ -64,7 +64,7 @@ std::vector<Row> measure_rows(const AccuracyOptions& o, const cost::HardwareProf
 }
 
 int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
-  const auto p = cost::load_profile(o.profile);
+  const auto p = profile_from_flag(o.profile);
   TrialSettings s;
   s.np = o.np;
   s.backend = o.backend.empty() ? p.backend : o.backend;

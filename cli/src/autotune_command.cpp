@@ -89,6 +89,10 @@ std::string key_of(const planner::Candidate& c) {
 
 void check(const AutotuneOptions& o) {
   if (o.global_batch < 1) throw Error("--global-batch: a positive number of samples");
+  if (o.np >= 1 && o.global_batch % o.np != 0) {
+    throw Error("--global-batch " + std::to_string(o.global_batch) + ": not a multiple of --np " +
+                std::to_string(o.np) + " (every rank takes the same share)");
+  }
   if (o.np < 1) throw Error("--np " + std::to_string(o.np) + ": must be >= 1");
   if (!(o.scale > 0 && o.scale <= 1)) throw Error("--scale: in (0, 1]");
   if (o.max_trials < 0) throw Error("--max-trials: 0 (no limit) or more");
@@ -370,7 +374,7 @@ std::string default_profile(const AutotuneOptions& o) {
 int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   check(o);
   if (o.profile.empty()) o.profile = default_profile(o);
-  const auto profile = cost::load_profile(o.profile);
+  const auto profile = profile_from_flag(o.profile);
   if (profile.backend != o.backend) {
     throw Error("--profile " + o.profile + ": measured on backend " + profile.backend +
                 ", not --backend " + o.backend);

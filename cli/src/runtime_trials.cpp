@@ -95,6 +95,14 @@ cost::StepSample step_sample_of(const std::string& label, const runtime::Measure
                            med.comm_wait_s + med.optimizer_s);
 }
 
+cost::HardwareProfile profile_from_flag(const std::string& path) {
+  try {
+    return cost::load_profile(path);
+  } catch (const Error& e) {
+    throw Error(std::string("--profile: ") + e.what() + " (make one with dtplan calibrate)");
+  }
+}
+
 std::filesystem::path work_dir_of(const std::string& given, const char* purpose) {
   if (!given.empty()) {
     std::error_code ec;

@@ -56,6 +56,9 @@ runtime::Measurement run_trial(const RuntimeConfig& c, const std::string& name,
 cost::StepSample step_sample_of(const std::string& label, const runtime::Measurement& m,
                                 const cost::HardwareProfile& p);
 
+// The hardware profile --profile names; errors name the flag.
+cost::HardwareProfile profile_from_flag(const std::string& path);
+
 // A work directory: `given` (created) or a fresh one under the system's temporary directory.
 std::filesystem::path work_dir_of(const std::string& given, const char* purpose);
 
