@@ -226,19 +226,8 @@ std::optional<Plan> best_plan(const AutotuneOptions& o, const Space& sp, const s
   const auto it = sp.planned.find(key);
   if (it == sp.planned.end()) return std::nullopt;
   for (const auto& c : it->second) {
-    Plan p;
-    p.model = o.model.model;
-    p.params = sp.model.params;
-    p.topology = o.topology;
-    p.nodes = 1;
-    p.gpu = o.gpu;
-    p.training = planner::training_config(c, sp.request, sp.gpus_per_node);
-    if (sp.model.transformer && p.training.seq_len == 0)
-      p.training.seq_len = sp.model.transformer->max_positions;
-    p.grad_accum = c.grad_accum;
-    p.global_batch = c.global_batch;
-    p.no_sync = c.no_sync;
-    p.predicted = {c.step_time_s, c.samples_per_s, c.tokens_per_s, c.mfu, c.memory.value};
+    const auto p = planner::plan_file(c, sp.request, sp.model,
+                                      {o.model.model, o.topology, 1, sp.gpus_per_node, o.gpu});
     if (!prefer_deepspeed || planner::uses_deepspeed(p)) return p;
   }
   return std::nullopt;

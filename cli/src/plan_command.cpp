@@ -147,20 +147,8 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
 
 Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner::PlanRequest& r,
              const ModelDesc& m, const Topology& t, const GpuSpec& gpu) {
-  Plan p;
-  p.model = o.model.model;
-  p.params = m.params;
-  p.topology = o.topology.topology;
-  p.nodes = t.nodes();
-  p.gpu = gpu.name;
-  p.training = planner::training_config(best, r, t.gpus_per_node());
-  if (m.transformer && p.training.seq_len == 0) p.training.seq_len = m.transformer->max_positions;
-  p.grad_accum = best.grad_accum;
-  p.global_batch = best.global_batch;
-  p.no_sync = best.no_sync;
-  p.predicted = {best.step_time_s, best.samples_per_s, best.tokens_per_s, best.mfu,
-                 best.memory.value};
-  return p;
+  return planner::plan_file(
+      best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
 }
 
 // Files written together or not at all: each goes to a temporary name beside its target,

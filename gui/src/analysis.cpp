@@ -170,19 +170,9 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
 }  // namespace
 
 Plan plan_file_of(const Analysis& a, const planner::Candidate& c) {
-  Plan p;
-  p.model = a.session.model;
-  p.params = a.params;
-  p.topology = a.session.topology;
-  p.nodes = a.session.nodes;
-  p.gpu = a.session.gpu;
-  p.training = planner::training_config(c, a.plan_request, a.gpus_per_node);
-  if (p.training.seq_len == 0) p.training.seq_len = a.step.seq_len;
-  p.grad_accum = c.grad_accum;
-  p.global_batch = c.global_batch;
-  p.no_sync = c.no_sync;
-  p.predicted = {c.step_time_s, c.samples_per_s, c.tokens_per_s, c.mfu, c.memory.value};
-  return p;
+  const auto& s = a.session;
+  return planner::plan_file(c, a.plan_request, a.model,
+                            {s.model, s.topology, s.nodes, a.gpus_per_node, s.gpu});
 }
 
 std::vector<std::pair<std::string, Bytes>> components_of(const cost::MemoryComponents& m) {
@@ -196,6 +186,7 @@ Analysis analyse(const Session& s) {
   const auto in = load_inputs(s);
   Analysis a;
   a.session = s;
+  a.model = in.model;
   a.params = in.model.params;
   a.capacity_bytes = static_cast<double>(in.gpu.memory.value);
   a.memory = memory_bars(in);

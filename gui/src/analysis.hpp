@@ -58,6 +58,7 @@ struct ValidationRow {
 
 struct Analysis {
   Session session;
+  ModelDesc model;
   std::int64_t params = 0;
   double capacity_bytes = 0;      // the GPU's memory
   std::vector<MemoryBar> memory;  // every strategy, the session's configuration

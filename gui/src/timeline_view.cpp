@@ -40,7 +40,7 @@ void TimelineView::show_analysis(const Analysis& a) {
   const std::vector<std::string> lanes{"compute", "communication"};
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     auto* label = s->addSimpleText(QString::fromStdString(lanes[i]));
-    label->setPos(10, top + lane * i + 20);
+    label->setPos(10, top + lane * static_cast<double>(i) + 20);
   }
   for (const auto& e : events) {
     const auto row = e.stream == "compute" ? 0 : 1;

@@ -47,7 +47,7 @@ QColor kind_color(DeviceKind k) {
 // Slow (1 GB/s) red .. fast (500 GB/s) green.
 QColor bandwidth_color(double Bps) {
   const double f = std::clamp(std::log10(std::max(Bps, 1e9) / 1e9) / std::log10(500.0), 0.0, 1.0);
-  return QColor::fromHsvF(0.33 * f, 0.85, 0.8);
+  return QColor::fromHsvF(static_cast<float>(0.33 * f), 0.85f, 0.8f);
 }
 
 std::map<std::size_t, QPointF> place_devices(const TopologyPicture& p) {
@@ -59,7 +59,7 @@ std::map<std::size_t, QPointF> place_devices(const TopologyPicture& p) {
     cells[{d.host, row_of(d.kind)}].push_back(i);
     nodes = std::max(nodes, d.host + 1);
   }
-  const double node_width = 900.0 / std::min<std::int64_t>(nodes, 4) + 120;
+  const double node_width = 900.0 / static_cast<double>(std::min<std::int64_t>(nodes, 4)) + 120;
   std::map<std::size_t, QPointF> at;
   for (const auto& [key, members] : cells) {
     const auto [host, row] = key;
@@ -90,7 +90,8 @@ void TopologyView::show_analysis(const Analysis& a) {
   drawn_links_ = 0;
   for (const auto& l : p.links) {
     const auto pa = at.at(l.from), pb = at.at(l.to);
-    const double w = l.bottleneck ? 6 : 2 + std::min<std::int64_t>(l.ring_hops, 6);
+    const double w =
+        l.bottleneck ? 6 : 2 + static_cast<double>(std::min<std::int64_t>(l.ring_hops, 6));
     QPen pen(l.bottleneck ? QColor(220, 0, 0) : bandwidth_color(l.bandwidth_Bps), w);
     if (l.bottleneck) pen.setStyle(Qt::DashLine);
     auto* line = s->addLine(QLineF(pa, pb), pen);
@@ -130,11 +131,11 @@ void TopologyView::show_analysis(const Analysis& a) {
   }
   QPainterPath ring;
   for (std::size_t i = 0; i < p.ring.size() && p.ring.size() > 1; ++i) {
-    const auto a = gpu_at.at(p.ring[i]), b = gpu_at.at(p.ring[(i + 1) % p.ring.size()]);
-    const QPointF control((a.x() + b.x()) / 2,
-                          std::max(a.y(), b.y()) + 25 + 0.12 * std::abs(b.x() - a.x()));
-    ring.moveTo(a);
-    ring.quadTo(control, b);
+    const QPointF from = gpu_at.at(p.ring[i]), to = gpu_at.at(p.ring[(i + 1) % p.ring.size()]);
+    const QPointF control((from.x() + to.x()) / 2,
+                          std::max(from.y(), to.y()) + 25 + 0.12 * std::abs(to.x() - from.x()));
+    ring.moveTo(from);
+    ring.quadTo(control, to);
   }
   s->addPath(ring, QPen(QColor(30, 90, 220), 2));
   // Bandwidth colour key.

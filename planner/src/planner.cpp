@@ -82,6 +82,23 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
   return cfg;
 }
 
+Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,
+               const PlanTarget& target) {
+  Plan p;
+  p.model = target.model;
+  p.params = m.params;
+  p.topology = target.topology;
+  p.nodes = target.nodes;
+  p.gpu = target.gpu;
+  p.training = training_config(c, r, target.gpus_per_node);
+  if (m.transformer && p.training.seq_len == 0) p.training.seq_len = m.transformer->max_positions;
+  p.grad_accum = c.grad_accum;
+  p.global_batch = c.global_batch;
+  p.no_sync = c.no_sync;
+  p.predicted = {c.step_time_s, c.samples_per_s, c.tokens_per_s, c.mfu, c.memory.value};
+  return p;
+}
+
 PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
                 const cost::OverheadConstants& overheads) {

@@ -18,6 +18,7 @@
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/plan.hpp"
 #include "dtplan/model/topology.hpp"
 
 namespace dtplan::planner {
@@ -119,6 +120,20 @@ std::optional<StrategyOutcome> best_among(const PlanResult& r,
 // The configuration a candidate stands for, with the request's fixed choices.
 TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
                                std::int64_t gpus_per_node);
+
+// Where a plan runs and under which names the Plan file records it.
+struct PlanTarget {
+  std::string model;     // preset name or path, as given
+  std::string topology;  // preset name or path, as given
+  std::int64_t nodes = 1;
+  std::int64_t gpus_per_node = 1;
+  std::string gpu;
+};
+
+// The Plan file of a candidate (dtplan-run executes it; the exports read it). A zero sequence
+// length becomes the model's maximum.
+Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,
+               const PlanTarget& target);
 
 // The data-parallel sizes searched: powers of two up to a node, then whole nodes in powers of
 // two and the full count.
