@@ -350,14 +350,7 @@ nlohmann::json report_json(const AutotuneOptions& o, const Space& sp, const Tune
 }
 
 std::string default_profile(const AutotuneOptions& o) {
-  const auto p = resolve_data_dir(o.model.data_dir) / "profiles" /
-                 (o.backend + "-" + std::to_string(o.np) + "ranks.json");
-  if (!std::filesystem::exists(p)) {
-    throw Error("--profile: none given and no bundled " + p.string() +
-                "; run dtplan calibrate --backend " + o.backend + " --np " + std::to_string(o.np) +
-                " --out profile.json first");
-  }
-  return p.string();
+  return cost::bundled_profile(resolve_data_dir(o.model.data_dir), o.backend, o.np).string();
 }
 
 int run_autotune(AutotuneOptions o, const RunContext& ctx) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
 
 namespace dtplan::cli {
 
@@ -36,49 +37,34 @@ nlohmann::json trial_json(const TrialRecord& t) {
   return j;
 }
 
-namespace {
-
-double number(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_number()) {
-    throw Error(where + ": \"" + key + "\" is missing or not a number");
-  }
-  return j[key].get<double>();
-}
-
-std::string text(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_string()) {
-    throw Error(where + ": \"" + key + "\" is missing or not a string");
-  }
-  return j[key].get<std::string>();
-}
-
-}  // namespace
-
-TrialRecord trial_from_json(const nlohmann::json& j, const std::string& where) {
+TrialRecord trial_from_line(const std::string& line, const std::string& where) {
+  const auto r = ObjectReader::root(parse_json(line, where));
+  if (r.string("type") != "trial") r.fail("type", "expected \"trial\"");
   TrialRecord t;
-  t.key = text(j, "key", where);
-  t.label = text(j, "label", where);
-  t.predicted_s = number(j, "predicted_step_s", where);
-  t.wall_s = number(j, "wall_s", where);
-  if (!j.contains("measured_step_s")) {
-    t.failure = text(j, "failure", where);
+  t.key = r.string("key");
+  t.label = r.string("label");
+  t.predicted_s = r.number("predicted_step_s");
+  t.wall_s = r.number("wall_s");
+  if (!r.has("measured_step_s")) {
+    t.failure = r.string("failure");
+    r.reject_unknown_keys();
     return t;
   }
-  t.measured_s = number(j, "measured_step_s", where);
-  t.samples_per_s = number(j, "samples_per_s", where);
-  t.peak_bytes = static_cast<std::int64_t>(number(j, "peak_bytes", where));
-  t.measurement = text(j, "measurement", where);
-  if (!j.contains("step_sample") || !j["step_sample"].is_object()) {
-    throw Error(where + ": \"step_sample\" is missing");
-  }
-  const auto& s = j["step_sample"];
+  t.measured_s = r.number("measured_step_s");
+  (void)r.number("error");  // derived from the two times
+  t.samples_per_s = r.number("samples_per_s");
+  t.peak_bytes = r.integer("peak_bytes");
+  t.measurement = r.string("measurement");
+  const auto s = r.object("step_sample");
   t.sample = {t.label,
-              number(s, "compute_s", where),
-              number(s, "collectives_s", where),
-              number(s, "optimizer_s", where),
-              number(s, "optimizer_collectives_s", where),
-              number(s, "measured_compute_s", where),
-              number(s, "measured_optimizer_s", where)};
+              s.number("compute_s"),
+              s.number("collectives_s"),
+              s.number("optimizer_s"),
+              s.number("optimizer_collectives_s"),
+              s.number("measured_compute_s"),
+              s.number("measured_optimizer_s")};
+  s.reject_unknown_keys();
+  r.reject_unknown_keys();
   return t;
 }
 
@@ -121,7 +107,7 @@ std::vector<TrialRecord> read_previous(const std::filesystem::path& path,
       }
       continue;
     }
-    out.push_back(trial_from_json(j, where));
+    out.push_back(trial_from_line(line, where));
   }
   if (number == 0) throw Error("--resume: " + path.string() + " is empty");
   return out;

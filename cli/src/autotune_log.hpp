@@ -14,8 +14,8 @@
 namespace dtplan::cli {
 
 nlohmann::json trial_json(const TrialRecord& t);
-// Throws naming the file and line on malformed input.
-TrialRecord trial_from_json(const nlohmann::json& j, const std::string& where);
+// One trial line (checked: types, unknown keys); throws naming `where` and the key.
+TrialRecord trial_from_line(const std::string& line, const std::string& where);
 
 class ResultsFile {
  public:

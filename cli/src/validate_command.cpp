@@ -39,19 +39,10 @@ struct Figure {
   }
 };
 
-// The profile named, or data/profiles/<backend>-<ranks>ranks.json for the measurement.
+// The profile named, or the bundled one for the measurement's backend and ranks.
 std::filesystem::path profile_path(const ValidateOptions& o, const runtime::Measurement& m) {
   if (!o.profile.empty()) return o.profile;
-  const auto p = resolve_data_dir(o.data_dir) / "profiles" /
-                 (m.backend + "-" + std::to_string(m.world_size) + "ranks.json");
-  if (!std::filesystem::exists(p)) {
-    throw Error("no bundled hardware profile " + p.string() + " for " + m.backend + " with " +
-                std::to_string(m.world_size) + " ranks; measure one: mpirun -np " +
-                std::to_string(m.world_size) +
-                " build/bin/dtplan-run --measure-profile --backend " + m.backend +
-                " --out profile.json, then pass --profile profile.json");
-  }
-  return p;
+  return cost::bundled_profile(resolve_data_dir(o.data_dir), m.backend, m.world_size);
 }
 
 std::string collective_name(const std::string& kind, const std::string& phase, std::int64_t bytes,

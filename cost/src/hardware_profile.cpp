@@ -97,6 +97,18 @@ double HardwareProfile::collective_time_s(const std::string& kind, std::int64_t 
               std::to_string(ranks));
 }
 
+std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
+                                      const std::string& backend, std::int64_t ranks) {
+  const auto n = std::to_string(ranks);
+  const auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
+  if (!std::filesystem::exists(p)) {
+    throw Error("no bundled hardware profile " + p.string() + " for " + backend + " with " + n +
+                " ranks; make one with dtplan calibrate --backend " + backend + " --np " + n +
+                " --out profile.json and pass --profile profile.json");
+  }
+  return p;
+}
+
 namespace {
 
 nlohmann::json curve_json(const RateCurve& c) {

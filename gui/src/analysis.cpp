@@ -143,7 +143,7 @@ std::filesystem::path profile_for(const Session& s, const std::string& file,
                            "profile-" + m.backend + "-" + n + "ranks.json"}) {
     if (std::filesystem::exists(dir / name)) return dir / name;
   }
-  return data / "profiles" / (m.backend + "-" + n + "ranks.json");
+  return cost::bundled_profile(data, m.backend, m.world_size);
 }
 
 void validate(const Session& s, const std::filesystem::path& data, Analysis& a) {

@@ -210,5 +210,11 @@ TEST_CASE("results file: header, appended trials, resume, mismatch and a cut-off
     CHECK(f.previous().size() == 2);
   }
   CHECK(std::filesystem::file_size(path) == size);
+  // A complete line with a key missing is an error naming the key, not a cut-off line.
+  std::ofstream(path, std::ios::app)
+      << "{\"type\":\"trial\",\"key\":\"x\",\"predicted_step_s\":1,\"wall_s\":1,"
+         "\"failure\":\"f\"}\n"
+      << trial_json(a).dump() << "\n";
+  CHECK_THROWS_WITH(ResultsFile(path, header, true), Contains("label"));
   std::filesystem::remove(path);
 }

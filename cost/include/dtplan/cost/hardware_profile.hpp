@@ -126,6 +126,11 @@ struct HardwareProfile {
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };
 
+// The bundled profile of a backend and rank count, data/profiles/<backend>-<ranks>ranks.json;
+// throws naming it and how to make one (dtplan calibrate) when there is none.
+std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
+                                      const std::string& backend, std::int64_t ranks);
+
 nlohmann::json to_json(const HardwareProfile& p);
 // Reads schema versions 1 (single rates) and 2; throws naming the file and key on errors.
 HardwareProfile load_profile(const std::filesystem::path& path);
