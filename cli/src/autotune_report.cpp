@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include "autotune_log.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
@@ -53,23 +53,23 @@ Exports export_best(const AutotuneOptions& o, const Space& sp, const std::string
   const auto plan = best_plan(o, sp, key, false);
   const auto ds = best_plan(o, sp, key, true);
   if (!plan) return e;  // a resumed trial outside this search: nothing to export
+  std::vector<OutputFile> files;
   if (!o.deepspeed_file.empty()) {
     if (!ds) {
       e.lines.push_back("no DeepSpeed config: the best runs " + key +
                         ", which DeepSpeed does not (DDP/DP: use torchrun)");
     } else {
-      std::ofstream out(o.deepspeed_file);
-      out << planner::deepspeed_config(*ds, launch).config.dump(2) << "\n";
-      if (!out) throw Error("--export-deepspeed " + o.deepspeed_file + ": cannot write");
+      files.push_back({o.deepspeed_file,
+                       planner::deepspeed_config(*ds, launch).config.dump(2) + "\n",
+                       "--export-deepspeed"});
       e.written.push_back(o.deepspeed_file);
     }
   }
   if (!o.plan_file.empty()) {
-    std::ofstream out(o.plan_file);
-    out << to_json(*plan).dump(2) << "\n";
-    if (!out) throw Error("--save-plan " + o.plan_file + ": cannot write");
+    files.push_back({o.plan_file, to_json(*plan).dump(2) + "\n", "--save-plan"});
     e.written.push_back(o.plan_file);
   }
+  write_files_together(files);
   if (o.launch) {
     for (const auto& l : planner::torchrun_lines(*plan, launch))
       e.lines.push_back(l);

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "commands.hpp"
 #include "dtplan/cost/calibration.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "launcher.hpp"
 #include "progress.hpp"
 #include "runtime_trials.hpp"
@@ -36,7 +36,7 @@ void check(const CalibrateOptions& o) {
     throw Error("--backend " + o.backend + ": expected cpu or cuda");
   }
   if (o.np < 1 || o.np > 4096) throw Error("--np " + std::to_string(o.np) + ": 1 to 4096 ranks");
-  if (std::filesystem::is_directory(o.out)) throw Error("--out " + o.out + ": is a directory");
+  check_output_path(o.out, "--out");
 }
 
 cost::HardwareProfile measure(const CalibrateOptions& o, const std::filesystem::path& raw,
@@ -79,15 +79,7 @@ void fit_steps(const CalibrateOptions& o, const std::filesystem::path& work,
 }
 
 void write_profile(const std::string& path, const cost::HardwareProfile& p) {
-  const std::filesystem::path temp = path + ".dtplan-partial";
-  {
-    std::ofstream out(temp);
-    out << cost::to_json(p).dump(2) << "\n";
-    if (!out) throw Error("--out " + path + ": cannot write the file");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw Error("--out " + path + ": " + ec.message());
+  write_file_atomically(path, cost::to_json(p).dump(2) + "\n", "--out");
 }
 
 std::string fmt(const char* f, double v) {

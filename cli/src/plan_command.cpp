@@ -4,13 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/exports.hpp"
@@ -151,57 +151,6 @@ Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner
       best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
 }
 
-// Files written together or not at all: each goes to a temporary name beside its target,
-// and only when every one succeeded are they renamed into place.
-class FileSet {
- public:
-  void add(const std::string& path, std::string text, const char* flag) {
-    files_.push_back({path, std::move(text), flag});
-  }
-  void commit() {
-    std::vector<std::filesystem::path> staged;
-    try {
-      for (const auto& f : files_)
-        staged.push_back(stage(f));
-    } catch (...) {
-      for (const auto& t : staged)
-        std::filesystem::remove(t);
-      throw;
-    }
-    for (std::size_t i = 0; i < files_.size(); ++i) {
-      std::error_code ec;
-      std::filesystem::rename(staged[i], files_[i].path, ec);
-      if (ec) {
-        std::filesystem::remove(staged[i]);
-        throw Error(std::string(files_[i].flag) + " " + files_[i].path + ": " + ec.message());
-      }
-    }
-  }
-
- private:
-  struct File {
-    std::string path;
-    std::string text;
-    const char* flag;
-  };
-  static std::filesystem::path stage(const File& f) {
-    if (std::filesystem::is_directory(f.path)) {
-      throw Error(std::string(f.flag) + " " + f.path + ": is a directory");
-    }
-    const std::filesystem::path temp = f.path + ".dtplan-partial";
-    std::ofstream out(temp, std::ios::binary);
-    if (!out) throw Error(std::string(f.flag) + " " + f.path + ": cannot open for writing");
-    out << f.text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temp);
-      throw Error(std::string(f.flag) + " " + f.path + ": write failed");
-    }
-    return temp;
-  }
-  std::vector<File> files_;
-};
-
 // What DeepSpeed runs: the best ZeRO configuration (the best plan itself when it is one),
 // with a note saying how far behind the best plan it is; else the best plan translated.
 struct DeepSpeedPlan {
@@ -245,41 +194,53 @@ std::string shape_comment(const Plan& p) {
   return text;
 }
 
+// "run/accelerate.yaml" -> "run/accelerate.deepspeed.json".
+std::string deepspeed_path_beside(const std::string& accelerate_file) {
+  std::filesystem::path p(accelerate_file);
+  p.replace_extension(".deepspeed.json");
+  return p.string();
+}
+
 // The files and lines a user runs the plan with; nothing is written unless all can be.
 void export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
   auto launch = o.launch_options;
   launch.lr = o.lr ? o.lr : (extras.schedule ? extras.schedule->scaled_lr : std::nullopt);
   launch.zero_reduce_bucket_elements = e.zero_bucket_elements;
   if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
-  FileSet files;
-  if (!o.deepspeed_file.empty()) {
+  std::vector<OutputFile> files;
+  // Accelerate reads a DeepSpeed plan's config from a file: without --export-deepspeed it is
+  // written beside the Accelerate config, so the Accelerate file is complete on its own.
+  std::string deepspeed_file = o.deepspeed_file;
+  if (deepspeed_file.empty() && !o.accelerate_file.empty() && planner::uses_deepspeed(e.best)) {
+    deepspeed_file = deepspeed_path_beside(o.accelerate_file);
+    launch.ds_config = deepspeed_file;
+  }
+  if (!deepspeed_file.empty()) {
     const auto ds = planner::deepspeed_config(e.deepspeed, launch);
-    files.add(o.deepspeed_file, ds.config.dump(2) + "\n", "--export-deepspeed");
-    extras.written.emplace_back("DeepSpeed config", o.deepspeed_file);
+    files.push_back({deepspeed_file, ds.config.dump(2) + "\n",
+                     o.deepspeed_file.empty() ? "DeepSpeed config for --export-accelerate"
+                                              : "--export-deepspeed"});
+    extras.written.emplace_back("DeepSpeed config", deepspeed_file);
     if (!e.deepspeed_note.empty()) extras.notes.push_back(e.deepspeed_note);
     extras.notes.insert(extras.notes.end(), ds.notes.begin(), ds.notes.end());
   }
   if (!o.accelerate_file.empty()) {
-    if (planner::uses_deepspeed(e.best) && o.deepspeed_file.empty()) {
-      throw Error(
-          "--export-accelerate: the plan runs under DeepSpeed, whose config Accelerate "
-          "reads from a file: give --export-deepspeed FILE too");
-    }
-    files.add(o.accelerate_file, planner::accelerate_config(e.best, launch), "--export-accelerate");
+    files.push_back(
+        {o.accelerate_file, planner::accelerate_config(e.best, launch), "--export-accelerate"});
     extras.written.emplace_back("Accelerate config", o.accelerate_file);
     const auto notes = planner::accelerate_notes(e.best);
     extras.notes.insert(extras.notes.end(), notes.begin(), notes.end());
   }
   if (!o.plan_file.empty()) {
-    files.add(o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan");
+    files.push_back({o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan"});
     extras.written.emplace_back("plan", o.plan_file);
   }
-  files.commit();
+  write_files_together(files);
   if (!o.launch) return;
   extras.launch = {shape_comment(e.best)};
   const auto torchrun = planner::torchrun_lines(e.best, launch);
   extras.launch.insert(extras.launch.end(), torchrun.begin(), torchrun.end());
-  if (o.deepspeed_file.empty()) {
+  if (deepspeed_file.empty()) {
     extras.launch.emplace_back(
         "# deepspeed: add --export-deepspeed FILE for the config its line needs");
     return;

@@ -3,11 +3,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/runtime/run_job.hpp"
 #include "launcher.hpp"
@@ -51,9 +51,7 @@ cost::RuntimeRun runtime_run_of(const RuntimeConfig& c, const TrialSettings& s) 
 namespace {
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  if (!out) throw Error(path.string() + ": cannot write the file");
+  write_file_atomically(path, j.dump(2) + "\n");
 }
 
 std::string number(double v) {

@@ -1,7 +1,6 @@
 // `dtplan topo`: the devices and links of a topology, the rings NCCL-style search finds over
 // its GPUs, and the link that limits them; --dot writes the graph for Graphviz.
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +9,7 @@
 #include "common_options.hpp"
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "json_output.hpp"
 #include "table.hpp"
 
@@ -90,8 +90,7 @@ int run_topo(const TopoOptions& o, const RunContext& ctx) {
       ctx.out << dot;
       return 0;
     }
-    std::ofstream file(o.dot);
-    if (!(file << dot)) throw Error("--dot " + o.dot + ": cannot write the file");
+    write_file_atomically(o.dot, dot, "--dot");
   }
   const std::int64_t n = o.gpus.value_or(t.gpu_count());
   cost::CommModel model(t, loaded.table, n);  // checks the GPU count

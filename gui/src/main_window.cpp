@@ -2,6 +2,7 @@
 #include "main_window.hpp"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QFileDialog>
 #include <QFutureWatcher>
 #include <QLabel>
@@ -15,6 +16,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "gui_options.hpp"
 #include "inputs_panel.hpp"
 
@@ -149,13 +151,22 @@ QWidget* MainWindow::view(const std::string& name) const {
   throw Error("view " + name + ": expected memory, topology, timeline, plan or validation");
 }
 
+// Pictures are encoded in memory and then written as every other dtplan file (atomically).
 void MainWindow::save_png(QWidget* w, const QString& path) {
-  if (!w->grab().save(path, "PNG")) throw Error(path.toStdString() + ": cannot write the PNG");
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (!w->grab().save(&buffer, "PNG")) throw Error(path.toStdString() + ": cannot encode the PNG");
+  write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), bytes.size()),
+                        "PNG");
 }
 
 void MainWindow::save_svg(QWidget* w, const QString& path) {
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setFileName(path);
+  svg.setOutputDevice(&buffer);
   svg.setSize(w->size());
   svg.setViewBox(w->rect());
   svg.setTitle("dtplan-gui");
@@ -163,6 +174,8 @@ void MainWindow::save_svg(QWidget* w, const QString& path) {
   if (!painter.begin(&svg)) throw Error(path.toStdString() + ": cannot write the SVG");
   w->render(&painter);
   painter.end();
+  write_file_atomically(path.toStdString(), std::string_view(bytes.constData(), bytes.size()),
+                        "SVG");
 }
 
 void MainWindow::open_session() {

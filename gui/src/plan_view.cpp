@@ -16,9 +16,9 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 #include <algorithm>
-#include <fstream>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "views.hpp"
 
@@ -188,9 +188,7 @@ void PlanView::export_deepspeed() {
     planner::LaunchOptions o;
     o.ds_config = path.toStdString();
     const auto ds = planner::deepspeed_config(plan_file_of(last_, *last_.plan.best), o);
-    std::ofstream out(path.toStdString());
-    out << ds.config.dump(2) << "\n";
-    if (!out) throw Error(path.toStdString() + ": cannot write");
+    write_file_atomically(path.toStdString(), ds.config.dump(2) + "\n", "DeepSpeed config");
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Export DeepSpeed config", e.what());
   }

@@ -1,9 +1,8 @@
 // Session JSON (see session.hpp).
 #include "session.hpp"
 
-#include <fstream>
-
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/model/json_reader.hpp"
 
 namespace dtplan::gui {
@@ -65,9 +64,7 @@ Session load_session(const std::filesystem::path& path) {
 }
 
 void save_session(const Session& s, const std::filesystem::path& path) {
-  std::ofstream out(path);
-  out << to_json(s).dump(2) << "\n";
-  if (!out) throw Error(path.string() + ": cannot write the session file");
+  write_file_atomically(path, to_json(s).dump(2) + "\n", "session file");
 }
 
 }  // namespace dtplan::gui

@@ -3,10 +3,10 @@
 // one-line message, so no rank is left waiting in a collective.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/runtime/run_job.hpp"
 
 namespace {
@@ -42,9 +42,16 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
 }
 
 void write_file(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  if (!out) throw dtplan::Error("--out " + path + ": cannot write the file");
+  dtplan::write_file_atomically(path, j.dump(2) + "\n", "--out");
+}
+
+// Rank 0's report reached standard output, or the job fails (exit 1) saying why.
+int finish_output(int rank) {
+  if (rank != 0) return 0;
+  const std::string reason = dtplan::standard_output_error();
+  if (reason.empty()) return 0;
+  std::fprintf(stderr, "dtplan-run: cannot write the standard output: %s\n", reason.c_str());
+  return 1;
 }
 
 void print_summary(const nlohmann::json& m) {
@@ -88,6 +95,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i)
       options.command_line += (i ? " " : "") + std::string(argv[i]);
     if (!fault.empty()) options.fault = dtplan::runtime::parse_fault(fault);
+    if (!options.out_path.empty()) dtplan::check_output_path(options.out_path, "--out");
     if (options.measure_profile) {
       if (options.out_path.empty()) throw dtplan::Error("--measure-profile needs --out FILE");
       const auto p = dtplan::runtime::run_profile(options, world);
@@ -95,7 +103,7 @@ int main(int argc, char** argv) {
         write_file(options.out_path, p);
         std::printf("profile written to %s\n", options.out_path.c_str());
       }
-      return 0;
+      return finish_output(world.rank());
     }
     if (options.plan_path.empty()) throw dtplan::Error("--plan FILE is required");
     const auto m = dtplan::runtime::run_job(options, world);
@@ -110,5 +118,5 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  return 0;
+  return finish_output(world.rank());
 }

@@ -131,7 +131,8 @@ TEST_CASE("plan bad input: one line naming the problem") {
   CHECK_THAT(r.err, Contains("zero4"));
   r = run(with({"--export-deepspeed", "/nonexistent-dir/ds.json"}));
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("--export-deepspeed /nonexistent-dir/ds.json: cannot open"));
+  CHECK_THAT(r.err, Contains("--export-deepspeed /nonexistent-dir/ds.json: the directory "
+                             "/nonexistent-dir does not exist"));
   r = run({"plan", "--params", "7B", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
            "--global-batch", "8"});
   CHECK_THAT(r.err, Contains("layer shapes"));
@@ -149,17 +150,23 @@ TEST_CASE("exports: all files or none; the deepspeed line only with its config")
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Contains("--export-accelerate /nonexistent-dir/a.yaml"));
   CHECK_FALSE(std::filesystem::exists(ok));
-  CHECK_FALSE(std::filesystem::exists(ok.string() + ".dtplan-partial"));
+  for (const auto& entry : std::filesystem::directory_iterator(ok.parent_path()))
+    CHECK(entry.path().filename().string().find(".dtplan-") == std::string::npos);
   // Launch lines without --export-deepspeed say what the deepspeed line needs.
   r = run(with({"--export-launch"}));
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("# the script must use micro-batch ") &&
                         Contains("# deepspeed: add --export-deepspeed FILE"));
   CHECK(r.out.find("--deepspeed_config") == std::string::npos);
-  // A ZeRO plan's Accelerate config points at the DeepSpeed file, so it needs one.
+  // A ZeRO plan's Accelerate config points at a DeepSpeed file: without --export-deepspeed
+  // it is written beside the Accelerate config (z.yaml -> z.deepspeed.json) and named.
+  const auto z_ds = temp("z.deepspeed.json");
+  std::filesystem::remove(z_ds);
   r = run(with({"--strategy", "zero2", "--export-accelerate", temp("z.yaml").string()}));
-  CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("give --export-deepspeed FILE too"));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(read(temp("z.yaml")), Contains("deepspeed_config_file: " + z_ds.string()));
+  CHECK(nlohmann::json::parse(read(z_ds))["zero_optimization"]["stage"].get<int>() == 2);
+  CHECK_THAT(r.out, Contains("wrote DeepSpeed config: " + z_ds.string()));
   // The learning rate scaled from --base-lr reaches the DeepSpeed config.
   const auto ds = temp("lr.json");
   r = run(with({"--strategy", "zero2", "--base-lr", "1e-4", "--base-global-batch", "256",
