@@ -8,7 +8,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${DTPLAN_BUILD_DIR:-$repo/build}"
 
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ make pkg-config python3
   libboost-graph-dev libeigen3-dev nlohmann-json3-dev libcli11-dev catch2
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev
   libopenmpi-dev openmpi-bin xvfb xauth libbenchmark-dev
