@@ -103,3 +103,26 @@ TEST_CASE("hybrid sharding adds a shard all-reduce across nodes") {
   CHECK(r.ops[3].bytes.value == 2 * a / 4);
   CHECK(r.ops[0].group == "4 GPUs of a node");
 }
+
+TEST_CASE("a 1e15-parameter model: millions of equal buckets counted, not enumerated") {
+  // Issue 14, item 2: a plan for hidden size 1,048,576 ran for minutes because every 5e8-element
+  // ZeRO bucket was listed one by one. 1e15 parameters in buckets of 5e8: 2,000,000 messages
+  // per direction, each of 5e8 x 2 B = 1 GB (bf16) on the 4-GPU switch.
+  Fixture f;
+  TrainingConfig c;
+  c.strategy = Strategy::zero2;
+  c.precision = Precision::bf16;
+  c.dp_size = 4;
+  c.gpus_per_node = 4;
+  const std::int64_t params = 1'000'000'000'000'000;
+  const auto r = estimate_training_comm(model_from_param_count(params, "--params"), c, 1, false,
+                                        {f.all, f.node});
+  REQUIRE(r.ops.size() == 2);
+  for (const auto& op : r.ops) {
+    CHECK(op.messages == 2'000'000);
+    CHECK(op.bytes.value == 2 * params);
+  }
+  // Equal messages take equal time: the op is 2e6 times one 1 GB reduce-scatter.
+  const auto one = f.all.estimate(Collective::reduce_scatter, Bytes{1'000'000'000});
+  CHECK(r.ops[0].time_s == Approx(2e6 * one.time_s).epsilon(1e-12));
+}
