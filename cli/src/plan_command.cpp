@@ -1,6 +1,7 @@
 // `dtplan plan`: search for the configuration that best reaches a global batch on a cluster;
 // report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
 // and print launch lines.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "json_output.hpp"
 #include "plan3d_report.hpp"
 #include "plan_report.hpp"
+#include "progress.hpp"
 
 namespace dtplan::cli {
 
@@ -296,7 +298,18 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   auto overheads = cost::load_overheads(data / "overheads.json");
   for (const auto& a : o.overhead_overrides)
     cost::apply_override(overheads, a);
-  const auto request = request_of(o);
+  auto request = request_of(o);
+  // A search that runs over a second (tens of thousands of GPUs) shows a bar on a terminal.
+  ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
+  const auto search_start = std::chrono::steady_clock::now();
+  if (ProgressBar::stderr_is_terminal()) {
+    request.progress = [&](std::int64_t done, std::int64_t total) {
+      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - search_start;
+      if (spent.count() < 1.0) return;
+      const double left = spent.count() / double(done) * double(total - done);
+      bar.update(double(done), double(total), "searching strategies x GPU counts", left);
+    };
+  }
   auto schedule_request = o.schedule;
   schedule_request.steps = o.steps.value_or(0);
   schedule_request.base_lr = o.base_lr;
@@ -306,6 +319,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   }
 
   const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
+  bar.finish();
   const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
   PlanExtras extras;
   if (result.best) {

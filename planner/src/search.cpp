@@ -128,9 +128,12 @@ void Search::prepare_groups() {
         std::make_unique<cost::CommModel>(t, in_.table, std::min(dp, t.gpus_per_node())));
   }
   groups_.resize(strategies_.size() * precisions_.size() * dps_.size() * offloads_.size() * 2);
+  const auto total =
+      static_cast<std::int64_t>(strategies_.size() * precisions_.size() * dps_.size());
+  std::int64_t done = 0;
   for (std::size_t s = 0; s < strategies_.size(); ++s)
     for (std::size_t p = 0; p < precisions_.size(); ++p)
-      for (std::size_t d = 0; d < dps_.size(); ++d)
+      for (std::size_t d = 0; d < dps_.size(); ++d) {
         for (std::size_t o = 0; o < offloads_.size(); ++o) {
           try {
             for (std::size_t y = 0; y < 2; ++y)
@@ -139,6 +142,8 @@ void Search::prepare_groups() {
             reject_family(s, p, d, o, std::nullopt, e.what());
           }
         }
+        if (in_.request.progress) in_.request.progress(++done, total);
+      }
 }
 
 // Communication (y = 0: with no_sync, 1: synchronising every micro-step), optimizer and host

@@ -315,3 +315,18 @@ TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
   r.steps = 0;
   CHECK_THROWS_WITH(f.run(r), Catch::Contains("--max-hours needs"));
 }
+
+TEST_CASE("the search reports its progress over strategies x precisions x GPU counts") {
+  // gpt2-xl on one pcie-split-8 node: 9 strategies x 2 precisions (bf16, fp32) x 4 GPU counts
+  // (1, 2, 4, 8) = 72 groups, reported in order, ending at 72 of 72.
+  Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(64, 1024);
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;
+  r.progress = [&](std::int64_t done, std::int64_t total) { calls.emplace_back(done, total); };
+  f.run(r);
+  REQUIRE(calls.size() == 72);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i].first == static_cast<std::int64_t>(i) + 1);
+    CHECK(calls[i].second == 72);
+  }
+}

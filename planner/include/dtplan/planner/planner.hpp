@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,9 @@ struct PlanRequest {
   // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
   // gradients) or synchronising every micro-step: both searched, or one.
   Sync sync = Sync::both;
+  // Called with (done, total) as the search prepares its (strategy, precision, GPU count)
+  // groups, the part whose time grows with the cluster; empty: nobody is told.
+  std::function<void(std::int64_t done, std::int64_t total)> progress;
 };
 
 struct Candidate {
