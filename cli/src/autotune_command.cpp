@@ -187,6 +187,8 @@ int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   const auto settings = settings_of(o, work);
   const auto space = search_space(o, settings);
   ResultsFile results(o.results, header_of(o), o.resume);
+  if (!results.repair_note().empty())
+    ctx.err << "dtplan autotune: " << results.repair_note() << "\n";
   TuneSettings ts;
   ts.max_trials = o.max_trials;
   ts.time_budget_s = o.time_budget_s;
