@@ -13,6 +13,7 @@
 #include "dtplan/cost/calibration.hpp"
 #include "dtplan/cost/profile_quality.hpp"
 #include "dtplan/model/error.hpp"
+#include "interrupt.hpp"
 #include "launcher.hpp"
 #include "progress.hpp"
 #include "runtime_trials.hpp"
@@ -189,6 +190,7 @@ void print_summary(std::ostream& out, const cost::HardwareProfile& p) {
 
 int run_calibrate(const CalibrateOptions& o, const RunContext& ctx) {
   check(o);
+  const InterruptScope interrupts;  // Ctrl-C stops the runs: no profile is written
   const auto work = work_dir_of(o.work_dir, "calibrate");
   // GEMMs, rates, then one stage per communicator size (2, 4, ... below np, and np).
   int micro_stages = 3;
