@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "interrupt.hpp"
 
 namespace dtplan::cli {
 
@@ -53,6 +54,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     for (auto* sub : app.get_subcommands()) {
       return runners.at(sub->get_name())(RunContext{out, err, args});
     }
+  } catch (const Interrupted& e) {
+    err << "dtplan: " << e.what() << '\n';
+    return e.exit_code();
   } catch (const Error& e) {
     err << "dtplan: error: " << e.what() << '\n';
     return 1;

@@ -23,6 +23,7 @@
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/runtime/host_info.hpp"
 #include "format.hpp"
+#include "interrupt.hpp"
 #include "json_output.hpp"
 #include "progress.hpp"
 #include "table.hpp"
@@ -177,6 +178,7 @@ std::string default_profile(const AutotuneOptions& o) {
 
 int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   check(o);
+  const InterruptScope interrupts;  // Ctrl-C stops the trials, keeps the finished ones
   if (o.profile.empty()) o.profile = default_profile(o);
   const auto profile = profile_from_flag(o.profile);
   if (profile.backend != o.backend) {
@@ -187,6 +189,8 @@ int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   const auto settings = settings_of(o, work);
   const auto space = search_space(o, settings);
   ResultsFile results(o.results, header_of(o), o.resume);
+  if (!results.repair_note().empty())
+    ctx.err << "dtplan autotune: " << results.repair_note() << "\n";
   TuneSettings ts;
   ts.max_trials = o.max_trials;
   ts.time_budget_s = o.time_budget_s;
@@ -194,14 +198,28 @@ int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   ts.runs_per_trial = static_cast<double>(o.steps + o.warmup);
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
   int index = static_cast<int>(results.previous().size());
-  const auto outcome = tune(
-      space.candidates, profile, results.previous(), ts, runner_of(settings, profile, index),
-      [&](const TrialRecord& t) { results.append(t); },
-      [&](const TuneProgress& pr) {
-        std::string what = "trial: " + pr.now;
-        if (pr.best_s) what += "; best " + seconds(*pr.best_s);
-        bar.update(double(pr.done), double(pr.total), what, pr.eta_s);
-      });
+  std::size_t kept = results.previous().size();
+  TuneOutcome outcome;
+  try {
+    outcome = tune(
+        space.candidates, profile, results.previous(), ts, runner_of(settings, profile, index),
+        [&](const TrialRecord& t) {
+          results.append(t);
+          ++kept;
+        },
+        [&](const TuneProgress& pr) {
+          throw_if_interrupted();  // between trials
+          std::string what = "trial: " + pr.now;
+          if (pr.best_s) what += "; best " + seconds(*pr.best_s);
+          bar.update(double(pr.done), double(pr.total), what, pr.eta_s);
+        });
+  } catch (const Interrupted&) {
+    bar.finish();
+    // The trial in flight is not a failed trial: it is not logged, and a resume runs it.
+    ctx.err << "dtplan autotune: stopped; " << kept << " finished trials are kept in " << o.results
+            << " (continue with --resume)\n";
+    throw;
+  }
   bar.finish();
   const auto* best = best_trial(outcome.trials);
   const Exports ex = best ? export_best(o, space, best->key) : Exports{};

@@ -1,11 +1,12 @@
 // Autotuning results file (see autotune_log.hpp).
 #include "autotune_log.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <map>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
@@ -70,44 +71,110 @@ TrialRecord trial_from_line(const std::string& line, const std::string& where) {
 
 namespace {
 
-std::vector<TrialRecord> read_previous(const std::filesystem::path& path,
-                                       const nlohmann::json& header) {
-  std::ifstream in(path);
-  if (!in) throw Error("--results " + path.string() + ": cannot read it to resume");
-  std::vector<TrialRecord> out;
-  std::string line;
+[[noreturn]] void fail_io(const std::filesystem::path& path, const std::string& what) {
+  throw Error("--results " + path.string() + ": cannot " + what + " (" + std::strerror(errno) +
+              ")");
+}
+
+// An exclusive lock on the whole file, or an error naming the process that holds it.
+void lock_or_refuse(int fd, const std::filesystem::path& path) {
+  struct flock want {};
+  want.l_type = F_WRLCK;
+  want.l_whence = SEEK_SET;  // l_start 0, l_len 0: the whole file, however long it grows
+  if (fcntl(fd, F_SETLK, &want) == 0) return;
+  if (errno != EACCES && errno != EAGAIN) fail_io(path, "lock it");
+  struct flock holder = want;
+  std::string who = "another process";
+  if (fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK) {
+    who = "process " + std::to_string(holder.l_pid);
+  }
+  throw Error("--results " + path.string() + ": in use by " + who +
+              " (another dtplan autotune on the same file); wait for it to finish, or choose "
+              "another --results file");
+}
+
+std::string read_all(int fd, const std::filesystem::path& path) {
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_io(path, "read it to resume");
+    if (n == 0) return text;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void write_all(int fd, const std::string& text, const std::filesystem::path& path) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_io(path, "append");
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void check_header(const nlohmann::json& j, const nlohmann::json& header,
+                  const std::filesystem::path& path) {
+  for (const auto& [key, value] : header.items()) {
+    if (key == "created") continue;
+    if (!j.contains(key) || j[key] != value) {
+      throw Error("--resume: " + path.string() + " tuned a different job: its \"" + key + "\" is " +
+                  (j.contains(key) ? j[key].dump() : "missing") + ", this run's " + value.dump() +
+                  " (use another --results file)");
+    }
+  }
+}
+
+struct Previous {
+  std::vector<TrialRecord> trials;
+  std::size_t good_end = 0;  // just past the last complete line
+  std::string note;          // what was dropped, if anything
+};
+
+Previous parse_previous(const std::string& text, const std::filesystem::path& path,
+                        const nlohmann::json& header) {
+  Previous out;
+  std::map<std::string, int> measured_on;  // trial key -> line number
   int number = 0;
-  std::streamoff good_end = 0;  // just past the last complete line
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const std::string where = path.string() + ":" + std::to_string(number);
+  for (std::size_t at = 0; at < text.size();) {
+    const auto nl = text.find('\n', at);
+    const std::size_t next = nl == std::string::npos ? text.size() : nl + 1;
+    const std::string line = text.substr(at, next - at - (nl == std::string::npos ? 0 : 1));
+    const std::string where = path.string() + ":" + std::to_string(++number);
+    if (line.empty()) {
+      at = out.good_end = next;
+      continue;
+    }
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error&) {
       // A line cut short by an interruption: cut it off, the trial runs again.
-      if (in.peek() == EOF && number > 1) {
-        in.close();
-        std::filesystem::resize_file(path, static_cast<std::uintmax_t>(good_end));
-        break;
+      if (next == text.size() && number > 1) {
+        out.note = where + ": dropped " + std::to_string(text.size() - at) +
+                   " bytes of a half-written trial line (an interrupted run); that trial runs "
+                   "again";
+        return out;
       }
       throw Error(where + ": not a JSON line");
     }
-    good_end = in.tellg();
-    if (good_end < 0) good_end = static_cast<std::streamoff>(std::filesystem::file_size(path));
+    at = out.good_end = next;
     if (number == 1) {
-      for (const auto& [key, value] : header.items()) {
-        if (key == "created") continue;
-        if (!j.contains(key) || j[key] != value) {
-          throw Error("--resume: " + path.string() + " tuned a different job: its \"" + key +
-                      "\" is " + (j.contains(key) ? j[key].dump() : "missing") + ", this run's " +
-                      value.dump() + " (use another --results file)");
-        }
-      }
+      check_header(j, header, path);
       continue;
     }
-    out.push_back(trial_from_line(line, where));
+    auto t = trial_from_line(line, where);
+    // A measured trial is never run again by a resume: a second line for it means two tuners
+    // appended to this file at once.
+    if (const auto seen = measured_on.find(t.key); seen != measured_on.end()) {
+      throw Error(where + ": trial \"" + t.key + "\" was already measured on line " +
+                  std::to_string(seen->second) +
+                  " (two tuners wrote this file at once?); keep one of the two lines, or start "
+                  "a new --results file");
+    }
+    if (t.measured_s) measured_on[t.key] = number;
+    out.trials.push_back(std::move(t));
   }
   if (number == 0) throw Error("--resume: " + path.string() + " is empty");
   return out;
@@ -118,37 +185,46 @@ std::vector<TrialRecord> read_previous(const std::filesystem::path& path,
 ResultsFile::ResultsFile(const std::filesystem::path& path, const nlohmann::json& header,
                          bool resume)
     : path_(path) {
-  const bool exists = std::filesystem::exists(path);
-  if (exists && !resume) {
-    throw Error("--results " + path.string() +
-                " exists: pass --resume to continue it, or choose another file");
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const bool created = fd_ >= 0;
+  if (!created) {
+    if (errno != EEXIST) fail_io(path, "create it");
+    if (!resume) {
+      throw Error("--results " + path.string() +
+                  " exists: pass --resume to continue it, or choose another file");
+    }
+    fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) fail_io(path, "open it");
   }
-  if (exists) previous_ = read_previous(path, header);
-  file_ = std::fopen(path.c_str(), exists ? "a" : "w");
-  if (!file_) {
-    throw Error("--results " + path.string() + ": cannot open (" + std::strerror(errno) + ")");
-  }
-  if (exists && std::filesystem::file_size(path) > 0) {
-    std::ifstream tail(path, std::ios::binary);
-    tail.seekg(-1, std::ios::end);
-    if (tail.get() != '\n') std::fputs("\n", file_);  // the last trial line was complete
-  }
-  if (!exists) {
-    const auto line = header.dump() + "\n";
-    std::fputs(line.c_str(), file_);
-    std::fflush(file_);
+  try {
+    lock_or_refuse(fd_, path);
+    if (created) {
+      write_all(fd_, header.dump() + "\n", path);
+      return;
+    }
+    const auto text = read_all(fd_, path);
+    auto prev = parse_previous(text, path, header);
+    if (prev.good_end < text.size() && ftruncate(fd_, static_cast<off_t>(prev.good_end)) != 0) {
+      fail_io(path, "cut off its half-written last line");
+    }
+    if (lseek(fd_, 0, SEEK_END) < 0) fail_io(path, "append");
+    // The last complete line may lack its newline.
+    if (prev.good_end > 0 && text[prev.good_end - 1] != '\n') write_all(fd_, "\n", path);
+    previous_ = std::move(prev.trials);
+    repair_note_ = std::move(prev.note);
+  } catch (...) {
+    close(fd_);
+    throw;
   }
 }
 
 ResultsFile::~ResultsFile() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) close(fd_);  // releases the lock
 }
 
 void ResultsFile::append(const TrialRecord& t) {
-  const auto line = trial_json(t).dump() + "\n";
-  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) {
-    throw Error("--results " + path_.string() + ": cannot append (" + std::strerror(errno) + ")");
-  }
+  write_all(fd_, trial_json(t).dump() + "\n", path_);
+  if (fsync(fd_) != 0) fail_io(path_, "sync");
 }
 
 }  // namespace dtplan::cli

@@ -83,7 +83,7 @@ const TrialRecord* best_trial(const std::vector<TrialRecord>& trials) {
 TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwareProfile profile,
                  const std::vector<TrialRecord>& previous, const TuneSettings& settings,
                  const TrialRunner& run, const TrialDoneFn& done, const TuneProgressFn& progress) {
-  // Resumed trials that failed run again (an interruption fails the trial in flight).
+  // Resumed trials that failed run again.
   std::vector<TrialRecord> measured;
   std::size_t failed = 0;
   double failed_s = 0;

@@ -10,8 +10,10 @@
 
 #include "commands.hpp"
 #include "dtplan/cost/calibration.hpp"
+#include "dtplan/cost/profile_quality.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "interrupt.hpp"
 #include "launcher.hpp"
 #include "progress.hpp"
 #include "runtime_trials.hpp"
@@ -29,6 +31,8 @@ struct CalibrateOptions {
   bool no_steps = false;
   std::string work_dir;
   std::string data_dir;
+  bool force = false;  // replace a good profile with a noisy one
+  double max_spread = cost::QualityLimits{}.max_median_spread;
 };
 
 void check(const CalibrateOptions& o) {
@@ -37,6 +41,9 @@ void check(const CalibrateOptions& o) {
   }
   if (o.np < 1 || o.np > 4096) throw Error("--np " + std::to_string(o.np) + ": 1 to 4096 ranks");
   check_output_path(o.out, "--out");
+  if (!(o.max_spread >= 0 && std::isfinite(o.max_spread))) {
+    throw Error("--max-spread: a fraction, 0 or more (0.1 is 10%)");
+  }
 }
 
 cost::HardwareProfile measure(const CalibrateOptions& o, const std::filesystem::path& raw,
@@ -88,6 +95,54 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// Judges the profile's noise (cost/profile_quality.hpp) and warns about each reason.
+void judge(const CalibrateOptions& o, cost::HardwareProfile& p, std::ostream& err) {
+  cost::QualityLimits limits;
+  limits.max_median_spread = o.max_spread;
+  p.quality = cost::judge_quality(p.quality.value_or(cost::ProfileQuality{}), p, limits);
+  for (const auto& reason : p.quality->reasons)
+    err << "dtplan calibrate: warning: " << reason << "\n";
+  if (p.quality->noisy) {
+    err << "dtplan calibrate: warning: the profile is marked noisy (\"quality\" in " << o.out
+        << "); calibrate again when the machine is quiet\n";
+  }
+}
+
+std::string numbers_of(const cost::HardwareProfile& p) {
+  std::string s =
+      "created " + p.created + ", GEMM fit error " + fmt("%.1f%%", p.gemm_rms_relative_error * 100);
+  const auto& k = p.correction;
+  if (k.samples > 0) {
+    s += ", step correction x" + fmt("%.2f", k.compute_scale) + " compute, x" +
+         fmt("%.2f", k.collective_scale) + " collectives, x" + fmt("%.2f", k.optimizer_scale) +
+         " optimizer";
+  }
+  if (p.quality) s += ", repeat spread " + fmt("%.1f%%", p.quality->median_spread * 100);
+  return s;
+}
+
+// A noisy profile does not replace one that is not marked noisy (an older profile without
+// a quality section counts as good) unless --force; a file that is no profile is replaced.
+void refuse_noisy_overwrite(const CalibrateOptions& o, const cost::HardwareProfile& p,
+                            const std::filesystem::path& work) {
+  if (o.force || !p.quality || !p.quality->noisy || !std::filesystem::exists(o.out)) return;
+  cost::HardwareProfile old;
+  try {
+    old = cost::load_profile(o.out);
+  } catch (const Error&) {
+    return;
+  }
+  if (old.quality && old.quality->noisy) return;
+  std::string why;
+  for (const auto& r : p.quality->reasons)
+    why += (why.empty() ? "" : "; ") + r;
+  throw Error("--out " + o.out + ": not replaced: it holds a profile not marked noisy (" +
+              numbers_of(old) + "), and this calibration is noisy (" + why +
+              "). Pass --force to replace it, or write to another --out; this run's "
+              "measurements are in " +
+              work.string());
+}
+
 void print_summary(std::ostream& out, const cost::HardwareProfile& p) {
   out << "dtplan calibrate: " << p.hardware << "\n";
   for (const auto& [k, v] : p.versions)
@@ -109,6 +164,14 @@ void print_summary(std::ostream& out, const cost::HardwareProfile& p) {
   }
   t.print(out);
   const auto& k = p.correction;
+  if (p.quality) {
+    const auto& q = *p.quality;
+    out << "\nnoise: repeats vary " << fmt("%.1f%%", q.median_spread * 100) << " (median of "
+        << q.benchmarks << " benchmarks, worst " << fmt("%.1f%%", q.max_spread * 100)
+        << "); load average " << fmt("%.2f", q.load_before) << " before, "
+        << fmt("%.2f", q.load_after) << " after, on " << q.cores << " cores"
+        << (q.noisy ? " -- NOISY" : "") << "\n";
+  }
   if (k.samples > 0) {
     out << "\nstep correction from " << k.samples << " training steps: compute x"
         << fmt("%.3f", k.compute_scale) << ", collectives x" << fmt("%.3f", k.collective_scale)
@@ -119,6 +182,7 @@ void print_summary(std::ostream& out, const cost::HardwareProfile& p) {
 
 int run_calibrate(const CalibrateOptions& o, const RunContext& ctx) {
   check(o);
+  const InterruptScope interrupts;  // Ctrl-C stops the runs: no profile is written
   const auto work = work_dir_of(o.work_dir, "calibrate");
   // GEMMs, rates, then one stage per communicator size (2, 4, ... below np, and np).
   int micro_stages = 3;
@@ -130,6 +194,8 @@ int run_calibrate(const CalibrateOptions& o, const RunContext& ctx) {
   if (!o.no_steps) fit_steps(o, work, p, bar, micro_stages, total);
   bar.update(total, total, "done", 0);
   bar.finish();
+  judge(o, p, ctx.err);
+  refuse_noisy_overwrite(o, p, work);
   write_profile(o.out, p);
   print_summary(ctx.out, p);
   ctx.out << "\nwrote " << o.out << " (use it with --profile " << o.out << "); runs are in "
@@ -151,6 +217,11 @@ Command register_calibrate_command(CLI::App& app) {
   sub->add_flag("--no-steps", o->no_steps, "microbenchmarks only: no step correction");
   sub->add_option("--work-dir", o->work_dir, "keep the runs here (default: a temporary folder)");
   sub->add_option("--data-dir", o->data_dir, "dtplan data directory");
+  sub->add_flag("--force", o->force, "replace a good --out profile even with a noisy one");
+  sub->add_option("--max-spread", o->max_spread,
+                  "repeat spread (coefficient of variation, median over the microbenchmarks) "
+                  "beyond which the profile is noisy")
+      ->capture_default_str();
   return {"calibrate", [o](const RunContext& ctx) { return run_calibrate(*o, ctx); }};
 }
 

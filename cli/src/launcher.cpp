@@ -1,18 +1,22 @@
 // Child processes for dtplan-run (see launcher.hpp).
 #include "launcher.hpp"
 
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "dtplan/model/error.hpp"
+#include "interrupt.hpp"
 
 extern char** environ;
 
@@ -90,20 +94,67 @@ pid_t spawn(const std::vector<std::string>& argv, Pipe& out) {
   return pid;
 }
 
+// The child's output until it closes it. Once the user interrupts (interrupt.hpp) the child
+// is stopped: it has the signal already when it came from a terminal (one process group);
+// it is sent on in case it came to dtplan alone, and a child still there after kKillAfter
+// is killed. Returns whether it was interrupted.
+bool read_until_done(pid_t pid, int fd, const std::function<void(const std::string&)>& line) {
+  using Clock = std::chrono::steady_clock;
+  // mpirun needs a few hundred milliseconds to stop its ranks; the user was promised 2 s.
+  constexpr auto kKillAfter = std::chrono::milliseconds(1200);
+  // Ranks killed with mpirun may keep the pipe open: stop reading soon after.
+  constexpr auto kGiveUpAfter = std::chrono::milliseconds(1600);
+  pollfd fds[2] = {{fd, POLLIN, 0}, {interrupt_fd(), POLLIN, 0}};
+  std::optional<Clock::time_point> stopping;
+  bool killed = false;
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    if (!stopping && interrupt_signal() != 0) {
+      stopping = Clock::now();
+      kill(pid, interrupt_signal());
+    }
+    int timeout_ms = -1;
+    if (stopping) {
+      const auto since = Clock::now() - *stopping;
+      if (since >= kKillAfter && !killed) {
+        kill(pid, SIGKILL);
+        killed = true;
+      }
+      if (since >= kGiveUpAfter) break;
+      const auto next = killed ? kGiveUpAfter : kKillAfter;
+      timeout_ms = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(next - since).count() + 1);
+    }
+    const nfds_t watched = (stopping || fds[1].fd < 0) ? 1 : 2;
+    if (poll(fds, watched, timeout_ms) < 0 && errno != EINTR) break;
+    if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      line(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  if (!pending.empty()) line(pending);
+  return stopping.has_value();
+}
+
 }  // namespace
 
 ChildResult run_child(const std::vector<std::string>& argv,
                       const std::function<void(const std::string&)>& on_line) {
+  throw_if_interrupted();
   const auto start = std::chrono::steady_clock::now();
   Pipe out;
   const pid_t pid = spawn(argv, out);
   out.close_write();
   ChildResult result;
   std::deque<std::string> tail;
-  std::string pending;
-  char buf[4096];
   std::exception_ptr failed;  // from on_line: the child is still reaped before rethrowing
-  const auto line_done = [&](std::string line) {
+  const bool interrupted = read_until_done(pid, out.read_end(), [&](std::string line) {
     if (!failed) {
       try {
         on_line(line);
@@ -113,21 +164,11 @@ ChildResult run_child(const std::vector<std::string>& argv,
     }
     tail.push_back(std::move(line));
     if (tail.size() > 20) tail.pop_front();
-  };
-  for (;;) {
-    const ssize_t n = read(out.read_end(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pending.append(buf, static_cast<std::size_t>(n));
-    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
-      line_done(pending.substr(0, nl));
-      pending.erase(0, nl + 1);
-    }
-  }
-  if (!pending.empty()) line_done(pending);
+  });
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (interrupted) throw Interrupted(interrupt_signal());
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.tail.assign(tail.begin(), tail.end());
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

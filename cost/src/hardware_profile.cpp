@@ -159,7 +159,8 @@ nlohmann::json samples_json(const HardwareProfile& p) {
 
 }  // namespace
 
-nlohmann::json to_json(const HardwareProfile& p) {
+// Everything but the quality section.
+static nlohmann::json fitted_json(const HardwareProfile& p) {
   auto coll = nlohmann::json::array();
   for (const auto& c : p.collectives) {
     coll.push_back({{"kind", c.kind},
@@ -196,6 +197,22 @@ nlohmann::json to_json(const HardwareProfile& p) {
             {"samples", k.samples},
             {"rms_relative_error", k.rms_relative_error}}},
           {"residuals", samples_json(p)}};
+}
+
+nlohmann::json to_json(const HardwareProfile& p) {
+  auto j = fitted_json(p);
+  if (p.quality) {
+    const auto& q = *p.quality;
+    j["quality"] = {{"benchmarks", q.benchmarks},
+                    {"median_spread", q.median_spread},
+                    {"max_spread", q.max_spread},
+                    {"cores", q.cores},
+                    {"load_before", q.load_before},
+                    {"load_after", q.load_after},
+                    {"noisy", q.noisy},
+                    {"reasons", q.reasons}};
+  }
+  return j;
 }
 
 namespace {
@@ -284,6 +301,23 @@ void read_residuals(const ObjectReader& r, HardwareProfile& p) {
   res->reject_unknown_keys();
 }
 
+void read_quality(const ObjectReader& r, HardwareProfile& p) {
+  const auto q = r.optional_object("quality");
+  if (!q) return;  // written before calibration judged its noise
+  ProfileQuality out;
+  out.benchmarks = q->integer("benchmarks");
+  if (out.benchmarks < 0) q->fail("benchmarks", "must not be negative");
+  out.median_spread = non_negative(*q, "median_spread");
+  out.max_spread = non_negative(*q, "max_spread");
+  out.cores = static_cast<int>(q->positive_integer("cores"));
+  out.load_before = non_negative(*q, "load_before");
+  out.load_after = non_negative(*q, "load_after");
+  out.noisy = q->boolean("noisy");
+  out.reasons = q->strings("reasons");
+  q->reject_unknown_keys();
+  p.quality = out;
+}
+
 }  // namespace
 
 HardwareProfile load_profile(const std::filesystem::path& path) {
@@ -318,6 +352,7 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
   read_collectives(r, p);
   read_correction(r, p);
   read_residuals(r, p);
+  read_quality(r, p);
   r.reject_unknown_keys();
   return p;
 }

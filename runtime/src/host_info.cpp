@@ -35,6 +35,13 @@ std::int64_t kib_field(const char* file, const std::string& key) {
 
 }  // namespace
 
+double load_average_1min() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  if (!(in >> load) || !(load >= 0)) return 0;
+  return load;
+}
+
 std::string cpu_model_name() {
   auto name = proc_field("/proc/cpuinfo", "model name");
   return name.empty() ? "unknown CPU" : name;

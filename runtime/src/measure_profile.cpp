@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dtplan/cost/calibration.hpp"
+#include "dtplan/cost/profile_quality.hpp"
 #include "dtplan/runtime/host_info.hpp"
 
 namespace dtplan::runtime {
@@ -27,46 +28,76 @@ void randomize(Device& dev, Buffer& b) {
   dev.upload(host.data(), b.f(), b.bytes());
 }
 
-// Median seconds of one call of `fn` (repeated until 30 ms or 50 calls), slowest rank's.
-template <class Fn>
-double time_of(Device& dev, const MpiGroup& world, Fn fn) {
-  fn();  // warm-up
-  dev.synchronize();
-  std::vector<double> t;
-  const double start = now_s();
-  while (t.size() < 3 || (now_s() - start < 0.03 && t.size() < 50)) {
-    const double a = now_s();
-    fn();
-    dev.synchronize();
-    t.push_back(now_s() - a);
-  }
-  std::sort(t.begin(), t.end());
-  return world.max(t[t.size() / 2]);
-}
+// Times calls and keeps each benchmark's spread -- the coefficient of variation of its
+// repeats, the slowest rank's -- for the profile's quality (cost/profile_quality.hpp).
+class Timer {
+ public:
+  Timer(Device& dev, const MpiGroup& world) : dev_(dev), world_(world) {}
 
-// For collectives: every rank of the world makes the same number of calls (a rank that
-// stopped early would leave the others waiting), sized from the slowest first call.
-template <class Fn>
-double time_agreed(Device& dev, const MpiGroup& world, Fn fn) {
-  fn();  // warm-up
-  dev.synchronize();
-  double a = now_s();
-  fn();
-  dev.synchronize();
-  const double first = world.max(now_s() - a);
-  const int reps = std::clamp(static_cast<int>(0.03 / std::max(first, 1e-9)), 3, 50);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    a = now_s();
-    fn();
-    dev.synchronize();
-    t.push_back(now_s() - a);
+  // Median seconds of one call of `fn` (repeated until 30 ms or 50 calls), slowest rank's.
+  template <class Fn>
+  double median(Fn fn) {
+    fn();  // warm-up
+    dev_.synchronize();
+    std::vector<double> t;
+    const double start = now_s();
+    while (t.size() < 3 || (now_s() - start < 0.03 && t.size() < 50)) {
+      const double a = now_s();
+      fn();
+      dev_.synchronize();
+      t.push_back(now_s() - a);
+    }
+    return kept(t, true);
   }
-  std::sort(t.begin(), t.end());
-  return world.max(t[t.size() / 2]);
-}
 
-std::vector<cost::GemmSample> time_gemms(Device& dev, const MpiGroup& world, bool quick) {
+  // For collectives: every rank of the world makes the same number of calls (a rank that
+  // stopped early would leave the others waiting), sized from the slowest first call. Ranks
+  // with nothing to time (`timed` false) add no spread.
+  template <class Fn>
+  double agreed(Fn fn, bool timed) {
+    fn();  // warm-up
+    dev_.synchronize();
+    double a = now_s();
+    fn();
+    dev_.synchronize();
+    const double first = world_.max(now_s() - a);
+    const int reps = std::clamp(static_cast<int>(0.03 / std::max(first, 1e-9)), 3, 50);
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      a = now_s();
+      fn();
+      dev_.synchronize();
+      t.push_back(now_s() - a);
+    }
+    return kept(t, timed);
+  }
+
+  // The spreads so far; the load and the judgement are the caller's.
+  cost::ProfileQuality spreads() const {
+    cost::ProfileQuality q;
+    auto s = spreads_;
+    std::sort(s.begin(), s.end());
+    q.benchmarks = static_cast<std::int64_t>(s.size());
+    if (!s.empty()) {
+      q.median_spread = s[s.size() / 2];
+      q.max_spread = s.back();
+    }
+    return q;
+  }
+
+ private:
+  double kept(std::vector<double>& t, bool timed) {
+    spreads_.push_back(world_.max(timed ? cost::coefficient_of_variation(t) : 0.0));
+    std::sort(t.begin(), t.end());
+    return world_.max(t[t.size() / 2]);
+  }
+
+  Device& dev_;
+  const MpiGroup& world_;
+  std::vector<double> spreads_;
+};
+
+std::vector<cost::GemmSample> time_gemms(Device& dev, Timer& timer, bool quick) {
   std::vector<std::int64_t> ms{256, 1024, 4096};
   std::vector<std::pair<std::int64_t, std::int64_t>> nks{{32, 32},   {32, 128},  {128, 32},
                                                          {128, 128}, {512, 128}, {128, 512},
@@ -88,13 +119,13 @@ std::vector<cost::GemmSample> time_gemms(Device& dev, const MpiGroup& world, boo
       auto b = dev.allocate_floats(k * n, MemoryComponent::buffers);
       auto c = dev.allocate_floats(std::max(m * n, k * n), MemoryComponent::buffers);
       // The three forms a Linear uses: forward (NT), input gradient (NN), weight gradient (TN).
-      out.push_back({m, n, k, "nt", time_of(dev, world, [&] {
+      out.push_back({m, n, k, "nt", timer.median([&] {
                        dev.gemm(false, true, m, n, k, 1, a.f(), b.f(), 0, c.f());
                      })});
-      out.push_back({m, n, k, "nn", time_of(dev, world, [&] {
+      out.push_back({m, n, k, "nn", timer.median([&] {
                        dev.gemm(false, false, m, n, k, 1, a.f(), b.f(), 0, c.f());
                      })});
-      out.push_back({k, n, m, "tn", time_of(dev, world, [&] {
+      out.push_back({k, n, m, "tn", timer.median([&] {
                        dev.gemm(true, false, k, n, m, 1, a.f(), c.f(), 1, b.f());
                      })});
     }
@@ -106,7 +137,7 @@ struct Curves {
   std::vector<std::pair<double, double>> ew, act, act_grad, adam, sgd, softmax;
 };
 
-void time_rates(Device& dev, const MpiGroup& world, bool quick, Curves& c) {
+void time_rates(Device& dev, Timer& timer, bool quick, Curves& c) {
   const std::vector<std::int64_t> sizes =
       quick ? std::vector<std::int64_t>{1 << 14, 1 << 20}
             : std::vector<std::int64_t>{1 << 14, 1 << 17, 1 << 20, 1 << 23};
@@ -118,16 +149,14 @@ void time_rates(Device& dev, const MpiGroup& world, bool quick, Curves& c) {
     for (auto* b : {&x, &y, &m})
       randomize(dev, *b);
     const auto d = static_cast<double>(n);
-    c.ew.push_back({12 * d, time_of(dev, world, [&] { dev.axpy(0.5f, x.f(), y.f(), n); })});
-    c.act.push_back({d, time_of(dev, world, [&] { dev.gelu(x.f(), y.f(), n); })});
-    c.act_grad.push_back(
-        {d, time_of(dev, world, [&] { dev.gelu_backward(x.f(), y.f(), m.f(), n); })});
-    c.adam.push_back({d, time_of(dev, world, [&] {
+    c.ew.push_back({12 * d, timer.median([&] { dev.axpy(0.5f, x.f(), y.f(), n); })});
+    c.act.push_back({d, timer.median([&] { dev.gelu(x.f(), y.f(), n); })});
+    c.act_grad.push_back({d, timer.median([&] { dev.gelu_backward(x.f(), y.f(), m.f(), n); })});
+    c.adam.push_back({d, timer.median([&] {
                         dev.adam(x.f(), y.f(), m.f(), v.f(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f,
                                  1);
                       })});
-    c.sgd.push_back(
-        {d, time_of(dev, world, [&] { dev.sgd(x.f(), y.f(), m.f(), n, 1e-3f, 0.9f); })});
+    c.sgd.push_back({d, timer.median([&] { dev.sgd(x.f(), y.f(), m.f(), n, 1e-3f, 0.9f); })});
   }
   const std::int64_t vocab = 4096;
   for (std::int64_t tokens :
@@ -135,7 +164,7 @@ void time_rates(Device& dev, const MpiGroup& world, bool quick, Curves& c) {
     auto logits = dev.allocate_floats(tokens * vocab, MemoryComponent::buffers);
     auto targets = dev.allocate(tokens * 4, MemoryComponent::data);
     randomize(dev, logits);
-    c.softmax.push_back({static_cast<double>(tokens * vocab), time_of(dev, world, [&] {
+    c.softmax.push_back({static_cast<double>(tokens * vocab), timer.median([&] {
                            dev.softmax_cross_entropy(logits.f(), targets.i(), tokens, vocab, 1.0f);
                          })});
   }
@@ -155,8 +184,8 @@ constexpr const char* kKinds[] = {"all_reduce", "reduce_scatter", "all_gather", 
 
 // The group of `ranks` with a communicator sweeps its collectives; the slowest rank's times.
 // Ranks without one (comm null) make the same timing calls with nothing to time.
-void time_collectives(Communicator* comm, std::int64_t n, Device& dev, const MpiGroup& world,
-                      bool quick, std::vector<cost::CollectiveSample>& out) {
+void time_collectives(Communicator* comm, std::int64_t n, Device& dev, Timer& timer, bool quick,
+                      std::vector<cost::CollectiveSample>& out) {
   for (const char* kind : kKinds) {
     for (std::int64_t bytes = 4096; bytes <= (quick ? (1 << 20) : (16 << 20)); bytes *= 4) {
       const std::int64_t count = bytes / 4 / n * n;  // divisible by the ranks
@@ -175,7 +204,7 @@ void time_collectives(Communicator* comm, std::int64_t n, Device& dev, const Mpi
         (void)comm->records();
         comm->clear_records();
       };
-      const double t = time_agreed(dev, world, op);
+      const double t = timer.agreed(op, comm != nullptr);
       if (comm != nullptr) out.push_back({k, n, count * 4, t});
     }
   }
@@ -192,11 +221,13 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
   p.created = utc_timestamp();
   const auto sizes = communicator_sizes(world.size());
   const int stages = 2 + static_cast<int>(sizes.size());
+  const double load_before = load_average_1min();
+  Timer timer(dev, world);
   progress(1, stages, "GEMMs (shapes x forward, input- and weight-gradient forms)");
-  cost::fit_gemm(time_gemms(dev, world, o.quick), p);
+  cost::fit_gemm(time_gemms(dev, timer, o.quick), p);
   progress(2, stages, "element-wise, activations, softmax and optimizer updates by size");
   Curves c;
-  time_rates(dev, world, o.quick, c);
+  time_rates(dev, timer, o.quick, c);
   p.elementwise_s_per_byte = cost::rate_curve(c.ew, "element-wise");
   p.activation_s_per_element = cost::rate_curve(c.act, "MLP activation");
   p.activation_grad_s_per_element = cost::rate_curve(c.act_grad, "MLP activation backward");
@@ -214,9 +245,14 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
     std::unique_ptr<Communicator> comm;
     if (group && world.rank() < sizes[i]) comm = make_comm(*group);
     if (comm && p.versions.empty()) p.versions["communicator"] = comm->description();
-    time_collectives(comm.get(), sizes[i], dev, world, o.quick, p.collective_samples);
+    time_collectives(comm.get(), sizes[i], dev, timer, o.quick, p.collective_samples);
   }
   p.collectives = cost::fit_collectives(p.collective_samples);
+  auto q = timer.spreads();
+  q.cores = cpu_cores();
+  q.load_before = load_before;
+  q.load_after = load_average_1min();
+  p.quality = cost::judge_quality(q, p);  // dtplan calibrate judges again after the steps
   return p;
 }
 

@@ -1,6 +1,9 @@
 // Tests for cli/src/autotune_search.cpp and autotune_log.cpp with a synthetic runner: the
 // "machine" runs every step at known multiples of the uncorrected prediction (compute x1.3,
 // collectives x2, optimizer x1), so the right answer is known for every candidate.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -203,11 +206,15 @@ TEST_CASE("results file: header, appended trials, resume, mismatch and a cut-off
   CHECK_THROWS_WITH(ResultsFile(path, {{"model", "gpt2"}, {"np", 4}}, true),
                     Contains("\"np\" is 2, this run's 4"));
   // An interrupted write leaves half a line: it is cut off and that trial runs again.
+  // The user is told which line and how much of it was dropped.
   const auto size = std::filesystem::file_size(path);
-  std::ofstream(path, std::ios::app) << "{\"type\":\"trial\",\"key\":\"zer";
+  const std::string half = "{\"type\":\"trial\",\"key\":\"zer";  // 26 bytes
+  std::ofstream(path, std::ios::app) << half;
   {
     ResultsFile f(path, header, true);
     CHECK(f.previous().size() == 2);
+    CHECK_THAT(f.repair_note(), Contains("dtplan-test-autotune.jsonl:4: dropped 26 bytes of a "
+                                         "half-written trial line"));
   }
   CHECK(std::filesystem::file_size(path) == size);
   // A complete line with a key missing is an error naming the key, not a cut-off line.
@@ -216,5 +223,65 @@ TEST_CASE("results file: header, appended trials, resume, mismatch and a cut-off
          "\"failure\":\"f\"}\n"
       << trial_json(a).dump() << "\n";
   CHECK_THROWS_WITH(ResultsFile(path, header, true), Contains("label"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("results file: a trial measured twice (two tuners at once) is refused on resume") {
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-autotune-twice.jsonl";
+  std::filesystem::remove(path);
+  const nlohmann::json header{{"model", "gpt2"}, {"np", 2}, {"created", "now"}};
+  auto a = synthetic_trial(candidates()[1]);
+  a.key = "ddp mb 2";
+  TrialRecord failed;
+  failed.key = a.key;
+  failed.label = "ddp";
+  failed.failure = "timeout";
+  {
+    // Failed, then measured on resume: legitimate (a failed trial runs again).
+    ResultsFile f(path, header, false);
+    f.append(failed);
+    f.append(a);
+  }
+  CHECK(ResultsFile(path, header, true).previous().size() == 2);
+  std::ofstream(path, std::ios::app) << trial_json(a).dump() << "\n";
+  CHECK_THROWS_WITH(ResultsFile(path, header, true),
+                    Contains("dtplan-test-autotune-twice.jsonl:4: trial \"ddp mb 2\" was already "
+                             "measured on line 3"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("results file: a second tuner on a file in use is refused with the holder's pid") {
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-autotune-lock.jsonl";
+  std::filesystem::remove(path);
+  const nlohmann::json header{{"model", "gpt2"}, {"np", 2}, {"created", "now"}};
+  // The holder is another process: POSIX record locks never conflict within one process.
+  int ready[2], release[2];
+  REQUIRE(pipe(ready) == 0);
+  REQUIRE(pipe(release) == 0);
+  const pid_t holder = fork();
+  REQUIRE(holder >= 0);
+  if (holder == 0) {
+    char c = 'r';
+    try {
+      ResultsFile f(path, header, false);
+      if (write(ready[1], &c, 1) != 1 || read(release[0], &c, 1) != 1) _exit(2);
+    } catch (...) {
+      _exit(1);
+    }
+    _exit(0);
+  }
+  char c = 0;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  CHECK_THROWS_WITH(
+      ResultsFile(path, header, true),
+      Contains("dtplan-test-autotune-lock.jsonl: in use by process " + std::to_string(holder)));
+  REQUIRE(write(release[1], &c, 1) == 1);
+  int status = 0;
+  REQUIRE(waitpid(holder, &status, 0) == holder);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  for (int fd : {ready[0], ready[1], release[0], release[1]})
+    close(fd);
+  // The lock goes with its holder: now the file resumes.
+  CHECK(ResultsFile(path, header, true).previous().empty());
   std::filesystem::remove(path);
 }

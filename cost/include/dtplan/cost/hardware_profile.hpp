@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,21 @@ struct StepCorrection {
   double rms_relative_error = 0;  // of the corrected step times over the samples
 };
 
+// How far the measurements behind a profile can be trusted: the noise calibration measured
+// on itself (profile_quality.hpp judges it). Profiles written before it have none.
+struct ProfileQuality {
+  std::int64_t benchmarks = 0;  // microbenchmarks timed by repeated calls
+  // Coefficient of variation (standard deviation / mean) of one benchmark's repeated calls,
+  // the slowest rank's: the median and the largest over the benchmarks.
+  double median_spread = 0;
+  double max_spread = 0;
+  int cores = 0;                     // online logical CPUs of the machine
+  double load_before = 0;            // /proc/loadavg, 1-minute average, before the first benchmark
+  double load_after = 0;             // ... and after the last (the ranks' own work included)
+  bool noisy = false;                // judged: true when any reason below applies
+  std::vector<std::string> reasons;  // one sentence each, with the numbers
+};
+
 struct HardwareProfile {
   std::string backend;  // cpu | cuda
   std::string hardware;
@@ -115,6 +131,7 @@ struct HardwareProfile {
   std::vector<GemmSample> gemm_samples;
   std::vector<CollectiveSample> collective_samples;
   std::vector<StepSample> step_samples;
+  std::optional<ProfileQuality> quality;  // absent in profiles written before it
 
   double gemm_time_s(const Gemm& g) const;
   double gemm_linear_s(std::int64_t m, std::int64_t n, std::int64_t k) const;
@@ -132,7 +149,8 @@ std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
                                       const std::string& backend, std::int64_t ranks);
 
 nlohmann::json to_json(const HardwareProfile& p);
-// Reads schema versions 1 (single rates) and 2; throws naming the file and key on errors.
+// Reads schema versions 1 (single rates) and 2 (with or without `quality`); throws naming the file
+// and key on errors.
 HardwareProfile load_profile(const std::filesystem::path& path);
 
 }  // namespace dtplan::cost

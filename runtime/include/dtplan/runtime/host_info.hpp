@@ -11,6 +11,7 @@ int cpu_cores();                      // online logical CPUs
 std::int64_t host_memory_bytes();     // MemTotal
 std::int64_t host_available_bytes();  // MemAvailable
 std::int64_t peak_rss_bytes();        // VmHWM of this process
-std::string utc_timestamp();          // "2026-11-23T01:02:03Z"
+double load_average_1min();   // /proc/loadavg, first field (runnable threads); 0 if unreadable
+std::string utc_timestamp();  // "2026-11-23T01:02:03Z"
 
 }  // namespace dtplan::runtime

@@ -1,0 +1,75 @@
+// SIGINT / SIGTERM for job-running commands (see interrupt.hpp).
+#include "interrupt.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::cli {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+int g_wake[2] = {-1, -1};  // the self-pipe: the handler writes, poll() reads
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
+bool g_int_caught = false;
+
+extern "C" void on_signal(int sig) {
+  const int saved = errno;  // the interrupted code may be about to read errno
+  if (g_signal == 0) g_signal = sig;
+  const char byte = 1;
+  if (g_wake[1] >= 0) (void)!write(g_wake[1], &byte, 1);  // non-blocking: a full pipe is fine
+  errno = saved;
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(std::string("interrupted by ") +
+                         (signal == SIGINT ? "SIGINT" : "SIGTERM")),
+      signal_(signal) {}
+
+InterruptScope::InterruptScope() {
+  if (pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw Error(std::string("cannot create a pipe for signals: ") + std::strerror(errno));
+  }
+  g_signal = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read or wait returns EINTR
+  sigaction(SIGINT, nullptr, &g_old_int);
+  g_int_caught = g_old_int.sa_handler != SIG_IGN;
+  if (g_int_caught) sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, &g_old_term);
+}
+
+InterruptScope::~InterruptScope() {
+  if (g_int_caught) sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  for (int& fd : g_wake) {
+    close(fd);
+    fd = -1;
+  }
+  g_signal = 0;
+}
+
+int interrupt_signal() {
+  return g_signal;
+}
+
+void throw_if_interrupted() {
+  if (g_signal != 0) throw Interrupted(g_signal);
+}
+
+int interrupt_fd() {
+  return g_wake[0];
+}
+
+}  // namespace dtplan::cli
