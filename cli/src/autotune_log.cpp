@@ -72,6 +72,9 @@ namespace {
 
 std::vector<TrialRecord> read_previous(const std::filesystem::path& path,
                                        const nlohmann::json& header) {
+  if (std::filesystem::is_directory(path)) {
+    throw Error("--results " + path.string() + ": is a directory, not a results file");
+  }
   std::ifstream in(path);
   if (!in) throw Error("--results " + path.string() + ": cannot read it to resume");
   std::vector<TrialRecord> out;

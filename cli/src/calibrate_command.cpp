@@ -3,6 +3,8 @@
 // collectives by size for every communicator size), least-squares fits of the profile's
 // constants, then a few whole training steps (trial_sets.hpp) to fit the step correction.
 // Writes the profile that --profile reads everywhere.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,12 +33,29 @@ struct CalibrateOptions {
   std::string data_dir;
 };
 
+// The profile is written after minutes of measuring: a path that cannot take it is refused
+// before measuring starts.
+void check_writable(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path)) throw Error(flag + " " + path + ": is a directory");
+  const auto parent = fs::path(path).parent_path();
+  const auto dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir)) {
+    throw Error(flag + " " + path + ": the directory " + dir.string() + " does not exist");
+  }
+  const bool exists = fs::exists(path);
+  if (::access((exists ? fs::path(path) : dir).c_str(), W_OK) != 0) {
+    throw Error(flag + " " + path + ": " + (exists ? "the file" : "the directory " + dir.string()) +
+                " is not writable");
+  }
+}
+
 void check(const CalibrateOptions& o) {
   if (o.backend != "cpu" && o.backend != "cuda") {
     throw Error("--backend " + o.backend + ": expected cpu or cuda");
   }
   if (o.np < 1 || o.np > 4096) throw Error("--np " + std::to_string(o.np) + ": 1 to 4096 ranks");
-  if (std::filesystem::is_directory(o.out)) throw Error("--out " + o.out + ": is a directory");
+  check_writable("--out", o.out);
 }
 
 cost::HardwareProfile measure(const CalibrateOptions& o, const std::filesystem::path& raw,
