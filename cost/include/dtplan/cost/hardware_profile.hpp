@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,11 @@ struct HardwareProfile {
   // Throws naming the kind and ranks when the profile has no fit for them.
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };
+
+// The backends dtplan-run measures on; a profile or measurement names one of them.
+const std::vector<std::string>& known_backends();
+// "unknown backend 'tpu' (known: cpu, cuda)" for any other name; nullopt for a known one.
+std::optional<std::string> backend_problem(const std::string& backend);
 
 // The bundled profile of a backend and rank count, data/profiles/<backend>-<ranks>ranks.json;
 // throws naming it and how to make one (dtplan calibrate) when there is none.
