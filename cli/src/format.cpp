@@ -19,6 +19,13 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string significant(double v, int digits) {
+  if (!std::isfinite(v)) throw NonFiniteInReport(v);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 std::string seconds(double s) {
   if (s >= 1.0) return fixed(s, 3) + " s";
   if (s >= 1e-3) return fixed(s * 1e3, 2) + " ms";

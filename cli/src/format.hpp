@@ -15,6 +15,8 @@ class NonFiniteInReport : public std::logic_error {
 };
 
 std::string fixed(double v, int decimals);
+// `digits` significant digits, as printf's %g: 0.000125, 2.5e+08.
+std::string significant(double v, int digits);
 // 1.234 s, 12.34 ms, 56.7 us
 std::string seconds(double s);
 // GiB with two decimals, no unit.

@@ -3,7 +3,6 @@
 // and print launch lines.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
 #include "dtplan/planner/search3d.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "plan3d_report.hpp"
 #include "plan_report.hpp"
@@ -221,8 +221,7 @@ DeepSpeedPlan deepspeed_plan(const planner::PlanResult& result, planner::Objecti
       planner::best_among(result, {Strategy::zero1, Strategy::zero2, Strategy::zero3});
   if (!zero) return {best, {}};
   if (zero->best->strategy == best.strategy) return {best, {}};
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%.1f%%", zero->behind_pct);
+  const auto pct = fixed(zero->behind_pct, 1) + "%";
   return {*zero->best, "DeepSpeed does not run " + std::string(name_of(best.strategy)) +
                            "; the DeepSpeed config and deepspeed line hold the best ZeRO plan, " +
                            std::string(name_of(zero->strategy)) + " with micro-batch " +

@@ -24,3 +24,8 @@ TEST_CASE("JSON reports refuse inf and NaN (nlohmann would write null)") {
   j["rows"][0]["t"] = 2.0;
   CHECK(report_text(j) == j.dump(2) + "\n");
 }
+
+TEST_CASE("significant digits, as the learning rate is shown") {
+  CHECK(significant(0.000125, 3) == "0.000125");
+  CHECK_THROWS_AS(significant(std::numeric_limits<double>::infinity(), 3), NonFiniteInReport);
+}
