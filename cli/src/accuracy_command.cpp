@@ -96,7 +96,7 @@ int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
                            {"measured_step_s", r.measured_s},
                            {"error", r.error()}});
     }
-    ctx.out << j.dump(2) << "\n";
+    ctx.out << report_text(j);
     return 0;
   }
   ctx.out << "dtplan accuracy: " << rows.size() << " held-out configurations on " << o.np

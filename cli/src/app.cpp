@@ -3,6 +3,7 @@
 #include "dtplan/cli/app.hpp"
 
 #include <map>
+#include <regex>
 
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
@@ -10,6 +11,23 @@
 #include "interrupt.hpp"
 
 namespace dtplan::cli {
+
+namespace {
+
+// CLI11's messages, in the user's terms where they are obscure: a flag given twice reads
+// "--gpus: At Most 1 required but received 2".
+std::string parse_error_message(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  static const std::regex kRepeated("(\\S+): At Most 1 required but received ([0-9]+)");
+  std::smatch m;
+  if (std::regex_match(what, m, kRepeated)) {
+    const std::string times = m[2] == "2" ? "twice" : m[2].str() + " times";
+    return m[1].str() + " given " + times + " (give it once)";
+  }
+  return what;
+}
+
+}  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"dtplan: plan distributed training: memory, communication, strategy"};
@@ -47,7 +65,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e, out, err);
-    err << "dtplan: error: " << e.what() << " (see dtplan --help)\n";
+    err << "dtplan: error: " << parse_error_message(e) << " (see dtplan --help)\n";
     return 2;
   }
   try {

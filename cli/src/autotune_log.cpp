@@ -185,6 +185,9 @@ Previous parse_previous(const std::string& text, const std::filesystem::path& pa
 ResultsFile::ResultsFile(const std::filesystem::path& path, const nlohmann::json& header,
                          bool resume)
     : path_(path) {
+  if (std::filesystem::is_directory(path)) {
+    throw Error("--results " + path.string() + ": is a directory, not a results file");
+  }
   fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   const bool created = fd_ >= 0;
   if (!created) {

@@ -101,8 +101,7 @@ void print_report(std::ostream& out, const AutotuneOptions& o, const Space& sp,
                "error", "samples/s"});
   int rank = 0;
   for (const auto& tr : order) {
-    char sps[32];
-    std::snprintf(sps, sizeof sps, "%.1f", tr.samples_per_s);
+    const auto sps = fixed(tr.samples_per_s, 1);
     t.add_row({std::to_string(++rank), tr.key, also_of(sp, tr.key), seconds(tr.predicted_s),
                tr.measured_s ? seconds(*tr.measured_s) : "failed",
                tr.measured_s ? signed_percent(tr.error()) : "-", tr.measured_s ? sps : "-"});
@@ -122,8 +121,7 @@ void print_report(std::ostream& out, const AutotuneOptions& o, const Space& sp,
   }
   const auto* best = best_trial(r.trials);
   if (best) {
-    char sps[32];
-    std::snprintf(sps, sizeof sps, "%.1f", best->samples_per_s);
+    const auto sps = fixed(best->samples_per_s, 1);
     out << "\nbest (measured): " << best->key << " [" << also_of(sp, best->key)
         << "]: " << seconds(*best->measured_s) << " per step, " << sps << " samples/s (predicted "
         << seconds(best->predicted_s) << ")\n";

@@ -3,6 +3,8 @@
 // collectives by size for every communicator size), least-squares fits of the profile's
 // constants, then a few whole training steps (trial_sets.hpp) to fit the step correction.
 // Writes the profile that --profile reads everywhere.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +42,8 @@ void check(const CalibrateOptions& o) {
     throw Error("--backend " + o.backend + ": expected cpu or cuda");
   }
   if (o.np < 1 || o.np > 4096) throw Error("--np " + std::to_string(o.np) + ": 1 to 4096 ranks");
+  // The profile is written after minutes of measuring: a path that cannot take it is
+  // refused before measuring starts.
   check_output_path(o.out, "--out");
   if (!(o.max_spread >= 0 && std::isfinite(o.max_spread))) {
     throw Error("--max-spread: a fraction, 0 or more (0.1 is 10%)");

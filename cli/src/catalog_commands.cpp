@@ -1,10 +1,10 @@
 // `dtplan models` and `dtplan gpus`: what the bundled presets hold.
-#include <cstdio>
 #include <memory>
 
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "dtplan/model/error.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "model_report.hpp"
 #include "table.hpp"
@@ -20,9 +20,7 @@ struct CatalogOptions {
 };
 
 std::string tera(double flops) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", flops / 1e12);
-  return buf;
+  return fixed(flops / 1e12, 1);
 }
 
 int describe_model(const CatalogOptions& o, const RunContext& ctx) {
@@ -65,9 +63,7 @@ int run_gpus(const CatalogOptions& o, const RunContext& ctx) {
   TextTable t(
       {"GPU", "memory GiB", "HBM GB/s", "fp32 TF", "bf16 TF", "fp16 TF", "NVLink GB/s", "PCIe"});
   for (const auto& g : catalog.gpus()) {
-    char mem[32];
-    std::snprintf(mem, sizeof mem, "%.2f", to_gib(g.memory));
-    t.add_row({g.name, mem,
+    t.add_row({g.name, gib(g.memory),
                std::to_string(static_cast<long long>(g.memory_bandwidth_bytes_per_s / 1e9)),
                tera(g.peak_flops.fp32), tera(g.peak_flops.bf16), tera(g.peak_flops.fp16),
                std::to_string(static_cast<long long>(g.nvlink_bytes_per_s_per_direction / 1e9)),

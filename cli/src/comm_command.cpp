@@ -10,6 +10,7 @@
 #include "common_options.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "json_output.hpp"
 
@@ -93,7 +94,7 @@ int run_collectives(const CommOptions& o, const LoadedTopology& loaded, const Ru
       for (const auto& r : results)
         j["results"].push_back(collective_json(r));
     }
-    ctx.out << j.dump(2) << '\n';
+    ctx.out << report_text(j);
     return 0;
   }
   print_collective_table(ctx.out, t, model, collective, algorithm, results);
@@ -107,7 +108,6 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
   c.precision = parse_precision(o.precision);
   c.dp_size = o.gpus.value_or(t.gpu_count());
   c.gpus_per_node = t.gpus_per_node();
-  if (!(o.bucket_cap_mb > 0.0)) throw Error("--bucket-cap-mb: must be positive");
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   if (o.grad_accum < 1) throw Error("--grad-accum: must be a positive integer");
   cost::CommModel all(t, loaded.table, c.dp_size);
@@ -135,7 +135,7 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
     j["strategies"] = nlohmann::json::array();
     for (const auto& r : results)
       j["strategies"].push_back(training_comm_json(r));
-    ctx.out << j.dump(2) << '\n';
+    ctx.out << report_text(j);
     return 0;
   }
   print_training_comm(ctx.out, report, results);
@@ -165,7 +165,8 @@ Command register_comm_command(CLI::App& app) {
   cmd->add_option("--size", options->size, "message size, e.g. 1GiB (nccl-tests' size)");
   cmd->add_option("--sweep", options->sweep, "sizes FROM:TO, e.g. 32KiB:16GiB");
   cmd->add_option("--step-factor", options->step_factor, "sweep multiplier (nccl-tests -f)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check({1.0, 1024.0, true}));
   cmd->add_option("--algorithm", options->algorithm, "ring|tree|nvls|hierarchical|ps|auto")
       ->capture_default_str();
   cmd->add_flag("--json", options->json, "machine-readable output");
@@ -180,7 +181,8 @@ Command register_comm_command(CLI::App& app) {
   cmd->add_flag("--sync-every-micro-step", options->sync_every_micro_step,
                 "training mode: do not use no_sync (synchronise gradients every micro-step)");
   cmd->add_option("--bucket-cap-mb", options->bucket_cap_mb, "training mode: DDP bucket_cap_mb")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check(kBucketCapMiB));
   return {"comm", [options](const RunContext& ctx) { return run_comm(*options, ctx); }};
 }
 

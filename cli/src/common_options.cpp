@@ -5,6 +5,7 @@
 
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology_io.hpp"
 
 namespace dtplan::cli {
@@ -78,7 +79,8 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_flag("--grad-bucket-view", o.grad_bucket_view,
                "DDP gradient_as_bucket_view=True: no separate bucket copy");
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket_cap_mb (MiB)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check(kBucketCapMiB));
   app.add_flag("--fp32-grad-accum", o.fp32_grad_accumulation,
                "keep gradients in an fp32 accumulation buffer (Megatron main_grad)");
   app.add_option("--offload", o.offload, names_of(kOffloads))->capture_default_str();
@@ -138,9 +140,6 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.precision = parse_precision(o.precision);
   c.optimizer = parse_optimizer(o.optimizer);
   c.grad_bucket_view = o.grad_bucket_view;
-  if (!(o.bucket_cap_mb > 0.0) || o.bucket_cap_mb > 1e6) {
-    throw Error("--bucket-cap-mb: must be a positive size in MiB");
-  }
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   c.fp32_grad_accumulation = o.fp32_grad_accumulation;
   c.offload = parse_offload(o.offload);

@@ -13,10 +13,14 @@
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology.hpp"
 #include "dtplan/model/training.hpp"
 
 namespace dtplan::cli {
+
+// DDP's bucket_cap_mb, MiB.
+inline constexpr NumberRange kBucketCapMiB = NumberRange::positive(1e6);
 
 struct ModelOptions {
   std::string model;     // preset name or path

@@ -138,7 +138,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["global_batch"] = l.global_batch();
     j["parallel3d"]["seq_len"] = l.seq_len;
     j["parallel3d"]["params_per_gpu"] = mem.params_per_gpu;
-    ctx.out << j.dump(2) << '\n';
+    ctx.out << report_text(j);
     return 0;
   }
   const double m = static_cast<double>(l.micro_batches);
@@ -198,7 +198,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   j["topology"] = {{"name", t.node().name}, {"nodes", t.nodes()}, {"gpus", c.dp_size}};
   j["compute_constants"] = cost::to_json(k);
   j.update(step_estimate_json(e));
-  ctx.out << j.dump(2) << '\n';
+  ctx.out << report_text(j);
   return 0;
 }
 

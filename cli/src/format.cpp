@@ -1,13 +1,28 @@
 // Number formatting shared by the text reports.
 #include "format.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace dtplan::cli {
 
+NonFiniteInReport::NonFiniteInReport(double v)
+    : std::logic_error(std::string("a report came to hold ") + (std::isnan(v) ? "NaN" : "inf") +
+                       " where a number belongs (a dtplan bug: please report the command)") {}
+
 std::string fixed(double v, int decimals) {
+  // Inputs are range-checked where they are read, so a non-finite number here is a bug in a
+  // formula: refuse to print it rather than show "inf ms" and exit 0.
+  if (!std::isfinite(v)) throw NonFiniteInReport(v);
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string significant(double v, int digits) {
+  if (!std::isfinite(v)) throw NonFiniteInReport(v);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 

@@ -1,13 +1,22 @@
 // Number formatting shared by the text reports.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "dtplan/model/units.hpp"
 
 namespace dtplan::cli {
 
+// Thrown by the formatters below for inf or NaN: an internal error, never printed as a number.
+class NonFiniteInReport : public std::logic_error {
+ public:
+  explicit NonFiniteInReport(double v);
+};
+
 std::string fixed(double v, int decimals);
+// `digits` significant digits, as printf's %g: 0.000125, 2.5e+08.
+std::string significant(double v, int digits);
 // 1.234 s, 12.34 ms, 56.7 us
 std::string seconds(double s);
 // GiB with two decimals, no unit.

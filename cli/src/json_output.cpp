@@ -1,7 +1,30 @@
 // Common parts of JSON reports.
 #include "json_output.hpp"
 
+#include <cmath>
+
+#include "format.hpp"
+
 namespace dtplan::cli {
+
+namespace {
+
+void check_finite(const nlohmann::json& j) {
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) {
+    throw NonFiniteInReport(j.get<double>());
+  }
+  if (j.is_structured()) {
+    for (const auto& item : j)
+      check_finite(item);
+  }
+}
+
+}  // namespace
+
+std::string report_text(const nlohmann::json& report) {
+  check_finite(report);
+  return report.dump(2) + "\n";
+}
 
 nlohmann::json report_preamble(const std::string& command, const std::vector<std::string>& args) {
   return {

@@ -12,6 +12,10 @@
 
 namespace dtplan::cli {
 
+// The report's text (indented by 2, newline-terminated). nlohmann writes inf and NaN as null:
+// a non-finite number anywhere is an internal error instead (NonFiniteInReport, format.hpp).
+std::string report_text(const nlohmann::json& report);
+
 nlohmann::json report_preamble(const std::string& command, const std::vector<std::string>& args);
 nlohmann::json model_json(const ModelDesc& m);
 nlohmann::json training_json(const TrainingConfig& c);

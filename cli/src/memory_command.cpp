@@ -57,7 +57,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
       return 0;
     }
     j.update(cost::to_json(e));
-    ctx.out << j.dump(2) << '\n';
+    ctx.out << report_text(j);
     return 0;
   }
 
@@ -83,7 +83,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   for (const auto& s : skipped) {
     j["skipped"].push_back({{"strategy", name_of(s.strategy)}, {"reason", s.reason}});
   }
-  ctx.out << j.dump(2) << '\n';
+  ctx.out << report_text(j);
   return 0;
 }
 

@@ -2,7 +2,6 @@
 #include "memory_report.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "dtplan/model/suggest.hpp"
 #include "format.hpp"
@@ -189,11 +188,7 @@ void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
   row("overhead", [](const E& e) { return gib(e.gpu.overhead); });
   t.add_rule();
   row("peak total", [](const E& e) { return gib(e.gpu.total()); });
-  row("peak total (GB)", [](const E& e) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", to_gb(e.gpu.total()));
-    return std::string(buf);
-  });
+  row("peak total (GB)", [](const E& e) { return fixed(to_gb(e.gpu.total()), 2); });
   row("host per rank", [](const E& e) { return gib(e.cpu.total()); });
   if (ctx.gpu) {
     row("fits " + ctx.gpu->name,

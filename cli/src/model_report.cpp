@@ -1,9 +1,8 @@
 // Text layout of a model description.
 #include "model_report.hpp"
 
-#include <cstdio>
-
 #include "dtplan/cost/activations.hpp"
+#include "format.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -11,10 +10,7 @@ namespace dtplan::cli {
 namespace {
 
 std::string percent(std::int64_t part, std::int64_t whole) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%",
-                100.0 * static_cast<double>(part) / static_cast<double>(whole));
-  return buf;
+  return fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1) + "%";
 }
 
 void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {

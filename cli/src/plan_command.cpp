@@ -1,23 +1,26 @@
 // `dtplan plan`: search for the configuration that best reaches a global batch on a cluster;
 // report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
 // and print launch lines.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
 #include "dtplan/planner/search3d.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "plan3d_report.hpp"
 #include "plan_report.hpp"
@@ -95,21 +98,21 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.precisions = parse_all(o.precisions, parse_precision);
   r.checkpointing = parse_all(o.checkpointings, parse_checkpointing);
   r.offloads = parse_all(o.offloads, parse_offload);
+  for (const auto mb : o.micro_batches) {
+    if (mb < 1) throw Error("--micro-batch " + std::to_string(mb) + ": must be positive");
+    // global batch = micro-batch x accumulation x data-parallel GPUs, each at least 1.
+    if (mb > o.global_batch) {
+      throw Error("--micro-batch " + std::to_string(mb) + " exceeds --global-batch " +
+                  std::to_string(o.global_batch) +
+                  ": the global batch is micro-batch x accumulation x GPUs");
+    }
+  }
   r.micro_batches = o.micro_batches;
   r.optimizer = parse_optimizer(o.optimizer);
   r.attention = parse_attention(o.attention);
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
   r.price_per_gpu_hour = o.price;
-  if (!(o.price >= 0 && std::isfinite(o.price))) {
-    throw Error("--price-per-gpu-hour: a positive, finite price");
-  }
-  if (!(o.max_hours >= 0 && std::isfinite(o.max_hours))) {
-    throw Error("--max-hours: a positive, finite number of hours");
-  }
-  if (o.lr && !(*o.lr > 0 && std::isfinite(*o.lr))) {
-    throw Error("--lr: a positive, finite learning rate");
-  }
   if (o.rejected_shown < 0) throw Error("--show-rejected: must be 0 or more");
   if (o.steps && *o.steps < 1) throw Error("--steps: must be a positive integer");
   if (o.top < 1 || o.top > 1000) throw Error("--top: a positive integer up to 1000");
@@ -141,6 +144,9 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
     if (v != "on" && v != "off") throw Error("--sp " + v + ": expected on, off or on,off");
     x.sequence_parallel.push_back(v == "on");
   }
+  // The layouts are timed in the plan's mixed precision if it searches one.
+  const auto mixed = std::find_if(r.precisions.begin(), r.precisions.end(), is_mixed);
+  x.precision = mixed != r.precisions.end() ? *mixed : r.precisions.front();
   x.recompute = r.checkpointing;
   x.headroom = r.headroom;
   x.top_k = r.top_k;
@@ -166,8 +172,7 @@ DeepSpeedPlan deepspeed_plan(const planner::PlanResult& result, planner::Objecti
       planner::best_among(result, {Strategy::zero1, Strategy::zero2, Strategy::zero3});
   if (!zero) return {best, {}};
   if (zero->best->strategy == best.strategy) return {best, {}};
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%.1f%%", zero->behind_pct);
+  const auto pct = fixed(zero->behind_pct, 1) + "%";
   return {*zero->best, "DeepSpeed does not run " + std::string(name_of(best.strategy)) +
                            "; the DeepSpeed config and deepspeed line hold the best ZeRO plan, " +
                            std::string(name_of(zero->strategy)) + " with micro-batch " +
@@ -203,8 +208,9 @@ std::string deepspeed_path_beside(const std::string& accelerate_file) {
   return p.string();
 }
 
-// The files and lines a user runs the plan with; nothing is written unless all can be.
-void export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
+// The files and lines a user runs the plan with, staged: the caller writes the files once
+// everything else succeeded, so a failing command leaves none behind.
+std::vector<OutputFile> export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
   auto launch = o.launch_options;
   launch.lr = o.lr ? o.lr : (extras.schedule ? extras.schedule->scaled_lr : std::nullopt);
   launch.zero_reduce_bucket_elements = e.zero_bucket_elements;
@@ -237,18 +243,18 @@ void export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
     files.push_back({o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan"});
     extras.written.emplace_back("plan", o.plan_file);
   }
-  write_files_together(files);
-  if (!o.launch) return;
+  if (!o.launch) return files;
   extras.launch = {shape_comment(e.best)};
   const auto torchrun = planner::torchrun_lines(e.best, launch);
   extras.launch.insert(extras.launch.end(), torchrun.begin(), torchrun.end());
   if (deepspeed_file.empty()) {
     extras.launch.emplace_back(
         "# deepspeed: add --export-deepspeed FILE for the config its line needs");
-    return;
+    return files;
   }
   const auto ds = planner::deepspeed_lines(e.deepspeed, launch);
   extras.launch.insert(extras.launch.end(), ds.begin(), ds.end());
+  return files;
 }
 
 // The full step estimate of a candidate (the search keeps only its totals).
@@ -299,6 +305,18 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   for (const auto& a : o.overhead_overrides)
     cost::apply_override(overheads, a);
   auto request = request_of(o);
+  PlanExtras extras;
+  if (request.precisions.empty()) {
+    request.precisions = planner::default_precisions(gpu);
+    if (!(gpu.peak_flops.bf16 > 0)) {
+      extras.notes.push_back(gpu.name + " has no bf16 tensor cores: searched fp16 and fp32");
+    }
+  }
+  try {
+    planner::check_precisions(gpu, request.precisions);
+  } catch (const Error& e) {
+    throw Error(std::string("--precision ") + e.what());
+  }
   // A search that runs over a second (tens of thousands of GPUs) shows a bar on a terminal.
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
   const auto search_start = std::chrono::steady_clock::now();
@@ -321,7 +339,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
   bar.finish();
   const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
-  PlanExtras extras;
+  std::vector<OutputFile> files;
   if (result.best) {
     const auto& best = *result.best;
     const StepEstimator estimator{model, t, loaded.table, gpu, k, overheads, request};
@@ -334,7 +352,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
                                                best.step_time_s);
     }
     const auto ds = deepspeed_plan(result, request.objective);
-    export_plan(
+    files = export_plan(
         o,
         {plan_of(o, best, request, model, t, gpu), plan_of(o, ds.candidate, request, model, t, gpu),
          ds.note, overheads.zero_reduce_bucket_elements},
@@ -344,6 +362,8 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   std::optional<planner::Result3D> layouts;
   if (model.transformer)
     layouts = planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads);
+  // The report is complete before any file is written, and printed only after they are.
+  std::ostringstream text;
   if (o.json) {
     nlohmann::json j = report_preamble("plan", ctx.args);
     j["model"] = model_json(model);
@@ -355,11 +375,13 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     j["compute_constants"] = cost::to_json(k);
     j.update(plan_json(report, extras));
     if (layouts) j["parallel3d"] = plan_3d_json({*layouts, result});
-    ctx.out << j.dump(2) << '\n';
+    text << report_text(j);
   } else {
-    result.best ? print_plan(ctx.out, report, extras) : print_no_plan(ctx.out, report);
-    if (layouts) print_plan_3d(ctx.out, {*layouts, result});
+    result.best ? print_plan(text, report, extras) : print_no_plan(text, report);
+    if (layouts) print_plan_3d(text, {*layouts, result});
   }
+  write_files_together(files);
+  ctx.out << text.str();
   if (!result.best) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
             << static_cast<int>(100.0 * request.headroom) << "% headroom"
@@ -401,10 +423,12 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
   cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
       ->capture_default_str();
-  cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost");
+  cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost")
+      ->check(number_check(NumberRange::positive(1e6)));
   cmd.add_option("--max-hours", o.max_hours,
                  "a deadline: reject configurations whose run takes longer (needs --steps or "
-                 "--dataset-size)");
+                 "--dataset-size)")
+      ->check(number_check(NumberRange::positive(kMaxSeconds / 3600.0)));
   cmd.add_option("--sync", o.sync,
                  "gradient synchronisation under accumulation: both (search no_sync and every "
                  "micro-step), no-sync, every-micro-step")
@@ -420,10 +444,13 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--epochs", o.schedule.epochs, "passes over the dataset");
   cmd.add_option("--steps", o.steps, "optimizer steps (instead of a dataset)");
   cmd.add_option("--warmup-ratio", o.schedule.warmup_ratio, "LR warm-up, fraction of the steps")
-      ->capture_default_str();
-  cmd.add_option("--base-lr", o.base_lr, "a learning rate tuned at --base-global-batch");
+      ->capture_default_str()
+      ->check(number_check(NumberRange::non_negative(1.0)));
+  cmd.add_option("--base-lr", o.base_lr, "a learning rate tuned at --base-global-batch")
+      ->check(number_check(kLearningRate));
   cmd.add_option("--base-global-batch", o.schedule.base_global_batch, "the batch of --base-lr");
-  cmd.add_option("--lr", o.lr, "learning rate written to the DeepSpeed config");
+  cmd.add_option("--lr", o.lr, "learning rate written to the DeepSpeed config")
+      ->check(number_check(kLearningRate));
   cmd.add_option("--export-deepspeed", o.deepspeed_file,
                  "write a DeepSpeed config (ds_config.json)");
   cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");

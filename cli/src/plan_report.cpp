@@ -284,9 +284,8 @@ void print_schedule(std::ostream& out, const planner::Schedule& s) {
                                  ", warm-up " + format_thousands(s.warmup_steps) + " steps"});
   t.add_row({"wall-clock", duration(s.time_s) + " (predicted)"});
   if (s.scaled_lr) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3g", *s.scaled_lr);
-    t.add_row({"learning rate", std::string(buf) + " (linear scaling to this global batch)"});
+    t.add_row(
+        {"learning rate", significant(*s.scaled_lr, 3) + " (linear scaling to this global batch)"});
   }
   t.print(out, {1});
 }

@@ -13,6 +13,8 @@
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/run_job.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "runtime_trials.hpp"
 #include "table.hpp"
@@ -90,22 +92,14 @@ std::vector<Figure> figures_of(const runtime::Measurement& m, const cost::Runtim
 
 std::string cell(std::optional<double> v, const std::string& unit) {
   if (!v) return "-";
-  char buf[48];
-  if (unit == "bytes") {
-    std::snprintf(buf, sizeof buf, "%.3f MiB", *v / 1048576.0);
-  } else if (unit == "s") {
-    std::snprintf(buf, sizeof buf, "%.3f ms", *v * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f %s", *v, unit.c_str());
-  }
-  return buf;
+  if (unit == "bytes") return fixed(*v / 1048576.0, 3) + " MiB";
+  if (unit == "s") return fixed(*v * 1e3, 3) + " ms";
+  return fixed(*v, 1) + " " + unit;
 }
 
 std::string percent(std::optional<double> e) {
   if (!e) return "-";
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", *e * 100);
-  return buf;
+  return (*e >= 0 ? "+" : "") + fixed(*e * 100, 1) + "%";
 }
 
 nlohmann::json opt(std::optional<double> v) {
@@ -114,6 +108,12 @@ nlohmann::json opt(std::optional<double> v) {
 
 int run_validate(const ValidateOptions& o, const RunContext& ctx) {
   const auto plan = plan_from_json(o.plan);
+  // What is wrong with the plan itself comes before any comparison with the measurement.
+  try {
+    (void)runtime::runtime_run_of(plan, 1.0, o.data_dir);
+  } catch (const Error& e) {
+    throw Error("--plan " + o.plan + ": " + e.what());
+  }
   const auto m = runtime::measurement_from_json(o.measured);
   if (to_json(plan) != to_json(m.plan)) {
     throw Error("--measured " + o.measured + ": it was made from a different plan than --plan " +
@@ -136,7 +136,7 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
                               {"measured", opt(f.measured)},
                               {"error", opt(f.error())}});
     }
-    ctx.out << j.dump(2) << "\n";
+    ctx.out << report_text(j);
     return 0;
   }
   ctx.out << "dtplan validate: " << m.plan.model << ", " << name_of(m.executed.strategy) << " on "

@@ -118,7 +118,7 @@ DenseStack dense_stack_from_json(const ObjectReader& r) {
   s.gated = r.boolean("gated");
   s.bias = r.boolean("bias");
   s.tied = r.boolean("tied");
-  s.scale = r.number("scale");
+  s.scale = r.number("scale", NumberRange::positive(1.0));  // dtplan-run --scale, (0, 1]
   if (s.hidden != s.heads * s.head_dim) r.fail("hidden", "is not heads x head_dim");
   if (s.heads % s.kv_heads != 0) r.fail("kv_heads", "does not divide heads");
   if (r.integer("params") != params_of(s)) r.fail("params", "does not match the shape");

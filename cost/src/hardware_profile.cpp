@@ -7,6 +7,7 @@
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/suggest.hpp"
 
 namespace dtplan::cost {
 
@@ -97,8 +98,20 @@ double HardwareProfile::collective_time_s(const std::string& kind, std::int64_t 
               std::to_string(ranks));
 }
 
+const std::vector<std::string>& known_backends() {
+  static const std::vector<std::string> kBackends{"cpu", "cuda"};
+  return kBackends;
+}
+
+std::optional<std::string> backend_problem(const std::string& backend) {
+  const auto& known = known_backends();
+  if (std::find(known.begin(), known.end(), backend) != known.end()) return std::nullopt;
+  return unknown_name_message("backend", backend, known);
+}
+
 std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
                                       const std::string& backend, std::int64_t ranks) {
+  if (const auto problem = backend_problem(backend)) throw Error(*problem);
   const auto n = std::to_string(ranks);
   const auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
   if (!std::filesystem::exists(p)) {
@@ -217,17 +230,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
 
 namespace {
 
-double positive(const ObjectReader& r, const char* key) {
-  const double v = r.number(key);
-  if (!(v > 0)) r.fail(key, "must be positive");
-  return v;
-}
-
-double non_negative(const ObjectReader& r, const char* key) {
-  const double v = r.number(key);
-  if (!(v >= 0)) r.fail(key, "must not be negative");
-  return v;
-}
+// A measured rate (bytes or elements per second) and a fit's relative error.
+constexpr NumberRange kRate = NumberRange::positive(1e18);
+constexpr NumberRange kRelativeError = NumberRange::non_negative(1e3);
 
 // Version 2: [{size, s_per_unit}...] ascending. Version 1: one number under `v1_key`, seconds
 // per unit (or units per second when `v1_inverse`).
@@ -235,12 +240,13 @@ RateCurve read_curve(const ObjectReader& r, const char* key, const char* v1_key,
   RateCurve c;
   const bool v1 = r.has(v1_key) && r.value(v1_key).is_number();
   if (v1) {
-    const double v = positive(r, v1_key);
+    const double v = r.number(v1_key, v1_inverse ? kRate : kSecondsPerUnit);
     c.points.push_back({1, v1_inverse ? 1.0 / v : v});
     return c;
   }
   for (const auto& p : r.objects(key)) {
-    RatePoint pt{positive(p, "size"), positive(p, "s_per_unit")};
+    RatePoint pt{p.number("size", NumberRange::positive(1e18)),
+                 p.number("s_per_unit", kSecondsPerUnit)};
     if (!c.points.empty() && pt.size <= c.points.back().size) p.fail("size", "sizes must ascend");
     p.reject_unknown_keys();
     c.points.push_back(pt);
@@ -254,9 +260,9 @@ void read_collectives(const ObjectReader& r, HardwareProfile& p) {
     CollectiveConstants k;
     k.kind = c.string("kind");
     k.ranks = c.positive_integer("ranks");
-    k.latency_s = non_negative(c, "latency_s");
-    k.s_per_byte = non_negative(c, "s_per_byte");
-    k.rms_relative_error = c.number("rms_relative_error");
+    k.latency_s = c.number("latency_s", kSeconds);
+    k.s_per_byte = c.number("s_per_byte", NumberRange::non_negative(1.0));
+    k.rms_relative_error = c.number("rms_relative_error", kRelativeError);
     c.reject_unknown_keys();
     p.collectives.push_back(k);
   }
@@ -266,11 +272,11 @@ void read_correction(const ObjectReader& r, HardwareProfile& p) {
   const auto c = r.optional_object("step_correction");
   if (!c) return;
   auto& k = p.correction;
-  k.compute_scale = positive(*c, "compute_scale");
-  k.collective_scale = positive(*c, "collective_scale");
-  k.optimizer_scale = positive(*c, "optimizer_scale");
-  k.samples = c->integer("samples");
-  k.rms_relative_error = c->number("rms_relative_error");
+  k.compute_scale = c->number("compute_scale", kFactor);
+  k.collective_scale = c->number("collective_scale", kFactor);
+  k.optimizer_scale = c->number("optimizer_scale", kFactor);
+  k.samples = c->integer("samples", 0, 1'000'000);
+  k.rms_relative_error = c->number("rms_relative_error", kRelativeError);
   c->reject_unknown_keys();
 }
 
@@ -280,21 +286,23 @@ void read_residuals(const ObjectReader& r, HardwareProfile& p) {
   for (const auto& g : res->objects("gemm")) {
     p.gemm_samples.push_back({g.positive_integer("m"), g.positive_integer("n"),
                               g.positive_integer("k"), g.string("form"),
-                              positive(g, "measured_s")});
+                              g.number("measured_s", kPositiveSeconds)});
     (void)g.number("fitted_s");
     g.reject_unknown_keys();
   }
   for (const auto& c : res->objects("collectives")) {
     p.collective_samples.push_back({c.string("kind"), c.positive_integer("ranks"),
-                                    c.positive_integer("bytes"), positive(c, "measured_s")});
+                                    c.positive_integer("bytes"),
+                                    c.number("measured_s", kPositiveSeconds)});
     (void)c.number("fitted_s");
     c.reject_unknown_keys();
   }
   for (const auto& t : res->objects("steps")) {
     p.step_samples.push_back(
-        {t.string("label"), non_negative(t, "compute_s"), non_negative(t, "collectives_s"),
-         non_negative(t, "optimizer_s"), non_negative(t, "optimizer_collectives_s"),
-         positive(t, "measured_compute_s"), non_negative(t, "measured_optimizer_s")});
+        {t.string("label"), t.number("compute_s", kSeconds), t.number("collectives_s", kSeconds),
+         t.number("optimizer_s", kSeconds), t.number("optimizer_collectives_s", kSeconds),
+         t.number("measured_compute_s", kPositiveSeconds),
+         t.number("measured_optimizer_s", kSeconds)});
     (void)t.number("fitted_step_s");
     t.reject_unknown_keys();
   }
@@ -307,11 +315,13 @@ void read_quality(const ObjectReader& r, HardwareProfile& p) {
   ProfileQuality out;
   out.benchmarks = q->integer("benchmarks");
   if (out.benchmarks < 0) q->fail("benchmarks", "must not be negative");
-  out.median_spread = non_negative(*q, "median_spread");
-  out.max_spread = non_negative(*q, "max_spread");
+  // Spreads are relative (0.1 = 10%); load averages are runnable processes.
+  constexpr NumberRange kLoad = NumberRange::non_negative(1e6);
+  out.median_spread = q->number("median_spread", kRelativeError);
+  out.max_spread = q->number("max_spread", kRelativeError);
   out.cores = static_cast<int>(q->positive_integer("cores"));
-  out.load_before = non_negative(*q, "load_before");
-  out.load_after = non_negative(*q, "load_after");
+  out.load_before = q->number("load_before", kLoad);
+  out.load_after = q->number("load_after", kLoad);
   out.noisy = q->boolean("noisy");
   out.reasons = q->strings("reasons");
   q->reject_unknown_keys();
@@ -325,6 +335,7 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
   r.check_schema_version(2);
   HardwareProfile p;
   p.backend = r.string("backend");
+  if (const auto problem = backend_problem(p.backend)) r.fail("backend", *problem);
   p.hardware = r.string("hardware");
   p.created = r.string("created");
   const auto v = r.object("versions");
@@ -333,12 +344,14 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
   v.reject_unknown_keys();
   const auto g = r.object("gemm");
   if (g.has("dtype")) p.gemm_dtype = g.string("dtype");
-  p.gemm_s_per_flop = positive(g, "s_per_flop");
-  p.gemm_s_per_byte = non_negative(g, "s_per_byte");
-  p.gemm_s_per_call = non_negative(g, "s_per_call");
-  p.gemm_rms_relative_error = g.number("rms_relative_error");
+  p.gemm_s_per_flop = g.number("s_per_flop", kSecondsPerUnit);
+  p.gemm_s_per_byte = g.number("s_per_byte", NumberRange::non_negative(1.0));
+  p.gemm_s_per_call = g.number("s_per_call", kSeconds);
+  p.gemm_rms_relative_error = g.number("rms_relative_error", kRelativeError);
   if (g.has("interpolate")) p.gemm_interpolate = g.boolean("interpolate");
-  if (g.has("loo_relative_error")) p.gemm_loo_relative_error = g.number("loo_relative_error");
+  if (g.has("loo_relative_error")) {
+    p.gemm_loo_relative_error = g.number("loo_relative_error", kRelativeError);
+  }
   g.reject_unknown_keys();
   p.elementwise_s_per_byte =
       read_curve(r, "elementwise_s_per_byte", "elementwise_bytes_per_s", true);

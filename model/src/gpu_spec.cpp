@@ -25,20 +25,17 @@ double GpuSpec::peak_flops_for(Precision p) const {
 
 namespace {
 
-double non_negative(const ObjectReader& r, const char* key) {
-  const double v = r.number(key);
-  if (v < 0) r.fail(key, "must not be negative");
-  return v;
-}
+// Peak flop/s, bandwidths in bytes/s and watts: zero where absent, 1e18 at most.
+constexpr NumberRange kSpec = NumberRange::non_negative(1e18);
 
 PeakFlops read_flops(const ObjectReader& r) {
   PeakFlops f;
-  f.fp32 = non_negative(r, "fp32");
-  f.tf32 = non_negative(r, "tf32");
-  f.fp16 = non_negative(r, "fp16");
-  f.bf16 = non_negative(r, "bf16");
-  f.fp8 = non_negative(r, "fp8");
-  f.int8 = non_negative(r, "int8");
+  f.fp32 = r.number("fp32", kSpec);
+  f.tf32 = r.number("tf32", kSpec);
+  f.fp16 = r.number("fp16", kSpec);
+  f.bf16 = r.number("bf16", kSpec);
+  f.fp8 = r.number("fp8", kSpec);
+  f.int8 = r.number("int8", kSpec);
   r.reject_unknown_keys();
   return f;
 }
@@ -48,13 +45,13 @@ GpuSpec read_gpu(const ObjectReader& r) {
   g.name = r.string("name");
   g.aliases = r.strings("aliases");
   g.memory = Bytes{r.positive_integer("memory_bytes")};
-  g.memory_bandwidth_bytes_per_s = non_negative(r, "hbm_bandwidth_bytes_per_s");
+  g.memory_bandwidth_bytes_per_s = r.number("hbm_bandwidth_bytes_per_s", kSpec);
   g.peak_flops = read_flops(r.object("peak_flops"));
   g.nvlink_links = r.integer("nvlink_links");
-  g.nvlink_bytes_per_s_per_direction = non_negative(r, "nvlink_bytes_per_s_per_direction");
+  g.nvlink_bytes_per_s_per_direction = r.number("nvlink_bytes_per_s_per_direction", kSpec);
   g.pcie_generation = r.positive_integer("pcie_generation");
   g.pcie_lanes = r.positive_integer("pcie_lanes");
-  g.tdp_watts = non_negative(r, "tdp_watts");
+  g.tdp_watts = r.number("tdp_watts", kSpec);
   r.reject_unknown_keys();
   return g;
 }

@@ -35,31 +35,12 @@ LinkKind parse_kind(const ObjectReader& r) {
   r.fail("kind", "must be one of nvlink, pcie, socket, network");
 }
 
-double positive(const ObjectReader& r, std::string_view key) {
-  const double v = r.number(key);
-  if (!(v > 0)) r.fail(key, "must be positive");
-  return v;
-}
-
-double non_negative(const ObjectReader& r, std::string_view key) {
-  const double v = r.number(key);
-  if (v < 0) r.fail(key, "must not be negative");
-  return v;
-}
-
-double fraction(const ObjectReader& r, std::string_view key) {
-  const double v = positive(r, key);
-  if (v > 1.0) r.fail(key, "must be at most 1");
-  return v;
-}
-
 LinkClass read_class(const ObjectReader& r) {
   LinkClass c;
   c.name = r.string("name");
   c.kind = parse_kind(r);
-  c.bandwidth_Bps = positive(r, "bandwidth_Bps");
-  if (c.bandwidth_Bps < 1e6) r.fail("bandwidth_Bps", "must be at least 1e6 (1 MB/s)");
-  c.efficiency = fraction(r, "efficiency");
+  c.bandwidth_Bps = r.number("bandwidth_Bps", kLinkBandwidth);
+  c.efficiency = r.number("efficiency", kFraction);
   c.in_switch_reduction = r.optional_boolean("in_switch_reduction").value_or(false);
   r.optional_string("note");
   r.reject_unknown_keys();
@@ -70,17 +51,17 @@ LinkClass read_class(const ObjectReader& r) {
 //  "network": c}}; socket links use the pcie latency.
 ProtocolCost read_protocol(const ObjectReader& r) {
   ProtocolCost p;
-  p.base_latency_s = non_negative(r, "base_latency_s");
-  p.bandwidth_fraction = fraction(r, "bandwidth_fraction");
+  p.base_latency_s = r.number("base_latency_s", kSeconds);
+  p.bandwidth_fraction = r.number("bandwidth_fraction", kFraction);
   p.bandwidth_fraction_one_node = r.has("bandwidth_fraction_one_node")
-                                      ? fraction(r, "bandwidth_fraction_one_node")
+                                      ? r.number("bandwidth_fraction_one_node", kFraction)
                                       : p.bandwidth_fraction;
   r.optional_number("bandwidth_fraction_one_node");
   const auto hops = r.object("hop_latency_s");
-  p.hop_latency_s[static_cast<std::size_t>(LinkKind::nvlink)] = non_negative(hops, "nvlink");
-  p.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] = non_negative(hops, "pcie");
-  p.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] = non_negative(hops, "pcie");
-  p.hop_latency_s[static_cast<std::size_t>(LinkKind::network)] = non_negative(hops, "network");
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::nvlink)] = hops.number("nvlink", kSeconds);
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] = hops.number("pcie", kSeconds);
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] = hops.number("pcie", kSeconds);
+  p.hop_latency_s[static_cast<std::size_t>(LinkKind::network)] = hops.number("network", kSeconds);
   hops.reject_unknown_keys();
   r.reject_unknown_keys();
   return p;
@@ -89,7 +70,7 @@ ProtocolCost read_protocol(const ObjectReader& r) {
 AlgorithmCost read_algorithm(const ObjectReader& r) {
   AlgorithmCost a;
   a.bandwidth_efficiency =
-      r.has("bandwidth_efficiency") ? fraction(r, "bandwidth_efficiency") : 1.0;
+      r.has("bandwidth_efficiency") ? r.number("bandwidth_efficiency", kFraction) : 1.0;
   r.optional_number("bandwidth_efficiency");
   r.optional_string("note");
   for (std::size_t i = 0; i < kProtocolNames.size(); ++i) {

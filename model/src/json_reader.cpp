@@ -205,6 +205,10 @@ std::shared_ptr<const JsonDocument> parse_json(std::string text, std::string ori
     const auto lc = line_column_at(doc->text, e.byte == 0 ? 0 : e.byte - 1);
     throw Error(doc->origin + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column) +
                 ": malformed JSON: " + strip_parse_prefix(e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number literal beyond double's range, e.g. 1e999 (nlohmann gives no position).
+    const std::string what = e.what();
+    throw Error(doc->origin + ": malformed JSON: " + what.substr(what.find(']') + 2));
   }
   if (guard.duplicate()) {
     throw Error(doc->origin + ": duplicate key \"" + *guard.duplicate() + "\"");
@@ -350,7 +354,9 @@ std::optional<std::int64_t> ObjectReader::optional_integer(std::string_view key)
 double ObjectReader::number(std::string_view key) const {
   const auto& v = require(key);
   if (!v.is_number()) fail(key, std::string("expected a number, got ") + type_name(v));
-  return v.get<double>();
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail(key, "must be finite, got " + v.dump());
+  return d;
 }
 
 std::optional<double> ObjectReader::optional_number(std::string_view key) const {
@@ -359,6 +365,30 @@ std::optional<double> ObjectReader::optional_number(std::string_view key) const 
     return std::nullopt;
   }
   return number(key);
+}
+
+double ObjectReader::number(std::string_view key, const NumberRange& range) const {
+  const double v = number(key);
+  if (const auto problem = range_problem(v, range)) fail(key, *problem);
+  return v;
+}
+
+std::optional<double> ObjectReader::optional_number(std::string_view key,
+                                                    const NumberRange& range) const {
+  if (!has(key)) {
+    find(key);
+    return std::nullopt;
+  }
+  return number(key, range);
+}
+
+std::int64_t ObjectReader::integer(std::string_view key, std::int64_t min, std::int64_t max) const {
+  const auto i = integer(key);
+  if (i < min || i > max) {
+    fail(key, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                  ", got " + std::to_string(i));
+  }
+  return i;
 }
 
 bool ObjectReader::boolean(std::string_view key) const {

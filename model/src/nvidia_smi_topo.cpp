@@ -68,6 +68,7 @@ class SmiParser {
     Matrix m;
     for (const auto& t : tokens_of(lines_[header])) {
       if (t == "CPU" || t == "NUMA" || t == "Affinity" || t == "GPU" || t == "ID") break;
+      check_label(t, header + 1);
       m.labels.push_back(t);
     }
     const std::size_t n = m.labels.size();
@@ -75,10 +76,15 @@ class SmiParser {
     m.numa.assign(n, std::nullopt);
     std::vector<bool> seen(n, false);
     std::size_t rows = 0;
-    for (std::size_t i = header + 1; i < lines_.size() && rows < n; ++i) {
+    for (std::size_t i = header + 1; i < lines_.size(); ++i) {
       const auto t = tokens_of(lines_[i]);
       if (t.empty()) continue;
       if (t.front().rfind("Legend", 0) == 0) break;
+      // Every line up to the legend is a row: none is skipped unread.
+      if (rows == n) {
+        fail(i + 1, "'" + t.front() + "' after the " + std::to_string(n) +
+                        " rows of the header's columns (expected the Legend)");
+      }
       read_row(m, t, i + 1, seen);
       ++rows;
     }
@@ -93,6 +99,18 @@ class SmiParser {
   [[noreturn]] void fail(std::size_t line, const std::string& what) const {
     throw Error(origin_ + (line > 0 ? ":" + std::to_string(line) : "") +
                 ": nvidia-smi topo -m: " + what);
+  }
+
+  // A column is a GPU (GPU0, GPU1, ...) or a NIC (NIC0, mlx5_0, ...); anything else, such as
+  // GPU with a non-ASCII digit, would otherwise be read as a NIC and the GPU lost.
+  void check_label(const std::string& label, std::size_t line) const {
+    if (is_gpu_label(label)) return;
+    if (label.rfind("GPU", 0) != 0 &&
+        std::regex_match(label, std::regex("[A-Za-z][A-Za-z0-9_]*"))) {
+      return;
+    }
+    fail(line, "header column '" + label +
+                   "' is neither GPU<number> (ASCII digits) nor a NIC name such as NIC0 or mlx5_0");
   }
 
   std::size_t find_header() const {

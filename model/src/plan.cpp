@@ -67,7 +67,7 @@ Plan plan_from_reader(const ObjectReader& r) {
   t.micro_batch = r.positive_integer("micro_batch");
   p.grad_accum = r.positive_integer("grad_accum");
   p.global_batch = r.positive_integer("global_batch");
-  t.seq_len = r.integer("seq_len");
+  t.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: a model without a sequence
   t.bucket_cap_bytes = r.positive_integer("bucket_cap_bytes");
   p.no_sync = r.boolean("no_sync");
   t.grad_accum = p.grad_accum;
@@ -76,10 +76,11 @@ Plan plan_from_reader(const ObjectReader& r) {
     r.fail("global_batch", "is not micro_batch x grad_accum x dp");
   }
   const auto pred = r.object("predicted");
-  p.predicted.step_time_s = pred.number("step_time_s");
-  p.predicted.samples_per_s = pred.number("samples_per_s");
-  p.predicted.tokens_per_s = pred.number("tokens_per_s");
-  p.predicted.mfu = pred.number("mfu");
+  // Zeros where nothing was predicted (calibration and autotune trial plans).
+  p.predicted.step_time_s = pred.number("step_time_s", kSeconds);
+  p.predicted.samples_per_s = pred.number("samples_per_s", NumberRange::non_negative(1e12));
+  p.predicted.tokens_per_s = pred.number("tokens_per_s", NumberRange::non_negative(1e15));
+  p.predicted.mfu = pred.number("mfu", NumberRange::non_negative(1.0));
   p.predicted.memory_per_gpu_bytes = pred.integer("memory_per_gpu_bytes");
   pred.reject_unknown_keys();
   r.reject_unknown_keys();

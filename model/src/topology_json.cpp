@@ -33,12 +33,8 @@ LinkSpec read_link(const ObjectReader& r) {
   l.from = r.string("from");
   l.to = r.string("to");
   l.link_class = r.string("class");
-  l.count = r.optional_integer("count").value_or(1);
-  if (l.count < 1) r.fail("count", "must be a positive integer");
-  l.bandwidth_Bps = r.optional_number("bandwidth_Bps");
-  if (l.bandwidth_Bps && !(*l.bandwidth_Bps >= 1e6)) {
-    r.fail("bandwidth_Bps", "must be at least 1e6 (1 MB/s)");
-  }
+  l.count = r.has("count") ? r.integer("count", 1, 1024) : 1;
+  l.bandwidth_Bps = r.optional_number("bandwidth_Bps", kLinkBandwidth);
   l.where = r.location("class");
   r.reject_unknown_keys();
   return l;
@@ -47,10 +43,10 @@ LinkSpec read_link(const ObjectReader& r) {
 NetworkSpec read_network(const ObjectReader& r) {
   NetworkSpec n;
   n.link_class = r.string("class");
-  n.nodes_per_leaf = r.optional_integer("nodes_per_leaf").value_or(32);
-  if (n.nodes_per_leaf < 1) r.fail("nodes_per_leaf", "must be a positive integer");
-  n.oversubscription = r.optional_number("oversubscription").value_or(1.0);
-  if (!(n.oversubscription >= 1.0)) r.fail("oversubscription", "must be at least 1");
+  n.nodes_per_leaf = r.has("nodes_per_leaf") ? r.integer("nodes_per_leaf", 1, 100'000) : 32;
+  // Oversubscription is downlinks over uplinks of a leaf switch: 1 (full bisection) to a
+  // few dozen; beyond 1024 there would be no uplink at all.
+  n.oversubscription = r.optional_number("oversubscription", {1.0, 1024.0}).value_or(1.0);
   r.reject_unknown_keys();
   return n;
 }

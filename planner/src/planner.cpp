@@ -31,6 +31,23 @@ Objective parse_objective(std::string_view text) {
   throw Error(unknown_name_message("objective", text, {"throughput", "time", "cost"}));
 }
 
+std::vector<Precision> default_precisions(const GpuSpec& gpu) {
+  return {gpu.peak_flops.bf16 > 0 ? Precision::bf16 : Precision::fp16, Precision::fp32};
+}
+
+void check_precisions(const GpuSpec& gpu, const std::vector<Precision>& precisions) {
+  for (const auto p : precisions) {
+    if (gpu.peak_flops_for(p) > 0) continue;
+    std::string has;
+    for (const auto& row : kPrecisions) {
+      if (gpu.peak_flops_for(row.value) > 0)
+        has += (has.empty() ? "" : ", ") + std::string(row.name);
+    }
+    throw Error(std::string(name_of(p)) + ": " + gpu.name + " has no " +
+                std::string(compute_type(p)) + " tensor-core peak (it runs " + has + ")");
+  }
+}
+
 std::string_view name_of(Reason r) {
   switch (r) {
     case Reason::out_of_memory:

@@ -74,10 +74,7 @@ void Search::set_axes() {
   const auto& r = in_.request;
   strategies_ = r.strategies.empty() ? all_of(kStrategies) : r.strategies;
   precisions_ = r.precisions;
-  if (precisions_.empty()) {
-    precisions_ = {in_.gpu.peak_flops.bf16 > 0 ? Precision::bf16 : Precision::fp16,
-                   Precision::fp32};
-  }
+  if (precisions_.empty()) precisions_ = default_precisions(in_.gpu);
   checkpointings_ = r.checkpointing;
   if (checkpointings_.empty()) {
     checkpointings_ = in_.model.transformer ? all_of(kCheckpointings)

@@ -7,6 +7,8 @@
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "dtplan/model/number_range.hpp"
+#include "dtplan/runtime/measurement.hpp"
 #include "dtplan/runtime/run_job.hpp"
 
 namespace {
@@ -21,23 +23,33 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
                "with --measure-profile: fewer shapes and sizes (seconds, for tests)");
   app.add_option("--backend", o.backend, "cpu (MPI, Eigen) or cuda (NCCL, cuBLAS)")
       ->capture_default_str();
-  app.add_option("--steps", o.steps, "measured optimizer steps")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "steps run before measuring")->capture_default_str();
+  app.add_option("--steps", o.steps, "measured optimizer steps")
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::NumberRange{1, 1e6}));
+  app.add_option("--warmup", o.warmup, "steps run before measuring")
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::NumberRange::non_negative(1e6)));
   app.add_option("--scale", o.scale,
                  "in (0, 1]: head dimension, MLP width and vocabulary multiplied by it")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::runtime::kModelScale));
   app.add_option("--out", o.out_path, "measurement JSON to write (rank 0)");
   app.add_option("--data-dir", o.data_dir, "dtplan data directory (presets)");
-  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate")
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::kLearningRate));
   app.add_option("--max-grad-norm", o.max_grad_norm, "global gradient-norm clip (0: off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::NumberRange::non_negative(1e30)));
   app.add_option("--seed", o.seed, "seed of weights and data")->capture_default_str();
   app.add_option("--memory-limit", o.memory_limit_bytes,
                  "bytes a rank may allocate (0: the device's memory, or the host's share)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::NumberRange::non_negative(1e18)));
   app.add_option("--timeout", o.timeout_s,
                  "seconds without progress after which the job is ended (0: never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(dtplan::number_check(dtplan::kSeconds));
   app.add_option("--inject-fault", fault, "for tests: kill:RANK:STEP or hang:RANK:STEP");
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "dtplan/cost/hardware_profile.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
 
@@ -32,14 +33,14 @@ nlohmann::json step_json(const StepRow& s) {
 StepRow step_from(const ObjectReader& r) {
   StepRow s;
   s.step = r.integer("step");
-  s.time_s = r.number("time_s");
-  s.forward_s = r.number("forward_s");
-  s.backward_s = r.number("backward_s");
-  s.comm_wait_s = r.number("comm_wait_s");
-  s.optimizer_s = r.number("optimizer_s");
+  s.time_s = r.number("time_s", kPositiveSeconds);
+  s.forward_s = r.number("forward_s", kSeconds);
+  s.backward_s = r.number("backward_s", kSeconds);
+  s.comm_wait_s = r.number("comm_wait_s", kSeconds);
+  s.optimizer_s = r.number("optimizer_s", kSeconds);
   s.loss = r.number("loss");
-  s.grad_norm = r.number("grad_norm");
-  s.loss_scale = r.number("loss_scale");
+  s.grad_norm = r.number("grad_norm", NumberRange::non_negative(1e30));
+  s.loss_scale = r.number("loss_scale", NumberRange::positive(1e30));
   s.skipped = r.boolean("skipped");
   r.reject_unknown_keys();
   return s;
@@ -75,8 +76,8 @@ Executed executed_from(const ObjectReader& r) {
   e.no_sync = r.boolean("no_sync");
   e.bucket_cap_bytes = r.positive_integer("bucket_cap_bytes");
   e.buckets = r.positive_integer("buckets");
-  e.lr = r.number("lr");
-  e.max_grad_norm = r.number("max_grad_norm");
+  e.lr = r.number("lr", kLearningRate);
+  e.max_grad_norm = r.number("max_grad_norm", NumberRange::non_negative(1e30));
   e.seed = r.integer("seed");
   r.reject_unknown_keys();
   return e;
@@ -108,7 +109,7 @@ CollectiveSummary collective_from(const ObjectReader& r) {
   c.phase = r.string("phase");
   c.bytes = r.integer("bytes");
   c.count_per_step = r.positive_integer("count_per_step");
-  c.time_s = r.number("time_s");
+  c.time_s = r.number("time_s", kSeconds);
   r.reject_unknown_keys();
   return c;
 }
@@ -214,6 +215,7 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
   m.plan_file = r.string("plan_file");
   m.plan = plan_from_reader(r.object("plan"));
   m.backend = r.string("backend");
+  if (const auto problem = cost::backend_problem(m.backend)) r.fail("backend", *problem);
   m.world_size = r.positive_integer("world_size");
   m.host = r.string("host");
   const auto hw = r.object("hardware");
@@ -227,7 +229,7 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
   for (const auto& [key, value] : r.value("versions").items())
     m.versions[key] = v.string(key);
   v.reject_unknown_keys();
-  m.scale = r.number("scale");
+  m.scale = r.number("scale", kModelScale);
   m.workload = cost::dense_stack_from_json(r.object("workload"));
   m.executed = executed_from(r.object("executed"));
   m.warmup = r.integer("warmup_steps");

@@ -59,10 +59,21 @@ struct Job {
 
 cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir) {
   const auto& t = plan.training;
-  const auto model = load_model(plan.model, resolve_data_dir(data_dir) / "models");
+  // Errors name the plan's field (a JSON pointer), so that a caller can prefix the file.
+  const auto model = [&] {
+    try {
+      return load_model(plan.model, resolve_data_dir(data_dir) / "models");
+    } catch (const Error& e) {
+      throw Error("/model: " + std::string(e.what()));
+    }
+  }();
   if (!model.transformer) {
-    throw Error("model " + plan.model +
+    throw Error("/model: " + plan.model +
                 " is not a transformer; dtplan-run executes transformer plans only");
+  }
+  if (t.seq_len < 1) {
+    throw Error("/seq_len: " + std::to_string(t.seq_len) +
+                ": a transformer plan records the sequence length it was planned for");
   }
   cost::RuntimeRun r;
   r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));

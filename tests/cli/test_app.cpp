@@ -37,3 +37,9 @@ TEST_CASE("library errors become one line and exit code 1") {
         "dtplan: error: --data-dir '/nonexistent' is not a dtplan data directory (no "
         "gpus.json in it)\n");
 }
+
+TEST_CASE("a flag given twice is named, not CLI11's 'At Most 1 required but received 2'") {
+  std::string err;
+  CHECK(run({"memory", "--params", "1B", "--gpus", "2", "--gpus", "4"}, nullptr, &err) == 2);
+  CHECK(err == "dtplan: error: --gpus given twice (give it once) (see dtplan --help)\n");
+}

@@ -257,3 +257,46 @@ TEST_CASE("plan --json carries the tensor x pipeline search; --sp takes on and o
                                 "A100-80GB", "--global-batch", "16", "--pp", "5"});
   CHECK_THAT(none.out, Catch::Matchers::Contains("pp must divide 12 layers (allowed here: none)"));
 }
+
+TEST_CASE("a micro-batch larger than the global batch is refused, not planned at another batch") {
+  const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+                      "--micro-batch", "32", "--global-batch", "16"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--micro-batch 32 exceeds --global-batch 16"));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("plan flags are range-checked: --max-hours 0 is not a deadline") {
+  auto r = run(with({"--steps", "100", "--max-hours", "0"}));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--max-hours: must be positive, got 0"));
+  r = run(with({"--lr", "1e308"}));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--lr: must be at most 10 (a sane maximum), got 1e308"));
+}
+
+TEST_CASE("a GPU without bf16 (V100, T4) plans in fp16 and fp32 and says so") {
+  for (const std::string gpu : {"V100-32GB", "T4"}) {
+    INFO(gpu);
+    const auto ds = temp("v100-ds.json");
+    std::filesystem::remove(ds);
+    auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", gpu,
+                  "--global-batch", "64", "--export-deepspeed", ds.string()});
+    CHECK(r.code == 0);
+    CHECK_THAT(r.err, !Contains("bf16"));
+    CHECK_THAT(r.out,
+               Contains("note: " + gpu + " has no bf16 tensor cores: searched fp16 and fp32"));
+    CHECK(std::filesystem::exists(ds));
+    r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", gpu,
+             "--global-batch", "64", "--precision", "fp16"});
+    CHECK(r.code == 0);
+    // Asked for by name, bf16 is an error naming the flag, and no file is left behind.
+    std::filesystem::remove(ds);
+    r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", gpu,
+             "--global-batch", "64", "--precision", "bf16", "--export-deepspeed", ds.string()});
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err,
+               Contains("--precision bf16: " + gpu + " has no bf16 tensor-core peak (it runs "));
+    CHECK_FALSE(std::filesystem::exists(ds));
+  }
+}

@@ -91,3 +91,36 @@ TEST_CASE("unreadable files name the path") {
   CHECK_THAT(error_of([] { read_json_file("/nonexistent/x.json"); }),
              Contains("/nonexistent/x.json: cannot open"));
 }
+
+TEST_CASE("range-checked numbers: finite, positive where asked, within a sane maximum") {
+  const auto doc = parse_json(
+      "{\n  \"neg\": -1,\n  \"zero\": 0,\n  \"huge\": 1e308,\n  \"ok\": 0.5,\n  \"n\": 3\n}\n",
+      "r.json");
+  const auto r = ObjectReader::root(doc);
+  CHECK(r.number("ok", kPositiveSeconds) == 0.5);
+  CHECK_THAT(error_of([&] { r.number("neg", kPositiveSeconds); }),
+             Contains("r.json:2: /neg: must be positive, got -1"));
+  CHECK_THAT(error_of([&] { r.number("zero", kFactor); }),
+             Contains("r.json:3: /zero: must be positive, got 0"));
+  CHECK_THAT(error_of([&] { r.number("huge", kPositiveSeconds); }),
+             Contains("r.json:4: /huge: must be at most 1e7 (a sane maximum), got 1e308"));
+  CHECK(r.number("zero", kSeconds) == 0.0);
+  CHECK_FALSE(r.optional_number("absent", kFactor).has_value());
+  CHECK_THAT(error_of([&] { r.integer("n", 4, 10); }),
+             Contains("/n: must be an integer from 4 to 10, got 3"));
+  // A literal beyond double's range is a one-line error, not nlohmann's exception.
+  CHECK(error_of([] { parse_json(R"({"x": 1e999})", "i.json"); }) ==
+        "i.json: malformed JSON: number overflow parsing '1e999'");
+}
+
+TEST_CASE("flags share the range check: NaN, inf, negatives and junk are named") {
+  const auto check = number_check(kLearningRate);
+  CHECK(check("0.001").empty());
+  CHECK(check("nan") == "must be a number, got NaN");
+  CHECK(check("inf") == "must be finite, got inf");
+  CHECK(check("-1") == "must be positive, got -1");
+  CHECK(check("100") == "must be at most 10 (a sane maximum), got 100");
+  CHECK(check("1e-3x") == "expected a number, got 1e-3x");
+  CHECK(number_check(kSeconds)("0").empty());
+  CHECK(number_check(kSeconds)("-1") == "must be zero or more, got -1");
+}

@@ -85,3 +85,22 @@ TEST_CASE("malformed matrices are refused with the line and cell") {
              Contains("row GPU5 has 9 cells, the header 10 columns"));
   CHECK_THAT(error_of("bad_no_header.txt"), Contains("no header line starting with GPU0"));
 }
+
+TEST_CASE("every header column and row is accounted for, or the matrix is refused") {
+  const auto bad = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "bad";
+  auto error_in = [&](const char* file) {
+    try {
+      load_node_template((bad / file).string(), DTPLAN_DATA_DIR);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  // GPU3 written with an Arabic-Indic digit: it was read as a NIC, leaving 7 GPUs.
+  CHECK_THAT(error_in("smi_non_ascii_gpu.txt"),
+             Contains("smi_non_ascii_gpu.txt:1: nvidia-smi topo -m: header column 'GPU\u0663'") &&
+                 Contains("neither GPU<number>"));
+  // A 13th row under a 12-column header was never read.
+  CHECK_THAT(error_in("smi_extra_row.txt"),
+             Contains("smi_extra_row.txt:14:") && Contains("'mlx5_4' after the 12 rows"));
+}

@@ -103,3 +103,11 @@ TEST_CASE("Graphviz output lists every device and link once") {
         1 + 1 + 14 + 13 + 1);  // head, style, 14 devices, 13 links, }
   CHECK_THAT(dot, Contains("label=\"upi\\n10.0 GB/s\""));
 }
+
+TEST_CASE("absurd numbers in a topology file name the field") {
+  const auto path =
+      std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "bad" / "topology_oversubscription_huge.json";
+  CHECK_THROWS_WITH(load_node_template(path.string(), kData / "topologies"),
+                    Contains("topology_oversubscription_huge.json:70: /network/oversubscription: "
+                             "must be at most 1024 (a sane maximum), got 1e308"));
+}

@@ -143,6 +143,11 @@ struct HardwareProfile {
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };
 
+// The backends dtplan-run measures on; a profile or measurement names one of them.
+const std::vector<std::string>& known_backends();
+// "unknown backend 'tpu' (known: cpu, cuda)" for any other name; nullopt for a known one.
+std::optional<std::string> backend_problem(const std::string& backend);
+
 // The bundled profile of a backend and rank count, data/profiles/<backend>-<ranks>ranks.json;
 // throws naming it and how to make one (dtplan calibrate) when there is none.
 std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,

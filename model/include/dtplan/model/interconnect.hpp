@@ -14,7 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "dtplan/model/number_range.hpp"
+
 namespace dtplan {
+
+// A link's bandwidth in bytes/s: at least 1 MB/s, at most 100 TB/s.
+inline constexpr NumberRange kLinkBandwidth{1e6, 1e14};
 
 enum class LinkKind { nvlink, pcie, socket, network };
 enum class Protocol { ll, ll128, simple };

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dtplan/model/number_range.hpp"
+
 namespace dtplan {
 
 // A parsed JSON document and where it came from.
@@ -46,6 +48,11 @@ class ObjectReader {
   std::optional<std::int64_t> optional_integer(std::string_view key) const;
   double number(std::string_view key) const;
   std::optional<double> optional_number(std::string_view key) const;
+  // A number inside `range` (finite, within its sane maximum); errors state the range.
+  double number(std::string_view key, const NumberRange& range) const;
+  std::optional<double> optional_number(std::string_view key, const NumberRange& range) const;
+  // An integer in [min, max].
+  std::int64_t integer(std::string_view key, std::int64_t min, std::int64_t max) const;
   bool boolean(std::string_view key) const;
   std::optional<bool> optional_boolean(std::string_view key) const;
   std::string string(std::string_view key) const;

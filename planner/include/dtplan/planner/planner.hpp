@@ -30,6 +30,12 @@ Objective parse_objective(std::string_view text);
 
 enum class Sync { both, no_sync, every_micro_step };
 
+// The precisions searched when none are asked for: bf16 (fp16 on a GPU without bf16 tensor
+// cores, such as V100 and T4) and fp32.
+std::vector<Precision> default_precisions(const GpuSpec& gpu);
+// Throws naming the first precision `gpu` has no tensor-core peak for, and what it does have.
+void check_precisions(const GpuSpec& gpu, const std::vector<Precision>& precisions);
+
 struct PlanRequest {
   std::int64_t global_batch = 0;
   std::int64_t seq_len = 0;                  // 0: the model's maximum

@@ -13,9 +13,13 @@
 
 #include "dtplan/cost/dense_stack.hpp"
 #include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 
 namespace dtplan::runtime {
+
+// --scale and a measurement's "scale": head dimension, MLP width and vocabulary x scale.
+inline constexpr NumberRange kModelScale = NumberRange::positive(1.0);
 
 struct StepRow {
   std::int64_t step = 0;

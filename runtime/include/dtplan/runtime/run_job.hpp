@@ -44,7 +44,8 @@ struct RunOptions {
 
 // What dtplan-run executes for `plan` at `scale` (the scaled stack, the runtime's strategy
 // settings, the bucket cap shrunk with the model), as the cost model's RuntimeRun: predicting a
-// run before starting it. Throws naming the plan's model when it is not a transformer.
+// run before starting it. Throws naming the plan's field (/model, /seq_len) when
+// the model is unknown or not a transformer, or the sequence length is missing.
 cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir);
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0

@@ -1,0 +1,28 @@
+// Tests for cli/src/calibrate_command.cpp and autotune_log.cpp: output paths that cannot be
+// used are refused up front with what is wrong, before minutes of measuring.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "autotune_log.hpp"
+#include "cli_runner.hpp"
+
+using Catch::Contains;
+
+TEST_CASE("calibrate checks --out before measuring") {
+  // No mpirun is started for these: the refusal comes first (and at once).
+  auto r = dtplan::test::run_dtplan({"calibrate", "--out", "/nonexistent-dir/profile.json"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--out /nonexistent-dir/profile.json: the directory "
+                             "/nonexistent-dir does not exist"));
+  const auto dir = std::filesystem::temp_directory_path();
+  r = dtplan::test::run_dtplan({"calibrate", "--out", dir.string()});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains(": is a directory"));
+}
+
+TEST_CASE("autotune --resume on a directory says it is a directory, not that it is empty") {
+  const auto dir = std::filesystem::temp_directory_path() / "dtplan-test-results-dir";
+  std::filesystem::create_directories(dir);
+  CHECK_THROWS_WITH(dtplan::cli::ResultsFile(dir, {{"model", "gpt2"}}, true),
+                    Contains("--results " + dir.string() + ": is a directory"));
+}
