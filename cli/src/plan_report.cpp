@@ -72,8 +72,15 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
       << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
       << "% headroom)\n";
-  out << "  searched " << format_thousands(res.configs_evaluated) << " configurations in "
-      << seconds(res.elapsed_s) << '\n';
+  const auto n = planner::search_counts(res);
+  out << "  searched " << format_thousands(n.evaluated) << " configurations in "
+      << seconds(res.elapsed_s) << ": " << n.chosen << " chosen, "
+      << format_thousands(n.rejected_evaluated) << " rejected";
+  if (n.not_evaluated > 0) {
+    out << "; " << format_thousands(n.not_evaluated)
+        << " more combinations rejected without evaluation (unsupported, batch unreachable)";
+  }
+  out << '\n';
 }
 
 // For the time and cost objectives: the run the objective measured.
@@ -247,14 +254,26 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
   std::map<Reason, std::vector<const Rejected*>> by_reason;
   for (const auto& r : rejected)
     by_reason[r.reason].push_back(&r);
-  out << "\nrejected: " << format_thousands(static_cast<std::int64_t>(rejected.size()));
-  std::string sep = " (";
-  for (const auto& [reason, list] : by_reason) {
-    out << sep << format_thousands(static_cast<std::int64_t>(list.size())) << ' '
-        << planner::name_of(reason);
-    sep = ", ";
+  // Two kinds of entry: evaluated configurations, and combinations never evaluated.
+  const auto n = planner::search_counts(ctx.result);
+  auto breakdown = [&by_reason](bool evaluated) {
+    std::string text;
+    for (const auto& [reason, list] : by_reason) {
+      if (planner::was_evaluated(reason) != evaluated) continue;
+      text += (text.empty() ? " (" : ", ") +
+              format_thousands(static_cast<std::int64_t>(list.size())) + ' ' +
+              std::string(planner::name_of(reason));
+    }
+    return text.empty() ? text : text + ")";
+  };
+  out << "\nrejected: " << format_thousands(static_cast<std::int64_t>(rejected.size())) << " = "
+      << format_thousands(n.rejected_evaluated) << " of the searched configurations"
+      << breakdown(true);
+  if (n.not_evaluated > 0) {
+    out << " + " << format_thousands(n.not_evaluated) << " combinations not evaluated"
+        << breakdown(false);
   }
-  out << (by_reason.empty() ? "" : ")") << "; --json lists every one\n";
+  out << "; --json lists every one\n";
   for (auto& [reason, list] : by_reason) {
     if (reason == Reason::unsupported) {
       print_unsupported(out, list);
@@ -404,7 +423,13 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
     return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
   };
   // The search itself (caches built) and the whole plan, caches included.
+  // configs_evaluated = configs_chosen + configs_rejected;
+  // rejected.size() = configs_rejected + combinations_not_evaluated.
+  const auto n = planner::search_counts(res);
   j["stats"] = {{"configs_evaluated", res.configs_evaluated},
+                {"configs_chosen", n.chosen},
+                {"configs_rejected", n.rejected_evaluated},
+                {"combinations_not_evaluated", n.not_evaluated},
                 {"elapsed_s", res.elapsed_s},
                 {"search_s", res.search_s},
                 {"search_configs_per_s", rate(res.search_s)},

@@ -47,6 +47,19 @@ std::string_view name_of(Reason r) {
   return "?";
 }
 
+bool was_evaluated(Reason r) {
+  return r != Reason::unsupported && r != Reason::batch_unreachable;
+}
+
+SearchCounts search_counts(const PlanResult& r) {
+  SearchCounts c;
+  c.evaluated = r.configs_evaluated;
+  c.chosen = r.best ? 1 : 0;
+  for (const auto& rej : r.rejected)
+    ++(was_evaluated(rej.reason) ? c.rejected_evaluated : c.not_evaluated);
+  return c;
+}
+
 std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t nodes,
                                      std::int64_t max_gpus) {
   std::vector<std::int64_t> out;

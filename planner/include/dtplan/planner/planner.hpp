@@ -100,6 +100,22 @@ struct PlanResult {
   std::vector<std::string> suggestions;  // when nothing fits: what would
 };
 
+// Whether a rejection stands for one evaluated configuration (out of memory, past the
+// deadline, slower) or for combinations never evaluated (unsupported: a whole strategy x
+// precision x GPUs x offload family; batch_unreachable: one GPU count).
+bool was_evaluated(Reason r);
+
+// How a search's numbers add up:
+//   evaluated = chosen + rejected_evaluated          (every evaluated configuration)
+//   rejected entries = rejected_evaluated + not_evaluated
+struct SearchCounts {
+  std::int64_t evaluated = 0;           // configurations priced: memory, then time
+  std::int64_t chosen = 0;              // 1 when something fits, else 0
+  std::int64_t rejected_evaluated = 0;  // evaluated and rejected (slower ones included)
+  std::int64_t not_evaluated = 0;       // rejected entries for combinations never evaluated
+};
+SearchCounts search_counts(const PlanResult& r);
+
 PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
                 const cost::OverheadConstants& overheads);
