@@ -41,6 +41,7 @@ struct PlanOptions {
   std::string attention = "flash";
   std::string objective = "throughput";
   double headroom = 0.10;
+  std::string host_memory;  // per node; empty: the topology's
   double price = 0;
   double max_hours = 0;
   std::int64_t top = 5;
@@ -98,6 +99,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.attention = parse_attention(o.attention);
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
+  r.host_memory = host_memory_of(o.host_memory);
   r.price_per_gpu_hour = o.price;
   if (!(o.price >= 0 && std::isfinite(o.price))) {
     throw Error("--price-per-gpu-hour: a positive, finite price");
@@ -426,6 +428,8 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
   cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
       ->capture_default_str();
+  cmd.add_option("--host-memory", o.host_memory,
+                 "host RAM per node for offloaded states, e.g. 512GiB (default: the topology's)");
   cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost");
   cmd.add_option("--max-hours", o.max_hours,
                  "a deadline: reject configurations whose run takes longer (needs --steps or "

@@ -44,6 +44,9 @@ std::string reason_text(const Rejected& r, planner::Objective o) {
   switch (r.reason) {
     case Reason::out_of_memory:
       return "out of memory by " + fixed(r.amount, 2) + " GiB";
+    case Reason::host_out_of_memory:
+      return "host memory per node over by " + fixed(r.amount, 2) + " GiB (needs " +
+             gib(r.config.host_memory) + " GiB; --host-memory)";
     case Reason::slower:
       return fixed(r.amount, 1) + "% " + behind_word(o);
     case Reason::batch_unreachable:
@@ -71,7 +74,7 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   }
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
       << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
-      << "% headroom)\n";
+      << "% headroom); host " << gib(res.host_capacity) << " GiB per node\n";
   const auto n = planner::search_counts(res);
   out << "  searched " << format_thousands(n.evaluated) << " configurations in "
       << seconds(res.elapsed_s) << ": " << n.chosen << " chosen, "
@@ -314,7 +317,9 @@ nlohmann::json rejected_json(const Rejected& r, planner::Objective o) {
   nlohmann::json j = {{"config", candidate_json(r.config)},
                       {"reason", std::string(planner::name_of(r.reason))},
                       {"detail", reason_text(r, o)}};
-  if (r.reason == Reason::out_of_memory) j["over_gib"] = r.amount;
+  if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
+    j["over_gib"] = r.amount;
+  }
   if (r.reason == Reason::slower) j["behind_pct"] = r.amount;
   if (r.reason == Reason::past_deadline) j["over_hours"] = r.amount;
   return j;
@@ -379,6 +384,7 @@ nlohmann::json candidate_json(const Candidate& c) {
   j["global_batch"] = c.global_batch;
   j["no_sync"] = c.no_sync;
   if (c.memory.value > 0) j["memory_bytes"] = c.memory.value;
+  j["host_memory_bytes_per_node"] = c.host_memory.value;
   if (c.step_time_s > 0) {
     j["step_time_s"] = c.step_time_s;
     j["samples_per_s"] = c.samples_per_s;
@@ -404,8 +410,10 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                                                               : "every-micro-step"}};
   j["exact_batch"] = res.exact_batch;
   j["best_exact"] = res.best_exact ? candidate_json(*res.best_exact) : nlohmann::json(nullptr);
-  j["capacity"] = {
-      {"bytes", res.capacity.value}, {"usable_bytes", res.usable.value}, {"headroom", r.headroom}};
+  j["capacity"] = {{"bytes", res.capacity.value},
+                   {"usable_bytes", res.usable.value},
+                   {"headroom", r.headroom},
+                   {"host_bytes_per_node", res.host_capacity.value}};
   j["best"] = res.best ? best_json(*res.best, extras) : nlohmann::json(nullptr);
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);

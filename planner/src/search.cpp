@@ -53,6 +53,8 @@ Search::Search(const Inputs& in) : in_(in) {
   result_.capacity = in.gpu.memory;
   result_.usable = Bytes{static_cast<std::int64_t>(
       std::floor(static_cast<double>(in.gpu.memory.value) * (1.0 - in.request.headroom)))};
+  result_.host_capacity =
+      in.request.host_memory.value_or(in.topology.node().host_memory_or_default());
 }
 
 PlanResult Search::run() {
@@ -165,11 +167,11 @@ MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std:
   auto at = [&](std::int64_t mb) {
     auto cfg = config(s, p, d, c, o, mb, accum);
     cfg.no_sync = no_sync;
-    return cost::estimate_memory(in_.model, cfg, k).gpu.total();
+    return cost::estimate_memory(in_.model, cfg, k);
   };
   const auto one = at(1);
-  const auto two = at(2);
-  return {one, two - one, true};
+  const auto two = at(2).gpu.total();
+  return {one.gpu.total(), two - one.gpu.total(), true, one.cpu_per_node};
 }
 
 // Two lines per configuration and synchronisation mode: a single micro-step, and
@@ -314,8 +316,13 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     ++result_.configs_evaluated;
     c.checkpointing = checkpointings_[ci];
     c.memory = line.at(c.micro_batch);
+    c.host_memory = line.host;
     if (c.memory > result_.usable) {
       reject(c, Reason::out_of_memory, to_gib(c.memory - result_.usable));
+      continue;
+    }
+    if (c.host_memory > result_.host_capacity) {
+      reject(c, Reason::host_out_of_memory, to_gib(c.host_memory - result_.host_capacity));
       continue;
     }
     const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
@@ -435,7 +442,9 @@ void Search::pareto() {
 // The memory line is exact up to rounding of a few bytes; what is reported is the estimate.
 void Search::exact_memory(Candidate& c) const {
   const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node());
-  c.memory = cost::estimate_memory(in_.model, cfg, in_.overheads).gpu.total();
+  const auto e = cost::estimate_memory(in_.model, cfg, in_.overheads);
+  c.memory = e.gpu.total();
+  c.host_memory = e.cpu_per_node;
 }
 
 }  // namespace dtplan::planner::detail

@@ -32,6 +32,7 @@ struct MemoryLine {
   Bytes at_one;
   Bytes slope;
   bool ok = false;
+  Bytes host;  // host RAM per node, which does not grow with the micro-batch
   Bytes at(std::int64_t mb) const { return Bytes{at_one.value + slope.value * (mb - 1)}; }
 };
 

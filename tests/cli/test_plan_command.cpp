@@ -298,3 +298,39 @@ TEST_CASE("the 3D section's layouts add up: evaluated = fit + over memory") {
         x["fit"].get<std::int64_t>() + x["out_of_memory"].get<std::int64_t>());
   CHECK(x["fit"].get<std::int64_t>() >= static_cast<std::int64_t>(x["ranked"].size()));
 }
+
+// Issue 14, item 15: on 4 x RTX 4090 (pcie-1switch-4: 256 GiB of host memory per node) the
+// planner used to pick ZeRO-3 offloading optimizer and parameters, which keeps 18 B per
+// parameter on the host: 18 x 68,976,648,192 B = 1,156.31 GiB for Llama-2-70B.
+TEST_CASE("plan rejects configurations whose offloaded states exceed host memory") {
+  constexpr double GiB = 1073741824.0;
+  const double need = 18.0 * 68'976'648'192.0;
+  const std::vector<std::string> args = {
+      "plan",  "--model",    "llama-2-70b",    "--topology", "pcie-1switch-4",
+      "--gpu", "RTX-4090",   "--global-batch", "16",         "--seq-len",
+      "1024",  "--strategy", "zero3",          "--json"};
+  const auto r = run(args);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["capacity"]["host_bytes_per_node"] == 256LL << 30);
+  CHECK(j["best"].is_null());
+  CHECK(r.code == 1);
+  bool seen = false;
+  for (const auto& x : j["rejected"]) {
+    if (x["reason"] != "host_out_of_memory") continue;
+    const auto& c = x["config"];
+    if (c["offload"] != "optimizer+params" || c["dp"] != 4 || c["precision"] != "bf16") continue;
+    seen = true;
+    CHECK(x["config"]["host_memory_bytes_per_node"].get<double>() == Approx(need));
+    CHECK(x["over_gib"].get<double>() == Approx(need / GiB - 256.0));  // 900.31 GiB over
+  }
+  CHECK(seen);
+  CHECK_THAT(j["suggestions"][0].get<std::string>(),
+             Contains("need 1156.31 GiB of host memory per node; 256.00 GiB per node"));
+  // With 2 TiB per node it fits, and the chosen plan holds its host memory.
+  auto more = args;
+  more.insert(more.end(), {"--host-memory", "2TiB"});
+  const auto k = nlohmann::json::parse(run(more).out);
+  REQUIRE(k["best"].is_object());
+  CHECK(k["best"]["offload"] == "optimizer+params");
+  CHECK(k["best"]["host_memory_bytes_per_node"].get<double>() <= 2048.0 * GiB);
+}

@@ -40,6 +40,8 @@ struct PlanRequest {
   Optimizer optimizer = Optimizer::adamw;
   Attention attention = Attention::flash;
   double headroom = 0.10;  // fraction of GPU memory kept free
+  // Host RAM per node for offloaded states; nullopt: the topology's (or kDefaultHostMemory).
+  std::optional<Bytes> host_memory;
   Objective objective = Objective::throughput;
   double price_per_gpu_hour = 0;  // for the cost objective
   // The run's length for the time and cost objectives: optimizer steps, or samples (dataset
@@ -68,6 +70,7 @@ struct Candidate {
   std::int64_t global_batch = 0;
   bool no_sync = true;  // gradients synchronised in the last micro-step only
   Bytes memory;         // peak per GPU
+  Bytes host_memory;    // host RAM per node (offloaded states of the node's ranks)
   double step_time_s = 0;
   double samples_per_s = 0;
   double tokens_per_s = 0;
@@ -75,13 +78,22 @@ struct Candidate {
   double objective = 0;  // lower is better
 };
 
-enum class Reason { out_of_memory, batch_unreachable, unsupported, past_deadline, slower };
+enum class Reason {
+  out_of_memory,
+  host_out_of_memory,
+  batch_unreachable,
+  unsupported,
+  past_deadline,
+  slower
+};
 std::string_view name_of(Reason r);
 
 struct Rejected {
   Candidate config;  // micro_batch 0: every micro-batch (and accumulation) of that kind
   Reason reason = Reason::slower;
-  double amount = 0;   // GiB over (out_of_memory), hours over (past_deadline), % behind (slower)
+  // GiB over (out_of_memory: per GPU; host_out_of_memory: per node), hours over
+  // (past_deadline), % behind (slower)
+  double amount = 0;
   std::string detail;  // unsupported: why; unreachable: the batch the shape gives
 };
 
@@ -97,6 +109,7 @@ struct PlanResult {
   double search_s = 0;  // after the caches were built
   Bytes capacity;
   Bytes usable;                          // capacity minus headroom
+  Bytes host_capacity;                   // host RAM per node the offloaded states must fit
   std::vector<std::string> suggestions;  // when nothing fits: what would
 };
 
