@@ -16,24 +16,34 @@ namespace {
 // (5e7 elements by default) when no module shapes are known.
 constexpr std::int64_t kZero3BucketElements = 50'000'000;
 
-// Message sizes, in elements, of what is gathered or reduced unit by unit.
-std::vector<std::int64_t> unit_messages(const ModelDesc& m) {
-  const auto units = gather_units(m);
-  std::vector<std::int64_t> out = units.blocks;
-  if (units.root > 0) out.push_back(units.root);
-  if (!units.known) {
-    for (std::int64_t left = m.params; left > 0; left -= kZero3BucketElements) {
-      out.push_back(std::min(left, kZero3BucketElements));
-    }
-  }
+// `count` messages of `elements` each. Buckets repeat one size: kept as one entry, so a model
+// of 1e15 parameters has two entries of 25 MiB buckets, not 1e8 (the planner builds them for
+// every strategy, precision, GPU count and offload).
+struct Messages {
+  std::int64_t elements = 0;
+  std::int64_t count = 1;
+};
+using MessageList = std::vector<Messages>;
+
+// Buckets of `cap` elements covering `total`: the full ones, then the remainder.
+MessageList buckets(std::int64_t total, std::int64_t cap) {
+  MessageList out;
+  if (total / cap > 0) out.push_back({cap, total / cap});
+  if (total % cap > 0) out.push_back({total % cap, 1});
   return out;
 }
 
-// Equal buckets of at most `cap` elements covering `total`.
-std::vector<std::int64_t> buckets(std::int64_t total, std::int64_t cap) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t left = total; left > 0; left -= cap)
-    out.push_back(std::min(left, cap));
+// Message sizes, in elements, of what is gathered or reduced unit by unit.
+MessageList unit_messages(const ModelDesc& m) {
+  const auto units = gather_units(m);
+  MessageList out;
+  for (const auto b : units.blocks)
+    out.push_back({b, 1});
+  if (units.root > 0) out.push_back({units.root, 1});
+  if (!units.known) {
+    const auto rest = buckets(m.params, kZero3BucketElements);
+    out.insert(out.end(), rest.begin(), rest.end());
+  }
   return out;
 }
 
@@ -55,8 +65,8 @@ class Builder {
     switch (c_.strategy) {
       case Strategy::dp:
         add("weights broadcast from GPU 0 (replicate)", Collective::broadcast, Algorithm::ps,
-            {m_.params}, wb, CommWhen::every_micro_step, CommPhase::before_forward);
-        add("gradients reduced to GPU 0", Collective::reduce, Algorithm::ps, {m_.params}, gb,
+            {{m_.params, 1}}, wb, CommWhen::every_micro_step, CommPhase::before_forward);
+        add("gradients reduced to GPU 0", Collective::reduce, Algorithm::ps, {{m_.params, 1}}, gb,
             CommWhen::every_micro_step, CommPhase::after_backward);
         no_sync_unsupported("DataParallel has no no_sync");
         break;
@@ -110,10 +120,10 @@ class Builder {
 
   // DDP's buckets: the first holds 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES), the rest at most
   // bucket_cap_mb; they are filled in reverse parameter order as gradients arrive.
-  std::vector<std::int64_t> ddp_buckets(std::int64_t gb) const {
+  MessageList ddp_buckets(std::int64_t gb) const {
     const std::int64_t first = std::min<std::int64_t>(m_.params, 1048576 / gb);
     auto rest = buckets(m_.params - first, std::max<std::int64_t>(1, c_.bucket_cap_bytes / gb));
-    rest.insert(rest.begin(), first);
+    rest.insert(rest.begin(), Messages{first, 1});
     return rest;
   }
 
@@ -127,8 +137,8 @@ class Builder {
 
   // ZeRO-3 / FSDP: all-gather in forward (and again in backward unless the parameters stay
   // gathered), reduce-scatter of the gradients; everything per unit.
-  void sharded_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb,
-                   bool regather, bool no_sync_ok, CommModel* group = nullptr,
+  void sharded_ops(const MessageList& units, std::int64_t wb, std::int64_t gb, bool regather,
+                   bool no_sync_ok, CommModel* group = nullptr,
                    CommWhen forward_gather = CommWhen::every_micro_step) {
     add("weights all-gather in forward", Collective::all_gather, Algorithm::automatic, units, wb,
         forward_gather, CommPhase::forward, group);
@@ -140,13 +150,13 @@ class Builder {
         no_sync_ok ? CommWhen::deferrable : CommWhen::every_micro_step, CommPhase::backward, group);
   }
 
-  void hybrid_ops(const std::vector<std::int64_t>& units, std::int64_t wb, std::int64_t gb) {
+  void hybrid_ops(const MessageList& units, std::int64_t wb, std::int64_t gb) {
     const auto g = models_.node.gpus();
     sharded_ops(units, wb, gb, true, true, &models_.node);
     // Each shard (1/g of every unit) is all-reduced across the replica groups.
-    std::vector<std::int64_t> shards;
-    for (const auto u : units)
-      shards.push_back(ceil_div(u, g));
+    MessageList shards;
+    for (const auto& u : units)
+      shards.push_back({ceil_div(u.elements, g), u.count});
     CommOp op;
     op.name = "gradient shard all-reduce across nodes";
     op.collective = Collective::all_reduce;
@@ -155,23 +165,24 @@ class Builder {
     op.gradient_sync = true;
     op.when = CommWhen::deferrable;
     op.phase = CommPhase::backward;
-    for (const auto s : shards) {
-      const Bytes size = bytes_of(s, gb, "message bytes");
+    for (const auto& s : shards) {
+      const Bytes size = bytes_of(s.elements, gb, "message bytes");
       const auto e = models_.all.replica_all_reduce(size);
-      op.time_s += e.time_s;
-      op.bytes += size;
+      const auto n = static_cast<double>(s.count);
+      op.time_s += e.time_s * n;
+      op.bytes += bytes_of(size.value, s.count, "message bytes");
       op.wire_bytes += Bytes{static_cast<std::int64_t>(
-          static_cast<double>(size.value) * bus_factor(Collective::all_reduce, replicas))};
+          static_cast<double>(size.value) * n * bus_factor(Collective::all_reduce, replicas))};
       op.algorithm = replicas > 1 ? "ring per rail" : "none (one node)";
-      ++op.messages;
+      op.messages += s.count;
     }
     op.runs = 1;
     ops_.push_back(op);
   }
 
-  void add(const std::string& name, Collective coll, Algorithm algo,
-           const std::vector<std::int64_t>& messages, std::int64_t bytes_per_element, CommWhen when,
-           CommPhase phase, CommModel* group = nullptr) {
+  void add(const std::string& name, Collective coll, Algorithm algo, const MessageList& messages,
+           std::int64_t bytes_per_element, CommWhen when, CommPhase phase,
+           CommModel* group = nullptr) {
     CommModel& model = group ? *group : models_.all;
     CommOp op;
     op.name = name;
@@ -183,19 +194,20 @@ class Builder {
     op.runs = when == CommWhen::once_per_step ? 1 : r_.micro_steps;
     std::map<std::string, std::int64_t> labels;  // the label most messages use
     std::map<std::int64_t, CollectiveEstimate> seen;
-    for (const auto elements : messages) {
-      const Bytes size = bytes_of(elements, bytes_per_element, "message bytes");
-      // Buckets and units repeat sizes; estimate each size once.
+    for (const auto& m : messages) {
+      const Bytes size = bytes_of(m.elements, bytes_per_element, "message bytes");
+      // Units repeat sizes; estimate each size once.
       auto found = seen.find(size.value);
       if (found == seen.end())
         found = seen.emplace(size.value, model.estimate(coll, size, algo)).first;
       const auto& e = found->second;
-      op.time_s += e.time_s;
-      op.bytes += size;
-      op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(size.value) *
+      const auto n = static_cast<double>(m.count);
+      op.time_s += e.time_s * n;
+      op.bytes += bytes_of(size.value, m.count, "message bytes");
+      op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(size.value) * n *
                                                        bus_factor(coll, model.gpus()))};
-      ++labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))];
-      ++op.messages;
+      labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))] += m.count;
+      op.messages += m.count;
     }
     for (const auto& [label, count] : labels) {
       if (op.algorithm.empty() || count > labels[op.algorithm]) op.algorithm = label;
