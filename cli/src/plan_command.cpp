@@ -1,6 +1,7 @@
 // `dtplan plan`: search for the configuration that best reaches a global batch on a cluster;
 // report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
 // and print launch lines.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "json_output.hpp"
 #include "plan3d_report.hpp"
 #include "plan_report.hpp"
+#include "progress.hpp"
 
 namespace dtplan::cli {
 
@@ -337,7 +339,6 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   auto overheads = cost::load_overheads(data / "overheads.json");
   for (const auto& a : o.overhead_overrides)
     cost::apply_override(overheads, a);
-  const auto request = request_of(o);
   auto schedule_request = o.schedule;
   schedule_request.steps = o.steps.value_or(0);
   schedule_request.base_lr = o.base_lr;
@@ -346,7 +347,17 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     throw Error("--master-port: a TCP port from 1 to 65535");
   }
 
+  auto request = request_of(o);
+  // A bar on stderr once the plan has run for a second (32,768 GPUs take that long).
+  ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
+  const auto start = std::chrono::steady_clock::now();
+  request.progress = [&](std::int64_t done, std::int64_t total, const std::string& what) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    if (elapsed.count() >= 1.0) bar.update(double(done), double(total), what, -1.0);
+  };
   const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
+  bar.finish();
+  request.progress = nullptr;
   const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
   PlanExtras extras;
   if (result.best) {

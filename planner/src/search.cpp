@@ -65,7 +65,10 @@ PlanResult Search::run() {
   const auto all = shapes();
   prepare_compute();
   const auto t1 = Clock::now();
+  const auto steps = strategies_.size() * dps_.size() + 1;
+  tell_progress(steps - 1, "searching " + std::to_string(all.size()) + " shapes");
   search(all);
+  tell_progress(steps, "done");
   result_.search_s = seconds_since(t1);
   finish();
   result_.elapsed_s = seconds_since(t0);
@@ -132,7 +135,11 @@ void Search::prepare_groups() {
   groups_.resize(strategies_.size() * precisions_.size() * dps_.size() * offloads_.size() * 2);
   for (std::size_t s = 0; s < strategies_.size(); ++s)
     for (std::size_t p = 0; p < precisions_.size(); ++p)
-      for (std::size_t d = 0; d < dps_.size(); ++d)
+      for (std::size_t d = 0; d < dps_.size(); ++d) {
+        if (p == 0)
+          tell_progress(s * dps_.size() + d, std::string(name_of(strategies_[s])) +
+                                                 " communication over " + std::to_string(dps_[d]) +
+                                                 " GPUs");
         for (std::size_t o = 0; o < offloads_.size(); ++o) {
           try {
             for (std::size_t y = 0; y < 2; ++y)
@@ -141,6 +148,15 @@ void Search::prepare_groups() {
             reject_family(s, p, d, o, std::nullopt, e.what());
           }
         }
+      }
+}
+
+// Steps: one per strategy and GPU count prepared (their communication is most of the time
+// on large clusters), then the search.
+void Search::tell_progress(std::size_t done, const std::string& what) const {
+  if (!in_.request.progress) return;
+  const auto steps = strategies_.size() * dps_.size() + 1;
+  in_.request.progress(static_cast<std::int64_t>(done), static_cast<std::int64_t>(steps), what);
 }
 
 // Communication (y = 0: with no_sync, 1: synchronising every micro-step), optimizer and host

@@ -73,6 +73,7 @@ class Search {
   void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o);
   void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o, std::size_t y);
   Group group(std::size_t s, std::size_t p, std::size_t d, std::size_t o, std::size_t y) const;
+  void tell_progress(std::size_t done, const std::string& what) const;
   void finish();
   void rank();
   void pareto();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ struct PlanRequest {
   // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
   // gradients) or synchronising every micro-step: both searched, or one.
   Sync sync = Sync::both;
+  // Told as the search goes: `done` of `total` steps (one per strategy and GPU count prepared,
+  // one for the search itself) and what runs now; for a progress display. Empty: not told.
+  std::function<void(std::int64_t done, std::int64_t total, const std::string& what)> progress;
 };
 
 struct Candidate {
