@@ -94,6 +94,8 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--overhead", o.overhead_overrides,
                  "override an overhead constant, KEY=VALUE (repeatable)");
   app.add_option("--overheads", o.overheads_file, "overhead constants file (JSON)");
+  app.add_option("--host-memory", o.host_memory,
+                 "host RAM per node for offloaded states, e.g. 512GiB (default: the topology's)");
 }
 
 void add_compute_options(CLI::App& app, ComputeOptions& o) {
@@ -163,6 +165,13 @@ cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesy
 std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data) {
   if (o.gpu.empty()) return std::nullopt;
   return GpuCatalog::load(data / "gpus.json").find(o.gpu);
+}
+
+std::optional<Bytes> host_memory_of(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto b = parse_size(text, "--host-memory");
+  if (b.value <= 0) throw Error("--host-memory " + text + ": must be a positive size, e.g. 512GiB");
+  return b;
 }
 
 }  // namespace dtplan::cli

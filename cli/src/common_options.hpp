@@ -44,6 +44,7 @@ struct TrainingOptions {
   std::string gpu;
   std::vector<std::string> overhead_overrides;
   std::string overheads_file;
+  std::string host_memory;  // per node, e.g. "512GiB"; empty: the topology's (or the default)
 };
 
 struct TopologyOptions {
@@ -84,5 +85,7 @@ ModelDesc resolve_model(const ModelOptions& o);
 TrainingConfig training_config(const TrainingOptions& o);
 cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data);
 std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data);
+// --host-memory as bytes per node; nullopt when not given.
+std::optional<Bytes> host_memory_of(const std::string& text);
 
 }  // namespace dtplan::cli

@@ -183,7 +183,9 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   c.no_sync = options.no_sync;
   cost::CommModel all(t, loaded.table, c.dp_size);
   cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()));
-  const auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
+  auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
+  const auto host = host_memory_of(o.training.host_memory);
+  e.memory.fit = cost::check_fit(e.memory, gpu, host.value_or(t.node().host_memory_or_default()));
   if (!o.json) {
     print_step_estimate(ctx.out, {model, c, t, gpu, options}, e);
     return 0;

@@ -146,6 +146,11 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
       << ", buffers " << format_gib(m.gpu.buffers) << ", overhead " << format_gib(m.gpu.overhead)
       << ") of " << format_gib(ctx.gpu.memory)
       << (m.gpu.total() <= ctx.gpu.memory ? "" : "  DOES NOT FIT") << '\n';
+  if (m.fit && m.fit->host_capacity && m.cpu_per_node.value > 0) {
+    out << "  host memory per node: " << format_gib(m.cpu_per_node) << " of "
+        << format_gib(*m.fit->host_capacity)
+        << (m.fit->host_fits ? "" : "  DOES NOT FIT (--host-memory)") << '\n';
+  }
   const auto& k = e.compute;
   out << "  compute per micro-step: forward " << seconds(k.forward_s) << ", backward "
       << seconds(k.backward_s);

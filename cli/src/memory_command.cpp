@@ -24,10 +24,10 @@ struct MemoryOptions {
 
 cost::MemoryEstimate estimate_one(const ModelDesc& m, TrainingConfig c, Strategy s,
                                   const cost::OverheadConstants& k,
-                                  const std::optional<GpuSpec>& gpu) {
+                                  const std::optional<GpuSpec>& gpu, Bytes host_memory) {
   c.strategy = s;
   auto e = cost::estimate_memory(m, c, k);
-  if (gpu) e.fit = cost::check_fit(e, *gpu);
+  if (gpu) e.fit = cost::check_fit(e, *gpu, host_memory);
   return e;
 }
 
@@ -43,7 +43,10 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   config.no_sync = !o.sync_every_micro_step;
   const auto overheads = overheads_of(o.training, data);
   const auto gpu = gpu_of(o.training, data);
-  const MemoryReportContext report{model, config, gpu};
+  // No topology here: host memory per node is --host-memory, else the documented default.
+  const auto given_host = host_memory_of(o.training.host_memory);
+  const Bytes host = given_host.value_or(kDefaultHostMemory);
+  const MemoryReportContext report{model, config, gpu, host, !given_host};
 
   nlohmann::json j = report_preamble("memory", ctx.args);
   j["model"] = model_json(model);
@@ -51,7 +54,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   j["overheads"] = overheads_json(overheads);
 
   if (o.strategy != "all") {
-    const auto e = estimate_one(model, config, parse_strategy(o.strategy), overheads, gpu);
+    const auto e = estimate_one(model, config, parse_strategy(o.strategy), overheads, gpu, host);
     if (!o.json) {
       print_memory_detail(ctx.out, report, e);
       return 0;
@@ -65,7 +68,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   std::vector<SkippedStrategy> skipped;
   for (const auto& row : kStrategies) {
     try {
-      estimates.push_back(estimate_one(model, config, row.value, overheads, gpu));
+      estimates.push_back(estimate_one(model, config, row.value, overheads, gpu, host));
     } catch (const Error& e) {
       skipped.push_back({row.value, e.what()});
     }

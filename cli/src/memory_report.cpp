@@ -56,14 +56,24 @@ void print_terms(std::ostream& out, const std::string& title,
   t.print(out, {}, "    ");
 }
 
-std::string verdict(const cost::FitVerdict& f) {
-  if (f.fits) {
-    return "fits on " + f.gpu + " with " + format_gib(f.margin) + " (" + format_gb(f.margin) +
+std::string verdict(const cost::FitVerdict& f, bool host_assumed) {
+  std::string text;
+  if (f.gpu_fits) {
+    text = "fits on " + f.gpu + " with " + format_gib(f.margin) + " (" + format_gb(f.margin) +
            ") to spare";
+  } else {
+    const Bytes short_by{-f.margin.value};
+    text = "does NOT fit on " + f.gpu + ": short by " + format_gib(short_by) + " (" +
+           format_gb(short_by) + ")";
   }
-  const Bytes short_by{-f.margin.value};
-  return "does NOT fit on " + f.gpu + ": short by " + format_gib(short_by) + " (" +
-         format_gb(short_by) + ")";
+  if (f.host_capacity && !f.host_fits) {
+    const Bytes short_by{-f.host_margin.value};
+    text += (f.gpu_fits ? "; but" : "; and") + std::string(" does NOT fit host memory: ") +
+            format_gib(*f.host_capacity - f.host_margin) + " per node needed, " +
+            format_gib(*f.host_capacity) + (host_assumed ? " assumed" : "") +
+            " (--host-memory), short by " + format_gib(short_by);
+  }
+  return text;
 }
 
 // How each strategy lays out mixed-precision states, grouped.
@@ -157,7 +167,7 @@ void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
   print_terms(out, "overhead", e.overhead_terms);
   for (const auto& note : e.notes)
     out << "\n  note: " << note << '\n';
-  if (e.fit) out << "\n  verdict: " << verdict(*e.fit) << '\n';
+  if (e.fit) out << "\n  verdict: " << verdict(*e.fit, ctx.host_assumed) << '\n';
 }
 
 void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
@@ -192,8 +202,13 @@ void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
   row("host per rank", [](const E& e) { return gib(e.cpu.total()); });
   if (ctx.gpu) {
     row("fits " + ctx.gpu->name,
-        [](const E& e) { return std::string(e.fit->fits ? "yes" : "NO"); });
+        [](const E& e) { return std::string(e.fit->gpu_fits ? "yes" : "NO"); });
     row("margin", [](const E& e) { return signed_gib(e.fit->margin); });
+    if (ctx.host_memory) {
+      row("host GiB per node", [](const E& e) { return gib(e.cpu_per_node); });
+      row("fits host " + gib(*ctx.host_memory) + " GiB" + (ctx.host_assumed ? " (assumed)" : ""),
+          [](const E& e) { return std::string(e.fit->host_fits ? "yes" : "NO"); });
+    }
   }
   out << '\n';
   t.print(out);
@@ -213,11 +228,18 @@ void print_memory_comparison(std::ostream& out, const MemoryReportContext& ctx,
       if (roomiest == nullptr || e.fit->margin > roomiest->fit->margin) roomiest = &e;
     }
     out << "\n  verdict: ";
+    const bool host_limits = std::any_of(estimates.begin(), estimates.end(), [](const E& e) {
+      return e.fit->gpu_fits && !e.fit->host_fits;
+    });
+    const std::string where =
+        ctx.gpu->name + (host_limits ? " and in host memory (" + gib(*ctx.host_memory) +
+                                           " GiB per node, --host-memory)"
+                                     : "");
     if (fitting.empty()) {
-      out << "no strategy fits on " << ctx.gpu->name
+      out << "no strategy fits on " << where
           << "; try --checkpointing full, a smaller --micro-batch, more --gpus or --offload\n";
     } else {
-      out << fitting.size() << " of " << estimates.size() << " fit on " << ctx.gpu->name << " ("
+      out << fitting.size() << " of " << estimates.size() << " fit on " << where << " ("
           << join(fitting, ", ") << "); most headroom: " << name_of(roomiest->strategy) << " ("
           << format_gib(roomiest->fit->margin) << " free)\n";
     }

@@ -19,6 +19,8 @@ struct MemoryReportContext {
   const ModelDesc& model;
   const TrainingConfig& config;  // strategy ignored
   const std::optional<GpuSpec>& gpu;
+  std::optional<Bytes> host_memory;  // per node, checked with the GPU fit
+  bool host_assumed = false;         // not given: kDefaultHostMemory
 };
 
 void print_memory_header(std::ostream& out, const MemoryReportContext& ctx,

@@ -77,8 +77,8 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
   const auto& x = r.layouts;
   out << "\ntensor x pipeline x data parallel (Megatron-style, bf16 with fp32 main gradients, "
          "distributed optimizer): "
-      << x.evaluated << " layouts in " << ms(x.elapsed_s) << ", " << x.out_of_memory
-      << " over memory\n";
+      << x.evaluated << " layouts evaluated in " << ms(x.elapsed_s) << ": " << x.fit
+      << " fit (the fastest of each tp x pp shape below), " << x.out_of_memory << " over memory\n";
   if (x.ranked.empty()) {
     if (!x.no_layout.empty()) {
       out << "  " << x.no_layout << "\n";
@@ -139,6 +139,7 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
 nlohmann::json plan_3d_json(const Plan3DReport& r) {
   nlohmann::json j;
   j["evaluated"] = r.layouts.evaluated;
+  j["fit"] = r.layouts.fit;  // evaluated = fit + out_of_memory
   j["out_of_memory"] = r.layouts.out_of_memory;
   j["elapsed_s"] = r.layouts.elapsed_s;
   j["ranked"] = nlohmann::json::array();

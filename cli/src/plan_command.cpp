@@ -46,6 +46,7 @@ struct PlanOptions {
   std::string attention = "flash";
   std::string objective = "throughput";
   double headroom = 0.10;
+  std::string host_memory;  // per node; empty: the topology's
   double price = 0;
   double max_hours = 0;
   std::int64_t top = 5;
@@ -112,6 +113,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.attention = parse_attention(o.attention);
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
+  r.host_memory = host_memory_of(o.host_memory);
   r.price_per_gpu_hour = o.price;
   if (o.rejected_shown < 0) throw Error("--show-rejected: must be 0 or more");
   if (o.steps && *o.steps < 1) throw Error("--steps: must be a positive integer");
@@ -321,11 +323,11 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
   const auto search_start = std::chrono::steady_clock::now();
   if (ProgressBar::stderr_is_terminal()) {
-    request.progress = [&](std::int64_t done, std::int64_t total) {
+    request.progress = [&](std::int64_t done, std::int64_t total, const std::string& what) {
       const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - search_start;
-      if (spent.count() < 1.0) return;
+      if (spent.count() < 1.0 || done == 0) return;
       const double left = spent.count() / double(done) * double(total - done);
-      bar.update(double(done), double(total), "searching strategies x GPU counts", left);
+      bar.update(double(done), double(total), what, left);
     };
   }
   auto schedule_request = o.schedule;
@@ -338,6 +340,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
 
   const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
   bar.finish();
+  request.progress = nullptr;
   const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
   std::vector<OutputFile> files;
   if (result.best) {
@@ -423,6 +426,8 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
   cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
       ->capture_default_str();
+  cmd.add_option("--host-memory", o.host_memory,
+                 "host RAM per node for offloaded states, e.g. 512GiB (default: the topology's)");
   cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost")
       ->check(number_check(NumberRange::positive(1e6)));
   cmd.add_option("--max-hours", o.max_hours,

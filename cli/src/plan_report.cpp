@@ -44,6 +44,9 @@ std::string reason_text(const Rejected& r, planner::Objective o) {
   switch (r.reason) {
     case Reason::out_of_memory:
       return "out of memory by " + fixed(r.amount, 2) + " GiB";
+    case Reason::host_out_of_memory:
+      return "host memory per node over by " + fixed(r.amount, 2) + " GiB (needs " +
+             gib(r.config.host_memory) + " GiB; --host-memory)";
     case Reason::slower:
       return fixed(r.amount, 1) + "% " + behind_word(o);
     case Reason::batch_unreachable:
@@ -71,9 +74,16 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   }
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
       << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
-      << "% headroom)\n";
-  out << "  searched " << format_thousands(res.configs_evaluated) << " configurations in "
-      << seconds(res.elapsed_s) << '\n';
+      << "% headroom); host " << gib(res.host_capacity) << " GiB per node\n";
+  const auto n = planner::search_counts(res);
+  out << "  searched " << format_thousands(n.evaluated) << " configurations in "
+      << seconds(res.elapsed_s) << ": " << n.chosen << " chosen, "
+      << format_thousands(n.rejected_evaluated) << " rejected";
+  if (n.not_evaluated > 0) {
+    out << "; " << format_thousands(n.not_evaluated)
+        << " more combinations rejected without evaluation (unsupported, batch unreachable)";
+  }
+  out << '\n';
 }
 
 // For the time and cost objectives: the run the objective measured.
@@ -247,14 +257,26 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
   std::map<Reason, std::vector<const Rejected*>> by_reason;
   for (const auto& r : rejected)
     by_reason[r.reason].push_back(&r);
-  out << "\nrejected: " << format_thousands(static_cast<std::int64_t>(rejected.size()));
-  std::string sep = " (";
-  for (const auto& [reason, list] : by_reason) {
-    out << sep << format_thousands(static_cast<std::int64_t>(list.size())) << ' '
-        << planner::name_of(reason);
-    sep = ", ";
+  // Two kinds of entry: evaluated configurations, and combinations never evaluated.
+  const auto n = planner::search_counts(ctx.result);
+  auto breakdown = [&by_reason](bool evaluated) {
+    std::string text;
+    for (const auto& [reason, list] : by_reason) {
+      if (planner::was_evaluated(reason) != evaluated) continue;
+      text += (text.empty() ? " (" : ", ") +
+              format_thousands(static_cast<std::int64_t>(list.size())) + ' ' +
+              std::string(planner::name_of(reason));
+    }
+    return text.empty() ? text : text + ")";
+  };
+  out << "\nrejected: " << format_thousands(static_cast<std::int64_t>(rejected.size())) << " = "
+      << format_thousands(n.rejected_evaluated) << " of the searched configurations"
+      << breakdown(true);
+  if (n.not_evaluated > 0) {
+    out << " + " << format_thousands(n.not_evaluated) << " combinations not evaluated"
+        << breakdown(false);
   }
-  out << (by_reason.empty() ? "" : ")") << "; --json lists every one\n";
+  out << "; --json lists every one\n";
   for (auto& [reason, list] : by_reason) {
     if (reason == Reason::unsupported) {
       print_unsupported(out, list);
@@ -294,7 +316,9 @@ nlohmann::json rejected_json(const Rejected& r, planner::Objective o) {
   nlohmann::json j = {{"config", candidate_json(r.config)},
                       {"reason", std::string(planner::name_of(r.reason))},
                       {"detail", reason_text(r, o)}};
-  if (r.reason == Reason::out_of_memory) j["over_gib"] = r.amount;
+  if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
+    j["over_gib"] = r.amount;
+  }
   if (r.reason == Reason::slower) j["behind_pct"] = r.amount;
   if (r.reason == Reason::past_deadline) j["over_hours"] = r.amount;
   return j;
@@ -359,6 +383,7 @@ nlohmann::json candidate_json(const Candidate& c) {
   j["global_batch"] = c.global_batch;
   j["no_sync"] = c.no_sync;
   if (c.memory.value > 0) j["memory_bytes"] = c.memory.value;
+  j["host_memory_bytes_per_node"] = c.host_memory.value;
   if (c.step_time_s > 0) {
     j["step_time_s"] = c.step_time_s;
     j["samples_per_s"] = c.samples_per_s;
@@ -384,8 +409,10 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                                                               : "every-micro-step"}};
   j["exact_batch"] = res.exact_batch;
   j["best_exact"] = res.best_exact ? candidate_json(*res.best_exact) : nlohmann::json(nullptr);
-  j["capacity"] = {
-      {"bytes", res.capacity.value}, {"usable_bytes", res.usable.value}, {"headroom", r.headroom}};
+  j["capacity"] = {{"bytes", res.capacity.value},
+                   {"usable_bytes", res.usable.value},
+                   {"headroom", r.headroom},
+                   {"host_bytes_per_node", res.host_capacity.value}};
   j["best"] = res.best ? best_json(*res.best, extras) : nlohmann::json(nullptr);
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);
@@ -403,7 +430,13 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
     return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
   };
   // The search itself (caches built) and the whole plan, caches included.
+  // configs_evaluated = configs_chosen + configs_rejected;
+  // rejected.size() = configs_rejected + combinations_not_evaluated.
+  const auto n = planner::search_counts(res);
   j["stats"] = {{"configs_evaluated", res.configs_evaluated},
+                {"configs_chosen", n.chosen},
+                {"configs_rejected", n.rejected_evaluated},
+                {"combinations_not_evaluated", n.not_evaluated},
                 {"elapsed_s", res.elapsed_s},
                 {"search_s", res.search_s},
                 {"search_configs_per_s", rate(res.search_s)},

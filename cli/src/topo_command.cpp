@@ -110,8 +110,13 @@ int run_topo(const TopoOptions& o, const RunContext& ctx) {
     j["rings"] = rings;
     j["ring"] = plan.rings.front();
     j["ring_bandwidth_Bps"] = plan.bandwidth_Bps;
-    j["bottleneck"] = bottleneck_json(plan.bottleneck);
-    j["bottleneck"]["crossings_per_ring"] = plan.bottleneck_crossings;
+    if (n == 1) {
+      j["rings"] = nlohmann::json::array();  // one GPU: nothing to exchange, no ring
+      j["bottleneck"] = nullptr;
+    } else {
+      j["bottleneck"] = bottleneck_json(plan.bottleneck);
+      j["bottleneck"]["crossings_per_ring"] = plan.bottleneck_crossings;
+    }
     ctx.out << j.dump(2) << '\n';
     return 0;
   }
@@ -121,6 +126,11 @@ int run_topo(const TopoOptions& o, const RunContext& ctx) {
     ctx.out << "  assumed: " << a << '\n';
   ctx.out << "\n  links" << (t.nodes() > 1 ? " of node 0 and its NICs" : "") << ":\n";
   print_links(ctx.out, t);
+  if (n == 1) {
+    ctx.out << "\n  1 GPU (" << t.graph()[t.gpu(0)].name
+            << "): no ring, a single GPU exchanges nothing\n";
+    return 0;
+  }
   ctx.out << "\n  rings over " << n << " GPUs (" << (plan.exhaustive ? "exhaustive" : "heuristic")
           << " search in each node, " << plan.candidates << " orders evaluated):\n";
   TextTable rings({"channel", "GPU order", "GB/s", "rail"});

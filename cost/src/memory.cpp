@@ -338,13 +338,20 @@ MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
   return Builder(m, c, k).build();
 }
 
-FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu) {
+FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu,
+                     std::optional<Bytes> host_per_node) {
   FitVerdict v;
   v.gpu = gpu.name;
   v.capacity = gpu.memory;
   const Bytes need = e.gpu.total();
-  v.fits = need <= v.capacity;
+  v.gpu_fits = need <= v.capacity;
   v.margin = v.capacity - need;
+  if (host_per_node) {
+    v.host_capacity = host_per_node;
+    v.host_fits = e.cpu_per_node <= *host_per_node;
+    v.host_margin = *host_per_node - e.cpu_per_node;
+  }
+  v.fits = v.gpu_fits && v.host_fits;
   return v;
 }
 

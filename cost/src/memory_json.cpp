@@ -45,6 +45,12 @@ nlohmann::json to_json(const MemoryEstimate& e) {
     j["capacity"] = e.fit->capacity.value;
     j["fits"] = e.fit->fits;
     j["margin"] = e.fit->margin.value;
+    j["gpu_fits"] = e.fit->gpu_fits;
+    j["host_capacity"] =
+        e.fit->host_capacity ? nlohmann::json(e.fit->host_capacity->value) : nlohmann::json();
+    j["host_fits"] = e.fit->host_fits;
+    j["host_margin"] =
+        e.fit->host_capacity ? nlohmann::json(e.fit->host_margin.value) : nlohmann::json();
   } else {
     j["gpu"] = nullptr;
     j["capacity"] = nullptr;

@@ -250,8 +250,11 @@ void describe(Router& router, RingPlan& plan) {
 RingPlan plan_in_node(Router& router, const std::vector<std::int64_t>& gpus,
                       const RingOptions& options) {
   if (gpus.size() == 1) {
+    // No ring: one GPU exchanges nothing. The plan still holds its one "channel" (the GPU,
+    // rate 0) so that rings, rates and rails stay the same length for every caller.
     RingPlan plan;
     plan.rings = {gpus};
+    plan.rates_Bps = {0.0};
     plan.rails = {-1};
     plan.exhaustive = true;
     return plan;

@@ -70,7 +70,11 @@ std::vector<MemoryBar> memory_bars(const Inputs& in) {
                   Strategy::fsdp_hybrid}) {
     auto c = in.config;
     c.strategy = st;
-    out.push_back({st, cost::estimate_memory(in.model, c, in.overheads).gpu});
+    try {
+      out.push_back({st, cost::estimate_memory(in.model, c, in.overheads).gpu, {}});
+    } catch (const Error& e) {
+      out.push_back({st, {}, e.what()});  // e.g. DataParallel on more than one node
+    }
   }
   return out;
 }
@@ -191,7 +195,13 @@ Analysis analyse(const Session& s) {
   a.capacity_bytes = static_cast<double>(in.gpu.memory.value);
   a.memory = memory_bars(in);
   a.topology = picture_of(in);
-  a.step = step_of(in);
+  try {
+    a.step = step_of(in);
+  } catch (const Error& e) {
+    // The session's strategy cannot run here (DataParallel on several nodes): the other views
+    // still show the session, and the planner searches the strategies that can.
+    a.problems.push_back(std::string("timeline: ") + e.what());
+  }
   a.gpus_per_node = in.topology->gpus_per_node();
   a.plan_request = request_of(in, s);
   try {

@@ -21,7 +21,10 @@ namespace dtplan::gui {
 
 struct MemoryBar {
   Strategy strategy = Strategy::ddp;
-  cost::MemoryComponents gpu;  // per GPU
+  cost::MemoryComponents gpu;  // per GPU; zero when not applicable
+  // Why the strategy cannot run this session (DataParallel across nodes, ...); empty when it
+  // can. The views show such a strategy as not applicable, not as an error.
+  std::string not_applicable;
 };
 
 struct TopoDevice {
@@ -63,7 +66,7 @@ struct Analysis {
   double capacity_bytes = 0;      // the GPU's memory
   std::vector<MemoryBar> memory;  // every strategy, the session's configuration
   TopologyPicture topology;
-  cost::StepEstimate step;  // the session's strategy
+  cost::StepEstimate step;  // the session's strategy; empty (and a problem) when it cannot run
   planner::PlanResult plan;
   planner::PlanRequest plan_request;
   std::int64_t gpus_per_node = 1;

@@ -32,8 +32,11 @@ void MemoryView::show_analysis(const Analysis& a) {
   auto* series = new QStackedBarSeries();
   drawn_.clear();
   QStringList categories;
-  for (const auto& bar : a.memory)
-    categories << QString::fromStdString(std::string(name_of(bar.strategy)));
+  for (const auto& bar : a.memory) {
+    const auto name = QString::fromStdString(std::string(name_of(bar.strategy)));
+    categories << (bar.not_applicable.empty() ? name : name + " (n/a)");
+  }
+  categories_ = categories;
   const auto names = components_of(a.memory.front().gpu);
   for (std::size_t c = 0; c < names.size(); ++c) {
     const auto& name = names[c].first;
@@ -44,8 +47,13 @@ void MemoryView::show_analysis(const Analysis& a) {
       *set << gib;
       drawn_[name].push_back(gib);
     }
-    QObject::connect(set, &QBarSet::hovered, set, [set, name](bool on, int i) {
+    QObject::connect(set, &QBarSet::hovered, set, [set, name, bars = a.memory](bool on, int i) {
       if (!on) return QToolTip::hideText();
+      const auto& why = bars[static_cast<std::size_t>(i)].not_applicable;
+      if (!why.empty()) {
+        return QToolTip::showText(QCursor::pos(),
+                                  QString("not applicable: %1").arg(QString::fromStdString(why)));
+      }
       const double gib = set->at(i);
       QToolTip::showText(QCursor::pos(), QString("%1: %2 GiB (%3 bytes)")
                                              .arg(QString::fromStdString(name))
@@ -86,7 +94,7 @@ void MemoryView::show_analysis(const Analysis& a) {
                       .arg(a.session.gpus)
                       .arg(QString::fromStdString(a.session.gpu))
                       .arg(a.session.micro_batch)
-                      .arg(a.step.seq_len)
+                      .arg(a.plan_request.seq_len)
                       .arg(QString::fromStdString(a.session.precision)));
   chart->legend()->setAlignment(Qt::AlignRight);
   auto* old = this->chart();

@@ -34,8 +34,21 @@ void TimelineView::show_analysis(const Analysis& a) {
   double end = 0;
   for (const auto& e : events)
     end = std::max(end, e.end_s);
-  if (end <= 0) return;
   const double width = 1100, lane = 110, left = 140, top = 60;
+  if (end <= 0) {
+    // The session's strategy cannot run here (analysis.cpp put the reason in problems): the
+    // lanes greyed out, with why, instead of a blank view.
+    std::string why = "no step to draw";
+    for (const auto& p : a.problems) {
+      if (p.rfind("timeline: ", 0) == 0) why = p.substr(10);
+    }
+    s->addRect(left, top, width, 2 * lane, QPen(Qt::gray), QBrush(QColor(225, 225, 225)));
+    auto* text = s->addSimpleText(QString("%1: not applicable to this session\n%2")
+                                      .arg(QString::fromStdString(a.session.strategy))
+                                      .arg(QString::fromStdString(why)));
+    text->setPos(left + 10, top + lane - 20);
+    return;
+  }
   const auto x = [&](double t) { return left + width * t / end; };
   const std::vector<std::string> lanes{"compute", "communication"};
   for (std::size_t i = 0; i < lanes.size(); ++i) {

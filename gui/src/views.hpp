@@ -4,6 +4,7 @@
 
 #include <QChartView>
 #include <QGraphicsView>
+#include <QStringList>
 #include <QWidget>
 #include <map>
 #include <string>
@@ -26,10 +27,13 @@ class MemoryView : public QChartView {
   // GiB drawn per component (rows) and strategy (columns, the analysis' order).
   const std::map<std::string, std::vector<double>>& drawn_gib() const { return drawn_; }
   double capacity_gib() const { return capacity_gib_; }
+  // The category labels, in the analysis' order; "<strategy> (n/a)" where it cannot run.
+  const QStringList& categories() const { return categories_; }
 
  private:
   std::map<std::string, std::vector<double>> drawn_;
   double capacity_gib_ = 0;
+  QStringList categories_;
 };
 
 // The interconnect graph: devices by kind and node, links coloured by bandwidth, the first

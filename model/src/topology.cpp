@@ -56,6 +56,10 @@ std::int64_t NodeTemplate::nic_count() const {
   return n;
 }
 
+Bytes NodeTemplate::host_memory_or_default() const {
+  return host_memory.value_or(kDefaultHostMemory);
+}
+
 Vertex Topology::gpu(std::int64_t rank) const {
   if (rank < 0 || rank >= gpu_count()) {
     throw Error("GPU rank " + std::to_string(rank) + " out of range (the topology has " +

@@ -1,5 +1,6 @@
 // Node topologies from our JSON format and from presets.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -73,6 +74,13 @@ NodeTemplate node_from_json(const ObjectReader& r) {
   for (const auto& l : r.objects("links"))
     n.links.push_back(read_link(l));
   if (r.has("network")) n.network = read_network(r.object("network"));
+  if (const auto gib = r.optional_number("host_memory_GiB")) {
+    // Up to 1 PiB per node: larger is a typo (bytes given as GiB), and would overflow Bytes.
+    if (!(*gib > 0.0 && *gib <= 1048576.0)) {
+      r.fail("host_memory_GiB", "host memory per node in GiB: must be in (0, 1048576]");
+    }
+    n.host_memory = Bytes{static_cast<std::int64_t>(std::llround(*gib * kBytesPerGiB))};
+  }
   r.reject_unknown_keys();
   return n;
 }

@@ -11,7 +11,8 @@ namespace {
 bool nearer(const Rejected& a, const Rejected& b) {
   // A configuration that fits but misses the deadline is nearer than one that does not fit.
   auto rank = [](Reason r) {
-    return r == Reason::past_deadline ? 0 : r == Reason::out_of_memory ? 1 : 2;
+    if (r == Reason::past_deadline) return 0;
+    return r == Reason::out_of_memory || r == Reason::host_out_of_memory ? 1 : 2;
   };
   if (rank(a.reason) != rank(b.reason)) return rank(a.reason) < rank(b.reason);
   return a.amount < b.amount;

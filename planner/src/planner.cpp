@@ -52,6 +52,8 @@ std::string_view name_of(Reason r) {
   switch (r) {
     case Reason::out_of_memory:
       return "out_of_memory";
+    case Reason::host_out_of_memory:
+      return "host_out_of_memory";
     case Reason::batch_unreachable:
       return "batch_unreachable";
     case Reason::unsupported:
@@ -62,6 +64,19 @@ std::string_view name_of(Reason r) {
       return "slower";
   }
   return "?";
+}
+
+bool was_evaluated(Reason r) {
+  return r != Reason::unsupported && r != Reason::batch_unreachable;
+}
+
+SearchCounts search_counts(const PlanResult& r) {
+  SearchCounts c;
+  c.evaluated = r.configs_evaluated;
+  c.chosen = r.best ? 1 : 0;
+  for (const auto& rej : r.rejected)
+    ++(was_evaluated(rej.reason) ? c.rejected_evaluated : c.not_evaluated);
+  return c;
 }
 
 std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t nodes,
@@ -194,8 +209,19 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
                   " h: more GPUs (--nodes) or a later deadline");
     return out;  // memory is not what stops the plan
   }
+  const Rejected* host = nullptr;
+  for (const auto& r : result.rejected) {
+    if (r.reason == Reason::host_out_of_memory && (!host || r.amount < host->amount)) host = &r;
+  }
+  if (host) {
+    out.push_back("configurations fit the GPUs with offload (" + describe(host->config) +
+                  "), but need " + format_gib(host->config.host_memory) +
+                  " of host memory per node; " + format_gib(result.host_capacity) +
+                  " per node (--host-memory)");
+  }
   const auto* leanest = leanest_out_of_memory(result);
   if (!leanest) {
+    if (host) return out;
     out.emplace_back("no configuration could be evaluated; see the rejected list");
     return out;
   }

@@ -53,6 +53,8 @@ Search::Search(const Inputs& in) : in_(in) {
   result_.capacity = in.gpu.memory;
   result_.usable = Bytes{static_cast<std::int64_t>(
       std::floor(static_cast<double>(in.gpu.memory.value) * (1.0 - in.request.headroom)))};
+  result_.host_capacity =
+      in.request.host_memory.value_or(in.topology.node().host_memory_or_default());
 }
 
 PlanResult Search::run() {
@@ -63,7 +65,10 @@ PlanResult Search::run() {
   const auto all = shapes();
   prepare_compute();
   const auto t1 = Clock::now();
+  const auto steps = strategies_.size() * dps_.size() + 1;
+  tell_progress(steps - 1, "searching " + std::to_string(all.size()) + " shapes");
   search(all);
+  tell_progress(steps, "done");
   result_.search_s = seconds_since(t1);
   finish();
   result_.elapsed_s = seconds_since(t0);
@@ -125,12 +130,13 @@ void Search::prepare_groups() {
         std::make_unique<cost::CommModel>(t, in_.table, std::min(dp, t.gpus_per_node())));
   }
   groups_.resize(strategies_.size() * precisions_.size() * dps_.size() * offloads_.size() * 2);
-  const auto total =
-      static_cast<std::int64_t>(strategies_.size() * precisions_.size() * dps_.size());
-  std::int64_t done = 0;
   for (std::size_t s = 0; s < strategies_.size(); ++s)
     for (std::size_t p = 0; p < precisions_.size(); ++p)
       for (std::size_t d = 0; d < dps_.size(); ++d) {
+        if (p == 0)
+          tell_progress(s * dps_.size() + d, std::string(name_of(strategies_[s])) +
+                                                 " communication over " + std::to_string(dps_[d]) +
+                                                 " GPUs");
         for (std::size_t o = 0; o < offloads_.size(); ++o) {
           try {
             for (std::size_t y = 0; y < 2; ++y)
@@ -139,8 +145,15 @@ void Search::prepare_groups() {
             reject_family(s, p, d, o, std::nullopt, e.what());
           }
         }
-        if (in_.request.progress) in_.request.progress(++done, total);
       }
+}
+
+// Steps: one per strategy and GPU count prepared (their communication is most of the time
+// on large clusters), then the search.
+void Search::tell_progress(std::size_t done, const std::string& what) const {
+  if (!in_.request.progress) return;
+  const auto steps = strategies_.size() * dps_.size() + 1;
+  in_.request.progress(static_cast<std::int64_t>(done), static_cast<std::int64_t>(steps), what);
 }
 
 // Communication (y = 0: with no_sync, 1: synchronising every micro-step), optimizer and host
@@ -167,11 +180,11 @@ MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std:
   auto at = [&](std::int64_t mb) {
     auto cfg = config(s, p, d, c, o, mb, accum);
     cfg.no_sync = no_sync;
-    return cost::estimate_memory(in_.model, cfg, k).gpu.total();
+    return cost::estimate_memory(in_.model, cfg, k);
   };
   const auto one = at(1);
-  const auto two = at(2);
-  return {one, two - one, true};
+  const auto two = at(2).gpu.total();
+  return {one.gpu.total(), two - one.gpu.total(), true, one.cpu_per_node};
 }
 
 // Two lines per configuration and synchronisation mode: a single micro-step, and
@@ -316,8 +329,13 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     ++result_.configs_evaluated;
     c.checkpointing = checkpointings_[ci];
     c.memory = line.at(c.micro_batch);
+    c.host_memory = line.host;
     if (c.memory > result_.usable) {
       reject(c, Reason::out_of_memory, to_gib(c.memory - result_.usable));
+      continue;
+    }
+    if (c.host_memory > result_.host_capacity) {
+      reject(c, Reason::host_out_of_memory, to_gib(c.host_memory - result_.host_capacity));
       continue;
     }
     const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
@@ -437,7 +455,9 @@ void Search::pareto() {
 // The memory line is exact up to rounding of a few bytes; what is reported is the estimate.
 void Search::exact_memory(Candidate& c) const {
   const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node());
-  c.memory = cost::estimate_memory(in_.model, cfg, in_.overheads).gpu.total();
+  const auto e = cost::estimate_memory(in_.model, cfg, in_.overheads);
+  c.memory = e.gpu.total();
+  c.host_memory = e.cpu_per_node;
 }
 
 }  // namespace dtplan::planner::detail

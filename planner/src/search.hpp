@@ -32,6 +32,7 @@ struct MemoryLine {
   Bytes at_one;
   Bytes slope;
   bool ok = false;
+  Bytes host;  // host RAM per node, which does not grow with the micro-batch
   Bytes at(std::int64_t mb) const { return Bytes{at_one.value + slope.value * (mb - 1)}; }
 };
 
@@ -72,6 +73,7 @@ class Search {
   void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o);
   void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o, std::size_t y);
   Group group(std::size_t s, std::size_t p, std::size_t d, std::size_t o, std::size_t y) const;
+  void tell_progress(std::size_t done, const std::string& what) const;
   void finish();
   void rank();
   void pareto();

@@ -139,6 +139,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   if (out.evaluated == 0) {
     out.no_layout = no_layout_reason(*m.transformer, r, gpus, t.gpus_per_node());
   }
+  out.fit = static_cast<std::int64_t>(fits.size());
   std::sort(fits.begin(), fits.end(),
             [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
   // The best of each (tp, pp, interleave, sequence parallel) shape, fastest first.

@@ -183,3 +183,49 @@ TEST_CASE("command-line syntax errors: one line, exit code 2; --help exits 0") {
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Contains("--strategy") && Contains("--grad-bucket-view"));
 }
+
+// Issue 14, item 15: ZeRO-3 with optimizer and parameter offload keeps 2 + 4 + 8 + 4 = 18 B
+// per parameter on the hosts (16-bit shard, fp32 master, Adam moments, fp32 gradients); on
+// 4 GPUs of one node that is 18 x params per node: 1,156 GiB for Llama-2-70B.
+TEST_CASE("memory checks offloaded states against host memory per node") {
+  constexpr std::int64_t GiB = std::int64_t{1} << 30;
+  const std::vector<std::string> args = {
+      "memory", "--model",   "llama-2-70b",      "--gpus", "4",        "--strategy",
+      "zero3",  "--offload", "optimizer+params", "--gpu",  "RTX-4090", "--json"};
+  auto with = [&args](std::vector<std::string> extra) {
+    auto a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return nlohmann::json::parse(run(a).out);
+  };
+  const auto small = with({"--host-memory", "512GiB"});
+  const auto params = small["params"].get<std::int64_t>();
+  CHECK(params == 68'976'648'192);
+  CHECK(small["cpu_per_node"] == 18 * params);  // 1,241,579,667,456 B = 1,156.3 GiB
+  CHECK(small["host_capacity"] == 512 * GiB);
+  CHECK(small["host_fits"] == false);
+  CHECK(small["host_margin"] == 512 * GiB - 18 * params);
+  CHECK(small["fits"] == false);
+  const auto big = with({"--host-memory", "2TiB"});
+  CHECK(big["host_fits"] == true);
+  CHECK(big["host_margin"] == 2048 * GiB - 18 * params);
+  // Not given: the documented default of 512 GiB per node.
+  CHECK(with({})["host_capacity"] == 512 * GiB);
+}
+
+TEST_CASE("memory says a configuration that fits the GPU does not fit host memory") {
+  // Llama-2-7B, ZeRO-3 offloading optimizer and parameters on 8 GPUs of a node: the GPU holds
+  // only what is gathered; the hosts hold 18 x 6,738,415,616 B = 112.96 GiB per node.
+  const auto r = run({"memory", "--model", "llama-2-7b", "--gpus", "8", "--strategy", "zero3",
+                      "--offload", "optimizer+params", "--seq-len", "1024", "--gpu", "A100-80GB",
+                      "--host-memory", "64GiB"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("fits on A100-80GB with") &&
+                        Contains("; but does NOT fit host memory: 112.96 GiB per node needed, "
+                                 "64.00 GiB (--host-memory), short by 48.96 GiB"));
+  const auto all = run({"memory", "--model", "llama-2-7b", "--gpus", "8", "--offload",
+                        "optimizer+params", "--seq-len", "1024", "--gpu", "A100-80GB"});
+  REQUIRE(all.code == 0);
+  CHECK_THAT(all.out, Contains("fits host 512.00 GiB (assumed)"));
+  CHECK_THAT(run({"memory", "--model", "gpt2", "--host-memory", "0"}).err,
+             Contains("--host-memory '0': must be at least 1 byte"));
+}

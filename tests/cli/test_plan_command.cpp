@@ -300,3 +300,87 @@ TEST_CASE("a GPU without bf16 (V100, T4) plans in fp16 and fp32 and says so") {
     CHECK_FALSE(std::filesystem::exists(ds));
   }
 }
+
+// Issue 14, item 16: "searched 5,064 configurations ... rejected: 5,151" did not add up; the
+// rejected list also holds combinations never evaluated (one entry per unsupported family).
+TEST_CASE("the plan's counts add up: searched = chosen + rejected, and what each counts") {
+  const auto j = nlohmann::json::parse(run(with({"--json"})).out);
+  const auto& s = j["stats"];
+  const auto evaluated = s["configs_evaluated"].get<std::int64_t>();
+  const auto chosen = s["configs_chosen"].get<std::int64_t>();
+  const auto rejected = s["configs_rejected"].get<std::int64_t>();
+  const auto skipped = s["combinations_not_evaluated"].get<std::int64_t>();
+  CHECK(chosen == 1);
+  CHECK(evaluated == chosen + rejected);
+  CHECK(static_cast<std::int64_t>(j["rejected"].size()) == rejected + skipped);
+  std::int64_t of_evaluated = 0;
+  std::int64_t slower = 0;
+  for (const auto& r : j["rejected"]) {
+    const auto reason = r["reason"].get<std::string>();
+    of_evaluated += reason != "unsupported" && reason != "batch_unreachable" ? 1 : 0;
+    slower += reason == "slower" ? 1 : 0;
+  }
+  CHECK(of_evaluated == rejected);
+  CHECK(skipped > 0);  // dp beyond one node, for one: the identity is not trivial here
+  // Every configuration that fits is the chosen one or slower than it.
+  CHECK(slower + chosen >= static_cast<std::int64_t>(j["candidates"].size()));
+
+  const auto text = run(kExample).out;
+  auto thousands = [](std::int64_t n) {
+    std::string digits = std::to_string(n);
+    for (auto i = static_cast<std::ptrdiff_t>(digits.size()) - 3; i > 0; i -= 3)
+      digits.insert(static_cast<std::size_t>(i), ",");
+    return digits;
+  };
+  CHECK_THAT(text, Contains("searched " + thousands(evaluated) + " configurations in "));
+  CHECK_THAT(text, Contains(": 1 chosen, " + thousands(rejected) + " rejected; " +
+                            thousands(skipped) + " more combinations rejected without evaluation"));
+  CHECK_THAT(text, Contains("rejected: " + thousands(rejected + skipped) + " = " +
+                            thousands(rejected) + " of the searched configurations ("));
+  CHECK_THAT(text, Contains(" + " + thousands(skipped) + " combinations not evaluated ("));
+}
+
+TEST_CASE("the 3D section's layouts add up: evaluated = fit + over memory") {
+  const auto j = nlohmann::json::parse(run(with({"--json"})).out);
+  const auto& x = j["parallel3d"];
+  REQUIRE(x.is_object());
+  CHECK(x["evaluated"].get<std::int64_t>() ==
+        x["fit"].get<std::int64_t>() + x["out_of_memory"].get<std::int64_t>());
+  CHECK(x["fit"].get<std::int64_t>() >= static_cast<std::int64_t>(x["ranked"].size()));
+}
+
+// Issue 14, item 15: on 4 x RTX 4090 (pcie-1switch-4: 256 GiB of host memory per node) the
+// planner used to pick ZeRO-3 offloading optimizer and parameters, which keeps 18 B per
+// parameter on the host: 18 x 68,976,648,192 B = 1,156.31 GiB for Llama-2-70B.
+TEST_CASE("plan rejects configurations whose offloaded states exceed host memory") {
+  constexpr double GiB = 1073741824.0;
+  const double need = 18.0 * 68'976'648'192.0;
+  const std::vector<std::string> args = {
+      "plan",  "--model",    "llama-2-70b",    "--topology", "pcie-1switch-4",
+      "--gpu", "RTX-4090",   "--global-batch", "16",         "--seq-len",
+      "1024",  "--strategy", "zero3",          "--json"};
+  const auto r = run(args);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["capacity"]["host_bytes_per_node"] == 256LL << 30);
+  CHECK(j["best"].is_null());
+  CHECK(r.code == 1);
+  bool seen = false;
+  for (const auto& x : j["rejected"]) {
+    if (x["reason"] != "host_out_of_memory") continue;
+    const auto& c = x["config"];
+    if (c["offload"] != "optimizer+params" || c["dp"] != 4 || c["precision"] != "bf16") continue;
+    seen = true;
+    CHECK(x["config"]["host_memory_bytes_per_node"].get<double>() == Approx(need));
+    CHECK(x["over_gib"].get<double>() == Approx(need / GiB - 256.0));  // 900.31 GiB over
+  }
+  CHECK(seen);
+  CHECK_THAT(j["suggestions"][0].get<std::string>(),
+             Contains("need 1156.31 GiB of host memory per node; 256.00 GiB per node"));
+  // With 2 TiB per node it fits, and the chosen plan holds its host memory.
+  auto more = args;
+  more.insert(more.end(), {"--host-memory", "2TiB"});
+  const auto k = nlohmann::json::parse(run(more).out);
+  REQUIRE(k["best"].is_object());
+  CHECK(k["best"]["offload"] == "optimizer+params");
+  CHECK(k["best"]["host_memory_bytes_per_node"].get<double>() <= 2048.0 * GiB);
+}

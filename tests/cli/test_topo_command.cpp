@@ -49,3 +49,43 @@ TEST_CASE("topo errors") {
              Contains("unknown link class 'pcie7'"));
   CHECK(run({"topo"}).code == 2);  // --topology is required
 }
+
+// Issue 14, item 1: one GPU used to crash (the ring plan of one GPU had no channel rate).
+TEST_CASE("topo with one GPU names the device and says there is no ring") {
+  const std::string data = DTPLAN_TEST_DATA_DIR;
+  const std::vector<std::vector<std::string>> inputs = {
+      {"topo", "--topology", "pcie-1switch-4", "--gpus", "1"},
+      {"topo", "--topology", "dgx-h100", "--nodes", "2", "--gpus", "1"},
+      {"topo", "--topology", data + "/smi/one_gpu.txt"},
+      {"topo", "--topology", data + "/topo/one_gpu.json"}};
+  for (const auto& args : inputs) {
+    INFO(args[2]);
+    const auto r = run(args);
+    REQUIRE(r.code == 0);
+    // The device by name: gpu0, or n0/gpu0 when the topology spans nodes.
+    CHECK_THAT(r.out, Contains("gpu0): no ring, a single GPU exchanges nothing") &&
+                          Contains("\n  1 GPU ("));
+    auto json_args = args;
+    json_args.push_back("--json");
+    const auto j = nlohmann::json::parse(run(json_args).out);
+    CHECK(j["rings"].empty());
+    CHECK(j["ring"] == nlohmann::json::array({0}));
+    CHECK(j["ring_bandwidth_Bps"].get<double>() == 0.0);
+    CHECK(j["bottleneck"].is_null());
+    auto dot_args = args;
+    dot_args.insert(dot_args.end(), {"--dot", "-"});
+    const auto dot = run(dot_args);
+    REQUIRE(dot.code == 0);
+    CHECK_THAT(dot.out, Contains("gpu0"));
+  }
+}
+
+TEST_CASE("a one-GPU node over two nodes rings through the network") {
+  // One GPU per node: the ring is n0/gpu0 -> n1/gpu0 -> back, over the 100 GbE NICs.
+  const auto j = nlohmann::json::parse(
+      run({"topo", "--topology", std::string(DTPLAN_TEST_DATA_DIR) + "/topo/one_gpu.json",
+           "--nodes", "2", "--json"})
+          .out);
+  CHECK(j["ring"] == nlohmann::json::array({0, 1}));
+  CHECK(j["ring_bandwidth_Bps"].get<double>() > 0.0);
+}

@@ -50,6 +50,25 @@ double ink(const QImage& img) {
   return 1.0 - static_cast<double>(most) / total;
 }
 
+// Every view of a session rendered headless to a 1200 x 800 PNG with something drawn on it.
+void render_every_view(const Session& s) {
+  QTemporaryDir dir;
+  for (const char* name : {"memory", "topology", "timeline", "plan", "validation"}) {
+    MainWindow w(s);
+    GuiOptions o;
+    o.session = s;
+    o.view = name;
+    o.width = 1200;
+    o.height = 800;
+    o.screenshot = dir.filePath(QString(name) + ".png").toStdString();
+    QCOMPARE(render_screenshot(w, o), 0);
+    QImage img(QString::fromStdString(o.screenshot));
+    QCOMPARE(img.width(), 1200);
+    QCOMPARE(img.height(), 800);
+    QVERIFY2(ink(img) > 0.01, name);
+  }
+}
+
 }  // namespace
 
 class TestGui : public QObject {
@@ -156,21 +175,45 @@ class TestGui : public QObject {
   void every_view_renders_to_a_non_empty_png() {
     Session s;
     s.measurements = {std::string(DTPLAN_DATA_DIR) + "/measurements/h100-sxm/measurement.json"};
-    QTemporaryDir dir;
-    for (const char* name : {"memory", "topology", "timeline", "plan", "validation"}) {
-      MainWindow w(s);
-      GuiOptions o;
-      o.session = s;
-      o.view = name;
-      o.width = 1200;
-      o.height = 800;
-      o.screenshot = dir.filePath(QString(name) + ".png").toStdString();
-      QCOMPARE(render_screenshot(w, o), 0);
-      QImage img(QString::fromStdString(o.screenshot));
-      QCOMPARE(img.width(), 1200);
-      QCOMPARE(img.height(), 800);
-      QVERIFY2(ink(img) > 0.01, name);
+    render_every_view(s);
+  }
+
+  // Issue 14, item 14: two DGX A100 nodes, 16 GPUs, with DataParallel chosen. DataParallel
+  // runs in one process on one node: its memory bar is marked not applicable, the timeline
+  // (the session's own strategy) names the problem, and every view still renders.
+  void a_multi_node_session_opens_with_dp_not_applicable() {
+    Session s;
+    s.topology = "dgx-a100";
+    s.nodes = 2;
+    s.gpus = 16;
+    s.strategy = "dp";
+    s.global_batch = 1024;
+    const auto a = analyse(s);
+    QCOMPARE(a.memory.size(), std::size_t{9});
+    QCOMPARE(a.memory[1].strategy, Strategy::dp);
+    QVERIFY(a.memory[1].not_applicable.find("one node") != std::string::npos);
+    QCOMPARE(a.memory[1].gpu.total().value, std::int64_t{0});
+    for (std::size_t i = 0; i < a.memory.size(); ++i) {
+      if (i == 1) continue;
+      QVERIFY2(a.memory[i].not_applicable.empty(), a.memory[i].not_applicable.c_str());
+      QVERIFY(a.memory[i].gpu.total().value > 0);
     }
+    QCOMPARE(a.topology.ring.size(), std::size_t{16});
+    QVERIFY(a.plan.best.has_value());
+    QVERIFY(a.plan.best->strategy != Strategy::dp);
+    QCOMPARE(a.problems.size(), std::size_t{1});
+    QVERIFY(a.problems[0].rfind("timeline: ", 0) == 0);
+    MemoryView memory;
+    memory.show_analysis(a);
+    QCOMPARE(memory.categories().at(1), QString("dp (n/a)"));
+    QCOMPARE(memory.categories().at(0), QString("ddp"));
+    render_every_view(s);
+    // The same cluster with a strategy that runs: no problem at all, a timeline.
+    s.strategy = "fsdp-full";
+    const auto b = analyse(s);
+    QVERIFY(b.problems.empty());
+    QVERIFY(!b.step.timeline.empty());
+    QVERIFY(!b.memory[1].not_applicable.empty());
   }
 
   void sessions_round_trip_and_bad_keys_are_named() {

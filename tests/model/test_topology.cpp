@@ -111,3 +111,24 @@ TEST_CASE("absurd numbers in a topology file name the field") {
                     Contains("topology_oversubscription_huge.json:70: /network/oversubscription: "
                              "must be at most 1024 (a sane maximum), got 1e308"));
 }
+
+// Issue 14, item 15: nodes carry their host memory, from the preset (docs/memory-model.md
+// cites the DGX datasheets) or the documented default.
+TEST_CASE("presets state host memory per node; a topology without it gets the default") {
+  constexpr std::int64_t GiB = std::int64_t{1} << 30;
+  const std::pair<const char*, std::int64_t> presets[] = {
+      {"dgx-a100", 2048},      {"dgx-h100", 2048},      {"dgx1-v100", 512},
+      {"pcie-1switch-4", 256}, {"pcie-1switch-8", 512}, {"pcie-split-8", 512}};
+  for (const auto& [name, gib] : presets) {
+    INFO(name);
+    const auto node = load_node_template(name, kData / "topologies");
+    REQUIRE(node.host_memory.has_value());
+    CHECK(node.host_memory->value == gib * GiB);
+  }
+  const auto plain = load_node_template((kTopo / "switch4.json").string(), kData / "topologies");
+  CHECK_FALSE(plain.host_memory.has_value());
+  CHECK(plain.host_memory_or_default().value == 512 * GiB);
+  CHECK_THAT(build_error("bad_host_memory.json"), Contains("bad_host_memory.json:") &&
+                                                      Contains("/host_memory_GiB") &&
+                                                      Contains("host memory per node in GiB"));
+}

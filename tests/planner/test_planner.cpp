@@ -137,6 +137,29 @@ TEST_CASE("the search is deterministic") {
   CHECK(a.configs_evaluated == b.configs_evaluated);
 }
 
+// Issue 14, item 2: a long plan shows progress. pcie-split-8 searches 1, 2, 4 and 8 GPUs:
+// 9 strategies x 4 GPU counts prepared, then the search: 37 steps.
+TEST_CASE("the search tells its progress: each GPU count prepared, then the search") {
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(512, 1024);
+  std::vector<std::pair<std::int64_t, std::int64_t>> told;
+  std::vector<std::string> what;
+  r.progress = [&](std::int64_t done, std::int64_t total, const std::string& w) {
+    told.emplace_back(done, total);
+    what.push_back(w);
+  };
+  f.run(r);
+  REQUIRE(told.size() == 38);
+  for (std::size_t i = 0; i < told.size(); ++i) {
+    CHECK(told[i].first == static_cast<std::int64_t>(i));
+    CHECK(told[i].second == 37);
+  }
+  CHECK_THAT(what[0], Catch::EndsWith(" communication over 1 GPUs"));
+  CHECK_THAT(what[3], Catch::EndsWith(" communication over 8 GPUs"));
+  CHECK_THAT(what[36], Catch::StartsWith("searching "));
+  CHECK(what[37] == "done");
+}
+
 TEST_CASE("time and cost objectives: steps x step time, and GPU-hours x price") {
   const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
   auto r = request(512, 1024);
@@ -314,19 +337,4 @@ TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
   CHECK_THAT(none.suggestions.front(), Catch::Contains("misses --max-hours"));
   r.steps = 0;
   CHECK_THROWS_WITH(f.run(r), Catch::Contains("--max-hours needs"));
-}
-
-TEST_CASE("the search reports its progress over strategies x precisions x GPU counts") {
-  // gpt2-xl on one pcie-split-8 node: 9 strategies x 2 precisions (bf16, fp32) x 4 GPU counts
-  // (1, 2, 4, 8) = 72 groups, reported in order, ending at 72 of 72.
-  Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
-  auto r = request(64, 1024);
-  std::vector<std::pair<std::int64_t, std::int64_t>> calls;
-  r.progress = [&](std::int64_t done, std::int64_t total) { calls.emplace_back(done, total); };
-  f.run(r);
-  REQUIRE(calls.size() == 72);
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    CHECK(calls[i].first == static_cast<std::int64_t>(i) + 1);
-    CHECK(calls[i].second == 72);
-  }
 }

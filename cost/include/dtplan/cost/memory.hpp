@@ -34,8 +34,13 @@ struct MemoryComponents {
 struct FitVerdict {
   std::string gpu;
   Bytes capacity;
-  bool fits = false;
-  Bytes margin;  // capacity - peak; negative when it does not fit
+  bool fits = false;  // on the GPU and, when a host capacity is given, in host memory
+  Bytes margin;       // GPU capacity - peak; negative when it does not fit
+  bool gpu_fits = false;
+  // Host memory per node (the offloaded states of all its ranks), when a capacity is given.
+  std::optional<Bytes> host_capacity;
+  bool host_fits = true;
+  Bytes host_margin;  // host capacity - cpu_per_node; negative when it does not fit
 };
 
 struct MemoryEstimate {
@@ -59,7 +64,10 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
                                const OverheadConstants& k);
 
-FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu);
+// The GPU peak against the GPU's memory and, with `host_per_node`, the host memory of one
+// node against that capacity (bytes per node).
+FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu,
+                     std::optional<Bytes> host_per_node = std::nullopt);
 
 // {"strategy", "params", "shard_degree", "per_gpu": {...}, "per_cpu": {...}, "cpu_per_node",
 //  "details": {...}, "explain": {...}, "notes", "capacity", "fits", "margin", "gpu"}; bytes as

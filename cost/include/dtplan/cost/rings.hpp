@@ -42,7 +42,8 @@ struct RingPlan {
   std::int64_t candidates = 0;  // orders evaluated
 };
 
-// Rings over `gpus` (global ranks; all in one node, or whole nodes of equal size).
+// Rings over `gpus` (global ranks; all in one node, or whole nodes of equal size). One GPU
+// has no ring: one channel holding that GPU, at rate 0, bandwidth 0 and no bottleneck.
 RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
                     const RingOptions& options = {});
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "dtplan/model/interconnect.hpp"
+#include "dtplan/model/units.hpp"
 
 namespace dtplan {
 
@@ -63,10 +64,17 @@ struct NodeTemplate {
   std::vector<LinkSpec> links;
   std::optional<NetworkSpec> network;
   std::vector<std::string> assumptions;  // what a reader had to assume (nvidia-smi input)
+  std::optional<Bytes> host_memory;      // host RAM per node ("host_memory_GiB"), if stated
 
   std::int64_t gpu_count() const;
   std::int64_t nic_count() const;
+  // The stated host memory per node, else kDefaultHostMemory.
+  Bytes host_memory_or_default() const;
 };
+
+// Host RAM per node assumed when an input does not state it: a two-socket PCIe server with
+// 8 DDR channels per socket and one 32 GiB DIMM per channel (docs/memory-model.md).
+inline constexpr Bytes kDefaultHostMemory{512LL << 30};
 
 struct Device {
   DeviceKind kind = DeviceKind::gpu;

@@ -47,6 +47,8 @@ struct PlanRequest {
   Optimizer optimizer = Optimizer::adamw;
   Attention attention = Attention::flash;
   double headroom = 0.10;  // fraction of GPU memory kept free
+  // Host RAM per node for offloaded states; nullopt: the topology's (or kDefaultHostMemory).
+  std::optional<Bytes> host_memory;
   Objective objective = Objective::throughput;
   double price_per_gpu_hour = 0;  // for the cost objective
   // The run's length for the time and cost objectives: optimizer steps, or samples (dataset
@@ -62,9 +64,9 @@ struct PlanRequest {
   // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
   // gradients) or synchronising every micro-step: both searched, or one.
   Sync sync = Sync::both;
-  // Called with (done, total) as the search prepares its (strategy, precision, GPU count)
-  // groups, the part whose time grows with the cluster; empty: nobody is told.
-  std::function<void(std::int64_t done, std::int64_t total)> progress;
+  // Told as the search goes: `done` of `total` steps (one per strategy and GPU count prepared,
+  // one for the search itself) and what runs now; for a progress display. Empty: not told.
+  std::function<void(std::int64_t done, std::int64_t total, const std::string& what)> progress;
 };
 
 struct Candidate {
@@ -78,6 +80,7 @@ struct Candidate {
   std::int64_t global_batch = 0;
   bool no_sync = true;  // gradients synchronised in the last micro-step only
   Bytes memory;         // peak per GPU
+  Bytes host_memory;    // host RAM per node (offloaded states of the node's ranks)
   double step_time_s = 0;
   double samples_per_s = 0;
   double tokens_per_s = 0;
@@ -85,13 +88,22 @@ struct Candidate {
   double objective = 0;  // lower is better
 };
 
-enum class Reason { out_of_memory, batch_unreachable, unsupported, past_deadline, slower };
+enum class Reason {
+  out_of_memory,
+  host_out_of_memory,
+  batch_unreachable,
+  unsupported,
+  past_deadline,
+  slower
+};
 std::string_view name_of(Reason r);
 
 struct Rejected {
   Candidate config;  // micro_batch 0: every micro-batch (and accumulation) of that kind
   Reason reason = Reason::slower;
-  double amount = 0;   // GiB over (out_of_memory), hours over (past_deadline), % behind (slower)
+  // GiB over (out_of_memory: per GPU; host_out_of_memory: per node), hours over
+  // (past_deadline), % behind (slower)
+  double amount = 0;
   std::string detail;  // unsupported: why; unreachable: the batch the shape gives
 };
 
@@ -107,8 +119,25 @@ struct PlanResult {
   double search_s = 0;  // after the caches were built
   Bytes capacity;
   Bytes usable;                          // capacity minus headroom
+  Bytes host_capacity;                   // host RAM per node the offloaded states must fit
   std::vector<std::string> suggestions;  // when nothing fits: what would
 };
+
+// Whether a rejection stands for one evaluated configuration (out of memory, past the
+// deadline, slower) or for combinations never evaluated (unsupported: a whole strategy x
+// precision x GPUs x offload family; batch_unreachable: one GPU count).
+bool was_evaluated(Reason r);
+
+// How a search's numbers add up:
+//   evaluated = chosen + rejected_evaluated          (every evaluated configuration)
+//   rejected entries = rejected_evaluated + not_evaluated
+struct SearchCounts {
+  std::int64_t evaluated = 0;           // configurations priced: memory, then time
+  std::int64_t chosen = 0;              // 1 when something fits, else 0
+  std::int64_t rejected_evaluated = 0;  // evaluated and rejected (slower ones included)
+  std::int64_t not_evaluated = 0;       // rejected entries for combinations never evaluated
+};
+SearchCounts search_counts(const PlanResult& r);
 
 PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,

@@ -37,7 +37,9 @@ struct Candidate3D {
 struct Result3D {
   std::vector<Candidate3D> ranked;          // fastest first, up to top_k, distinct (tp, pp, v, sp)
   std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits
-  std::int64_t evaluated = 0, out_of_memory = 0;
+  std::int64_t evaluated = 0;               // layouts priced: evaluated = fit + out_of_memory
+  std::int64_t fit = 0;                     // within memory (ranked keeps the best of each shape)
+  std::int64_t out_of_memory = 0;
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;
   double elapsed_s = 0;
