@@ -188,7 +188,7 @@ class FileSet {
     if (std::filesystem::is_directory(f.path)) {
       throw Error(std::string(f.flag) + " " + f.path + ": is a directory");
     }
-    const std::filesystem::path temp = f.path + ".dtplan-partial";
+    std::filesystem::path temp = f.path + ".dtplan-partial";
     std::ofstream out(temp, std::ios::binary);
     if (!out) throw Error(std::string(f.flag) + " " + f.path + ": cannot open for writing");
     out << f.text;
