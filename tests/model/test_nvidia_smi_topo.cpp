@@ -85,3 +85,13 @@ TEST_CASE("malformed matrices are refused with the line and cell") {
              Contains("row GPU5 has 9 cells, the header 10 columns"));
   CHECK_THAT(error_of("bad_no_header.txt"), Contains("no header line starting with GPU0"));
 }
+
+// Found by fuzzing (tests/fuzz/regressions/smi_topo): counts past 2^63 made std::stoll throw
+// std::out_of_range, which no command caught.
+TEST_CASE("an NVLink or NUMA count too large is refused with its line") {
+  CHECK_THAT(error_of("bad_huge_count.txt"),
+             Contains("bad_huge_count.txt:2") &&
+                 Contains("row GPU0, column GPU1: '99999999999999999999' is out of range"));
+  CHECK_THAT(error_of("bad_huge_numa.txt"),
+             Contains("bad_huge_numa.txt:2") && Contains("NUMA affinity: '99999999999999999999'"));
+}
