@@ -145,6 +145,7 @@ class Builder {
     sharded_ops(units, wb, gb, true, true, &models_.node);
     // Each shard (1/g of every unit) is all-reduced across the replica groups.
     std::vector<std::int64_t> shards;
+    shards.reserve(units.size());
     for (const auto u : units)
       shards.push_back(ceil_div(u, g));
     CommOp op;
