@@ -46,7 +46,7 @@ std::string strip_parse_prefix(const std::string& what) {
 // occurrence.
 std::string out_of_range_message(std::string_view text, const std::string& what) {
   const auto bracket = what.find("] ");
-  const std::string message = bracket == std::string::npos ? what : what.substr(bracket + 2);
+  std::string message = bracket == std::string::npos ? what : what.substr(bracket + 2);
   const auto open = message.find('\'');
   const auto close = message.rfind('\'');
   if (open == std::string::npos || close <= open + 1) return message;
