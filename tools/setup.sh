@@ -14,26 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin xvfb xauth libbenchmark-dev
 )
 
-missing=()
-for pkg in "${packages[@]}"; do
-  status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-  [[ "$status" == "installed" ]] || missing+=("$pkg")
-done
-
-if ((${#missing[@]} > 0)); then
-  echo "dtplan setup: installing ${missing[*]}" >&2
-  sudo_cmd=()
-  if [[ "$(id -u)" -ne 0 ]]; then
-    if ! command -v sudo >/dev/null; then
-      echo "dtplan setup: missing packages (${missing[*]}); run as root or install sudo" >&2
-      exit 1
-    fi
-    sudo_cmd=(sudo)
-  fi
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
-fi
+"$repo/tools/apt_install_missing.sh" "${packages[@]}"
 
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >&2

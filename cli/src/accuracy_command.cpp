@@ -78,6 +78,7 @@ int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
   s.work_dir = work_dir_of(o.work_dir, "accuracy");
   const auto rows = measure_rows(o, p, s, ctx.err);
   std::vector<double> errors;
+  errors.reserve(rows.size());
   for (const auto& r : rows)
     errors.push_back(std::abs(r.error()));
   const double med = median(errors);

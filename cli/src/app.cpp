@@ -54,6 +54,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-' &&
       runners.count(args.front()) == 0) {
     std::vector<std::string> names;
+    names.reserve(runners.size());
     for (const auto& [name, runner] : runners)
       names.push_back(name);
     err << "dtplan: error: " << unknown_name_message("command", args.front(), names) << '\n';

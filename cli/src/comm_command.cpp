@@ -80,6 +80,7 @@ int run_collectives(const CommOptions& o, const LoadedTopology& loaded, const Ru
     const auto r = rounded(s, collective, model.gpus());
     if (unique.empty() || unique.back() != r) unique.push_back(r);
   }
+  results.reserve(unique.size());
   for (const auto s : unique)
     results.push_back(model.estimate(collective, s, algorithm));
   if (o.json) {

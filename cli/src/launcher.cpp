@@ -81,6 +81,7 @@ pid_t spawn(const std::vector<std::string>& argv, Pipe& out) {
   posix_spawn_file_actions_adddup2(&actions, out.write_end(), STDERR_FILENO);
   posix_spawn_file_actions_addclose(&actions, out.read_end());
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -30,6 +30,7 @@ int run_run(const RunCommandOptions& o, const RunContext& ctx) {
     shown += (shown.empty() ? "" : " ") + a;
   ctx.err << "dtplan run: " << shown << "\n";
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);

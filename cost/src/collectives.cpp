@@ -193,6 +193,7 @@ CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
   const auto allowed = applicable(c);
   if (a != Algorithm::automatic && std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
     std::vector<std::string> names;
+    names.reserve(allowed.size());
     for (const auto x : allowed)
       names.emplace_back(name_of(x));
     throw Error("--algorithm " + std::string(name_of(a)) + " does not apply to " +

@@ -59,8 +59,7 @@ double HardwareProfile::gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t 
                                    bool leave_out_shape) const {
   // (distance in log2 space, log of measured / fitted) of every sample but `skip`.
   std::vector<std::pair<double, double>> near;
-  for (std::size_t i = 0; i < gemm_samples.size(); ++i) {
-    const auto& s = gemm_samples[i];
+  for (const auto& s : gemm_samples) {
     if (leave_out_shape && s.m == m && s.n == n && s.k == k) continue;
     const double dm = std::log2(double(m) / double(s.m)), dn = std::log2(double(n) / double(s.n)),
                  dk = std::log2(double(k) / double(s.k));
@@ -113,7 +112,7 @@ std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
                                       const std::string& backend, std::int64_t ranks) {
   if (const auto problem = backend_problem(backend)) throw Error(*problem);
   const auto n = std::to_string(ranks);
-  const auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
+  auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
   if (!std::filesystem::exists(p)) {
     throw Error("no bundled hardware profile " + p.string() + " for " + backend + " with " + n +
                 " ranks; make one with dtplan calibrate --backend " + backend + " --np " + n +

@@ -115,8 +115,9 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
   const double in_flight = static_cast<double>(std::min(l.pp, l.micro_batches));
   const double p = static_cast<double>(l.pp), v = static_cast<double>(l.interleave);
   const double interleave = l.interleave > 1 ? 1 + (p - 1) / (p * v) : 1.0;
-  out.activations = Bytes{static_cast<std::int64_t>(
-      layer * static_cast<double>(s.num_layers / l.pp) * in_flight * interleave)};
+  const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
+  out.activations = Bytes{static_cast<std::int64_t>(layer * static_cast<double>(stage_layers) *
+                                                    in_flight * interleave)};
   out.overhead = Bytes{k.cuda_context_bytes};
   return out;
 }
@@ -215,8 +216,9 @@ Time3D Model3D::time(const Layout3D& l) {
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
   const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
-  const double act_bytes = 2 * sbh;  // 16-bit activations
-  const double layers = static_cast<double>(s.num_layers / l.pp);
+  const double act_bytes = 2 * sbh;                       // 16-bit activations
+  const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
+  const double layers = static_cast<double>(stage_layers);
   if (l.tp > 1) {
     const auto k2 = std::make_pair(l.tp, static_cast<std::int64_t>(act_bytes));
     if (!cache.tp_all_reduce.count(k2)) {

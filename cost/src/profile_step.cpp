@@ -187,8 +187,8 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
     bwd_comm += sched.add("reduce", "backward", flat * 4, A);
     opt_comm += sched.add("broadcast", "optimizer", flat * 4, 1);
   } else {
-    for (std::size_t u = 0; u < units.size(); ++u) {
-      const auto bytes = units[u] * 4;
+    for (const auto unit : units) {
+      const auto bytes = unit * 4;
       if (mode == Mode::zero1) {
         wait += sched.add("reduce_scatter", "gradient sync", bytes, 1);
       } else {
@@ -222,8 +222,10 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   if (mode == Mode::ddp || mode == Mode::dp) {
     raw.optimizer_s = region_s(static_cast<double>(flat));
   } else {
-    for (auto u : units)
-      raw.optimizer_s += region_s(static_cast<double>(u / n));
+    for (auto u : units) {
+      const auto shard = u / n;  // whole elements per rank, as the sharded optimizer holds them
+      raw.optimizer_s += region_s(static_cast<double>(shard));
+    }
   }
   const auto& corr = p.correction;
   const double fb = raw.compute_s * corr.compute_scale + raw.collectives_s * corr.collective_scale;

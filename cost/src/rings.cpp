@@ -196,6 +196,7 @@ RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidate
   std::vector<EdgeId> edge_of;
   const auto cap = capacities(router, edge_of);
   std::vector<RingLoad> loads;
+  loads.reserve(candidates.size());
   for (const auto& c : candidates)
     loads.push_back(ring_load(router, c, edge_of));
   std::vector<std::size_t> order(candidates.size());
@@ -204,6 +205,7 @@ RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidate
     return loads[x].link_hops < loads[y].link_hops;
   });
   std::vector<double> rates;
+  rates.reserve(loads.size());
   for (const auto& l : loads)
     rates.push_back(rate_of(l, cap, nullptr));
   std::sort(rates.rbegin(), rates.rend());

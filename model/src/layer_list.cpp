@@ -162,7 +162,7 @@ LayerInfo layernorm(const ObjectReader& r, const Shape& in) {
   l.output_shape = in;
   l.params = (affine ? n : 0) + (affine && bias ? n : 0);
   l.saves_input = true;
-  l.extra_saved_bytes_per_sample = 2 * 4 * (element_count(in) / n);  // fp32 mean and rstd
+  l.extra_saved_bytes_per_sample = 8 * (element_count(in) / n);  // fp32 mean and rstd: 2 x 4 B
   l.label = layer_label(r, "LayerNorm " + format_shape(normalized));
   return l;
 }

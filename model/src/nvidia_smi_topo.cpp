@@ -12,6 +12,7 @@
 // one PCIe switch per group of devices joined by PIX/PXB (a lone device attaches to its CPU
 // directly); NVLink edges per NV# pair, or one NVSwitch when every GPU pair has the same NV#.
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -121,6 +122,17 @@ class SmiParser {
     fail(0, "no header line starting with GPU0 (paste the whole output of `nvidia-smi topo -m`)");
   }
 
+  // Digits as a count. std::stoll threw std::out_of_range past 2^63, which escaped as a
+  // crash (found by fuzzing: tests/fuzz/regressions/smi_topo).
+  std::int64_t count_of(const std::string& digits, std::size_t line,
+                        const std::string& where) const {
+    std::int64_t value = 0;
+    const auto* end = digits.data() + digits.size();
+    const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
+    if (ec != std::errc() || ptr != end) fail(line, where + ": '" + digits + "' is out of range");
+    return value;
+  }
+
   Cell parse_cell(const std::string& s, std::size_t line, const std::string& where) const {
     static const std::map<std::string, Path> kPaths = {
         {"X", Path::self},    {"PIX", Path::pix}, {"PXB", Path::pxb}, {"PHB", Path::phb},
@@ -128,7 +140,7 @@ class SmiParser {
     if (const auto it = kPaths.find(s); it != kPaths.end()) return {it->second, 0};
     std::smatch match;
     if (std::regex_match(s, match, std::regex("NV([0-9]+)"))) {
-      const auto links = std::stoll(match[1]);
+      const auto links = count_of(match[1], line, where);
       if (links < 1) fail(line, where + ": NV0 is not a link");
       return {Path::nvlink, links};
     }
@@ -157,7 +169,7 @@ class SmiParser {
     }
     // After the matrix: CPU Affinity, NUMA Affinity (an integer or N/A), ...
     if (t.size() >= n + 3 && std::regex_match(t[n + 2], std::regex("[0-9]+"))) {
-      m.numa[r] = std::stoll(t[n + 2]);
+      m.numa[r] = count_of(t[n + 2], line, "row " + t.front() + ", NUMA affinity");
     }
   }
 

@@ -160,7 +160,7 @@ class TopologyBuilder {
     }
   }
 
-  Vertex add_vertex(Device d) { return boost::add_vertex(std::move(d), (*t_.graph_)); }
+  Vertex add_vertex(const Device& d) { return boost::add_vertex(d, (*t_.graph_)); }
 
   void add_link(Vertex a, Vertex b, const LinkClass& c, std::int64_t count,
                 std::optional<double> bandwidth) {

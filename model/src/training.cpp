@@ -70,6 +70,7 @@ Attention parse_attention(std::string_view t) {
 
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
+  names.reserve(kStrategies.size());
   for (const auto& row : kStrategies)
     names.emplace_back(row.name);
   return names;

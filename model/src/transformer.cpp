@@ -18,33 +18,39 @@ namespace dtplan {
 
 namespace {
 
+// Counts from a config file can be absurd (a fuzzed n_embd of 2^63 - 1): every product and
+// sum below is checked, so an overflow is an error and never undefined behaviour.
 std::int64_t mul(std::int64_t a, std::int64_t b) {
   return checked_mul(a, b, "parameter count");
 }
 
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return checked_add(a, b, "parameter count");
+}
+
 std::int64_t norm_params(const TransformerSpec& s) {
-  return s.norm == NormKind::layernorm ? 2 * s.hidden_size : s.hidden_size;
+  return s.norm == NormKind::layernorm ? mul(2, s.hidden_size) : s.hidden_size;
 }
 
 std::int64_t attention_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size;
-  std::int64_t p = mul(h, s.q_size()) + 2 * mul(h, s.kv_size()) + mul(s.q_size(), h);
-  if (s.qkv_bias) p += s.q_size() + 2 * s.kv_size();
-  if (s.attn_out_bias) p += h;
+  std::int64_t p = add(add(mul(h, s.q_size()), mul(2, mul(h, s.kv_size()))), mul(s.q_size(), h));
+  if (s.qkv_bias) p = add(p, add(s.q_size(), mul(2, s.kv_size())));
+  if (s.attn_out_bias) p = add(p, h);
   return p;
 }
 
 std::int64_t mlp_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size;
   const std::int64_t f = s.ffn_size;
-  if (s.mlp == MlpKind::swiglu) return 3 * mul(h, f) + (s.mlp_bias ? 2 * f + h : 0);
-  return 2 * mul(h, f) + (s.mlp_bias ? f + h : 0);
+  if (s.mlp == MlpKind::swiglu) return add(mul(3, mul(h, f)), s.mlp_bias ? add(mul(2, f), h) : 0);
+  return add(mul(2, mul(h, f)), s.mlp_bias ? add(f, h) : 0);
 }
 
 std::int64_t embedding_params(const TransformerSpec& s) {
   std::int64_t p = mul(s.vocab_size, s.hidden_size);
-  if (s.positions == PositionKind::learned) p += mul(s.max_positions, s.hidden_size);
-  p += mul(s.type_vocab_size, s.hidden_size);
+  if (s.positions == PositionKind::learned) p = add(p, mul(s.max_positions, s.hidden_size));
+  p = add(p, mul(s.type_vocab_size, s.hidden_size));
   return p;
 }
 
@@ -74,38 +80,39 @@ void validate(const TransformerSpec& s, const std::string& origin_in) {
                 " does not divide num_attention_heads " + std::to_string(s.num_heads));
   }
   if (s.type_vocab_size < 0) throw Error(origin + "type_vocab_size must not be negative");
+  // q_size() and kv_size() multiply unchecked; a valid spec keeps them in range.
+  checked_mul(s.num_heads, s.head_dim, origin + "num_heads x head_dim");
 }
 
 TransformerParams count_parameters(const TransformerSpec& s) {
   TransformerParams p;
-  const std::int64_t layer_norms = 2 * norm_params(s);
-  p.per_layer = attention_params(s) + mlp_params(s) + layer_norms;
+  const std::int64_t layer_norms = mul(2, norm_params(s));
+  p.per_layer = add(add(attention_params(s), mlp_params(s)), layer_norms);
   p.embeddings = embedding_params(s);
   p.attention = mul(attention_params(s), s.num_layers);
   p.mlp = mul(mlp_params(s), s.num_layers);
-  p.norms = mul(layer_norms, s.num_layers) + (s.final_norm ? norm_params(s) : 0) +
-            (s.embedding_norm ? norm_params(s) : 0);
+  p.norms = add(add(mul(layer_norms, s.num_layers), s.final_norm ? norm_params(s) : 0),
+                s.embedding_norm ? norm_params(s) : 0);
   const std::int64_t h = s.hidden_size;
   switch (s.head) {
     case HeadKind::causal_lm:
-      if (!s.tied_embeddings) p.head += mul(s.vocab_size, h);
+      if (!s.tied_embeddings) p.head = add(p.head, mul(s.vocab_size, h));
       break;
     case HeadKind::pretraining:
-      p.head += 2 * h + 2;  // next-sentence classifier
+      p.head = add(p.head, add(mul(2, h), 2));  // next-sentence classifier
       [[fallthrough]];
     case HeadKind::masked_lm:
       // transform dense + LayerNorm, decoder tied to the word embeddings, its own bias
-      p.head += mul(h, h) + h + norm_params(s) + s.vocab_size;
+      p.head = add(p.head, add(add(mul(h, h), h), add(norm_params(s), s.vocab_size)));
       break;
     case HeadKind::sequence_classification:
-      p.head += mul(h, s.num_labels) + (s.pooler ? s.num_labels : 0);
+      p.head = add(p.head, add(mul(h, s.num_labels), s.pooler ? s.num_labels : 0));
       break;
     case HeadKind::base:
       break;
   }
-  if (s.pooler) p.head += mul(h, h) + h;
-  checked_add(checked_add(p.embeddings, p.attention, "parameter count"),
-              checked_add(p.mlp, p.norms + p.head, "parameter count"), "parameter count");
+  if (s.pooler) p.head = add(p.head, add(mul(h, h), h));
+  add(add(p.embeddings, p.attention), add(p.mlp, add(p.norms, p.head)));
   return p;
 }
 
@@ -163,7 +170,9 @@ TransformerSpec read_gpt2(const ObjectReader& c) {
   s.num_kv_heads = s.num_heads;
   if (s.hidden_size % s.num_heads != 0) c.fail("n_head", "does not divide n_embd");
   s.head_dim = s.hidden_size / s.num_heads;
-  s.ffn_size = c.optional_integer("n_inner").value_or(4 * s.hidden_size);
+  const auto n_inner = c.optional_integer("n_inner");
+  s.ffn_size =
+      n_inner ? *n_inner : checked_mul(4, s.hidden_size, c.location("n_embd") + ": 4 x n_embd");
   s.max_positions =
       c.has("n_positions") ? c.positive_integer("n_positions") : c.positive_integer("n_ctx");
   s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);

@@ -24,6 +24,7 @@ double seconds_since(Clock::time_point t0) {
 template <class E, std::size_t N>
 std::vector<E> all_of(const std::array<NamedValue<E>, N>& table) {
   std::vector<E> out;
+  out.reserve(N);
   for (const auto& row : table)
     out.push_back(row.value);
   return out;

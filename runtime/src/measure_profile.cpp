@@ -114,7 +114,10 @@ std::vector<cost::GemmSample> time_gemms(Device& dev, Timer& timer, bool quick) 
   }
   std::vector<cost::GemmSample> out;
   for (auto m : ms) {
-    for (auto [n, k] : nks) {
+    for (const auto& nk : nks) {
+      // Plain copies: clang 14 (the sanitizer build) cannot capture structured bindings.
+      const std::int64_t n = nk.first;
+      const std::int64_t k = nk.second;
       auto a = dev.allocate_floats(m * k, MemoryComponent::buffers);
       auto b = dev.allocate_floats(k * n, MemoryComponent::buffers);
       auto c = dev.allocate_floats(std::max(m * n, k * n), MemoryComponent::buffers);

@@ -24,6 +24,14 @@ TEST_CASE("malformed JSON reports origin, line and column") {
   CHECK_THAT(msg, Contains("cfg.json:3:") && Contains("malformed JSON"));
 }
 
+// Found by fuzzing (tests/fuzz/regressions/profile): nlohmann throws out_of_range, not a
+// parse_error, for a number beyond a double, and it escaped every command as a crash.
+TEST_CASE("a number too large for a double is malformed JSON with its line") {
+  const auto msg = error_of([] { parse_json("{\"a\": 1,\n \"b\": 2e308}", "p.json"); });
+  CHECK_THAT(msg,
+             Catch::Contains("p.json: malformed JSON: line 2: number overflow parsing '2e308'"));
+}
+
 TEST_CASE("duplicate keys are rejected") {
   const auto msg = error_of([] { parse_json(R"({"a": 1, "a": 2})", "d.json"); });
   CHECK_THAT(msg, Contains("d.json") && Contains("duplicate key \"a\""));
@@ -110,7 +118,7 @@ TEST_CASE("range-checked numbers: finite, positive where asked, within a sane ma
              Contains("/n: must be an integer from 4 to 10, got 3"));
   // A literal beyond double's range is a one-line error, not nlohmann's exception.
   CHECK(error_of([] { parse_json(R"({"x": 1e999})", "i.json"); }) ==
-        "i.json: malformed JSON: number overflow parsing '1e999'");
+        "i.json: malformed JSON: line 1: number overflow parsing '1e999'");
 }
 
 TEST_CASE("flags share the range check: NaN, inf, negatives and junk are named") {

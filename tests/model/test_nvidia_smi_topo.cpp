@@ -104,3 +104,13 @@ TEST_CASE("every header column and row is accounted for, or the matrix is refuse
   CHECK_THAT(error_in("smi_extra_row.txt"),
              Contains("smi_extra_row.txt:14:") && Contains("'mlx5_4' after the 12 rows"));
 }
+
+// Found by fuzzing (tests/fuzz/regressions/smi_topo): counts past 2^63 made std::stoll throw
+// std::out_of_range, which no command caught.
+TEST_CASE("an NVLink or NUMA count too large is refused with its line") {
+  CHECK_THAT(error_of("bad_huge_count.txt"),
+             Contains("bad_huge_count.txt:2") &&
+                 Contains("row GPU0, column GPU1: '99999999999999999999' is out of range"));
+  CHECK_THAT(error_of("bad_huge_numa.txt"),
+             Contains("bad_huge_numa.txt:2") && Contains("NUMA affinity: '99999999999999999999'"));
+}

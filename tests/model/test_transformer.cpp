@@ -160,3 +160,16 @@ TEST_CASE("config.json errors name the key") {
                           "max_position_embeddings": 4096})"),
              Contains("'LlamaForTokenClassification' is not supported"));
 }
+
+// Found by fuzzing (tests/fuzz/regressions/hf_config): sizes whose products overflow 64 bits
+// were undefined behaviour (signed overflow) instead of an error.
+TEST_CASE("sizes that overflow a 64-bit count are refused, not wrapped") {
+  CHECK_THAT(error_of(R"({"model_type": "gpt2", "n_embd": 9223372036854775807, "n_layer": 2,
+                          "n_head": 1, "vocab_size": 100, "n_positions": 1024})"),
+             Contains("/n_embd: 4 x n_embd") && Contains("overflows a 64-bit count"));
+  // h = 2^31, one head: h*q = 2^62 fits, the k and v projections' 2*h*k = 2^63 does not.
+  const auto spec = from_config(R"({"model_type": "llama", "vocab_size": 32000,
+      "hidden_size": 2147483648, "intermediate_size": 1, "num_hidden_layers": 1,
+      "num_attention_heads": 1, "max_position_embeddings": 4096})");
+  CHECK_THROWS_WITH(count_parameters(spec), Contains("parameter count") && Contains("overflows"));
+}

@@ -122,10 +122,10 @@ struct TrainingConfig {
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   Offload offload = Offload::none;
-  bool grad_bucket_view = false;                 // DDP gradient_as_bucket_view=True
-  std::int64_t bucket_cap_bytes = 25 * 1048576;  // DDP bucket_cap_mb default 25
-  bool fp32_grad_accumulation = false;           // Megatron-style fp32 main_grad buffer
-  std::int64_t grad_accum = 1;                   // micro-steps per optimizer step
+  bool grad_bucket_view = false;                   // DDP gradient_as_bucket_view=True
+  std::int64_t bucket_cap_bytes = 25LL * 1048576;  // DDP bucket_cap_mb default 25
+  bool fp32_grad_accumulation = false;             // Megatron-style fp32 main_grad buffer
+  std::int64_t grad_accum = 1;                     // micro-steps per optimizer step
   bool no_sync = true;  // gradients synchronised in the last micro-step only
 };
 

@@ -39,7 +39,7 @@ struct TrainerSettings {
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   bool no_sync = true;
-  std::int64_t bucket_cap_bytes = 25 * 1048576;
+  std::int64_t bucket_cap_bytes = 25LL * 1048576;
   bool loss_scaling = false;
   float initial_loss_scale = 65536.0f;
   float lr = 1e-3f;
