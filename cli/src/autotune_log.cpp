@@ -9,6 +9,7 @@
 #include <map>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/json_reader.hpp"
 
 namespace dtplan::cli {
@@ -44,26 +45,26 @@ TrialRecord trial_from_line(const std::string& line, const std::string& where) {
   TrialRecord t;
   t.key = r.string("key");
   t.label = r.string("label");
-  t.predicted_s = r.number("predicted_step_s");
-  t.wall_s = r.number("wall_s");
+  t.predicted_s = r.number("predicted_step_s", kSeconds);
+  t.wall_s = r.number("wall_s", kSeconds);
   if (!r.has("measured_step_s")) {
     t.failure = r.string("failure");
     r.reject_unknown_keys();
     return t;
   }
-  t.measured_s = r.number("measured_step_s");
+  t.measured_s = r.number("measured_step_s", kPositiveSeconds);
   (void)r.number("error");  // derived from the two times
-  t.samples_per_s = r.number("samples_per_s");
-  t.peak_bytes = r.integer("peak_bytes");
+  t.samples_per_s = r.number("samples_per_s", NumberRange::non_negative(1e12));
+  t.peak_bytes = r.integer("peak_bytes", 0, std::int64_t{1} << 50);  // a PiB: past any device
   t.measurement = r.string("measurement");
   const auto s = r.object("step_sample");
   t.sample = {t.label,
-              s.number("compute_s"),
-              s.number("collectives_s"),
-              s.number("optimizer_s"),
-              s.number("optimizer_collectives_s"),
-              s.number("measured_compute_s"),
-              s.number("measured_optimizer_s")};
+              s.number("compute_s", kSeconds),
+              s.number("collectives_s", kSeconds),
+              s.number("optimizer_s", kSeconds),
+              s.number("optimizer_collectives_s", kSeconds),
+              s.number("measured_compute_s", kSeconds),
+              s.number("measured_optimizer_s", kSeconds)};
   s.reject_unknown_keys();
   r.reject_unknown_keys();
   return t;

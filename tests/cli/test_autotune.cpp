@@ -250,6 +250,23 @@ TEST_CASE("results file: a trial measured twice (two tuners at once) is refused 
   std::filesystem::remove(path);
 }
 
+TEST_CASE("results file: a trial line with an absurd number is refused, naming the field") {
+  // Issue 14, item 8: a measured step of -1 s or 1e308 s used to be accepted on resume.
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-autotune-absurd.jsonl";
+  const nlohmann::json header{{"model", "gpt2"}, {"np", 2}, {"created", "now"}};
+  for (const double bad : {-1.0, 1e308}) {
+    std::filesystem::remove(path);
+    { ResultsFile(path, header, false); }
+    auto j = trial_json(synthetic_trial(candidates()[1]));
+    j["measured_step_s"] = bad;
+    std::ofstream(path, std::ios::app) << j.dump() << "\n";
+    CHECK_THROWS_WITH(ResultsFile(path, header, true),
+                      Contains("dtplan-test-autotune-absurd.jsonl:2") &&
+                          Contains("/measured_step_s"));
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("results file: a second tuner on a file in use is refused with the holder's pid") {
   const auto path = std::filesystem::temp_directory_path() / "dtplan-test-autotune-lock.jsonl";
   std::filesystem::remove(path);

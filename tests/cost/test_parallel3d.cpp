@@ -94,7 +94,8 @@ TEST_CASE("1F1B holds min(p, m) micro-batches; interleaving adds (p - 1)/(p v)")
 }
 
 TEST_CASE("layout rules are checked and named") {
-  const auto& t = *small_model().transformer;
+  const auto model = small_model();  // kept: the spec below refers into it
+  const auto& t = *model.transformer;
   auto l = layout(3, 1, 1);
   CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("do not divide by tp"));
   l = layout(16, 1, 1);
@@ -147,15 +148,16 @@ TEST_CASE("data-parallel groups inside a node reduce over NVLink, across nodes o
   const auto table = InterconnectTable::load(data / "interconnect.json");
   const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 2, table);
   const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
-  Model3D model(m, topo, table, gpu, load_compute_constants(data / "compute.json"));
+  const auto k = load_compute_constants(data / "compute.json");  // Model3D keeps a reference
+  Model3D model(m, topo, table, gpu, k);
   // tp 1 x dp 8 x pp 2: each data-parallel group is the 8 GPUs of one node (ranks tp, dp, pp).
   auto inside = layout(1, 2, 8);
   inside.micro_batches = 4;
   // tp 2 x dp 8 x pp 1: a group spans 16 ranks, both nodes.
   auto across = layout(2, 1, 8);
   across.micro_batches = 4;
-  const auto a = model.time(inside), b = model.time(across);
-  REQUIRE(a.dp_sync_s > 0);
+  const auto t_inside = model.time(inside), t_across = model.time(across);
+  REQUIRE(t_inside.dp_sync_s > 0);
   // Per GPU, the same bytes (both hold half the model); NVLink is several times the NIC.
-  CHECK(b.dp_sync_s > 3 * a.dp_sync_s);
+  CHECK(t_across.dp_sync_s > 3 * t_inside.dp_sync_s);
 }
