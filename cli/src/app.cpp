@@ -17,7 +17,7 @@ namespace {
 // CLI11's messages, in the user's terms where they are obscure: a flag given twice reads
 // "--gpus: At Most 1 required but received 2".
 std::string parse_error_message(const CLI::ParseError& e) {
-  const std::string what = e.what();
+  std::string what = e.what();
   static const std::regex kRepeated("(\\S+): At Most 1 required but received ([0-9]+)");
   std::smatch m;
   if (std::regex_match(what, m, kRepeated)) {

@@ -9,8 +9,8 @@
 #include <map>
 
 #include "dtplan/model/error.hpp"
-#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/number_range.hpp"
 
 namespace dtplan::cli {
 

@@ -132,7 +132,8 @@ class Staged {
   }
   Staged(const Staged&) = delete;
   Staged& operator=(const Staged&) = delete;
-  Staged(Staged&& o) noexcept : file_(o.file_), target_(o.target_), temp_(std::move(o.temp_)) {
+  Staged(Staged&& o) noexcept
+      : file_(o.file_), target_(std::move(o.target_)), temp_(std::move(o.temp_)) {
     created_ = std::exchange(o.created_, false);
   }
   ~Staged() { discard(); }

@@ -260,9 +260,9 @@ TEST_CASE("results file: a trial line with an absurd number is refused, naming t
     auto j = trial_json(synthetic_trial(candidates()[1]));
     j["measured_step_s"] = bad;
     std::ofstream(path, std::ios::app) << j.dump() << "\n";
-    CHECK_THROWS_WITH(ResultsFile(path, header, true),
-                      Contains("dtplan-test-autotune-absurd.jsonl:2") &&
-                          Contains("/measured_step_s"));
+    CHECK_THROWS_WITH(
+        ResultsFile(path, header, true),
+        Contains("dtplan-test-autotune-absurd.jsonl:2") && Contains("/measured_step_s"));
   }
   std::filesystem::remove(path);
 }
