@@ -111,8 +111,9 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
   c.gpus_per_node = t.gpus_per_node();
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   if (o.grad_accum < 1) throw Error("--grad-accum: must be a positive integer");
-  cost::CommModel all(t, loaded.table, c.dp_size);
-  cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()));
+  const auto context = std::make_shared<cost::CommContext>(t);
+  cost::CommModel all(t, loaded.table, c.dp_size, context);
+  cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()), context);
   std::vector<cost::TrainingComm> results;
   std::vector<std::pair<Strategy, std::string>> skipped;
   for (const auto& row : kStrategies) {

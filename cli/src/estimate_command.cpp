@@ -181,8 +181,9 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   options.straggler_slowdown = straggler_of(o, model, c, gpu, k, data);
   c.grad_accum = options.micro_steps;
   c.no_sync = options.no_sync;
-  cost::CommModel all(t, loaded.table, c.dp_size);
-  cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()));
+  const auto context = std::make_shared<cost::CommContext>(t);
+  cost::CommModel all(t, loaded.table, c.dp_size, context);
+  cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()), context);
   auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
   const auto host = host_memory_of(o.training.host_memory);
   e.memory.fit = cost::check_fit(e.memory, gpu, host.value_or(t.node().host_memory_or_default()));

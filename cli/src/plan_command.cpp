@@ -268,10 +268,12 @@ struct StepEstimator {
   const cost::ComputeConstants& compute;
   const cost::OverheadConstants& overheads;
   const planner::PlanRequest& request;
+  std::shared_ptr<cost::CommContext> context;
   cost::StepEstimate operator()(const planner::Candidate& c) const {
     const auto config = planner::training_config(c, request, topology.gpus_per_node());
-    cost::CommModel all(topology, table, config.dp_size);
-    cost::CommModel node(topology, table, std::min(config.dp_size, topology.gpus_per_node()));
+    cost::CommModel all(topology, table, config.dp_size, context);
+    cost::CommModel node(topology, table, std::min(config.dp_size, topology.gpus_per_node()),
+                         context);
     return cost::estimate_step(model, config, {c.grad_accum, c.no_sync, 1.0}, gpu, compute,
                                overheads, {all, node});
   }
@@ -338,14 +340,15 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     throw Error("--master-port: a TCP port from 1 to 65535");
   }
 
-  const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads);
+  const auto comm = std::make_shared<cost::CommContext>(t);  // one routing for every estimate
+  const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads, comm);
   bar.finish();
   request.progress = nullptr;
   const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
   std::vector<OutputFile> files;
   if (result.best) {
     const auto& best = *result.best;
-    const StepEstimator estimator{model, t, loaded.table, gpu, k, overheads, request};
+    const StepEstimator estimator{model, t, loaded.table, gpu, k, overheads, request, comm};
     extras.estimate = estimator(best);
     for (const auto& outcome : planner::by_strategy(result)) {
       if (outcome.best) extras.strategy_times[outcome.strategy] = estimator(*outcome.best).times;
@@ -364,7 +367,8 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   note_idle_gpus(result, request.global_batch, extras);
   std::optional<planner::Result3D> layouts;
   if (model.transformer)
-    layouts = planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads);
+    layouts =
+        planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads, comm);
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;
   if (o.json) {

@@ -127,10 +127,7 @@ CommModel::Pattern CommModel::nvls_pattern() {
 CommModel::Pattern CommModel::hierarchical_pattern() {
   const std::int64_t g = t_.gpus_per_node();
   const std::int64_t nodes_n = nodes();
-  std::vector<std::int64_t> local(static_cast<std::size_t>(g));
-  for (std::int64_t i = 0; i < g; ++i)
-    local[static_cast<std::size_t>(i)] = i;
-  const auto intra = plan_rings(router_, local);
+  const auto& intra = context_->rings(g);
   const double gd = static_cast<double>(g);
   const double nd = static_cast<double>(nodes_n);
   const double intra_time = g > 1 ? 2.0 * (gd - 1.0) / gd / intra.bandwidth_Bps : 0.0;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
@@ -103,8 +104,31 @@ double bus_factor(Collective c, std::int64_t n) {
   return 1.0;
 }
 
-CommModel::CommModel(const Topology& t, const InterconnectTable& table, std::int64_t gpus)
-    : t_(t), table_(table), n_(gpus), router_(t) {
+const RingPlan& CommContext::rings(std::int64_t gpus) {
+  if (const auto it = rings_.find(gpus); it != rings_.end()) return it->second;
+  std::vector<std::int64_t> ranks(static_cast<std::size_t>(gpus));
+  std::iota(ranks.begin(), ranks.end(), std::int64_t{0});
+  return rings_[gpus] = plan_rings(router_, ranks);
+}
+
+void CommContext::bind(const InterconnectTable& table) {
+  if (table_ && table_ != &table) {
+    throw Error("internal: a collective context shared by two interconnect tables");
+  }
+  table_ = &table;
+}
+
+CommModel::CommModel(const Topology& t, const InterconnectTable& table, std::int64_t gpus,
+                     std::shared_ptr<CommContext> context)
+    : t_(t),
+      table_(table),
+      n_(gpus),
+      context_(context ? std::move(context) : std::make_shared<CommContext>(t)),
+      router_(context_->router()) {
+  if (&context_->topology() != &t) {
+    throw Error("internal: a collective model given the context of another topology");
+  }
+  context_->bind(table);
   if (gpus < 1 || gpus > t.gpu_count()) {
     throw Error("--gpus " + std::to_string(gpus) + ": the topology has " +
                 std::to_string(t.gpu_count()) + " GPUs (" + std::to_string(t.nodes()) +
@@ -122,13 +146,7 @@ std::int64_t CommModel::nodes() const {
 }
 
 const RingPlan& CommModel::rings() {
-  if (!rings_) {
-    std::vector<std::int64_t> gpus(static_cast<std::size_t>(n_));
-    for (std::int64_t i = 0; i < n_; ++i)
-      gpus[static_cast<std::size_t>(i)] = i;
-    rings_ = plan_rings(router_, gpus);
-  }
-  return *rings_;
+  return context_->rings(n_);
 }
 
 std::vector<Algorithm> CommModel::applicable(Collective c) const {
@@ -156,8 +174,9 @@ std::vector<Algorithm> CommModel::applicable(Collective c) const {
 }
 
 const CommModel::Pattern& CommModel::pattern(Collective c, Algorithm a) {
-  const auto key = std::make_pair(c, a);
-  if (const auto it = patterns_.find(key); it != patterns_.end()) return it->second;
+  auto& patterns = context_->patterns();
+  const auto key = std::make_tuple(n_, c, a);
+  if (const auto it = patterns.find(key); it != patterns.end()) return it->second;
   Pattern p;
   if (c == Collective::all_to_all) {
     p = all_to_all_pattern();
@@ -185,7 +204,7 @@ const CommModel::Pattern& CommModel::pattern(Collective c, Algorithm a) {
         throw Error("internal: no pattern for auto");
     }
   }
-  return patterns_[key] = p;
+  return patterns[key] = p;
 }
 
 CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
@@ -221,8 +240,9 @@ CollectiveEstimate CommModel::replica_all_reduce(Bytes size) {
     e.size = size;
     return e;  // one node: no replicas to reduce across
   }
-  const auto key = std::make_pair(Collective::all_reduce, Algorithm::automatic);
-  if (patterns_.count(key) == 0) patterns_[key] = replica_pattern();
+  auto& patterns = context_->patterns();
+  const auto key = std::make_tuple(n_, Collective::all_reduce, Algorithm::automatic);
+  if (patterns.count(key) == 0) patterns[key] = replica_pattern();
   return evaluate(Collective::all_reduce, size, Algorithm::automatic);
 }
 

@@ -132,13 +132,15 @@ struct Model3D::Cache {
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> dp_all_reduce;
-  std::map<bool, double> p2p_Bps;  // across nodes
+  std::map<bool, double> p2p_Bps;     // across nodes
+  std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
 
 Model3D::Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
-                 const GpuSpec& gpu, const ComputeConstants& k)
+                 const GpuSpec& gpu, const ComputeConstants& k, std::shared_ptr<CommContext> comm)
     : m_(m), t_(t), table_(table), gpu_(gpu), k_(k), cache_(std::make_unique<Cache>()) {
   (void)spec_of(m);
+  cache_->comm = comm ? std::move(comm) : std::make_shared<CommContext>(t);
 }
 
 Model3D::~Model3D() = default;
@@ -162,27 +164,28 @@ ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t p) {
 
 namespace {
 
-double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool across_nodes) {
+double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool across_nodes,
+                         const std::shared_ptr<CommContext>& comm) {
   if (across_nodes && t.node().network) {
     const auto& nic = table.find(t.node().network->link_class);
     return nic.bandwidth_Bps * nic.efficiency;
   }
-  CommModel node(t, table, std::min<std::int64_t>(t.gpus_per_node(), t.gpu_count()));
+  CommModel node(t, table, std::min<std::int64_t>(t.gpus_per_node(), t.gpu_count()), comm);
   return node.rings().bandwidth_Bps;
 }
 
 double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
-                       std::int64_t bytes) {
+                       std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
   // Megatron orders ranks tp, then dp, then pp: a data-parallel group spans tp x dp
   // consecutive ranks -- inside a node when they fit, else across that many whole nodes.
   const Bytes grads{bytes};
   const std::int64_t span = l.tp * l.dp, per_node = t.gpus_per_node();
   if (span <= per_node) {
-    return CommModel(t, table, l.dp).estimate(Collective::all_reduce, grads).time_s;
+    return CommModel(t, table, l.dp, comm).estimate(Collective::all_reduce, grads).time_s;
   }
   const std::int64_t nodes = (span + per_node - 1) / per_node;
   // One ring per rail across those nodes, as hybrid sharding's replicas.
-  return CommModel(t, table, nodes * per_node).replica_all_reduce(grads).time_s;
+  return CommModel(t, table, nodes * per_node, comm).replica_all_reduce(grads).time_s;
 }
 
 }  // namespace
@@ -222,7 +225,7 @@ Time3D Model3D::time(const Layout3D& l) {
   if (l.tp > 1) {
     const auto k2 = std::make_pair(l.tp, static_cast<std::int64_t>(act_bytes));
     if (!cache.tp_all_reduce.count(k2)) {
-      CommModel group(t_, table_, l.tp);  // the first tp GPUs of a node
+      CommModel group(t_, table_, l.tp, cache.comm);  // the first tp GPUs of a node
       cache.tp_all_reduce[k2] = group.estimate(Collective::all_reduce, Bytes{k2.second}).time_s;
     }
     out.tp_comm_s =
@@ -230,7 +233,8 @@ Time3D Model3D::time(const Layout3D& l) {
   }
   if (l.pp > 1) {
     const bool across = t_.nodes() > 1 && l.tp * l.dp >= t_.gpus_per_node();
-    if (!cache.p2p_Bps.count(across)) cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across);
+    if (!cache.p2p_Bps.count(across))
+      cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across, cache.comm);
     const double bytes = act_bytes / static_cast<double>(l.tp);
     const double one = (across ? 10e-6 : 5e-6) + bytes / cache.p2p_Bps.at(across);
     out.p2p_s = 2 * one * static_cast<double>(l.interleave);
@@ -243,7 +247,7 @@ Time3D Model3D::time(const Layout3D& l) {
   if (l.dp > 1) {
     const auto k3 = std::make_tuple(l.dp, params * 4, l.tp);  // fp32 main gradients
     if (!cache.dp_all_reduce.count(k3))
-      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, std::get<1>(k3));
+      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, std::get<1>(k3), cache.comm);
     // Distributed optimizer: reduce-scatter the fp32 gradients (half an all-reduce), then
     // all-gather the 16-bit parameters (a quarter).
     // (fp32 parameters under fp32: another half.)

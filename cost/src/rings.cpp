@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numeric>
+#include <utility>
 
 #include "dtplan/model/error.hpp"
 
@@ -25,28 +25,47 @@ struct Candidate {
   std::int64_t rail = -1;
 };
 
-RingLoad ring_load(Router& router, const Candidate& c, std::vector<EdgeId>& edge_of) {
+// Hop counts per edge index, zero between uses: a ring of a whole cluster touches a small
+// part of the graph, so only the touched entries are visited and reset.
+struct HopScratch {
+  explicit HopScratch(std::size_t edges) : count(edges, 0) {}
+  std::vector<std::int64_t> count;
+  std::vector<std::size_t> touched;
+};
+
+RingLoad ring_load(Router& router, const Candidate& c, HopScratch& scratch) {
   const auto& g = router.topology().graph();
   const auto& ring = c.ring;
-  std::map<std::size_t, std::int64_t> hops;
-  for (std::size_t i = 0; i < ring.size(); ++i) {
-    const auto& r = ring_hop(router, ring[i], ring[(i + 1) % ring.size()], c.rail);
-    for (const auto e : r.edges) {
-      const auto k = static_cast<std::size_t>(g[e].index);
-      ++hops[k];
-      edge_of[k] = e;
+  try {
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& r = ring_hop(router, ring[i], ring[(i + 1) % ring.size()], c.rail);
+      for (const auto e : r.edges) {
+        const auto k = static_cast<std::size_t>(g[e].index);
+        if (scratch.count[k]++ == 0) scratch.touched.push_back(k);
+      }
     }
+  } catch (...) {
+    for (const auto k : scratch.touched)
+      scratch.count[k] = 0;  // leave the scratch zero for its next use
+    scratch.touched.clear();
+    throw;
   }
-  RingLoad load{{hops.begin(), hops.end()}, 0, 0};
+  std::sort(scratch.touched.begin(), scratch.touched.end());  // by edge index, as before
+  RingLoad load;
+  load.edges.reserve(scratch.touched.size());
   std::vector<double> speeds;
-  for (const auto& [k, h] : load.edges) {
+  const auto& cap = router.capacities_Bps();
+  for (const auto k : scratch.touched) {
+    const auto h = std::exchange(scratch.count[k], 0);
+    load.edges.emplace_back(k, h);
     load.link_hops += h;
-    const double bw = g[edge_of[k]].effective_Bps();
+    const double bw = cap[k];
     if (std::none_of(speeds.begin(), speeds.end(),
                      [bw](double x) { return std::fabs(x - bw) <= 1e-9 * bw; })) {
       speeds.push_back(bw);
     }
   }
+  scratch.touched.clear();
   load.speeds = static_cast<std::int64_t>(speeds.size());
   return load;
 }
@@ -62,19 +81,6 @@ double rate_of(const RingLoad& load, const std::vector<double>& residual, std::s
     }
   }
   return rate;
-}
-
-std::vector<double> capacities(Router& router, std::vector<EdgeId>& edge_of) {
-  const auto& t = router.topology();
-  const auto& g = t.graph();
-  std::vector<double> cap(static_cast<std::size_t>(t.directed_edge_count()), 0.0);
-  edge_of.assign(cap.size(), EdgeId{});
-  for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
-    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-      cap[static_cast<std::size_t>(g[e].index)] = g[e].effective_Bps();
-    }
-  }
-  return cap;
 }
 
 double hop_width(Router& router, std::int64_t a, std::int64_t b) {
@@ -193,12 +199,12 @@ std::vector<std::size_t> pack(const std::vector<RingLoad>& loads,
 // not mixed with slow ones.
 RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidates,
                          const RingOptions& options) {
-  std::vector<EdgeId> edge_of;
-  const auto cap = capacities(router, edge_of);
+  const auto& cap = router.capacities_Bps();
+  HopScratch scratch(cap.size());
   std::vector<RingLoad> loads;
   loads.reserve(candidates.size());
   for (const auto& c : candidates)
-    loads.push_back(ring_load(router, c, edge_of));
+    loads.push_back(ring_load(router, c, scratch));
   std::vector<std::size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&loads](std::size_t x, std::size_t y) {
@@ -348,9 +354,11 @@ const Route& ring_hop(Router& router, std::int64_t from, std::int64_t to, std::i
 double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int64_t rail,
                  Bottleneck* bottleneck, std::int64_t* crossings) {
   if (ring.size() < 2) return 0.0;
-  std::vector<EdgeId> edge_of;
-  const auto cap = capacities(router, edge_of);
-  const auto load = ring_load(router, {ring, rail}, edge_of);
+  const auto& cap = router.capacities_Bps();
+  // Reused across calls (the 2-opt search calls this often); ring_load leaves it zero.
+  thread_local HopScratch scratch(0);
+  if (scratch.count.size() < cap.size()) scratch.count.resize(cap.size(), 0);
+  const auto load = ring_load(router, {ring, rail}, scratch);
   std::size_t worst = 0;
   const double rate = rate_of(load, cap, &worst);
   std::int64_t hops = 0;
@@ -360,7 +368,8 @@ double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int
     both += (k == worst || k == (worst ^ 1)) ? h : 0;  // the two directions: 2p and 2p + 1
   }
   if (bottleneck) {
-    *bottleneck = describe_bottleneck(router.topology(), edge_of[worst], static_cast<double>(hops));
+    *bottleneck =
+        describe_bottleneck(router.topology(), router.edge(worst), static_cast<double>(hops));
   }
   if (crossings) *crossings = both;
   return rate;

@@ -32,7 +32,54 @@ Router::Router(const Topology& t)
     : t_(t),
       stamp_(boost::num_vertices(t.graph()), 0),
       best_(boost::num_vertices(t.graph()), 0.0),
-      parent_(boost::num_vertices(t.graph())) {}
+      parent_(boost::num_vertices(t.graph())) {
+  const auto& g = t.graph();
+  edges_.resize(static_cast<std::size_t>(t.directed_edge_count()));
+  capacity_Bps_.assign(edges_.size(), 0.0);
+  for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto i = static_cast<std::size_t>(g[e].index);
+      edges_[i] = e;
+      capacity_Bps_[i] = g[e].effective_Bps();
+    }
+  }
+  devices_per_node_ = t.node().devices.size();
+  links_per_node_ = t.node().links.size();
+}
+
+std::optional<Route> Router::shifted_from_node0(Vertex src, Vertex dst) {
+  const auto& g = t_.graph();
+  const auto host = g[src].host;
+  if (host <= 0 || g[dst].host != host) return std::nullopt;
+  const auto h = static_cast<std::size_t>(host);
+  const Vertex src0 = src - h * devices_per_node_;
+  const Vertex dst0 = dst - h * devices_per_node_;
+  if (g[src0].host != 0 || g[dst0].host != 0) return std::nullopt;
+  Route r = route(src0, dst0);
+  const auto edge_shift = 2 * h * links_per_node_;
+  for (auto& e : r.edges) {
+    const auto i = static_cast<std::size_t>(g[e].index) + edge_shift;
+    if (i >= edges_.size()) return std::nullopt;
+    const auto moved = edges_[i];
+    // The layout promise, checked: the shifted edge joins the shifted endpoints.
+    if (boost::source(moved, g) != boost::source(e, g) + h * devices_per_node_ ||
+        boost::target(moved, g) != boost::target(e, g) + h * devices_per_node_) {
+      return std::nullopt;
+    }
+    e = moved;
+  }
+  return r;
+}
+
+std::size_t Router::KeyHash::operator()(const std::pair<Vertex, Vertex>& k) const {
+  // Vertex indices fit in 32 bits for any cluster a graph can hold in memory.
+  return std::hash<std::uint64_t>{}((static_cast<std::uint64_t>(k.first) << 32) ^ k.second);
+}
+
+std::size_t Router::KeyHash::operator()(const std::tuple<Vertex, Vertex, std::int64_t>& k) const {
+  const auto pair = (*this)(std::make_pair(std::get<0>(k), std::get<1>(k)));
+  return pair ^ (std::hash<std::int64_t>{}(std::get<2>(k)) * 0x9e3779b97f4a7c15ULL);
+}
 
 bool Router::may_enter(EdgeId e, Vertex src, Vertex dst) const {
   const auto& g = t_.graph();
@@ -73,6 +120,8 @@ double Router::widest_bottleneck(Vertex src, Vertex dst) {
       const auto w = boost::target(e, g);
       if ((relay && !relays_to(e, dst)) || !may_enter(e, src, dst)) continue;
       const double through = std::min(width, g[e].effective_Bps());
+      // Widths pop in non-increasing order: reaching dst without narrowing is the widest.
+      if (w == dst && through >= width) return through;
       if (stamp_[w] != generation_ || through > best_[w]) {
         stamp_[w] = generation_;
         best_[w] = through;
@@ -91,7 +140,6 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
   while (!queue.empty()) {
     const auto v = queue.front();
     queue.pop_front();
-    if (v == dst) break;
     const bool relay = v != src && g[v].kind == DeviceKind::gpu;
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto w = boost::target(e, g);
@@ -101,8 +149,10 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
       }
       stamp_[w] = generation_;
       parent_[w] = e;
+      if (w == dst) break;  // breadth first: found at its fewest hops
       queue.push_back(w);
     }
+    if (stamp_[dst] == generation_) break;
   }
   Route r;
   r.bottleneck_Bps = min_Bps;
@@ -130,6 +180,7 @@ Route Router::direct(Vertex src, Vertex dst) {
       return r;
     }
   }
+  ++searches_;
   const double width = widest_bottleneck(src, dst);
   if (width <= 0.0) {
     const auto& g = t_.graph();
@@ -157,9 +208,15 @@ Route join(const std::vector<const Route*>& parts) {
 }  // namespace
 
 std::int64_t Router::preferred_rail(Vertex gpu) {
-  if (const auto it = preferred_rail_.find(gpu); it != preferred_rail_.end()) return it->second;
+  if (preferred_rail_.empty()) preferred_rail_.assign(stamp_.size(), -2);
+  if (preferred_rail_[gpu] != -2) return preferred_rail_[gpu];
   const auto& g = t_.graph();
   const auto host = g[gpu].host;
+  // Nodes are alike: a GPU prefers the rail its counterpart in node 0 prefers.
+  if (host > 0) {
+    return preferred_rail_[gpu] =
+               preferred_rail(t_.gpu(g[gpu].gpu_rank - host * t_.gpus_per_node()));
+  }
   const auto rails = t_.nics_per_node();
   if (rails == 0) throw Error(g[gpu].name + ": no NIC on its node to reach other nodes");
   const auto local = g[gpu].gpu_rank - host * t_.gpus_per_node();
@@ -243,6 +300,7 @@ const Route& Router::route(Vertex src, Vertex dst) {
     return cache_[key] = through_nics(src, t_.nic(g[src].host, preferred_rail(src)),
                                       t_.nic(g[dst].host, preferred_rail(dst)), dst);
   }
+  if (auto shifted = shifted_from_node0(src, dst)) return cache_[key] = std::move(*shifted);
   return cache_[key] = direct(src, dst);
 }
 

@@ -120,8 +120,9 @@ cost::StepEstimate step_of(const Inputs& in) {
   cost::StepOptions o;
   o.micro_steps = in.config.grad_accum;
   o.no_sync = in.config.no_sync;
-  cost::CommModel all(t, in.table, in.config.dp_size);
-  cost::CommModel node(t, in.table, std::min(in.config.dp_size, t.gpus_per_node()));
+  const auto context = std::make_shared<cost::CommContext>(t);
+  cost::CommModel all(t, in.table, in.config.dp_size, context);
+  cost::CommModel node(t, in.table, std::min(in.config.dp_size, t.gpus_per_node()), context);
   return cost::estimate_step(in.model, in.config, o, in.gpu, in.k, in.overheads, {all, node});
 }
 

@@ -133,7 +133,7 @@ Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,
 
 PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
-                const cost::OverheadConstants& overheads) {
+                const cost::OverheadConstants& overheads, std::shared_ptr<cost::CommContext> comm) {
   if (r.objective == Objective::cost && !(r.price_per_gpu_hour > 0)) {
     throw Error("--objective cost needs --price-per-gpu-hour (a positive price)");
   }
@@ -150,7 +150,8 @@ PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& 
   for (const auto mb : r.micro_batches) {
     if (mb < 1) throw Error("--micro-batch: must be positive integers");
   }
-  return detail::Search({m, t, table, gpu, r, k, overheads}).run();
+  if (!comm) comm = std::make_shared<cost::CommContext>(t);
+  return detail::Search({m, t, table, gpu, r, k, overheads, std::move(comm)}).run();
 }
 
 namespace detail {

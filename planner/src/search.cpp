@@ -124,11 +124,12 @@ Candidate Search::candidate(const Shape& shape) const {
 }
 
 void Search::prepare_groups() {
+  const auto& t = in_.topology;
+  const auto& context = in_.comm;
   for (const auto dp : dps_) {
-    const auto& t = in_.topology;
-    all_models_.push_back(std::make_unique<cost::CommModel>(t, in_.table, dp));
+    all_models_.push_back(std::make_unique<cost::CommModel>(t, in_.table, dp, context));
     node_models_.push_back(
-        std::make_unique<cost::CommModel>(t, in_.table, std::min(dp, t.gpus_per_node())));
+        std::make_unique<cost::CommModel>(t, in_.table, std::min(dp, t.gpus_per_node()), context));
   }
   groups_.resize(strategies_.size() * precisions_.size() * dps_.size() * offloads_.size() * 2);
   for (std::size_t s = 0; s < strategies_.size(); ++s)

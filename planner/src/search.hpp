@@ -54,6 +54,7 @@ class Search {
     const PlanRequest& request;
     const cost::ComputeConstants& compute;
     const cost::OverheadConstants& overheads;
+    std::shared_ptr<cost::CommContext> comm;  // routes and rings shared over group sizes
   };
   explicit Search(const Inputs& in);
   PlanResult run();

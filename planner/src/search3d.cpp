@@ -106,7 +106,8 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
 
 Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                    const GpuSpec& gpu, const Request3D& r, const cost::ComputeConstants& k,
-                   const cost::OverheadConstants& overheads) {
+                   const cost::OverheadConstants& overheads,
+                   std::shared_ptr<cost::CommContext> comm) {
   const auto start = std::chrono::steady_clock::now();
   if (!m.transformer) {
     throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
@@ -122,7 +123,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   if (seq == 0) seq = m.transformer->max_positions;
   Result3D out;
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
-  cost::Model3D model(m, t, table, gpu, k);
+  cost::Model3D model(m, t, table, gpu, k, std::move(comm));
   std::vector<Candidate3D> fits;
   enumerate(Space{*m.transformer, r, gpus, t.gpus_per_node(), seq}, [&](const cost::Layout3D& l) {
     ++out.evaluated;

@@ -207,3 +207,55 @@ TEST_CASE("2x 8 A100 with 8 HDR NICs against nccl-tests") {
   CHECK(m.estimate(Collective::all_reduce, Bytes{4 * kGiB}, Algorithm::ring).busbw_Bps ==
         Approx(188.18 * kGB).epsilon(0.10));
 }
+
+// Issue 14, item 2: planning at 32,768 GPUs took 12-25 s because every communication model
+// routed every ring hop of every node again. Routes inside node k are node 0's routes shifted
+// (nodes are one template), and models of one topology share their routes and rings, so the
+// graph searches are bounded by the pairs of one node plus the pairs of network switches,
+// whatever the node count.
+TEST_CASE("routing a cluster searches each route once, whatever the node count") {
+  // dgx-h100: 23 devices per node; 8 rails and 32 nodes per leaf, so 64 nodes have 2 leaf
+  // groups: 16 leaves and a spine.
+  auto f = real("dgx-h100", 64);
+  const auto devices = static_cast<std::int64_t>(f.topology.node().devices.size());
+  REQUIRE(devices == 23);
+  const std::int64_t switches = 2 * 8 + 1;
+  const auto bound = devices * devices + switches * switches;
+
+  const auto context = std::make_shared<CommContext>(f.topology);
+  CommModel all(f.topology, f.table, 512, context);
+  const auto ring = all.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::ring);
+  const auto tree = all.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::tree);
+  (void)all.replica_all_reduce(Bytes{kGiB});
+  const auto searched = context->router().searches();
+  CHECK(searched <= bound);
+
+  // A second model of the same size on the same context routes nothing new and agrees.
+  CommModel again(f.topology, f.table, 512, context);
+  CHECK(again.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::ring).time_s == ring.time_s);
+  CHECK(again.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::tree).time_s == tree.time_s);
+  CHECK(context->router().searches() == searched);
+
+  // A model with its own routing gets the same answer as the shared one.
+  CommModel alone(f.topology, f.table, 512);
+  CHECK(alone.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::ring).time_s == ring.time_s);
+
+  // A shifted route is node 0's route, moved: same length and width, inside its own node.
+  auto& router = context->router();
+  const auto& g = f.topology.graph();
+  const auto& r0 = router.route(f.topology.gpu(0), f.topology.gpu(5));
+  const auto& r9 = router.route(f.topology.gpu(9 * 8), f.topology.gpu(9 * 8 + 5));
+  REQUIRE(r9.edges.size() == r0.edges.size());
+  CHECK(r9.bottleneck_Bps == r0.bottleneck_Bps);
+  for (const auto e : r9.edges) {
+    CHECK(g[boost::source(e, g)].host == 9);
+    CHECK(g[boost::target(e, g)].host == 9);
+  }
+}
+
+TEST_CASE("a collective context belongs to one topology") {
+  auto a = real("dgx-h100", 2);
+  auto b = real("dgx-h100", 2);
+  const auto context = std::make_shared<CommContext>(a.topology);
+  CHECK_THROWS_WITH(CommModel(b.topology, b.table, 16, context), Contains("another topology"));
+}

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "dtplan/cost/rings.hpp"
@@ -57,11 +58,47 @@ struct CollectiveEstimate {
   Bottleneck bottleneck;  // bytes: the bytes that cross it for this collective
 };
 
-// Collectives among the first `gpus` GPUs of a topology. Holds the router and the ring plan,
-// computed once; estimates are cheap after that.
+// One algorithm's traffic for one collective over the first n GPUs, per byte of message: the
+// seconds the busiest link needs (before the protocol's bandwidth fraction), that link, and
+// the sequential hops by link kind that set the latency.
+struct CommPattern {
+  double seconds_per_byte = 0;
+  Bottleneck bottleneck;  // bytes: per byte of message
+  std::array<double, 4> hops_by_kind{};
+  std::int64_t channels = 0;
+  bool nvlink_only = false;  // LL128 is offered only over NVLink, as NCCL does
+};
+
+// What every collective model of one topology can share: the routes (they depend only on
+// the graph) and the ring plan over the first n GPUs, for each n asked. A planner that
+// models many group sizes on a cluster of thousands of nodes routes each hop once.
+class CommContext {
+ public:
+  explicit CommContext(const Topology& t) : router_(t) {}
+  Router& router() { return router_; }
+  const Topology& topology() const { return router_.topology(); }
+  // Rings over GPUs 0 .. gpus-1, planned on first use.
+  const RingPlan& rings(std::int64_t gpus);
+  // Patterns by (GPUs, collective, algorithm); Algorithm::automatic keys the replica
+  // all-reduce of hybrid sharding.
+  using PatternKey = std::tuple<std::int64_t, Collective, Algorithm>;
+  std::map<PatternKey, CommPattern>& patterns() { return patterns_; }
+  // Patterns also depend on the interconnect table (NVLS efficiency): one table per context.
+  void bind(const InterconnectTable& table);
+
+ private:
+  Router router_;
+  std::map<std::int64_t, RingPlan> rings_;
+  std::map<PatternKey, CommPattern> patterns_;
+  const InterconnectTable* table_ = nullptr;
+};
+
+// Collectives among the first `gpus` GPUs of a topology. Uses the routes and ring plans of
+// its context (its own when none is given), computed once; estimates are cheap after that.
 class CommModel {
  public:
-  CommModel(const Topology& t, const InterconnectTable& table, std::int64_t gpus);
+  CommModel(const Topology& t, const InterconnectTable& table, std::int64_t gpus,
+            std::shared_ptr<CommContext> context = nullptr);
 
   // Throws if the algorithm does not apply (tree for all-to-all, nvls without an NVSwitch
   // with in-switch reduction, hierarchical within one node, ps for all-to-all).
@@ -77,16 +114,7 @@ class CommModel {
   std::int64_t nodes() const;
 
  private:
-  // One algorithm's traffic for one collective, per byte of message: the seconds the
-  // busiest link needs (before the protocol's bandwidth fraction), that link, and the
-  // sequential hops by link kind that set the latency. Cached per (collective, algorithm).
-  struct Pattern {
-    double seconds_per_byte = 0;
-    Bottleneck bottleneck;  // bytes: per byte of message
-    std::array<double, 4> hops_by_kind{};
-    std::int64_t channels = 0;
-    bool nvlink_only = false;  // LL128 is offered only over NVLink, as NCCL does
-  };
+  using Pattern = CommPattern;
   const Pattern& pattern(Collective c, Algorithm a);
   Pattern along_rings(double per_byte, double steps);
   Pattern ring_pattern(Collective c);
@@ -101,9 +129,8 @@ class CommModel {
   const Topology& t_;
   const InterconnectTable& table_;
   std::int64_t n_;
-  Router router_;
-  std::optional<RingPlan> rings_;
-  std::map<std::pair<Collective, Algorithm>, Pattern> patterns_;
+  std::shared_ptr<CommContext> context_;
+  Router& router_;
 };
 
 }  // namespace dtplan::cost

@@ -87,10 +87,13 @@ struct Time3D {
 // Times layouts of one model on one cluster; caches what layouts share (the compute of a
 // micro-batch size and recompute mode, the collective models of each group size), so a
 // planner can time thousands of layouts.
+class CommContext;  // collectives.hpp
+
 class Model3D {
  public:
+  // `comm`: routes and rings shared with other estimates on `t` (one is made if null).
   Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable& table, const GpuSpec& gpu,
-          const ComputeConstants& k);
+          const ComputeConstants& k, std::shared_ptr<CommContext> comm = nullptr);
   ~Model3D();
   Model3D(const Model3D&) = delete;
   Model3D& operator=(const Model3D&) = delete;

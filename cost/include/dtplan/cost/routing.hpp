@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "dtplan/model/topology.hpp"
@@ -38,6 +40,12 @@ class Router {
   // The rail a GPU's traffic to other nodes uses by default.
   std::int64_t preferred_rail(Vertex gpu);
   const Topology& topology() const { return t_; }
+  // The directed edge of each Link::index, and its achieved bandwidth (bytes/s).
+  EdgeId edge(std::size_t index) const { return edges_[index]; }
+  const std::vector<double>& capacities_Bps() const { return capacity_Bps_; }
+  // Graph searches run so far (one per route not found in the cache nor shifted from node 0):
+  // what routing a cluster costs, independent of the machine's speed.
+  std::int64_t searches() const { return searches_; }
 
  private:
   bool may_enter(EdgeId e, Vertex src, Vertex dst) const;
@@ -47,16 +55,30 @@ class Router {
   Route fewest_hops(Vertex src, Vertex dst, double min_Bps);
 
   Route direct(Vertex src, Vertex dst);
+  // Every node is the same template laid out in the same order (node k's devices and links
+  // follow node 0's at a fixed stride), so a route inside node k is node 0's route shifted.
+  std::optional<Route> shifted_from_node0(Vertex src, Vertex dst);
+
+  // A pair of vertices (and a rail) as one hash key.
+  struct KeyHash {
+    std::size_t operator()(const std::pair<Vertex, Vertex>& k) const;
+    std::size_t operator()(const std::tuple<Vertex, Vertex, std::int64_t>& k) const;
+  };
 
   const Topology& t_;
-  std::map<std::pair<Vertex, Vertex>, Route> cache_;
-  std::map<std::tuple<Vertex, Vertex, std::int64_t>, Route> rail_cache_;
-  std::map<Vertex, std::int64_t> preferred_rail_;
+  std::unordered_map<std::pair<Vertex, Vertex>, Route, KeyHash> cache_;
+  std::unordered_map<std::tuple<Vertex, Vertex, std::int64_t>, Route, KeyHash> rail_cache_;
+  std::vector<std::int64_t> preferred_rail_;  // by vertex; -2 until computed
+  std::vector<EdgeId> edges_;                 // by Link::index
+  std::vector<double> capacity_Bps_;          // by Link::index
+  std::size_t devices_per_node_ = 0;          // vertex stride between nodes
+  std::size_t links_per_node_ = 0;            // physical-link stride between nodes
   // Scratch arrays reused across searches; `stamp_` marks entries valid for this search.
   std::vector<std::uint32_t> stamp_;
   std::vector<double> best_;
   std::vector<EdgeId> parent_;
   std::uint32_t generation_ = 0;
+  std::int64_t searches_ = 0;
 };
 
 // A directed edge with the bytes that cross it.

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
@@ -139,9 +141,12 @@ struct SearchCounts {
 };
 SearchCounts search_counts(const PlanResult& r);
 
+// `comm` shares routes, rings and collective patterns with the caller's other estimates on
+// the same topology (one is made when none is given).
 PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
-                const cost::OverheadConstants& overheads);
+                const cost::OverheadConstants& overheads,
+                std::shared_ptr<cost::CommContext> comm = nullptr);
 
 // How each strategy fared: its best configuration that fits and how far behind the plan's
 // best it is, or, when none fits, its nearest miss (least over memory) or why it cannot run.

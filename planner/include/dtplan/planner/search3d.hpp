@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 
@@ -45,8 +47,10 @@ struct Result3D {
   double elapsed_s = 0;
 };
 
+// `comm`: shared routes and rings, as for plan().
 Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                    const GpuSpec& gpu, const Request3D& r, const cost::ComputeConstants& k,
-                   const cost::OverheadConstants& overheads);
+                   const cost::OverheadConstants& overheads,
+                   std::shared_ptr<cost::CommContext> comm = nullptr);
 
 }  // namespace dtplan::planner
