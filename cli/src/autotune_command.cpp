@@ -19,6 +19,7 @@
 #include "common_options.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/runtime/host_info.hpp"
@@ -178,6 +179,9 @@ std::string default_profile(const AutotuneOptions& o) {
 
 int run_autotune(AutotuneOptions o, const RunContext& ctx) {
   check(o);
+  // The trials' plans and the results header record the length actually run: a default of
+  // "the model's maximum" is resolved here, not passed on as 0.
+  o.seq_len = sequence_length(resolve_model(o.model), o.seq_len);
   const InterruptScope interrupts;  // Ctrl-C stops the trials, keeps the finished ones
   if (o.profile.empty()) o.profile = default_profile(o);
   const auto profile = profile_from_flag(o.profile);
@@ -243,7 +247,8 @@ Command register_autotune_command(CLI::App& app) {
   sub->add_option("--np", o->np, "ranks (one per device)")->capture_default_str();
   sub->add_option("--backend", o->backend, "cpu or cuda")->capture_default_str();
   sub->add_option("--scale", o->scale, "run the model at this width (dtplan-run --scale)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check(NumberRange::positive(1.0)));
   sub->add_option("--profile", o->profile,
                   "hardware profile (dtplan calibrate); default: the bundled one for the "
                   "backend and ranks");
@@ -252,7 +257,8 @@ Command register_autotune_command(CLI::App& app) {
   sub->add_flag("--resume", o->resume, "continue --results, skipping the trials it holds");
   sub->add_option("--max-trials", o->max_trials, "stop after N trials (0: no limit)");
   sub->add_option("--time-budget", o->time_budget_s,
-                  "seconds of trials (resumed ones count); 0: none");
+                  "seconds of trials (resumed ones count); 0: none")
+      ->check(number_check(kSeconds));
   sub->add_flag("--exhaustive", o->exhaustive, "try every candidate (no early stop)");
   sub->add_option("--steps", o->steps, "measured steps per trial")->capture_default_str();
   sub->add_option("--warmup", o->warmup, "warm-up steps per trial")->capture_default_str();

@@ -15,6 +15,7 @@
 #include "dtplan/cost/profile_quality.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "format.hpp"
 #include "interrupt.hpp"
 #include "launcher.hpp"
 #include "progress.hpp"
@@ -94,6 +95,8 @@ void write_profile(const std::string& path, const cost::HardwareProfile& p) {
 }
 
 std::string fmt(const char* f, double v) {
+  // Profiles are range-checked when read; a non-finite number here is a formula's bug.
+  if (!std::isfinite(v)) throw NonFiniteInReport(v);
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;

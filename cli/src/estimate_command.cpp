@@ -7,6 +7,7 @@
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
@@ -228,7 +229,8 @@ Command register_estimate_command(CLI::App& app) {
   cmd->add_option("--straggler", o->straggler,
                   "the slowest rank's compute slowdown, e.g. 1.3 for a GPU shared with "
                   "another job")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check({1.0, 100.0, false}));
   cmd->add_option("--slowest-gpu", o->slowest_gpu,
                   "a slower GPU model in the set (its compute sets the pace)");
   cmd->add_flag("--sync-every-micro-step", o->sync_every_micro_step,

@@ -429,7 +429,8 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
   cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
   cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_check({0.0, 0.99, false}));
   cmd.add_option("--host-memory", o.host_memory,
                  "host RAM per node for offloaded states, e.g. 512GiB (default: the topology's)");
   cmd.add_option("--price-per-gpu-hour", o.price, "for --objective cost")

@@ -1,6 +1,5 @@
 // `dtplan topo`: the devices and links of a topology, the rings NCCL-style search finds over
 // its GPUs, and the link that limits them; --dot writes the graph for Graphviz.
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +9,7 @@
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "table.hpp"
 
@@ -26,9 +26,7 @@ struct TopoOptions {
 };
 
 std::string gbps(double bytes_per_s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", bytes_per_s / 1e9);
-  return buf;
+  return fixed(bytes_per_s / 1e9, 1);
 }
 
 std::string join_ranks(const std::vector<std::int64_t>& ranks, std::size_t limit = 32) {

@@ -35,18 +35,19 @@ Session session_from_reader(const ObjectReader& r) {
   s.model = r.string("model");
   s.gpu = r.string("gpu");
   s.topology = r.string("topology");
-  s.nodes = r.positive_integer("nodes");
-  s.gpus = r.positive_integer("gpus");
+  // The bounds the CLI's flags have (--nodes, --gpus, --micro-batch, --grad-accum,
+  // --global-batch, --seq-len), so a session file cannot ask for what a flag may not.
+  s.nodes = r.integer("nodes", 1, 4096);
+  s.gpus = r.integer("gpus", 1, 1'000'000);
   s.strategy = r.string("strategy");
   s.precision = r.string("precision");
   s.optimizer = r.string("optimizer");
-  s.micro_batch = r.positive_integer("micro_batch");
-  s.grad_accum = r.positive_integer("grad_accum");
-  s.seq_len = r.integer("seq_len");
-  if (s.seq_len < 0) r.fail("seq_len", "must be 0 (the model's maximum) or more");
+  s.micro_batch = r.integer("micro_batch", 1, 1'000'000);
+  s.grad_accum = r.integer("grad_accum", 1, 1'000'000);
+  s.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: the model's maximum
   s.checkpointing = r.string("checkpointing");
   s.offload = r.string("offload");
-  s.global_batch = r.positive_integer("global_batch");
+  s.global_batch = r.integer("global_batch", 1, 100'000'000);
   s.measurements = r.strings("measurements");
   s.profile = r.string("profile");
   r.reject_unknown_keys();

@@ -66,13 +66,29 @@ std::vector<ParamComponent> TransformerParams::components() const {
 
 void validate(const TransformerSpec& s, const std::string& origin_in) {
   const std::string origin = origin_in.empty() ? "" : origin_in + ": ";
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", s.vocab_size}, {"hidden_size", s.hidden_size},    {"num_layers", s.num_layers},
-      {"num_heads", s.num_heads},   {"num_kv_heads", s.num_kv_heads},  {"head_dim", s.head_dim},
-      {"ffn_size", s.ffn_size},     {"max_positions", s.max_positions}};
-  for (const auto& [name, value] : sizes) {
+  // Sane maxima, each well beyond any published model (Llama 3.1 405B: hidden 16,384, 126
+  // layers, vocabulary 128,256, FFN 53,248; contexts of 10M tokens): a larger value is a
+  // typing or unit mistake, refused here rather than overflowing a count later.
+  struct Size {
+    const char* name;
+    std::int64_t value;
+    std::int64_t max;
+  };
+  const Size sizes[] = {{"vocab_size", s.vocab_size, std::int64_t{1} << 28},
+                        {"hidden_size", s.hidden_size, std::int64_t{1} << 24},
+                        {"num_layers", s.num_layers, std::int64_t{1} << 16},
+                        {"num_heads", s.num_heads, std::int64_t{1} << 16},
+                        {"num_kv_heads", s.num_kv_heads, std::int64_t{1} << 16},
+                        {"head_dim", s.head_dim, std::int64_t{1} << 16},
+                        {"ffn_size", s.ffn_size, std::int64_t{1} << 27},
+                        {"max_positions", s.max_positions, std::int64_t{1} << 31}};
+  for (const auto& [name, value, max] : sizes) {
     if (value <= 0) {
       throw Error(origin + name + " must be positive, got " + std::to_string(value));
+    }
+    if (value > max) {
+      throw Error(origin + name + " " + std::to_string(value) + " is beyond the sane maximum " +
+                  std::to_string(max) + " (a typing or unit mistake?)");
     }
   }
   if (s.num_heads % s.num_kv_heads != 0) {

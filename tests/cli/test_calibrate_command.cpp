@@ -26,3 +26,15 @@ TEST_CASE("autotune --resume on a directory says it is a directory, not that it 
   CHECK_THROWS_WITH(dtplan::cli::ResultsFile(dir, {{"model", "gpt2"}}, true),
                     Contains("--results " + dir.string() + ": is a directory"));
 }
+
+TEST_CASE("autotune refuses an infinite time budget and a scale above 1, naming the flag") {
+  // Refused while parsing flags: no planner, no mpirun.
+  auto r = dtplan::test::run_dtplan(
+      {"autotune", "--model", "gpt2", "--global-batch", "8", "--time-budget", "inf"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--time-budget: must be finite, got inf"));
+  r = dtplan::test::run_dtplan(
+      {"autotune", "--model", "gpt2", "--global-batch", "8", "--scale", "2"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--scale: must be at most 1"));
+}

@@ -92,6 +92,8 @@ TEST_CASE("estimate refuses a batch it cannot reach and other bad options, in on
   CHECK_THAT(r.err, Contains("give one of them"));
   r = run(with({"--straggler", "0.5"}));
   CHECK_THAT(r.err, Contains("--straggler"));
+  r = run(with({"--straggler", "nan"}));
+  CHECK_THAT(r.err, Contains("--straggler: must be a number, got NaN"));
   r = run(with({"--gpus", "16"}));
   CHECK_THAT(r.err, Contains("--gpus 16: the topology has 8 GPUs"));
   r = run(with({"--compute", "gemm_efficiency=2"}));

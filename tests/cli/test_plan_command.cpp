@@ -184,7 +184,9 @@ TEST_CASE("plan refuses non-finite and out-of-range numbers, and sequences a mod
                                                         {"--max-hours", "nan"},
                                                         {"--steps", "0"},
                                                         {"--gpus", "0"},
-                                                        {"--show-rejected", "-1"}}) {
+                                                        {"--show-rejected", "-1"},
+                                                        {"--headroom", "1"},
+                                                        {"--headroom", "nan"}}) {
     const auto r = run(with({flag, value}));
     INFO(flag << " " << value);
     CHECK(r.code != 0);

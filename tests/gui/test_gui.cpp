@@ -6,6 +6,8 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "analysis.hpp"
 #include "dtplan/cost/overheads.hpp"
@@ -229,6 +231,22 @@ class TestGui : public QObject {
       QFAIL("an unknown key must be refused");
     } catch (const Error& e) {
       QVERIFY(std::string(e.what()).find("micro_batchh") != std::string::npos);
+    }
+    // Issue 14, item 8: absurd numbers are refused with the field, its bounds and the value.
+    for (const auto& [key, value, expected] :
+         std::vector<std::tuple<std::string, std::int64_t, std::string>>{
+             {"nodes", 100000, "/nodes: must be an integer from 1 to 4096, got 100000"},
+             {"micro_batch", 0, "/micro_batch: must be an integer from 1 to 1000000, got 0"},
+             {"global_batch", std::int64_t{1} << 62, "/global_batch: must be an integer from 1"},
+             {"seq_len", -1, "/seq_len: must be an integer from 0 to 100000000, got -1"}}) {
+      auto bad = to_json(s);
+      bad[key] = value;
+      try {
+        session_from_json(bad, "test");
+        QFAIL(("session " + key + " must be refused").c_str());
+      } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find(expected) != std::string::npos, e.what());
+      }
     }
     s.strategy = "zero4";
     try {

@@ -55,6 +55,16 @@ fi
 grep -q 'tuned a different job' other.txt
 if "$bin/dtplan" calibrate --backend tpu --out x.json 2> bad.txt; then exit 1; fi
 grep -q -- "--backend tpu: expected cpu or cuda" bad.txt
+# Without --seq-len the model's maximum (GPT-2: 1,024 positions) is what the trials run and the
+# results record; it used to be passed on as 0 and every trial's plan was refused.
+"$bin/dtplan" autotune --model gpt2 --global-batch 4 --np 2 --scale 0.05 --profile profile.json \
+  --results default_seq.jsonl --steps 1 --warmup 0 --max-trials 1 --work-dir at2 > default_seq.txt
+python3 - <<'PY'
+import json
+lines = [json.loads(l) for l in open("default_seq.jsonl")]
+assert lines[0]["seq_len"] == 1024, lines[0]
+assert len(lines) == 2 and "failure" not in lines[1] and lines[1]["measured_step_s"] > 0, lines[1]
+PY
 # Four ranks: collectives are swept for communicator sizes 2 and 4.
 mpirun -np 4 --oversubscribe "$bin/dtplan-run" --measure-profile --quick --out p4.json > /dev/null 2>&1
 python3 - <<'PY'
