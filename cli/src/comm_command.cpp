@@ -105,6 +105,7 @@ int run_collectives(const CommOptions& o, const LoadedTopology& loaded, const Ru
 int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunContext& ctx) {
   const auto& t = loaded.topology;
   const auto m = resolve_model(o.model);
+  const auto overheads = cost::load_overheads(data_dir_of(o.model) / "overheads.json");
   TrainingConfig c;
   c.precision = parse_precision(o.precision);
   c.dp_size = o.gpus.value_or(t.gpu_count());
@@ -120,8 +121,8 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
     if (o.strategy != "all" && parse_strategy(o.strategy) != row.value) continue;
     c.strategy = row.value;
     try {
-      results.push_back(
-          cost::estimate_training_comm(m, c, o.grad_accum, !o.sync_every_micro_step, {all, node}));
+      results.push_back(cost::estimate_training_comm(m, c, o.grad_accum, !o.sync_every_micro_step,
+                                                     {all, node}, overheads));
     } catch (const Error& e) {
       if (o.strategy != "all") throw;
       skipped.emplace_back(row.value, e.what());

@@ -257,7 +257,7 @@ StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, con
   e.memory = estimate_memory(m, c, overheads);
   e.memory.fit = check_fit(e.memory, gpu);
   e.compute = estimate_compute(m, c, gpu, k);
-  e.comm = estimate_training_comm(m, c, o.micro_steps, o.no_sync, models);
+  e.comm = estimate_training_comm(m, c, o.micro_steps, o.no_sync, models, overheads);
   StepInputs in;
   in.forward_s = e.compute.forward_s * o.straggler_slowdown;
   in.backward_s = e.compute.backward_s * o.straggler_slowdown;

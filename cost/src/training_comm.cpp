@@ -51,8 +51,13 @@ Messages unit_messages(const ModelDesc& m) {
 class Builder {
  public:
   Builder(const ModelDesc& m, const TrainingConfig& c, std::int64_t micro_steps, bool no_sync,
-          CommModels models)
-      : m_(m), c_(c), t_(traits_of(c.strategy)), layout_(layout_for(c, t_)), models_(models) {
+          CommModels models, std::int64_t zero_bucket)
+      : m_(m),
+        c_(c),
+        t_(traits_of(c.strategy)),
+        layout_(layout_for(c, t_)),
+        models_(models),
+        zero_bucket_(zero_bucket) {
     r_.strategy = c.strategy;
     r_.micro_steps = micro_steps;
     r_.no_sync = no_sync;
@@ -61,7 +66,7 @@ class Builder {
   TrainingComm build() {
     const std::int64_t wb = layout_.compute_bytes;  // what is gathered
     const std::int64_t gb = t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes;  // reduced
-    const std::int64_t zero_bucket = 500'000'000;  // DeepSpeed reduce/allgather_bucket_size
+    const std::int64_t zero_bucket = zero_bucket_;  // DeepSpeed reduce/allgather_bucket_size
     const auto units = unit_messages(m_);
     switch (c_.strategy) {
       case Strategy::dp:
@@ -238,6 +243,7 @@ class Builder {
   const StrategyTraits& t_;
   StateLayout layout_;
   CommModels models_;
+  std::int64_t zero_bucket_;
   TrainingComm r_;
   std::vector<CommOp> ops_;
 };
@@ -245,14 +251,19 @@ class Builder {
 }  // namespace
 
 TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
-                                    std::int64_t micro_steps, bool no_sync, CommModels models) {
+                                    std::int64_t micro_steps, bool no_sync, CommModels models,
+                                    const OverheadConstants& k) {
   if (micro_steps < 1) throw Error("--grad-accum: must be a positive integer");
+  if (k.zero_reduce_bucket_elements < 1) {
+    throw Error("overhead constant zero_reduce_bucket_elements: must be a positive count, got " +
+                std::to_string(k.zero_reduce_bucket_elements));
+  }
   check_supported(c);
   if (models.all.gpus() != c.dp_size) {
     throw Error("internal: communication model for " + std::to_string(models.all.gpus()) +
                 " GPUs, data-parallel size " + std::to_string(c.dp_size));
   }
-  return Builder(m, c, micro_steps, no_sync, models).build();
+  return Builder(m, c, micro_steps, no_sync, models, k.zero_reduce_bucket_elements).build();
 }
 
 }  // namespace dtplan::cost

@@ -165,8 +165,8 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
   const auto c = config(s, p, d, 0, o, 1);
   cost::check_supported(c);
   Group g;
-  const auto comm =
-      cost::estimate_training_comm(in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d]});
+  const auto comm = cost::estimate_training_comm(
+      in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d]}, in_.overheads);
   g.ops = comm.ops;
   const auto elements = cost::optimizer_elements(in_.model, c);
   g.optimizer_s = cost::optimizer_time(elements, c, in_.gpu, in_.compute);

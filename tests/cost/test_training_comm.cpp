@@ -8,8 +8,15 @@
 
 using namespace dtplan;
 using namespace dtplan::cost;
+using Catch::Contains;
 
 namespace {
+// Overhead constants with only ZeRO's bucket size set (DeepSpeed's default: 5e8 elements).
+OverheadConstants zero_buckets(std::int64_t elements) {
+  OverheadConstants k;
+  k.zero_reduce_bucket_elements = elements;
+  return k;
+}
 const std::filesystem::path kData = DTPLAN_DATA_DIR;
 const std::filesystem::path kTopo = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "topo";
 constexpr std::int64_t a = 1'000'000'000;
@@ -32,7 +39,7 @@ struct Fixture {
     c.gpus_per_node = 4;
     c.bucket_cap_bytes = 4 * a;  // one bucket: the arithmetic stays by hand
     return estimate_training_comm(model_from_param_count(a, "--params"), c, micro_steps, no_sync,
-                                  {all, node});
+                                  {all, node}, zero_buckets(500'000'000));
   }
 };
 }  // namespace
@@ -116,7 +123,7 @@ TEST_CASE("a 1e15-parameter model: millions of equal buckets counted, not enumer
   c.gpus_per_node = 4;
   const std::int64_t params = 1'000'000'000'000'000;
   const auto r = estimate_training_comm(model_from_param_count(params, "--params"), c, 1, false,
-                                        {f.all, f.node});
+                                        {f.all, f.node}, zero_buckets(500'000'000));
   REQUIRE(r.ops.size() == 2);
   for (const auto& op : r.ops) {
     CHECK(op.messages == 2'000'000);
@@ -125,4 +132,23 @@ TEST_CASE("a 1e15-parameter model: millions of equal buckets counted, not enumer
   // Equal messages take equal time: the op is 2e6 times one 1 GB reduce-scatter.
   const auto one = f.all.estimate(Collective::reduce_scatter, Bytes{1'000'000'000});
   CHECK(r.ops[0].time_s == Approx(2e6 * one.time_s).epsilon(1e-12));
+}
+
+// Issue 15: ZeRO's bucket size was hard-coded (5e8) here while the memory model and the
+// DeepSpeed export read the overhead constant; a changed constant now changes the messages.
+TEST_CASE("ZeRO buckets follow the zero_reduce_bucket_elements constant") {
+  Fixture f;
+  TrainingConfig c;
+  c.strategy = Strategy::zero2;
+  c.precision = Precision::bf16;
+  c.dp_size = 4;
+  c.gpus_per_node = 4;
+  const auto m = model_from_param_count(1'000'000'000, "--params");
+  // 1e9 parameters in buckets of 2.5e8: 4 messages per direction of 2.5e8 x 2 B = 500 MB.
+  const auto r = estimate_training_comm(m, c, 1, false, {f.all, f.node}, zero_buckets(250'000'000));
+  REQUIRE(r.ops.size() == 2);
+  for (const auto& op : r.ops)
+    CHECK(op.messages == 4);
+  CHECK_THROWS_WITH(estimate_training_comm(m, c, 1, false, {f.all, f.node}, OverheadConstants{}),
+                    Contains("zero_reduce_bucket_elements: must be a positive count, got 0"));
 }

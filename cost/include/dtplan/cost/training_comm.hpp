@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dtplan/cost/collectives.hpp"
+#include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
 
@@ -68,7 +69,10 @@ struct CommModels {
   CommModel& node;  // the GPUs of one node (hybrid sharding's shard group)
 };
 
+// ZeRO's reduce and all-gather buckets hold k.zero_reduce_bucket_elements, the value the
+// memory model and the DeepSpeed export use too.
 TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
-                                    std::int64_t micro_steps, bool no_sync, CommModels models);
+                                    std::int64_t micro_steps, bool no_sync, CommModels models,
+                                    const OverheadConstants& k);
 
 }  // namespace dtplan::cost
