@@ -31,6 +31,7 @@ struct EstimateOptions {
   bool sync_every_micro_step = false;
   bool json = false;
   std::int64_t tp = 1, pp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
+  std::string schedule;                         // empty: Megatron's own
   bool sequence_parallel = false;
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
@@ -98,7 +99,7 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
 }
 
 bool is_3d(const EstimateOptions& o) {
-  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel;
+  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel || !o.schedule.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -117,6 +118,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   l.pp = o.pp;
   l.dp = c.dp_size / (o.tp * o.pp);
   l.interleave = o.interleave;
+  if (!o.schedule.empty()) {
+    if (o.pp == 1) throw Error("--schedule " + o.schedule + ": needs --pp > 1");
+    l.schedule = cost::parse_schedule(o.schedule);
+  }
   l.sequence_parallel = o.sequence_parallel;
   l.micro_batch = c.micro_batch;
   auto per_dp = c;
@@ -139,6 +144,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["global_batch"] = l.global_batch();
     j["parallel3d"]["seq_len"] = l.seq_len;
     j["parallel3d"]["params_per_gpu"] = mem.params_per_gpu;
+    j["parallel3d"]["fits"] = mem.total().value <= gpu.memory.value;
     ctx.out << report_text(j);
     return 0;
   }
@@ -149,8 +155,12 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
           << " parameters): weights " << gib(mem.weights) << " GiB, fp32 main gradients "
           << gib(mem.gradients) << ", optimizer states " << gib(mem.optimizer_states)
           << ", activations " << gib(mem.activations) << ", overhead " << gib(mem.overhead)
-          << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory) << "\n  step "
-          << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
+          << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory)
+          << (mem.total().value > gpu.memory.value
+                  ? ": does NOT fit on " + gpu.name + " (short by " +
+                        gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
+                  : std::string())
+          << "\n  step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
           << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
           << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s) << ", pipeline sends "
           << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m) << ", pipeline bubble "
@@ -242,6 +252,9 @@ Command register_estimate_command(CLI::App& app) {
   cmd->add_option("--interleave", o->interleave, "model chunks per GPU (interleaved 1F1B)")
       ->capture_default_str();
   cmd->add_flag("--sp", o->sequence_parallel, "sequence parallelism (needs --tp > 1)");
+  cmd->add_option("--schedule", o->schedule,
+                  "pipeline schedule: 1f1b|interleaved|gpipe|zb-h1|zb-h2|zbv (default: 1f1b, "
+                  "interleaved with --interleave > 1)");
   cmd->add_flag("--json", o->json, "machine-readable output");
   return {"estimate", [o](const RunContext& ctx) { return run_estimate(*o, ctx); }};
 }

@@ -38,6 +38,7 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
           {"pp", l.pp},
           {"dp", l.dp},
           {"interleave", l.interleave},
+          {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
           {"sequence_parallel", l.sequence_parallel},
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches},
@@ -67,6 +68,7 @@ std::string layout_text(const cost::Layout3D& l) {
   std::ostringstream s;
   s << "tp " << l.tp << " x pp " << l.pp << " x dp " << l.dp;
   if (l.interleave > 1) s << ", interleave " << l.interleave;
+  if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   if (l.sequence_parallel) s << ", sequence parallel";
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);
@@ -91,8 +93,8 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
     }
     out << "\n";
   } else {
-    TextTable t({"#", "tp", "pp", "dp", "v", "sp", "micro", "m", "recompute", "GiB/GPU", "step",
-                 "samples/s", "MFU", "bubble", "TP comm", "p2p", "DP sync"});
+    TextTable t({"#", "tp", "pp", "dp", "v", "schedule", "sp", "micro", "m", "recompute", "GiB/GPU",
+                 "step", "samples/s", "MFU", "bubble", "TP comm", "p2p", "DP sync"});
     for (std::size_t i = 0; i < x.ranked.size(); ++i) {
       const auto& c = x.ranked[i];
       const auto& l = c.layout;
@@ -100,6 +102,7 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
       const double m = static_cast<double>(l.micro_batches);
       t.add_row({std::to_string(i + 1), std::to_string(l.tp), std::to_string(l.pp),
                  std::to_string(l.dp), std::to_string(l.interleave),
+                 l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "-",
                  l.sequence_parallel ? "yes" : "no", std::to_string(l.micro_batch),
                  std::to_string(l.micro_batches), std::string(name_of(l.recompute)),
                  gib(c.memory.total()), ms(tm.step_s), fixed(tm.samples_per_s, 2), percent(tm.mfu),

@@ -41,7 +41,8 @@ struct PlanOptions {
   std::vector<std::string> strategies, precisions, checkpointings, offloads;
   std::vector<std::int64_t> micro_batches;
   std::vector<std::int64_t> tps, pps, interleaves;  // the tensor x pipeline search
-  std::vector<std::string> sequence_parallel;       // on, off
+  std::vector<std::string> schedules;
+  std::vector<std::string> sequence_parallel;  // on, off
   std::string optimizer = "adamw";
   std::string attention = "flash";
   std::string objective = "throughput";
@@ -142,6 +143,8 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
   x.tps = o.tps;
   x.pps = o.pps;
   x.interleaves = o.interleaves;
+  for (const auto& name : o.schedules)
+    x.schedules.push_back(cost::parse_schedule(name));
   for (const auto& v : o.sequence_parallel) {
     if (v != "on" && v != "off") throw Error("--sp " + v + ": expected on, off or on,off");
     x.sequence_parallel.push_back(v == "on");
@@ -423,6 +426,10 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--interleave", o.interleaves, "model chunks per GPU for the 3D search")
       ->delimiter(',');
   cmd.add_option("--sp", o.sequence_parallel, "sequence parallelism in the 3D search: on,off")
+      ->delimiter(',');
+  cmd.add_option("--schedule", o.schedules,
+                 "pipeline schedules for the 3D search: 1f1b,interleaved,gpipe,zb-h1,zb-h2,zbv "
+                 "(default: 1f1b, interleaved when --interleave > 1)")
       ->delimiter(',');
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();

@@ -87,8 +87,13 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
     fail(std::to_string(m.num_layers) + " layers do not divide into pp x interleave = " +
          std::to_string(l.pp * l.interleave) + " chunks");
   }
-  if (l.interleave > 1 && (l.pp == 1 || l.micro_batches % l.pp != 0)) {
-    fail("an interleaved schedule needs pp > 1 and micro-batches divisible by pp");
+  if (l.pp > 1) {
+    if (const auto why =
+            schedule_problem(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches)) {
+      fail("schedule " + std::string(name_of(l.pipeline_schedule())) + ": " + *why);
+    }
+  } else if (l.interleave > 1) {
+    fail("interleaving needs pp > 1");
   }
   if (l.sequence_parallel && l.tp == 1) fail("sequence parallelism needs tp > 1");
 }
@@ -112,12 +117,13 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
   const double layer =
       layer_activation_bytes(seq, double(l.micro_batch), double(s.hidden_size), double(s.num_heads),
                              l.tp, l.sequence_parallel, l.recompute);
-  const double in_flight = static_cast<double>(std::min(l.pp, l.micro_batches));
-  const double p = static_cast<double>(l.pp), v = static_cast<double>(l.interleave);
-  const double interleave = l.interleave > 1 ? 1 + (p - 1) / (p * v) : 1.0;
+  const double in_flight =
+      l.pp == 1
+          ? 1.0
+          : schedule_cost(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, {}).in_flight;
   const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
-  out.activations = Bytes{static_cast<std::int64_t>(layer * static_cast<double>(stage_layers) *
-                                                    in_flight * interleave)};
+  out.activations =
+      Bytes{static_cast<std::int64_t>(layer * static_cast<double>(stage_layers) * in_flight)};
   out.overhead = Bytes{k.cuda_context_bytes};
   return out;
 }
@@ -222,26 +228,39 @@ Time3D Model3D::time(const Layout3D& l) {
   const double act_bytes = 2 * sbh;                       // 16-bit activations
   const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
   const double layers = static_cast<double>(stage_layers);
+  double tp_all_reduce_s = 0;  // one, of a layer's activations
   if (l.tp > 1) {
     const auto k2 = std::make_pair(l.tp, static_cast<std::int64_t>(act_bytes));
     if (!cache.tp_all_reduce.count(k2)) {
       CommModel group(t_, table_, l.tp, cache.comm);  // the first tp GPUs of a node
       cache.tp_all_reduce[k2] = group.estimate(Collective::all_reduce, Bytes{k2.second}).time_s;
     }
-    out.tp_comm_s =
-        layers * (l.recompute == Checkpointing::full ? 6 : 4) * cache.tp_all_reduce.at(k2);
+    tp_all_reduce_s = cache.tp_all_reduce.at(k2);
+    out.tp_comm_s = layers * (l.recompute == Checkpointing::full ? 6 : 4) * tp_all_reduce_s;
   }
+  const auto schedule = l.pipeline_schedule();
+  double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)
+  double p2p_factor = 1;
   if (l.pp > 1) {
     const bool across = t_.nodes() > 1 && l.tp * l.dp >= t_.gpus_per_node();
     if (!cache.p2p_Bps.count(across))
       cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across, cache.comm);
     const double bytes = act_bytes / static_cast<double>(l.tp);
-    const double one = (across ? 10e-6 : 5e-6) + bytes / cache.p2p_Bps.at(across);
-    out.p2p_s = 2 * one * static_cast<double>(l.interleave);
+    p2p_one_s = (across ? 10e-6 : 5e-6) + bytes / cache.p2p_Bps.at(across);
+    p2p_factor = schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, {}).p2p_factor;
+    out.p2p_s = 2 * p2p_one_s * p2p_factor;
   }
   out.microbatch_s = out.compute_s + out.tp_comm_s + out.p2p_s;
-  const double p = static_cast<double>(l.pp), v = static_cast<double>(l.interleave);
-  out.bubble_s = (p - 1) / v * out.microbatch_s;
+  // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
+  // gradients (equal FLOPs); recomputation, backward TP collectives and the gradient send
+  // precede B's output and belong to it.
+  const double weight_grad_s = (stage.backward_s - stage.recompute_s) / 2;
+  StageTimes st;
+  st.forward_s = stage.forward_s + 2 * layers * tp_all_reduce_s + p2p_one_s * p2p_factor;
+  st.backward_weight_s = weight_grad_s;
+  st.backward_input_s = out.microbatch_s - st.forward_s - weight_grad_s;
+  out.bubble_s =
+      l.pp > 1 ? schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, st).bubble_s : 0.0;
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
   const auto params = stage_params(s, l);
   if (l.dp > 1) {

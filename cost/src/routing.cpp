@@ -120,7 +120,9 @@ double Router::widest_bottleneck(Vertex src, Vertex dst) {
       const auto w = boost::target(e, g);
       if ((relay && !relays_to(e, dst)) || !may_enter(e, src, dst)) continue;
       const double through = std::min(width, g[e].effective_Bps());
-      // Widths pop in non-increasing order: reaching dst without narrowing is the widest.
+      // Widths pop in non-increasing order, so no path found later is wider than `width`,
+      // and an earlier arrival wider than `width` would have been popped (and returned)
+      // before this vertex: reaching dst without narrowing ends the search.
       if (w == dst && through >= width) return through;
       if (stamp_[w] != generation_ || through > best_[w]) {
         stamp_[w] = generation_;

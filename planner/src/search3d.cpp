@@ -29,6 +29,25 @@ struct Space {
   std::int64_t gpus, gpus_per_node, seq;
 };
 
+// The layout under each schedule the request allows that can run it (one pipeline stage has
+// no schedule).
+template <class Visit>
+void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
+  if (l.pp == 1 || r.schedules.empty()) {
+    if (l.pp > 1 &&
+        cost::schedule_problem(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches)) {
+      return;
+    }
+    visit(l);
+    return;
+  }
+  for (const auto s : r.schedules) {
+    if (cost::schedule_problem(s, l.pp, l.interleave, l.micro_batches)) continue;
+    l.schedule = s;
+    visit(l);
+  }
+}
+
 // Every layout of the space, handed to `visit`.
 template <class Visit>
 void enumerate(const Space& sp, Visit visit) {
@@ -44,7 +63,7 @@ void enumerate(const Space& sp, Visit visit) {
         const std::int64_t m = r.global_batch / dp / b;
         for (std::int64_t v = 1; v <= 8; v *= 2) {
           if (!allowed(r.interleaves, v) || s.num_layers % (pp * v)) continue;
-          if (v > 1 && (pp == 1 || m % pp)) continue;
+          if (v > 1 && pp == 1) continue;
           for (bool seqp : {false, true}) {
             if (seqp && tp == 1) continue;
             if (!r.sequence_parallel.empty() &&
@@ -68,7 +87,7 @@ void enumerate(const Space& sp, Visit visit) {
               l.seq_len = sp.seq;
               l.recompute = rc;
               l.precision = r.precision;
-              visit(l);
+              for_each_schedule(r, l, visit);
             }
           }
         }
@@ -143,11 +162,12 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.fit = static_cast<std::int64_t>(fits.size());
   std::sort(fits.begin(), fits.end(),
             [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
-  // The best of each (tp, pp, interleave, sequence parallel) shape, fastest first.
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>> seen;
+  // The best of each (tp, pp, interleave, sequence parallel, schedule) shape, fastest first.
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, int>> seen;
   for (const auto& c : fits) {
-    const auto key =
-        std::make_tuple(c.layout.tp, c.layout.pp, c.layout.interleave, c.layout.sequence_parallel);
+    const auto& l = c.layout;
+    const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
+    const auto key = std::make_tuple(l.tp, l.pp, l.interleave, l.sequence_parallel, schedule);
     if (!seen.insert(key).second) continue;
     out.ranked.push_back(c);
     if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;

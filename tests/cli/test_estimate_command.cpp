@@ -151,3 +151,37 @@ TEST_CASE("estimate --tp --pp: a Megatron-style layout, dp = GPUs / (tp x pp)") 
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Catch::Matchers::Contains("tensor parallelism must stay inside a node"));
 }
+
+TEST_CASE("estimate --schedule: the zero-bubble schedules shrink the bubble, ZB-H2 keeps more") {
+  const std::vector<std::string> base{"estimate", "--model",        "llama-2-7b", "--topology",
+                                      "dgx-h100", "--gpu",          "H100-SXM",   "--tp",
+                                      "2",        "--pp",           "4",          "--micro-batch",
+                                      "1",        "--global-batch", "16",         "--json"};
+  const auto layout = [&](const std::string& schedule) {
+    auto args = base;
+    args.insert(args.end(), {"--schedule", schedule});
+    const auto r = run(args);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["parallel3d"];
+  };
+  const auto f = layout("1f1b"), h1 = layout("zb-h1"), h2 = layout("zb-h2");
+  CHECK(f["schedule"] == "1f1b");
+  CHECK(h1["schedule"] == "zb-h1");
+  // 1F1B: (p - 1)(F + B + W); ZB-H1: (p - 1)(F + B - W), less but positive; same work.
+  CHECK(h1["time"]["bubble_s"].get<double>() < f["time"]["bubble_s"].get<double>());
+  CHECK(h1["time"]["bubble_s"].get<double>() > 0);
+  CHECK(h1["time"]["compute_per_microbatch_s"] == f["time"]["compute_per_microbatch_s"]);
+  // ZB-H2 holds 2p - 1 = 7 micro-batches against 1F1B's 4 (Qi et al. 2024, Table 2).
+  CHECK(h2["memory"]["activations"].get<double>() ==
+        Approx(f["memory"]["activations"].get<double>() * 7 / 4).epsilon(1e-9));
+  CHECK(h2["fits"] == false);  // 7 micro-batches of 4,096 tokens without recompute
+  auto args = base;
+  args.insert(args.end(), {"--schedule", "zbv"});
+  auto r = run(args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("exactly two model chunks per GPU"));
+  r = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--schedule", "zb-h1"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--schedule zb-h1: needs --pp > 1"));
+}

@@ -260,6 +260,25 @@ TEST_CASE("plan --json carries the tensor x pipeline search; --sp takes on and o
   CHECK_THAT(none.out, Catch::Matchers::Contains("pp must divide 12 layers (allowed here: none)"));
 }
 
+TEST_CASE("plan --schedule restricts the pipeline schedules of the 3D search") {
+  const auto r = dtplan::test::run_dtplan({"plan", "--model", "llama-2-70b", "--topology",
+                                           "dgx-h100", "--nodes", "16", "--gpu", "H100-SXM",
+                                           "--global-batch", "1024", "--seq-len", "4096", "--pp",
+                                           "4,8", "--schedule", "zb-h1,zbv", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  REQUIRE(!j["ranked"].empty());
+  for (const auto& l : j["ranked"]) {
+    CHECK((l["schedule"] == "zb-h1" || l["schedule"] == "zbv"));
+    if (l["schedule"] == "zbv") CHECK(l["interleave"] == 2);
+  }
+  const auto bad =
+      dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                                "A100-80GB", "--global-batch", "16", "--schedule", "dualpipe"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Matchers::Contains("pipeline schedule 'dualpipe' is not known"));
+}
+
 TEST_CASE("a micro-batch larger than the global batch is refused, not planned at another batch") {
   const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
                       "--micro-batch", "32", "--global-batch", "16"});

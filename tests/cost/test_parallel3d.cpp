@@ -105,7 +105,8 @@ TEST_CASE("layout rules are checked and named") {
   l = layout(1, 2, 1);
   l.interleave = 2;
   l.micro_batches = 3;
-  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("micro-batches divisible by pp"));
+  CHECK_THROWS_WITH(check_layout(t, l, 8),
+                    Contains("schedule interleaved: micro-batches must be a multiple of pp"));
   l = layout(1, 1, 1);
   l.sequence_parallel = true;
   CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("sequence parallelism needs tp > 1"));
@@ -140,6 +141,42 @@ TEST_CASE("step time: the bubble is (p - 1)/v micro-batches; full recompute adds
   l.micro_batches = 8;
   CHECK(model.time(l).dp_sync_s == 0);
   CHECK_THROWS_WITH(model.time(layout(2, 4, 2)), Contains("16 GPUs: the cluster has 8"));
+}
+
+TEST_CASE("step time under the zero-bubble schedules: B and W split the backward") {
+  const auto data = resolve_data_dir("");
+  const auto m = small_model();
+  const auto table = InterconnectTable::load(data / "interconnect.json");
+  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
+  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  const auto k = load_compute_constants(data / "compute.json");
+  Model3D model(m, topo, table, gpu, k);
+  auto l = layout(2, 4, 1);
+  l.micro_batches = 8;
+  const auto base = model.time(l);
+  l.schedule = PipelineSchedule::zb_h1;
+  const auto h1 = model.time(l);
+  l.schedule = PipelineSchedule::zb_h2;
+  const auto h2 = model.time(l);
+  // The micro-batch's work is the same; only the idle time changes. 1F1B: 3 (F + B + W);
+  // ZB-H1: 3 (F + B - W), so W = (bubble_1f1b - bubble_h1) / 6; ZB-H2: 3 max(0, F + B - 2W).
+  CHECK(h1.microbatch_s == Approx(base.microbatch_s));
+  const double w = (base.bubble_s - h1.bubble_s) / 6;
+  // Weight gradients are half of the backward GEMMs: between a quarter and a half of the
+  // micro-batch's compute (backward is about twice forward).
+  CHECK(w > 0.2 * base.compute_s);
+  CHECK(w < 0.5 * base.compute_s);
+  CHECK(h2.bubble_s == Approx(3 * std::max(0.0, base.microbatch_s - 3 * w)).margin(1e-12));
+  CHECK(h2.pipeline_s == Approx(8 * base.microbatch_s + h2.bubble_s));
+  // ZB-H2 keeps 2p - 1 = 7 micro-batches in flight against 1F1B's 4.
+  const auto overheads = OverheadConstants{};
+  l.schedule = PipelineSchedule::one_f_one_b;
+  const auto mem_1f1b = memory_3d(m, l, overheads).activations.value;
+  l.schedule = PipelineSchedule::zb_h2;
+  CHECK(memory_3d(m, l, overheads).activations.value == Approx(mem_1f1b * 7.0 / 4).epsilon(1e-9));
+  // ZBV needs two chunks per GPU.
+  l.schedule = PipelineSchedule::zbv;
+  CHECK_THROWS_WITH(model.time(l), Contains("exactly two model chunks"));
 }
 
 TEST_CASE("data-parallel groups inside a node reduce over NVLink, across nodes over the NICs") {

@@ -14,12 +14,15 @@
 //     tensor + sequence parallel      sbh (34/t + 5as/(ht))
 //     selective recompute             the 5as/h terms dropped
 //     full recompute                  2sbh (the layer input; /t with sequence parallelism)
-//   Under 1F1B the first stage holds min(p, m) micro-batches of its L/p layers; interleaving
-//   over v model chunks multiplies that by 1 + (p - 1)/(p v) (ibid., section 4.2.3).
+//   The first stage holds the micro-batches its pipeline schedule keeps in flight
+//   (pipeline_schedule.hpp: min(p, m) of its L/p layers under 1F1B; p + (p - 1)/v under
+//   interleaving over v model chunks, Korthikanti et al. section 4.2.3).
 //
-// Time of a step: m micro-batches through p stages, (m + (p - 1)/v) x the slowest stage's
-// micro-batch time (the 1F1B bubble (p - 1)/m, divided by v when interleaved; Narayanan et al.
-// 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM").
+// Time of a step: m micro-batches through p stages, m x the slowest stage's micro-batch time
+// plus the schedule's bubble (1F1B: (p - 1) micro-batch times, divided by v when interleaved;
+// Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM"; the zero-bubble schedules split the backward into B and W, see
+// pipeline_schedule.hpp).
 // A stage's micro-batch time: the compute of the GEMM shapes one GPU of the last stage runs
 // (estimate_compute on L/p blocks with 1/t of the heads and MLP width and 1/t of the LM head;
 // the recompute mode included), plus 4 tensor-parallel all-reduces of sbh 16-bit values per
@@ -33,11 +36,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/pipeline_schedule.hpp"
 #include "dtplan/model/interconnect.hpp"
 #include "dtplan/model/topology.hpp"
 
@@ -53,7 +58,11 @@ struct Layout3D {
   std::int64_t seq_len = 0;
   Checkpointing recompute = Checkpointing::none;
   Precision precision = Precision::bf16;
+  std::optional<PipelineSchedule> schedule;  // none: Megatron's own (1F1B, interleaved if v > 1)
   std::int64_t gpus() const { return tp * pp * dp; }
+  PipelineSchedule pipeline_schedule() const {
+    return schedule.value_or(default_schedule(interleave));
+  }
   std::int64_t global_batch() const { return micro_batch * micro_batches * dp; }
 };
 
@@ -62,7 +71,8 @@ double layer_activation_bytes(double s, double b, double h, double a, std::int64
                               Checkpointing recompute);
 
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
-// p x v, t within a node, p x t x dp = GPUs, interleaving needs m divisible by p.
+// p x v, t within a node, p x t x dp = GPUs, and the schedule's own rules (interleaving needs
+// m divisible by p, ZBV two chunks, ...).
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node);
 
 struct Memory3D {
@@ -77,8 +87,8 @@ struct Time3D {
   double tp_comm_s = 0;     // per micro-batch per stage
   double p2p_s = 0;         // per micro-batch per stage (both directions)
   double microbatch_s = 0;  // the three above
-  double pipeline_s = 0;    // (m + (p - 1)/v) x microbatch_s
-  double bubble_s = 0;      // the (p - 1)/v part
+  double pipeline_s = 0;    // m x microbatch_s + bubble_s
+  double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
   double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
   double optimizer_s = 0;
   double step_s = 0;

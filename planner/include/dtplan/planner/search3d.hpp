@@ -25,6 +25,9 @@ struct Request3D {
   std::vector<std::int64_t> tps, pps, interleaves;  // empty: every valid value
   std::vector<bool> sequence_parallel;              // empty: both
   std::vector<Checkpointing> recompute;             // empty: all three
+  // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
+  // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
+  std::vector<cost::PipelineSchedule> schedules;
   Precision precision = Precision::bf16;
   double headroom = 0.10;
   std::int64_t top_k = 5;
