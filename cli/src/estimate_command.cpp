@@ -32,6 +32,7 @@ struct EstimateOptions {
   bool json = false;
   std::int64_t tp = 1, pp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
   std::string schedule;                         // empty: Megatron's own
+  std::vector<std::int64_t> pp_layers;          // layers of each stage; empty: the rule
   bool sequence_parallel = false;
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
@@ -99,7 +100,8 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
 }
 
 bool is_3d(const EstimateOptions& o) {
-  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel || !o.schedule.empty();
+  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel || !o.schedule.empty() ||
+         !o.pp_layers.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -123,6 +125,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     l.schedule = cost::parse_schedule(o.schedule);
   }
   l.sequence_parallel = o.sequence_parallel;
+  l.stage_layers = o.pp_layers;
   l.micro_batch = c.micro_batch;
   auto per_dp = c;
   per_dp.dp_size = l.dp;
@@ -132,6 +135,9 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   if (model.transformer && l.seq_len == 0) l.seq_len = model.transformer->max_positions;
   l.recompute = c.checkpointing;
   l.precision = c.precision;
+  if (!model.transformer) throw Error("--tp/--pp: model " + model.name + " has no layer shapes");
+  cost::check_layout(*model.transformer, l, t.gpus_per_node());
+  l.stage_layers = cost::layers_per_stage(*model.transformer, l);  // the split, resolved
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
@@ -151,11 +157,11 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const double m = static_cast<double>(l.micro_batches);
   ctx.out << "dtplan estimate: " << model.name << " on " << c.dp_size << " x " << gpu.name << ", "
           << layout_text(l) << " (global batch " << l.global_batch() << ", sequence " << l.seq_len
-          << ")\n\n  memory per GPU (the first pipeline stage, " << mem.params_per_gpu
-          << " parameters): weights " << gib(mem.weights) << " GiB, fp32 main gradients "
-          << gib(mem.gradients) << ", optimizer states " << gib(mem.optimizer_states)
-          << ", activations " << gib(mem.activations) << ", overhead " << gib(mem.overhead)
-          << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory)
+          << ")\n\n  memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
+          << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
+          << " GiB, fp32 main gradients " << gib(mem.gradients) << ", optimizer states "
+          << gib(mem.optimizer_states) << ", activations " << gib(mem.activations) << ", overhead "
+          << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory)
           << (mem.total().value > gpu.memory.value
                   ? ": does NOT fit on " + gpu.name + " (short by " +
                         gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
@@ -252,6 +258,10 @@ Command register_estimate_command(CLI::App& app) {
   cmd->add_option("--interleave", o->interleave, "model chunks per GPU (interleaved 1F1B)")
       ->capture_default_str();
   cmd->add_flag("--sp", o->sequence_parallel, "sequence parallelism (needs --tp > 1)");
+  cmd->add_option("--pp-layers", o->pp_layers,
+                  "layers of each pipeline stage, first to last, e.g. 7,8,8,7 (default: even, "
+                  "or one fewer on the first and last stage as Megatron-LM splits)")
+      ->delimiter(',');
   cmd->add_option("--schedule", o->schedule,
                   "pipeline schedule: 1f1b|interleaved|gpipe|zb-h1|zb-h2|zbv (default: 1f1b, "
                   "interleaved with --interleave > 1)");

@@ -1,6 +1,8 @@
 // Tensor x pipeline x data-parallel report (see plan3d_report.hpp).
 #include "plan3d_report.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "format.hpp"
@@ -39,6 +41,8 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
           {"dp", l.dp},
           {"interleave", l.interleave},
           {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
+          {"stage_layers", l.stage_layers},
+          {"heaviest_stage", c.memory.stage},
           {"sequence_parallel", l.sequence_parallel},
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches},
@@ -64,11 +68,34 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
             {"optimizer_s", t.optimizer_s}}}};
 }
 
+namespace {
+
+// "7, 8 x 14, 7": equal neighbours as one run.
+std::string runs_text(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i])
+      ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(v[i]);
+    if (j - i > 1) out += " x " + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string layout_text(const cost::Layout3D& l) {
   std::ostringstream s;
   s << "tp " << l.tp << " x pp " << l.pp << " x dp " << l.dp;
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
+  const auto& split = l.stage_layers;
+  if (!split.empty() &&
+      std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
+    s << ", layers per stage " << runs_text(split);
+  }
   if (l.sequence_parallel) s << ", sequence parallel";
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);

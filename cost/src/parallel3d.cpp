@@ -35,18 +35,27 @@ BlockParams block_params(const TransformerSpec& s) {
   return p;
 }
 
-// Parameters of the most loaded stage on one GPU.
-std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l) {
+// Parameters of stage `i` (of `layers` blocks) on one GPU.
+std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                          std::int64_t layers) {
   const auto b = block_params(s);
-  const std::int64_t per_stage = s.num_layers / l.pp;
-  const std::int64_t layers = per_stage * (b.matrices / l.tp + b.replicated);
+  const std::int64_t blocks = layers * (b.matrices / l.tp + b.replicated);
   const std::int64_t embedding =
       s.vocab_size * s.hidden_size / l.tp +
       (s.positions == PositionKind::learned ? s.max_positions * s.hidden_size : 0);
   const std::int64_t head = s.vocab_size * s.hidden_size / l.tp;
-  if (l.pp == 1) return layers + embedding + (s.tied_embeddings ? 0 : head);
+  if (l.pp == 1) return blocks + embedding + (s.tied_embeddings ? 0 : head);
   // Megatron keeps a copy of tied word embeddings on the last stage for the head.
-  return std::max(layers + embedding, layers + head);
+  return blocks + (i == 0 ? embedding : 0) + (i == l.pp - 1 ? head : 0);
+}
+
+// The stage with the most parameters on one GPU (the last on ties: it carries the head).
+std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
+  const auto layers = layers_per_stage(s, l);
+  std::int64_t most = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    most = std::max(most, stage_params(s, l, static_cast<std::int64_t>(i), layers[i]));
+  return most;
 }
 
 double bytes_per_param(const Layout3D& l) {
@@ -56,6 +65,49 @@ double bytes_per_param(const Layout3D& l) {
 }
 
 }  // namespace
+
+std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {
+  const std::int64_t p = l.pp, v = l.interleave, layers = m.num_layers;
+  if (!l.stage_layers.empty()) {
+    if (static_cast<std::int64_t>(l.stage_layers.size()) != p) {
+      return "the layers per stage list has " + std::to_string(l.stage_layers.size()) +
+             " entries for pp " + std::to_string(p);
+    }
+    std::int64_t sum = 0;
+    for (const auto n : l.stage_layers) {
+      if (n < v) {
+        return "every stage needs at least one layer per model chunk (" + std::to_string(v) +
+               "), got " + std::to_string(n);
+      }
+      sum += n;
+    }
+    if (sum != layers) {
+      return "the layers per stage add up to " + std::to_string(sum) + ", the model has " +
+             std::to_string(layers);
+    }
+    return std::nullopt;
+  }
+  if (layers % (p * v) == 0) return std::nullopt;
+  if (p > 1 && (layers + 2) % (p * v) == 0 && (layers + 2) / p - 1 >= v) return std::nullopt;
+  return std::to_string(layers) +
+         " layers do not divide into pp x interleave = " + std::to_string(p * v) +
+         " chunks, nor do " + std::to_string(layers) +
+         " + 2 (the embedding and the loss counted as layers, as Megatron-LM can); give the "
+         "layers of each stage (--pp-layers)";
+}
+
+std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layout3D& l) {
+  if (const auto why = stage_split_problem(m, l))
+    throw Error("pp " + std::to_string(l.pp) + ": " + *why);
+  if (!l.stage_layers.empty()) return l.stage_layers;
+  const std::int64_t p = l.pp, layers = m.num_layers;
+  if (layers % (p * l.interleave) == 0)
+    return std::vector<std::int64_t>(static_cast<std::size_t>(p), layers / p);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(p), (layers + 2) / p);
+  out.front() -= 1;
+  out.back() -= 1;
+  return out;
+}
 
 double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
                               Checkpointing r) {
@@ -83,10 +135,7 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
   if (l.tp > gpus_per_node)
     fail("tensor parallelism must stay inside a node of " + std::to_string(gpus_per_node) +
          " GPUs");
-  if (m.num_layers % (l.pp * l.interleave) != 0) {
-    fail(std::to_string(m.num_layers) + " layers do not divide into pp x interleave = " +
-         std::to_string(l.pp * l.interleave) + " chunks");
-  }
+  if (const auto why = stage_split_problem(m, l)) fail(*why);
   if (l.pp > 1) {
     if (const auto why =
             schedule_problem(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches)) {
@@ -103,36 +152,52 @@ Bytes Memory3D::total() const {
                overhead.value};
 }
 
-Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k) {
-  const auto& s = spec_of(m);
+namespace {
+
+// One stage's GPU: its parameters' states and the activations of the micro-batches it holds.
+Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                      std::int64_t layers, const OverheadConstants& k) {
   Memory3D out;
-  out.params_per_gpu = stage_params(s, l);
+  out.stage = i;
+  out.params_per_gpu = stage_params(s, l, i, layers);
   const double n = static_cast<double>(out.params_per_gpu);
   const bool mixed = l.precision != Precision::fp32;
   out.weights = Bytes{static_cast<std::int64_t>(n * (mixed ? 2 : 4))};
   out.gradients = Bytes{static_cast<std::int64_t>(n * 4)};
   out.optimizer_states =
       Bytes{static_cast<std::int64_t>(n * (bytes_per_param(l) - (mixed ? 2 : 4) - 4))};
-  const double seq = static_cast<double>(l.seq_len);
-  const double layer =
-      layer_activation_bytes(seq, double(l.micro_batch), double(s.hidden_size), double(s.num_heads),
-                             l.tp, l.sequence_parallel, l.recompute);
+  const double layer = layer_activation_bytes(static_cast<double>(l.seq_len), double(l.micro_batch),
+                                              double(s.hidden_size), double(s.num_heads), l.tp,
+                                              l.sequence_parallel, l.recompute);
   const double in_flight =
-      l.pp == 1
-          ? 1.0
-          : schedule_cost(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, {}).in_flight;
-  const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
+      l.pp == 1 ? 1.0
+                : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
   out.activations =
-      Bytes{static_cast<std::int64_t>(layer * static_cast<double>(stage_layers) * in_flight)};
+      Bytes{static_cast<std::int64_t>(layer * static_cast<double>(layers) * in_flight)};
   out.overhead = Bytes{k.cuda_context_bytes};
   return out;
 }
 
+}  // namespace
+
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k) {
+  const auto& s = spec_of(m);
+  const auto layers = layers_per_stage(s, l);
+  // The heaviest GPU: earlier stages hold more micro-batches, the first and last the
+  // embedding and the head, and uneven splits move layers between them.
+  Memory3D heaviest;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    auto stage = stage_memory(s, l, static_cast<std::int64_t>(i), layers[i], k);
+    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = stage;
+  }
+  return heaviest;
+}
+
 struct Model3D::Cache {
-  // Whole model: (b, recompute, sequence, precision); stage: (b, recompute, t, p, sequence,
-  // precision); data-parallel all-reduce: (dp, bytes, tp).
+  // Whole model: (b, recompute, sequence, precision); stage: (b, recompute, t, stage layers,
+  // sequence, precision); data-parallel all-reduce: (dp, bytes, tp).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int>, ComputeTime> compute;
-  std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, p)
+  std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, layers)
   std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int>,
            ComputeTime>
       stage;
@@ -153,16 +218,17 @@ Model3D::~Model3D() = default;
 
 namespace {
 
-// What one GPU of the last stage computes: L/p blocks with 1/t of the heads, key/value heads
-// and MLP width, and 1/t of the LM head -- the GEMM shapes tensor parallelism leaves it, so
-// small-GEMM inefficiency shows (the hidden size, norms and residuals stay whole).
-ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t p) {
+// What one GPU of a stage of `layers` blocks computes, timed as if it were the last stage:
+// those blocks with 1/t of the heads, key/value heads and MLP width, and 1/t of the LM head --
+// the GEMM shapes tensor parallelism leaves it, so small-GEMM inefficiency shows (the hidden
+// size, norms and residuals stay whole).
+ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t layers) {
   auto s = *m.transformer;
   s.num_heads /= t;
   s.num_kv_heads /= t;
   s.ffn_size /= t;
   s.vocab_size = (s.vocab_size + t - 1) / t;
-  s.num_layers /= p;
+  s.num_layers = layers;
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
 }
 
@@ -214,10 +280,13 @@ Time3D Model3D::time(const Layout3D& l) {
                                    static_cast<int>(l.precision));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
-  const auto shape = std::make_pair(l.tp, l.pp);
-  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, l.pp));
-  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, l.pp,
-                                    l.seq_len, static_cast<int>(l.precision));
+  // The slowest stage sets the pipeline's pace: the one with the most layers.
+  const auto split = layers_per_stage(s, l);
+  const std::int64_t stage_layers = *std::max_element(split.begin(), split.end());
+  const auto shape = std::make_pair(l.tp, stage_layers);
+  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
+  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp,
+                                    stage_layers, l.seq_len, static_cast<int>(l.precision));
   if (!cache.stage.count(skey)) {
     cache.stage[skey] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
   }
@@ -225,8 +294,7 @@ Time3D Model3D::time(const Layout3D& l) {
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
   const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
-  const double act_bytes = 2 * sbh;                       // 16-bit activations
-  const std::int64_t stage_layers = s.num_layers / l.pp;  // whole layers per stage
+  const double act_bytes = 2 * sbh;  // 16-bit activations
   const double layers = static_cast<double>(stage_layers);
   double tp_all_reduce_s = 0;  // one, of a layer's activations
   if (l.tp > 1) {
@@ -262,7 +330,7 @@ Time3D Model3D::time(const Layout3D& l) {
   out.bubble_s =
       l.pp > 1 ? schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, st).bubble_s : 0.0;
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
-  const auto params = stage_params(s, l);
+  const auto params = max_stage_params(s, l);
   if (l.dp > 1) {
     const auto k3 = std::make_tuple(l.dp, params * 4, l.tp);  // fp32 main gradients
     if (!cache.dp_all_reduce.count(k3))

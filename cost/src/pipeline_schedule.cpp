@@ -108,7 +108,7 @@ ScheduleCost schedule_cost(PipelineSchedule s, std::int64_t p, std::int64_t v, s
       break;
     case PipelineSchedule::interleaved:
       c.bubble_s = (pd - 1) * (f + b + w) / vd;
-      c.in_flight = pd + (pd - 1) / vd;
+      c.in_flight = std::min(pd + (pd - 1) / vd, md);
       c.p2p_factor = vd;
       break;
     case PipelineSchedule::zb_h1:
@@ -126,6 +126,30 @@ ScheduleCost schedule_cost(PipelineSchedule s, std::int64_t p, std::int64_t v, s
       break;
   }
   return c;
+}
+
+double stage_in_flight(PipelineSchedule s, std::int64_t p, std::int64_t v, std::int64_t m,
+                       std::int64_t i) {
+  check_schedule(s, p, v, m);
+  if (i < 0 || i >= p) {
+    throw Error("stage " + std::to_string(i) + " of a " + std::to_string(p) + "-stage pipeline");
+  }
+  const double pd = static_cast<double>(p), vd = static_cast<double>(v);
+  const double md = static_cast<double>(m), rest = static_cast<double>(p - i);
+  switch (s) {
+    case PipelineSchedule::gpipe:
+      return md;
+    case PipelineSchedule::one_f_one_b:
+    case PipelineSchedule::zb_h1:
+      return std::min(rest, md);
+    case PipelineSchedule::zb_h2:
+      return std::min(2 * rest - 1, md);
+    case PipelineSchedule::interleaved:
+      return std::min(pd + (pd - 1 - 2 * static_cast<double>(i)) / vd, md);
+    case PipelineSchedule::zbv:
+      return std::min(pd, md);
+  }
+  return md;
 }
 
 }  // namespace dtplan::cost

@@ -19,6 +19,18 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return out;
 }
 
+// Pipeline depths the layers allow: those dividing L, and those dividing L + 2 (Megatron's
+// split that counts the embedding and the loss as layers, one fewer on the first and last
+// stage), every stage keeping a layer.
+std::vector<std::int64_t> pipeline_depths(std::int64_t layers) {
+  auto out = divisors(layers);
+  for (const auto p : divisors(layers + 2)) {
+    if (p > 1 && (layers + 2) / p >= 2 && layers % p != 0) out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool allowed(const std::vector<std::int64_t>& only, std::int64_t v) {
   return only.empty() || std::find(only.begin(), only.end(), v) != only.end();
 }
@@ -55,14 +67,18 @@ void enumerate(const Space& sp, Visit visit) {
   const auto& r = sp.r;
   for (std::int64_t tp = 1; tp <= sp.gpus_per_node; tp *= 2) {
     if (!allowed(r.tps, tp) || s.num_heads % tp || s.num_kv_heads % tp) continue;
-    for (auto pp : divisors(s.num_layers)) {
+    for (auto pp : pipeline_depths(s.num_layers)) {
       if (!allowed(r.pps, pp) || sp.gpus % (tp * pp)) continue;
       const std::int64_t dp = sp.gpus / (tp * pp);
       if (r.global_batch % dp) continue;
       for (auto b : divisors(r.global_batch / dp)) {
         const std::int64_t m = r.global_batch / dp / b;
         for (std::int64_t v = 1; v <= 8; v *= 2) {
-          if (!allowed(r.interleaves, v) || s.num_layers % (pp * v)) continue;
+          if (!allowed(r.interleaves, v)) continue;
+          cost::Layout3D split;
+          split.pp = pp;
+          split.interleave = v;
+          if (cost::stage_split_problem(s, split)) continue;
           if (v > 1 && pp == 1) continue;
           for (bool seqp : {false, true}) {
             if (seqp && tp == 1) continue;
@@ -87,6 +103,7 @@ void enumerate(const Space& sp, Visit visit) {
               l.seq_len = sp.seq;
               l.recompute = rc;
               l.precision = r.precision;
+              l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
               for_each_schedule(r, l, visit);
             }
           }
@@ -110,15 +127,15 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
   for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
     if (allowed(r.tps, tp) && s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);
   }
-  for (auto pp : divisors(s.num_layers)) {
+  for (auto pp : pipeline_depths(s.num_layers)) {
     if (allowed(r.pps, pp)) pps.push_back(pp);
   }
   return "no layout: tp must be a power of two up to " + std::to_string(per_node) + " dividing " +
          std::to_string(s.num_heads) + " heads and " + std::to_string(s.num_kv_heads) +
          " key/value heads (allowed here: " + join(tps) + "), pp must divide " +
-         std::to_string(s.num_layers) + " layers (allowed here: " + join(pps) + "), and " +
-         std::to_string(gpus) + " GPUs / (tp x pp) must divide the global batch " +
-         std::to_string(r.global_batch);
+         std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) +
+         " (allowed here: " + join(pps) + "), and " + std::to_string(gpus) +
+         " GPUs / (tp x pp) must divide the global batch " + std::to_string(r.global_batch);
 }
 
 }  // namespace

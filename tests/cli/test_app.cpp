@@ -15,7 +15,7 @@ int run(const std::vector<std::string>& args, std::string* out_text = nullptr,
 }
 }  // namespace
 
-TEST_CASE("a subcommand is required; unknown ones are refused") {
+TEST_CASE("a subcommand is required, unknown ones are refused") {
   std::string err;
   CHECK(run({}, nullptr, &err) != 0);
   CHECK(run({"frobnicate"}, nullptr, &err) != 0);

@@ -142,7 +142,7 @@ TEST_CASE("model-based tuning finds the best with fewer trials than the grid, an
     CHECK(t.error() == Approx(0).margin(1e-9));
 }
 
-TEST_CASE("exhaustive tuning tries every candidate; --max-trials and --time-budget stop it") {
+TEST_CASE("exhaustive tuning tries every candidate, --max-trials and --time-budget stop it") {
   TuneSettings all;
   all.exhaustive = true;
   CHECK(run_tune(all).ran.size() == candidates().size());

@@ -65,7 +65,7 @@ TEST_CASE("estimate in text: the step's parts, throughput and a Gantt of both st
                         Contains("MFU") && Contains("compute |") && Contains("comm    |"));
 }
 
-TEST_CASE("a straggler slows every rank's step; a slower GPU in the set sets the pace") {
+TEST_CASE("a straggler slows every rank's step, a slower GPU in the set sets the pace") {
   const auto base = nlohmann::json::parse(run(with({"--json"})).out);
   const auto slow = nlohmann::json::parse(run(with({"--straggler", "1.25", "--json"})).out);
   CHECK(slow["step"]["compute_s"].get<double>() ==
@@ -184,4 +184,30 @@ TEST_CASE("estimate --schedule: the zero-bubble schedules shrink the bubble, ZB-
            "--schedule", "zb-h1"});
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Contains("--schedule zb-h1: needs --pp > 1"));
+}
+
+TEST_CASE("estimate --pp-layers: an uneven split, written down and priced") {
+  // Llama 2 70B's 80 layers as 19, 21, 21, 19 over 4 stages; the JSON carries the split and
+  // which stage is the heaviest.
+  const auto r = run({"estimate",    "--model",
+                      "llama-2-70b", "--topology",
+                      "dgx-h100",    "--nodes",
+                      "4",           "--gpu",
+                      "H100-SXM",    "--tp",
+                      "8",           "--pp",
+                      "4",           "--pp-layers",
+                      "19,21,21,19", "--micro-batch",
+                      "1",           "--global-batch",
+                      "32",          "--seq-len",
+                      "4096",        "--checkpointing",
+                      "full",        "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["stage_layers"] == nlohmann::json::array({19, 21, 21, 19}));
+  CHECK(j["heaviest_stage"].get<int>() >= 0);
+  const auto bad = run({"estimate", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes",
+                        "4", "--gpu", "H100-SXM", "--tp", "8", "--pp", "4", "--pp-layers",
+                        "20,20,20", "--global-batch", "32"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("the layers per stage list has 3 entries for pp 4"));
 }

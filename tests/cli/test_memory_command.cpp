@@ -170,7 +170,7 @@ TEST_CASE("bad input: one line, exit code 1, names the input and the problem") {
   }
 }
 
-TEST_CASE("command-line syntax errors: one line, exit code 2; --help exits 0") {
+TEST_CASE("command-line syntax errors: one line, exit code 2, --help exits 0") {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"memory", "--gpus", "many"}, {"memory", "--no-such-flag"}, {"memroy"}}) {
     const auto r = run(args);

@@ -163,7 +163,7 @@ TEST_CASE("the step correction scales the predicted parts of a runtime step") {
   CHECK(c.forward_s + c.backward_s == Approx(1.25 * r.compute_s + 3.0 * r.collectives_s));
 }
 
-TEST_CASE("profiles round-trip through JSON; version 1 files still load") {
+TEST_CASE("profiles round-trip through JSON, version 1 files still load") {
   auto p = flat_profile();
   p.backend = "cpu";
   p.hardware = "synthetic";

@@ -72,7 +72,7 @@ TEST_CASE("GPT-2 XL model FLOPs: PaLM's 6 N + 12 L h s per token, N counted by h
   CHECK(t.recompute_s == 0.0);
 }
 
-TEST_CASE("full checkpointing recomputes every block's forward; selective only attention") {
+TEST_CASE("full checkpointing recomputes every block's forward, selective only attention") {
   const auto m = load_model("gpt2-xl", kData / "models");
   auto c = bf16(4);
   c.seq_len = 1024;
@@ -124,7 +124,7 @@ TEST_CASE("a GPU without a peak for the precision is refused, naming it") {
                       Catch::Contains("no bf16") && Catch::Contains("--precision"));
 }
 
-TEST_CASE("compute constants: the bundled file loads; overrides are checked") {
+TEST_CASE("compute constants: the bundled file loads, overrides are checked") {
   auto k = load_compute_constants(kData / "compute.json");
   CHECK(k.gemm_efficiency > 0.0);
   apply_compute_override(k, "gemm_efficiency=0.6");

@@ -18,7 +18,7 @@ TEST_CASE("dense stack of GPT-2 at scale 1 is GPT-2 without norms and position e
   CHECK(cost::flops_per_token(s) == Approx(6.0 * (12 * 7077888.0 + 38597376.0)));
 }
 
-TEST_CASE("scale shrinks head dimension, MLP and vocabulary; keeps heads and layers") {
+TEST_CASE("scale shrinks head dimension, MLP and vocabulary, keeps heads and layers") {
   const auto m = load_model("llama-2-7b", std::string(DTPLAN_DATA_DIR) + "/models");
   const auto s = cost::dense_stack_of(*m.transformer, 0.05, 64);
   CHECK(s.head_dim == 6);  // round(128 x 0.05 = 6.4)

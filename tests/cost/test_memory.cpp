@@ -258,7 +258,7 @@ TEST_CASE("byte counts beyond 64 bits are refused") {
                     Catch::Contains("overflows a 64-bit count"));
 }
 
-TEST_CASE("FSDP's no_sync holds unsharded gradients across micro-steps; DDP's does not grow") {
+TEST_CASE("FSDP's no_sync holds unsharded gradients across micro-steps, DDP's does not grow") {
   // FSDP MixedPrecision bf16: gradients are the fp32 shard, 4a/n; no_sync adds 2a of
   // unsharded bf16 gradients on every GPU, for each sharded FSDP strategy.
   for (const auto s : {Strategy::fsdp_full, Strategy::fsdp_grad_op, Strategy::fsdp_hybrid}) {

@@ -78,7 +78,7 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 43685888LL);
 }
 
-TEST_CASE("1F1B holds min(p, m) micro-batches; interleaving adds (p - 1)/(p v)") {
+TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)") {
   const auto m = small_model();
   auto l = layout(1, 4, 1);
   l.micro_batches = 8;
@@ -112,7 +112,7 @@ TEST_CASE("layout rules are checked and named") {
   CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("sequence parallelism needs tp > 1"));
 }
 
-TEST_CASE("step time: the bubble is (p - 1)/v micro-batches; full recompute adds 2 all-reduces") {
+TEST_CASE("step time: the bubble is (p - 1)/v micro-batches, full recompute adds 2 all-reduces") {
   const auto data = resolve_data_dir("");
   const auto m = small_model();
   const auto table = InterconnectTable::load(data / "interconnect.json");
@@ -197,4 +197,91 @@ TEST_CASE("data-parallel groups inside a node reduce over NVLink, across nodes o
   REQUIRE(t_inside.dp_sync_s > 0);
   // Per GPU, the same bytes (both hold half the model); NVLink is several times the NIC.
   CHECK(t_across.dp_sync_s > 3 * t_inside.dp_sync_s);
+}
+
+TEST_CASE("uneven pipeline stages: Megatron's split, a given list, and the heaviest stage") {
+  // Llama 3 405B: 126 layers over 16 stages, one layer fewer on the first and the last to
+  // balance the embedding and the loss (Llama 3 paper, section 3.3.2): 7, 14 x 8, 7.
+  TransformerSpec big;
+  big.num_layers = 126;
+  auto l = layout(8, 16, 1);
+  std::vector<std::int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  CHECK(layers_per_stage(big, l) == expected);
+  big.num_layers = 80;  // divides: 20 each
+  CHECK(layers_per_stage(big, layout(1, 4, 1)) == std::vector<std::int64_t>(4, 20));
+  big.num_layers = 13;  // neither 13 nor 15 divides by 4
+  CHECK_THROWS_WITH(layers_per_stage(big, layout(1, 4, 1)),
+                    Contains("13 layers do not divide") && Contains("--pp-layers"));
+  l = layout(1, 4, 1);
+  l.stage_layers = {4, 3, 3, 3};
+  CHECK(layers_per_stage(big, l) == l.stage_layers);
+  l.stage_layers = {4, 3, 3};
+  CHECK_THROWS_WITH(layers_per_stage(big, l), Contains("has 3 entries for pp 4"));
+  l.stage_layers = {4, 4, 3, 3};
+  CHECK_THROWS_WITH(layers_per_stage(big, l), Contains("add up to 14, the model has 13"));
+  l.stage_layers = {7, 1, 1, 4};
+  l.interleave = 2;
+  CHECK_THROWS_WITH(layers_per_stage(big, l), Contains("at least one layer per model chunk"));
+}
+
+TEST_CASE("the heaviest stage sets memory: micro-batches in flight fall along the pipeline") {
+  const auto m = small_model();  // 8 layers, tied embeddings
+  const auto k = OverheadConstants{};
+  // pp 4, 1F1B, m = 8: stage i holds 4 - i micro-batches of its 2 layers; stage 0 also has
+  // the embedding and holds the most activations, so it is the heaviest.
+  auto l = layout(1, 4, 1);
+  l.micro_batches = 8;
+  const auto mem = memory_3d(m, l, k);
+  CHECK(mem.stage == 0);
+  const double layer = layer_activation_bytes(1024, 1, 1024, 16, 1, false, Checkpointing::none);
+  CHECK(mem.activations.value == Approx(layer * 2 * 4).epsilon(1e-12));
+  // pp 5 on 8 layers: 8 + 2 = 10 divides by 5, so 1, 2, 2, 2, 1. Stage 1 (2 layers, 4 in
+  // flight: 8 layer-micro-batches) outweighs stage 0 (1 layer and the embedding, 5 in flight)
+  // here only if its activations exceed the embedding's states; compute both by hand.
+  l = layout(1, 5, 1);
+  l.micro_batches = 8;
+  const auto split = layers_per_stage(*m.transformer, l);
+  CHECK(split == std::vector<std::int64_t>{1, 2, 2, 2, 1});
+  const double block = 12.0 * 1024 * 1024 + 13 * 1024;  // matrices, biases and norms
+  const double embedding = 32000.0 * 1024 + 2048.0 * 1024;
+  const double per_param = 2 + 4 + 12;  // bf16 weights, fp32 main grads, Adam (dp 1)
+  const double stage0 = (block + embedding) * per_param + layer * 1 * 5;
+  const double stage1 = 2 * block * per_param + layer * 2 * 4;
+  const auto heavy = memory_3d(m, l, k);
+  CHECK(heavy.stage == (stage1 > stage0 ? 1 : 0));
+  CHECK(static_cast<double>(heavy.total().value - heavy.overhead.value) ==
+        Approx(std::max(stage0, stage1)).epsilon(1e-6));
+  // Interleaved, per stage: Megatron's warm-up 2(p - i - 1) + (v - 1)p chunk micro-batches
+  // plus one, over v: p = 4, v = 2 gives 5.5 on the first stage and 2.5 on the last.
+  CHECK(stage_in_flight(PipelineSchedule::interleaved, 4, 2, 8, 0) == Approx(5.5));
+  CHECK(stage_in_flight(PipelineSchedule::interleaved, 4, 2, 8, 3) == Approx(2.5));
+  CHECK(stage_in_flight(PipelineSchedule::one_f_one_b, 4, 1, 8, 3) == 1);
+  CHECK(stage_in_flight(PipelineSchedule::zb_h2, 4, 1, 8, 1) == 5);  // 2(p - i) - 1
+}
+
+TEST_CASE("the slowest stage sets the pace: an uneven split is timed by its largest stage") {
+  const auto data = resolve_data_dir("");
+  const auto m = small_model();
+  const auto table = InterconnectTable::load(data / "interconnect.json");
+  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
+  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  const auto k = load_compute_constants(data / "compute.json");
+  Model3D model(m, topo, table, gpu, k);
+  // pp 5 (1, 2, 2, 2, 1) and pp 4 (2 each): both are paced by a 2-layer stage.
+  auto five = layout(1, 5, 1);
+  five.micro_batches = 10;
+  auto four = layout(1, 4, 1);
+  four.micro_batches = 10;
+  CHECK(model.time(five).compute_s == Approx(model.time(four).compute_s));
+  // Giving the list explicitly as 1, 3, 2, 2 makes a 3-layer stage the pace. A stage's compute
+  // is the LM head plus its layers, so 3 layers cost one layer more than 2, as 2 cost more
+  // than 1 (pp 8: a layer per stage).
+  auto eight = layout(1, 8, 1);
+  eight.micro_batches = 16;
+  const double c1 = model.time(eight).compute_s, c2 = model.time(five).compute_s;
+  four.stage_layers = {1, 3, 2, 2};
+  const double c3 = model.time(four).compute_s;
+  CHECK(c3 - c2 == Approx(c2 - c1).epsilon(1e-9));
+  CHECK(c3 > c2);
 }

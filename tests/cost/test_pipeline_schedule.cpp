@@ -14,7 +14,7 @@ namespace {
 constexpr StageTimes kEqual{1.0, 1.0, 1.0};
 }  // namespace
 
-TEST_CASE("1F1B and GPipe idle (p - 1)(F + B + W); GPipe keeps all m micro-batches") {
+TEST_CASE("1F1B and GPipe idle (p - 1)(F + B + W), GPipe keeps all m micro-batches") {
   // p = 4, m = 8: 3 x 3 s of bubble, the (p - 1)/m = 3/8 of the 8 x 3 s of work (Narayanan
   // et al. 2021, 2.2.1).
   const auto f = schedule_cost(PipelineSchedule::one_f_one_b, 4, 1, 8, kEqual);

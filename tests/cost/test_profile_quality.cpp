@@ -104,7 +104,7 @@ TEST_CASE("each limit: just inside passes, just outside is a reason") {
         }).empty());
 }
 
-TEST_CASE("the quality section round-trips; profiles without it still load") {
+TEST_CASE("the quality section round-trips, profiles without it still load") {
   auto j = to_json(quiet_profile());
   j["backend"] = "cpu";
   j["hardware"] = j["created"] = "x";

@@ -37,7 +37,7 @@ TEST_CASE("across sockets the route climbs to the CPUs and crosses the socket li
         std::vector<std::string>{"gpu0", "sw0", "gpu1"});
 }
 
-TEST_CASE("direct NVLinks first; GPUs relay only NVLink to NVLink") {
+TEST_CASE("direct NVLinks first, GPUs relay only NVLink to NVLink") {
   const auto t = preset("dgx1-v100");
   Router router(t);
   // gpu0 - gpu3 is NV2 (40 GB/s achieved): the direct link.

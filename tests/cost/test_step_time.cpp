@@ -55,7 +55,7 @@ TEST_CASE("communication longer than the compute it overlaps is exposed beyond i
   CHECK(step_times(inputs(one)).exposed_comm_s == Approx(0.5));
 }
 
-TEST_CASE("forward all-gathers overlap forward; ops outside the passes are exposed whole") {
+TEST_CASE("forward all-gathers overlap forward, ops outside the passes are exposed whole") {
   // ZeRO-3-like: 8 units gathered in forward (0.8 s vs 1 s forward): first unit exposed, 0.1 s.
   const std::vector ops{op(CommPhase::forward, CommWhen::every_micro_step, 0.8, 8),
                         op(CommPhase::after_backward, CommWhen::every_micro_step, 0.2, 1),

@@ -105,7 +105,7 @@ TEST_CASE("files written together: one that cannot be written stops all of them"
   CHECK(read(dir / "b.yaml") == "y");
 }
 
-TEST_CASE("a symbolic link stays a link; its target (through a chain) is replaced") {
+TEST_CASE("a symbolic link stays a link, its target (through a chain) is replaced") {
   const auto dir = scratch("link");
   fs::create_directories(dir / "real");
   std::ofstream(dir / "real" / "plan.json") << "old";

@@ -44,7 +44,7 @@ TEST_CASE("grouped convolution divides the weight") {
   CHECK(m.layers[0].params == 32 * 1 * 9 + 32);  // depthwise
 }
 
-TEST_CASE("MaxPool2d defaults stride to the kernel size; Flatten merges non-batch dims") {
+TEST_CASE("MaxPool2d defaults stride to the kernel size, Flatten merges non-batch dims") {
   const auto m = parse(R"({"input_shape": [16, 28, 28], "layers": [
       {"type": "MaxPool2d", "kernel_size": 2}, {"type": "Flatten"},
       {"type": "Linear", "in_features": 3136, "out_features": 10}]})");

@@ -114,7 +114,7 @@ TEST_CASE("absurd numbers in a topology file name the field") {
 
 // Issue 14, item 15: nodes carry their host memory, from the preset (docs/memory-model.md
 // cites the DGX datasheets) or the documented default.
-TEST_CASE("presets state host memory per node; a topology without it gets the default") {
+TEST_CASE("presets state host memory per node, a topology without it gets the default") {
   constexpr std::int64_t GiB = std::int64_t{1} << 30;
   const std::pair<const char*, std::int64_t> presets[] = {
       {"dgx-a100", 2048},      {"dgx-h100", 2048},      {"dgx1-v100", 512},

@@ -123,7 +123,7 @@ TEST_CASE("Accelerate: FSDP settings, or DeepSpeed with the precision left to it
              Contains("distributed_type: MULTI_GPU\n") && Contains("mixed_precision: 'no'\n"));
 }
 
-TEST_CASE("DeepSpeed: parameter offload only in stage 3; optimizer type as the plan's") {
+TEST_CASE("DeepSpeed: parameter offload only in stage 3, optimizer type as the plan's") {
   // An FSDP SHARD_GRAD_OP plan with parameter offload has no stage-2 form in DeepSpeed
   // (offload_param is valid only with stage 3).
   auto p = make_plan(Strategy::fsdp_grad_op, Precision::bf16, 8, 1, 1);

@@ -276,7 +276,7 @@ TEST_CASE("bad requests are refused with the flag named") {
       Catch::Contains("layer shapes"));
 }
 
-TEST_CASE("both synchronisation modes are searched; FSDP's no_sync costs the full gradients") {
+TEST_CASE("both synchronisation modes are searched, FSDP's no_sync costs the full gradients") {
   const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
   auto r = request(512, 1024);
   r.strategies = {Strategy::fsdp_full};

@@ -23,7 +23,7 @@ TEST_CASE("from a dataset: ceil(samples x epochs / global batch) optimizer steps
   CHECK_FALSE(s.scaled_lr);
 }
 
-TEST_CASE("given steps; linear LR scaling to the planned batch") {
+TEST_CASE("given steps, linear LR scaling to the planned batch") {
   ScheduleRequest r;
   r.steps = 1000;
   r.warmup_ratio = 0.1;

@@ -59,12 +59,25 @@ struct Layout3D {
   Checkpointing recompute = Checkpointing::none;
   Precision precision = Precision::bf16;
   std::optional<PipelineSchedule> schedule;  // none: Megatron's own (1F1B, interleaved if v > 1)
+  // Layers of each pipeline stage (all its chunks), first to last; empty: layers_per_stage's
+  // rule.
+  std::vector<std::int64_t> stage_layers;
   std::int64_t gpus() const { return tp * pp * dp; }
   PipelineSchedule pipeline_schedule() const {
     return schedule.value_or(default_schedule(interleave));
   }
   std::int64_t global_batch() const { return micro_batch * micro_batches * dp; }
 };
+
+// The layers of each pipeline stage: the layout's own list (p entries, each at least v, summing
+// to L), else L/p each when p x v divides L, else Megatron-LM's split that counts the embedding
+// and the loss as a layer each (--account-for-embedding-in-pipeline-split,
+// --account-for-loss-in-pipeline-split): (L + 2)/p per stage, one fewer on the first and on
+// the last, when p x v divides L + 2 (Llama 3 405B: 126 layers over 16 stages are 7, 14 x 8,
+// 7; Llama 3 paper, section 3.3.2).
+std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layout3D& l);
+// Why layers_per_stage has no answer, or nullopt.
+std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l);
 
 // Per-layer activation bytes of one micro-batch (the formulas above).
 double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
@@ -76,7 +89,8 @@ double layer_activation_bytes(double s, double b, double h, double a, std::int64
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node);
 
 struct Memory3D {
-  std::int64_t params_per_gpu = 0;  // the most loaded stage
+  std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
+  std::int64_t params_per_gpu = 0;  // on that stage's GPU
   Bytes weights, gradients, optimizer_states, activations, overhead;
   Bytes total() const;
 };

@@ -9,7 +9,7 @@
 //   schedule     bubble per step                 in flight (first stage)  p2p   needs
 //   gpipe        (p-1)(F+B+W)                    m                        1     v = 1
 //   1f1b         (p-1)(F+B+W)                    min(p, m)                1     v = 1
-//   interleaved  (p-1)(F+B+W)/v                  p + (p-1)/v              v     v > 1, p | m
+//   interleaved  (p-1)(F+B+W)/v                  min(p + (p-1)/v, m)      v     v > 1, p | m
 //   zb-h1        (p-1)(F+B-W)                    min(p, m)                1     v = 1, m >= p
 //   zb-h2        (p-1) max(0, F+B-2W)            min(2p-1, m)             1     v = 1, m >= 2p-1
 //   zbv          (p-1) max(0, F+B-2W) / 2        min(p, m)                2     v = 2, m >= p
@@ -54,8 +54,8 @@ struct StageTimes {
 };
 
 struct ScheduleCost {
-  double bubble_s = 0;   // idle time of a stage per step
-  double in_flight = 0;  // micro-batches of a whole stage's activations the first stage holds
+  double bubble_s = 0;    // idle time of a stage per step
+  double in_flight = 0;   // micro-batches of a whole stage's activations the first stage holds
   double p2p_factor = 1;  // point-to-point sends per micro-batch, relative to 1F1B
 };
 
@@ -67,5 +67,14 @@ void check_schedule(PipelineSchedule s, std::int64_t p, std::int64_t v, std::int
 
 ScheduleCost schedule_cost(PipelineSchedule s, std::int64_t p, std::int64_t v, std::int64_t m,
                            const StageTimes& t);
+
+// Micro-batches of a whole stage's activations stage `i` (0: the first) holds at its peak:
+// the warm-up forwards it runs before its first backward, plus the one in progress, capped at
+// m. 1F1B and ZB-H1: p - i; ZB-H2: 2(p - i) - 1; GPipe: m; interleaved: Megatron-LM's
+// warm-up of 2(p - i - 1) + (v - 1)p chunk micro-batches, plus one, over v chunks:
+// p + (p - 1 - 2i)/v (i = 0 is Korthikanti et al.'s p (1 + (p - 1)/(p v))); ZBV: p on every
+// stage (the V shape balances memory across stages, Qi et al. 2024).
+double stage_in_flight(PipelineSchedule s, std::int64_t p, std::int64_t v, std::int64_t m,
+                       std::int64_t i);
 
 }  // namespace dtplan::cost
