@@ -30,6 +30,22 @@ ModelDesc small_model() {
   return model_from_transformer(t, "small", "test");
 }
 
+// The small model on DGX H100 nodes, with what Model3D keeps references to.
+struct DgxH100 {
+  explicit DgxH100(std::int64_t nodes)
+      : data(resolve_data_dir("")),
+        table(InterconnectTable::load(data / "interconnect.json")),
+        topo(Topology::build(load_node_template("dgx-h100", data / "topologies"), nodes, table)),
+        gpu(GpuCatalog::load(data / "gpus.json").find("H100-SXM")),
+        k(load_compute_constants(data / "compute.json")) {}
+  std::filesystem::path data;
+  ModelDesc m = small_model();
+  InterconnectTable table;
+  Topology topo;
+  GpuSpec gpu;
+  ComputeConstants k;
+};
+
 Layout3D layout(std::int64_t tp, std::int64_t pp, std::int64_t dp) {
   Layout3D l;
   l.tp = tp;
@@ -113,13 +129,8 @@ TEST_CASE("layout rules are checked and named") {
 }
 
 TEST_CASE("step time: the bubble is (p - 1)/v micro-batches, full recompute adds 2 all-reduces") {
-  const auto data = resolve_data_dir("");
-  const auto m = small_model();
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
-  const auto k = load_compute_constants(data / "compute.json");
-  Model3D model(m, topo, table, gpu, k);
+  const DgxH100 f(1);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
   auto l = layout(2, 4, 1);
   l.micro_batches = 8;
   const auto one = model.time(l);
@@ -144,13 +155,9 @@ TEST_CASE("step time: the bubble is (p - 1)/v micro-batches, full recompute adds
 }
 
 TEST_CASE("step time under the zero-bubble schedules: B and W split the backward") {
-  const auto data = resolve_data_dir("");
-  const auto m = small_model();
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
-  const auto k = load_compute_constants(data / "compute.json");
-  Model3D model(m, topo, table, gpu, k);
+  const DgxH100 f(1);
+  const auto& m = f.m;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
   auto l = layout(2, 4, 1);
   l.micro_batches = 8;
   const auto base = model.time(l);
@@ -173,20 +180,16 @@ TEST_CASE("step time under the zero-bubble schedules: B and W split the backward
   l.schedule = PipelineSchedule::one_f_one_b;
   const auto mem_1f1b = memory_3d(m, l, overheads).activations.value;
   l.schedule = PipelineSchedule::zb_h2;
-  CHECK(memory_3d(m, l, overheads).activations.value == Approx(mem_1f1b * 7.0 / 4).epsilon(1e-9));
+  CHECK(memory_3d(m, l, overheads).activations.value ==
+        Approx(static_cast<double>(mem_1f1b) * 7.0 / 4).epsilon(1e-9));
   // ZBV needs two chunks per GPU.
   l.schedule = PipelineSchedule::zbv;
   CHECK_THROWS_WITH(model.time(l), Contains("exactly two model chunks"));
 }
 
 TEST_CASE("data-parallel groups inside a node reduce over NVLink, across nodes over the NICs") {
-  const auto data = resolve_data_dir("");
-  const auto m = small_model();
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 2, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
-  const auto k = load_compute_constants(data / "compute.json");  // Model3D keeps a reference
-  Model3D model(m, topo, table, gpu, k);
+  const DgxH100 f(2);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
   // tp 1 x dp 8 x pp 2: each data-parallel group is the 8 GPUs of one node (ranks tp, dp, pp).
   auto inside = layout(1, 2, 8);
   inside.micro_batches = 4;
@@ -261,13 +264,8 @@ TEST_CASE("the heaviest stage sets memory: micro-batches in flight fall along th
 }
 
 TEST_CASE("the slowest stage sets the pace: an uneven split is timed by its largest stage") {
-  const auto data = resolve_data_dir("");
-  const auto m = small_model();
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
-  const auto k = load_compute_constants(data / "compute.json");
-  Model3D model(m, topo, table, gpu, k);
+  const DgxH100 f(1);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
   // pp 5 (1, 2, 2, 2, 1) and pp 4 (2 each): both are paced by a 2-layer stage.
   auto five = layout(1, 5, 1);
   five.micro_batches = 10;
