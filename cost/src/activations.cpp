@@ -19,6 +19,7 @@
 
 #include <map>
 
+#include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::cost {
@@ -26,7 +27,7 @@ namespace dtplan::cost {
 namespace {
 
 std::int64_t element_bytes(Precision p) {
-  return is_mixed(p) ? 2 : 4;
+  return bytes_per_element(compute_element(p));
 }
 
 std::int64_t mul3(std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -118,8 +119,9 @@ ActivationEstimate transformer_activations(const TransformerSpec& t, const Train
     }
     add("LM head input", e * sbh);
     add("logits", checked_mul(e, sbv, "activation bytes"));
-    const std::int64_t upcast = is_mixed(c.precision) ? checked_mul(4, sbv, "bytes") : 0;
-    const std::int64_t log_softmax = checked_mul(4, sbv, "activation bytes");
+    const std::int64_t fp32 = bytes_per_element(ElementType::fp32);
+    const std::int64_t upcast = is_mixed(c.precision) ? checked_mul(fp32, sbv, "bytes") : 0;
+    const std::int64_t log_softmax = checked_mul(fp32, sbv, "activation bytes");
     add("fp32 logits for the loss", upcast);
     add("log-softmax kept by cross-entropy (fp32)", log_softmax);
     est.model_output = Bytes{checked_mul(e, sbv, "activation bytes")};

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dtplan/cost/numeric_recipe.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/suggest.hpp"
@@ -101,7 +103,7 @@ class Timer {
       : peak_(gpu.peak_flops_for(p)),
         hbm_(gpu.memory_bandwidth_bytes_per_s),
         k_(k),
-        e_(is_mixed(p) ? 2.0 : 4.0) {
+        e_(static_cast<double>(bytes_per_element(compute_element(p)))) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another --precision");
@@ -261,31 +263,26 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
               "--params)");
 }
 
+double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
+                      const GpuSpec& gpu, const ComputeConstants& k) {
+  // Bytes read and written per parameter by a fused step: the fp32 weights it updates (read,
+  // write), the gradient, each state (read, write), and the 16-bit copy written back when the
+  // recipe keeps one beside a master copy.
+  const double fp32 = static_cast<double>(bytes_per_element(ElementType::fp32));
+  const double grad = static_cast<double>(r.gradient_bytes());
+  const double states = static_cast<double>(r.optimizer.bytes_per_param());
+  const double copy = r.main_weight ? static_cast<double>(r.parameter_bytes()) : 0.0;
+  const double bytes = static_cast<double>(elements) * (2 * fp32 + grad + 2 * states + copy);
+  if (offload != Offload::none) return bytes / k.cpu_optimizer_bytes_per_s;
+  return bytes / (gpu.memory_bandwidth_bytes_per_s * k.memory_efficiency) + k.kernel_overhead_s;
+}
+
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
                       const ComputeConstants& k) {
-  // Bytes read and written per parameter by a fused step: the fp32 parameter (read, write),
-  // its gradient, each fp32 state (read, write), and the 16-bit copy written back.
-  const double grad = is_mixed(c.precision) ? 2.0 : 4.0;
-  double states = 0;
-  switch (c.optimizer) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      states = 8;
-      break;
-    case Optimizer::sgd:
-      states = 0;
-      break;
-    case Optimizer::sgd_momentum:
-      states = 4;
-      break;
-    case Optimizer::adam8bit:
-      states = 2;
-      break;
-  }
-  const double copy = is_mixed(c.precision) ? 2.0 : 0.0;
-  const double bytes = static_cast<double>(elements) * (4 + 4 + grad + 2 * states + copy);
-  if (c.offload != Offload::none) return bytes / k.cpu_optimizer_bytes_per_s;
-  return bytes / (gpu.memory_bandwidth_bytes_per_s * k.memory_efficiency) + k.kernel_overhead_s;
+  const auto& t = traits_of(c.strategy);
+  const auto r =
+      numeric_recipe(c.precision, c.optimizer, t.fsdp, t.single_process, c.fp32_grad_accumulation);
+  return optimizer_time(elements, r, c.offload, gpu, k);
 }
 
 }  // namespace dtplan::cost

@@ -1,6 +1,6 @@
 // The per-GPU memory model. With a parameters and shard degree n, each model-state component
 // is element count x bytes per element, divided by n where the strategy shards it; bytes per
-// element follow the recipe (state_layout.hpp):
+// element follow the recipe (numeric_recipe.hpp):
 //
 //   component       fp32  master_weights  autocast  fsdp_mixed   sharded by
 //   weights           4        2              4         4        ZeRO-3, FSDP (not NO_SHARD)
@@ -36,10 +36,6 @@ namespace {
 std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements) {
   if (!sharded || n == 1) return "x " + format_thousands(elements) + " params, not sharded";
   return "x " + format_thousands(elements) + " params (1/" + std::to_string(n) + " shard)";
-}
-
-std::string type_of(std::int64_t bytes, Precision p) {
-  return bytes == 2 ? std::string(compute_type(p)) : "fp32";
 }
 
 class Builder {
@@ -101,27 +97,31 @@ class Builder {
     const auto& l = layout_;
     const auto n = e_.shard_degree;
     auto& g = e_.gpu;
-    g.weights = bytes_of(elements(t_.shards_weights), l.weight_bytes, "weights");
-    explain("weights", std::to_string(l.weight_bytes) + " B (" +
-                           type_of(l.weight_bytes, c_.precision) + ") " +
+    g.weights = bytes_of(elements(t_.shards_weights), l.parameter_bytes(), "weights");
+    explain("weights", std::to_string(l.parameter_bytes()) + " B (" +
+                           std::string(name_of(l.parameter)) + ") " +
                            sharding_text(t_.shards_weights, n, elements(t_.shards_weights)));
-    g.master_weights = bytes_of(elements(t_.shards_optimizer), l.master_bytes, "master weights");
-    explain("master_weights", l.master_bytes == 0
-                                  ? "none: the optimizer updates the fp32 weights directly"
-                                  : "4 B (fp32) " + sharding_text(t_.shards_optimizer, n,
-                                                                  elements(t_.shards_optimizer)));
-    g.gradients = bytes_of(elements(t_.shards_gradients), l.grad_bytes, "gradients");
-    explain("gradients", std::to_string(l.grad_bytes) + " B (" +
-                             type_of(l.grad_bytes, c_.precision) + ") " +
+    g.master_weights =
+        bytes_of(elements(t_.shards_optimizer), l.main_weight_bytes(), "master weights");
+    explain("master_weights",
+            l.main_weight_bytes() == 0
+                ? "none: the optimizer updates the fp32 weights directly"
+                : std::to_string(l.main_weight_bytes()) + " B (" +
+                      std::string(name_of(*l.main_weight)) + ") " +
+                      sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
+    g.gradients = bytes_of(elements(t_.shards_gradients), l.gradient_bytes(), "gradients");
+    explain("gradients", std::to_string(l.gradient_bytes()) + " B (" +
+                             std::string(name_of(l.gradient)) + ") " +
                              sharding_text(t_.shards_gradients, n, elements(t_.shards_gradients)));
     g.optimizer_states = optimizer_bytes(c_.optimizer, elements(t_.shards_optimizer), k_);
     explain("optimizer_states",
             optimizer_explain(c_.optimizer, k_) + " " +
                 sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
     const bool buckets = t_.gradient_buffer == GradientBuffer::ddp_buckets && !c_.grad_bucket_view;
-    g.grad_buckets = buckets ? bytes_of(m_.params, l.grad_bytes, "gradient buckets") : Bytes{0};
+    g.grad_buckets =
+        buckets ? bytes_of(m_.params, l.gradient_bytes(), "gradient buckets") : Bytes{0};
     explain("grad_buckets",
-            buckets ? std::to_string(l.grad_bytes) + " B x " + format_thousands(m_.params) +
+            buckets ? std::to_string(l.gradient_bytes()) + " B x " + format_thousands(m_.params) +
                           " params: DDP copies gradients into buckets"
             : t_.gradient_buffer == GradientBuffer::ddp_buckets
                 ? "none: gradient_as_bucket_view makes gradients views of the buckets"
@@ -135,11 +135,11 @@ class Builder {
           supports_no_sync(c_.strategy))) {
       return;
     }
-    const auto full = bytes_of(m_.params, layout_.compute_bytes, "unsharded gradients");
+    const auto full = bytes_of(m_.params, layout_.compute_bytes(), "unsharded gradients");
     e_.gpu.gradients = e_.gpu.gradients + full;
     append_explain(
         "gradients",
-        "; + " + std::to_string(layout_.compute_bytes) + " B x " + format_thousands(m_.params) +
+        "; + " + std::to_string(layout_.compute_bytes()) + " B x " + format_thousands(m_.params) +
             " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
             " micro-steps; " +
             std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +
@@ -162,18 +162,20 @@ class Builder {
       move_to_host("gradients");
       return;
     }
-    h.master_weights = bytes_of(opt_elements, 4, "host master weights");
+    // DeepSpeed's CPU Adam keeps fp32 master weights and fp32 gradient partitions.
+    const auto fp32 = bytes_per_element(ElementType::fp32);
+    h.master_weights = bytes_of(opt_elements, fp32, "host master weights");
     g.master_weights = Bytes{0};
     explain("master_weights", "in host memory: 4 B (fp32) x " + format_thousands(opt_elements) +
                                   " params, the copy the CPU optimizer updates");
-    h.gradients = bytes_of(opt_elements, 4, "host gradients");
+    h.gradients = bytes_of(opt_elements, fp32, "host gradients");
     if (t_.shards_gradients) {
       g.gradients = Bytes{0};
       explain("gradients", "reduced partitions copied to host memory as fp32 (" +
                                format_thousands(opt_elements) + " params x 4 B)");
     }
     if (c_.offload == Offload::optimizer_and_params) {
-      h.weights = bytes_of(shard_elements_, layout_.weight_bytes, "host weights");
+      h.weights = bytes_of(shard_elements_, layout_.parameter_bytes(), "host weights");
       g.weights = Bytes{0};
       move_to_host("weights");
     }
@@ -196,8 +198,8 @@ class Builder {
 
   // Parameters held unsharded in the compute type while computing.
   void gathered_parameters() {
-    const std::int64_t cb = layout_.compute_bytes;
-    const std::string type = type_of(cb, c_.precision);
+    const std::int64_t cb = layout_.compute_bytes();
+    const std::string type(name_of(layout_.compute));
     const auto& b = units_.blocks;
     const std::int64_t two = b.empty() ? 0 : b[0] + (b.size() > 1 ? b[1] : 0);
     switch (t_.gather) {
@@ -223,8 +225,8 @@ class Builder {
         break;
     }
     const bool mixed_unsharded_copy =
-        layout_.recipe == Recipe::autocast ||
-        (layout_.recipe == Recipe::fsdp_mixed && t_.gather == ParamGather::none);
+        layout_.kind == RecipeKind::autocast ||
+        (layout_.kind == RecipeKind::fsdp_mixed && t_.gather == ParamGather::none);
     if (mixed_unsharded_copy) {
       add_buffer(type + " copies of the weights, cached from forward to backward",
                  bytes_of(m_.params, cb, "weight copies"));
@@ -232,17 +234,17 @@ class Builder {
   }
 
   void gradient_buffers() {
-    const std::int64_t cb = layout_.compute_bytes;
+    const std::int64_t cb = layout_.compute_bytes();
     if (t_.gradient_buffer == GradientBuffer::unit_gradients && units_.known) {
       const auto largest = std::max(units_.root, units_.blocks.empty() ? 0 : units_.blocks[0]);
-      add_buffer(
-          "one unit's unsharded " + type_of(cb, c_.precision) + " gradients before reduction",
-          bytes_of(largest, cb, "unit gradients"));
+      add_buffer("one unit's unsharded " + std::string(name_of(layout_.compute)) +
+                     " gradients before reduction",
+                 bytes_of(largest, cb, "unit gradients"));
     }
     if (t_.gradient_buffer == GradientBuffer::zero_bucket) {
       const auto bucket = std::min(m_.params, k_.zero_reduce_bucket_elements);
       add_buffer("ZeRO contiguous reduce bucket (" + format_thousands(bucket) + " elements)",
-                 bytes_of(bucket, layout_.grad_bytes, "reduce bucket"));
+                 bytes_of(bucket, layout_.gradient_bytes(), "reduce bucket"));
     }
   }
 
@@ -256,7 +258,7 @@ class Builder {
       add_buffer("rank 0: loss over the other replicas' outputs",
                  Bytes{checked_mul(activations_.loss_bytes.value, n - 1, "loss activations")});
       add_buffer("rank 0: replica gradients awaiting reduction",
-                 bytes_of(m_.params, layout_.grad_bytes, "replica gradients"));
+                 bytes_of(m_.params, layout_.gradient_bytes(), "replica gradients"));
     }
     if (c_.dp_size > 1) {
       const std::int64_t comms = t_.hybrid && c_.dp_size > e_.shard_degree ? 2 : 1;
@@ -323,7 +325,7 @@ class Builder {
   const TrainingConfig& c_;
   const OverheadConstants& k_;
   const StrategyTraits& t_;
-  StateLayout layout_;
+  NumericRecipe layout_;
   GatherUnits units_;
   MemoryEstimate e_;
   std::int64_t shard_elements_ = 0;

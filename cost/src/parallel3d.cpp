@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "dtplan/cost/collectives.hpp"
+#include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::cost {
@@ -58,10 +59,11 @@ std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
   return most;
 }
 
-double bytes_per_param(const Layout3D& l) {
-  const bool mixed = l.precision != Precision::fp32;
-  const double weights = mixed ? 2 : 4, grads = 4, optimizer = mixed ? 12 : 8;
-  return weights + grads + optimizer / (l.distributed_optimizer ? double(l.dp) : 1.0);
+// The optimizer's share of a parameter: main weights and moments, sharded over dp by the
+// distributed optimizer.
+double optimizer_bytes_per_param(const NumericRecipe& r, const Layout3D& l) {
+  const auto owned = static_cast<double>(r.main_weight_bytes() + r.optimizer.bytes_per_param());
+  return owned / (l.distributed_optimizer ? static_cast<double>(l.dp) : 1.0);
 }
 
 }  // namespace
@@ -161,11 +163,10 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   out.stage = i;
   out.params_per_gpu = stage_params(s, l, i, layers);
   const double n = static_cast<double>(out.params_per_gpu);
-  const bool mixed = l.precision != Precision::fp32;
-  out.weights = Bytes{static_cast<std::int64_t>(n * (mixed ? 2 : 4))};
-  out.gradients = Bytes{static_cast<std::int64_t>(n * 4)};
-  out.optimizer_states =
-      Bytes{static_cast<std::int64_t>(n * (bytes_per_param(l) - (mixed ? 2 : 4) - 4))};
+  const auto r = megatron_recipe(l.precision);
+  out.weights = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.parameter_bytes()))};
+  out.gradients = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.gradient_bytes()))};
+  out.optimizer_states = Bytes{static_cast<std::int64_t>(n * optimizer_bytes_per_param(r, l))};
   const double layer = layer_activation_bytes(static_cast<double>(l.seq_len), double(l.micro_batch),
                                               double(s.hidden_size), double(s.num_heads), l.tp,
                                               l.sequence_parallel, l.recompute);
@@ -293,8 +294,9 @@ Time3D Model3D::time(const Layout3D& l) {
   const auto& stage = cache.stage.at(skey);
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
+  const auto recipe = megatron_recipe(l.precision);
   const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
-  const double act_bytes = 2 * sbh;  // 16-bit activations
+  const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
   const double layers = static_cast<double>(stage_layers);
   double tp_all_reduce_s = 0;  // one, of a layer's activations
   if (l.tp > 1) {
@@ -332,16 +334,18 @@ Time3D Model3D::time(const Layout3D& l) {
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
   const auto params = max_stage_params(s, l);
   if (l.dp > 1) {
-    const auto k3 = std::make_tuple(l.dp, params * 4, l.tp);  // fp32 main gradients
+    const auto k3 = std::make_tuple(l.dp, params * recipe.gradient_comm_bytes(), l.tp);
     if (!cache.dp_all_reduce.count(k3))
       cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, std::get<1>(k3), cache.comm);
-    // Distributed optimizer: reduce-scatter the fp32 gradients (half an all-reduce), then
-    // all-gather the 16-bit parameters (a quarter).
-    // (fp32 parameters under fp32: another half.)
-    const double gather = l.precision == Precision::fp32 ? 0.5 : 0.25;
+    // Distributed optimizer: reduce-scatter the gradients (half an all-reduce), then
+    // all-gather the parameters (half an all-reduce of their own bytes: a quarter of the
+    // gradients' time for 16-bit parameters and fp32 gradients).
+    const double gather = 0.5 * static_cast<double>(recipe.parameter_comm_bytes()) /
+                          static_cast<double>(recipe.gradient_comm_bytes());
     out.dp_sync_s = (l.distributed_optimizer ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(k3);
   }
-  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / l.dp : params, c, gpu_, k_);
+  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / l.dp : params, recipe,
+                                   Offload::none, gpu_, k_);
   out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
   out.samples_per_s = static_cast<double>(l.global_batch()) / out.step_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(l.seq_len);

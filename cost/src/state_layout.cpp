@@ -1,4 +1,4 @@
-// Bytes per parameter by recipe, optimizer state sizes, and the units sharded strategies
+// The recipe of a configuration, optimizer state sizes, and the units sharded strategies
 // gather.
 #include "state_layout.hpp"
 
@@ -6,46 +6,19 @@
 
 namespace dtplan::cost {
 
-StateLayout layout_for(const TrainingConfig& c, const StrategyTraits& t) {
-  StateLayout l;
-  const std::string type(compute_type(c.precision));
-  const bool amp = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
-  if (!is_mixed(c.precision)) {
-    l.description = "fp32";
-    return l;
-  }
-  l.compute_bytes = 2;
-  if (amp || t.single_process) {
-    l.recipe = Recipe::autocast;
-    l.description = "torch.autocast " + type + " (fp32 weights and gradients)";
-  } else if (t.fsdp) {
-    l.recipe = Recipe::fsdp_mixed;
-    l.description = "FSDP MixedPrecision " + type + " (fp32 parameter shards and gradients)";
-  } else {
-    l.recipe = Recipe::master_weights;
-    l.weight_bytes = 2;
-    l.master_bytes = 4;
-    l.grad_bytes = c.fp32_grad_accumulation ? 4 : 2;
-    l.description = type + " weights and gradients with an fp32 master copy";
-  }
-  return l;
+NumericRecipe layout_for(const TrainingConfig& c, const StrategyTraits& t) {
+  return numeric_recipe(c.precision, c.optimizer, t.fsdp, t.single_process,
+                        c.fp32_grad_accumulation);
 }
 
 Bytes optimizer_bytes(Optimizer o, std::int64_t elements, const OverheadConstants& k) {
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-      return bytes_of(elements, 8, "optimizer states");
-    case Optimizer::sgd:
-      return Bytes{0};
-    case Optimizer::sgd_momentum:
-      return bytes_of(elements, 4, "optimizer states");
-    case Optimizer::adam8bit: {
-      const auto blocks = ceil_div(elements, k.adam8bit_block_elements);
-      return bytes_of(elements, 2, "optimizer states") + bytes_of(blocks, 8, "optimizer states");
-    }
-  }
-  return Bytes{0};
+  const auto state = optimizer_state(o);
+  const Bytes moments = bytes_of(elements, state.bytes_per_param(), "optimizer states");
+  if (o != Optimizer::adam8bit) return moments;
+  // bitsandbytes keeps an fp32 absmax per block for each moment.
+  const auto blocks = ceil_div(elements, k.adam8bit_block_elements);
+  return moments +
+         bytes_of(blocks, state.tensors * bytes_per_element(ElementType::fp32), "optimizer states");
 }
 
 std::string optimizer_explain(Optimizer o, const OverheadConstants& k) {

@@ -1,11 +1,12 @@
-// How a training recipe lays out model states: bytes per parameter of each component, the
-// compute type, and what is held unsharded while computing. Private to cost/.
+// Model states by recipe: optimizer state sizes, and the units sharded strategies gather.
+// Private to cost/.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/model_desc.hpp"
@@ -13,24 +14,8 @@
 
 namespace dtplan::cost {
 
-// Mixed precision comes in three recipes that allocate differently:
-//   master_weights  16-bit weights and gradients, fp32 master (DeepSpeed, Megatron, Apex O2)
-//   autocast        torch.autocast: fp32 weights and gradients; 16-bit copies of the weights
-//                   cached from forward to backward
-//   fsdp_mixed      FSDP MixedPrecision: fp32 flat-parameter shards are the optimizer's
-//                   parameters; gradients cast back to fp32; 16-bit copies only when gathered
-enum class Recipe { fp32, master_weights, autocast, fsdp_mixed };
-
-struct StateLayout {
-  Recipe recipe = Recipe::fp32;
-  std::int64_t weight_bytes = 4;   // persistent weights, per parameter
-  std::int64_t master_bytes = 0;   // fp32 master copy
-  std::int64_t grad_bytes = 4;     // persistent gradients
-  std::int64_t compute_bytes = 4;  // the copy forward and backward read
-  std::string description;
-};
-
-StateLayout layout_for(const TrainingConfig& c, const StrategyTraits& t);
+// The recipe of configuration `c` under strategy `t` (numeric_recipe.hpp).
+NumericRecipe layout_for(const TrainingConfig& c, const StrategyTraits& t);
 
 Bytes optimizer_bytes(Optimizer o, std::int64_t elements, const OverheadConstants& k);
 std::string optimizer_explain(Optimizer o, const OverheadConstants& k);

@@ -233,7 +233,7 @@ double offload_transfers(const ModelDesc& m, const TrainingConfig& c, const GpuS
                          const ComputeConstants& k, std::vector<CommOp>& ops) {
   if (c.offload == Offload::none) return 0;
   const double link = host_link_Bps(gpu, k);
-  const double compute_bytes = is_mixed(c.precision) ? 2.0 : 4.0;
+  const double compute_bytes = static_cast<double>(bytes_per_element(compute_element(c.precision)));
   if (c.offload == Offload::optimizer_and_params) {
     const double shard = static_cast<double>(ceil_div(m.params, shard_degree(c)));
     for (auto& op : ops) {

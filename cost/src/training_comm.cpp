@@ -64,8 +64,8 @@ class Builder {
   }
 
   TrainingComm build() {
-    const std::int64_t wb = layout_.compute_bytes;  // what is gathered
-    const std::int64_t gb = t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes;  // reduced
+    const std::int64_t wb = layout_.parameter_comm_bytes();  // what is gathered
+    const std::int64_t gb = layout_.gradient_comm_bytes();   // what is reduced
     const std::int64_t zero_bucket = zero_bucket_;  // DeepSpeed reduce/allgather_bucket_size
     const auto units = unit_messages(m_);
     switch (c_.strategy) {
@@ -122,7 +122,7 @@ class Builder {
   }
 
  private:
-  std::int64_t gb_bytes() const { return t_.fsdp ? layout_.compute_bytes : layout_.grad_bytes; }
+  std::int64_t gb_bytes() const { return layout_.gradient_comm_bytes(); }
 
   // DDP's buckets: the first holds 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES), the rest at most
   // bucket_cap_mb; they are filled in reverse parameter order as gradients arrive.
@@ -241,7 +241,7 @@ class Builder {
   const ModelDesc& m_;
   const TrainingConfig& c_;
   const StrategyTraits& t_;
-  StateLayout layout_;
+  NumericRecipe layout_;
   CommModels models_;
   std::int64_t zero_bucket_;
   TrainingComm r_;

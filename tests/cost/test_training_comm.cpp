@@ -31,10 +31,11 @@ struct Fixture {
                                  nodes, table)),
         all(topology, table, topology.gpu_count()),
         node(topology, table, 4) {}
-  TrainingComm run(Strategy s, std::int64_t micro_steps = 1, bool no_sync = true) {
+  TrainingComm run(Strategy s, std::int64_t micro_steps = 1, bool no_sync = true,
+                   Precision p = Precision::bf16) {
     TrainingConfig c;
     c.strategy = s;
-    c.precision = Precision::bf16;
+    c.precision = p;
     c.dp_size = topology.gpu_count();
     c.gpus_per_node = 4;
     c.bucket_cap_bytes = 4 * a;  // one bucket: the arithmetic stays by hand
@@ -151,4 +152,15 @@ TEST_CASE("ZeRO buckets follow the zero_reduce_bucket_elements constant") {
     CHECK(op.messages == 4);
   CHECK_THROWS_WITH(estimate_training_comm(m, c, 1, false, {f.all, f.node}, OverheadConstants{}),
                     Contains("zero_reduce_bucket_elements: must be a positive count, got 0"));
+}
+
+TEST_CASE("DataParallel under autocast replicates and reduces fp32 tensors") {
+  // torch.nn.DataParallel broadcasts the module's own parameters, which autocast leaves fp32,
+  // and reduces their fp32 gradients: 4 bytes per parameter each way.
+  Fixture f;
+  const auto r = f.run(Strategy::dp, 1, true, Precision::amp_bf16);
+  REQUIRE(r.ops.size() == 2);
+  CHECK(r.ops[0].collective == Collective::broadcast);
+  CHECK(r.ops[0].bytes.value == 4 * a);
+  CHECK(r.ops[1].bytes.value == 4 * a);
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
@@ -59,6 +60,9 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
 // when offloaded.
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
                       const ComputeConstants& k);
+// The same under an explicit numeric recipe (the 3D model's Megatron recipe).
+double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
+                      const GpuSpec& gpu, const ComputeConstants& k);
 
 // Bytes per second of the GPU's PCIe link (generation x lanes), as transfers achieve it.
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k);
