@@ -30,9 +30,10 @@ struct EstimateOptions {
   std::string slowest_gpu;
   bool sync_every_micro_step = false;
   bool json = false;
-  std::int64_t tp = 1, pp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
-  std::string schedule;                         // empty: Megatron's own
-  std::vector<std::int64_t> pp_layers;          // layers of each stage; empty: the rule
+  std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
+  std::string cp_comm = "p2p";
+  std::string schedule;                 // empty: Megatron's own
+  std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
@@ -100,8 +101,8 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
 }
 
 bool is_3d(const EstimateOptions& o) {
-  return o.tp > 1 || o.pp > 1 || o.interleave > 1 || o.sequence_parallel || !o.schedule.empty() ||
-         !o.pp_layers.empty();
+  return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
+         !o.schedule.empty() || !o.pp_layers.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -111,14 +112,18 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   const auto c = config_of(o, t);
-  if (c.dp_size % (o.tp * o.pp) != 0) {
+  const std::int64_t model_parallel = o.tp * o.cp * o.pp;
+  if (c.dp_size % model_parallel != 0) {
     throw Error("--gpus " + std::to_string(c.dp_size) +
-                ": not divisible by tp x pp = " + std::to_string(o.tp * o.pp));
+                ": not divisible by tp x cp x pp = " + std::to_string(model_parallel));
   }
   cost::Layout3D l;
   l.tp = o.tp;
   l.pp = o.pp;
-  l.dp = c.dp_size / (o.tp * o.pp);
+  l.cp = o.cp;
+  l.cp_comm = cost::parse_cp_comm(o.cp_comm);
+  if (o.cp == 1 && o.cp_comm != "p2p") throw Error("--cp-comm " + o.cp_comm + ": needs --cp > 1");
+  l.dp = c.dp_size / model_parallel;
   l.interleave = o.interleave;
   if (!o.schedule.empty()) {
     if (o.pp == 1) throw Error("--schedule " + o.schedule + ": needs --pp > 1");
@@ -160,27 +165,31 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
           << ")\n\n  memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
           << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
           << " GiB, fp32 main gradients " << gib(mem.gradients) << ", optimizer states "
-          << gib(mem.optimizer_states) << ", activations " << gib(mem.activations) << ", overhead "
-          << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of " << gib(gpu.memory)
+          << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
+          << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
+          << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of "
+          << gib(gpu.memory)
           << (mem.total().value > gpu.memory.value
                   ? ": does NOT fit on " + gpu.name + " (short by " +
                         gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
                   : std::string())
           << "\n  step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
           << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
-          << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s) << ", pipeline sends "
-          << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m) << ", pipeline bubble "
-          << seconds(tm.bubble_s) << ", data-parallel gradients " << seconds(tm.dp_sync_s)
-          << ", optimizer " << seconds(tm.optimizer_s) << "\n  " << fixed(tm.samples_per_s, 2)
-          << " samples/s, " << fixed(tm.tokens_per_s, 0) << " tokens/s, MFU " << percent(tm.mfu)
-          << "\n";
+          << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
+          << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
+          << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
+          << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
+          << seconds(tm.dp_sync_s) << ", optimizer " << seconds(tm.optimizer_s) << "\n  "
+          << fixed(tm.samples_per_s, 2) << " samples/s, " << fixed(tm.tokens_per_s, 0)
+          << " tokens/s, MFU " << percent(tm.mfu) << "\n";
   return 0;
 }
 
 int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
-  if (o.tp < 1 || o.pp < 1 || o.interleave < 1) {
-    throw Error("--tp " + std::to_string(o.tp) + ", --pp " + std::to_string(o.pp) +
-                ", --interleave " + std::to_string(o.interleave) + ": sizes are positive");
+  if (o.tp < 1 || o.pp < 1 || o.cp < 1 || o.interleave < 1) {
+    throw Error("--tp " + std::to_string(o.tp) + ", --pp " + std::to_string(o.pp) + ", --cp " +
+                std::to_string(o.cp) + ", --interleave " + std::to_string(o.interleave) +
+                ": sizes are positive");
   }
   if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
@@ -255,6 +264,13 @@ Command register_estimate_command(CLI::App& app) {
                   "tensor-parallel size (Megatron-style layout; dp = GPUs / (tp x pp))")
       ->capture_default_str();
   cmd->add_option("--pp", o->pp, "pipeline-parallel stages")->capture_default_str();
+  cmd->add_option("--cp", o->cp,
+                  "context-parallel size: ranks that share each sequence (dp = GPUs / (tp x cp "
+                  "x pp))")
+      ->capture_default_str();
+  cmd->add_option("--cp-comm", o->cp_comm,
+                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
+      ->capture_default_str();
   cmd->add_option("--interleave", o->interleave, "model chunks per GPU (interleaved 1F1B)")
       ->capture_default_str();
   cmd->add_flag("--sp", o->sequence_parallel, "sequence parallelism (needs --tp > 1)");

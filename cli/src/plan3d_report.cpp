@@ -39,6 +39,8 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
   return {{"tp", l.tp},
           {"pp", l.pp},
           {"dp", l.dp},
+          {"cp", l.cp},
+          {"cp_comm", l.cp > 1 ? std::string(name_of(l.cp_comm)) : "none"},
           {"interleave", l.interleave},
           {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
           {"stage_layers", l.stage_layers},
@@ -53,6 +55,7 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
             {"gradients", c.memory.gradients.value},
             {"optimizer_states", c.memory.optimizer_states.value},
             {"activations", c.memory.activations.value},
+            {"logits", c.memory.logits.value},
             {"overhead", c.memory.overhead.value}}},
           {"step_time_s", t.step_s},
           {"samples_per_s", t.samples_per_s},
@@ -61,6 +64,7 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
           {"time",
            {{"compute_per_microbatch_s", t.compute_s},
             {"tp_comm_per_microbatch_s", t.tp_comm_s},
+            {"cp_comm_per_microbatch_s", t.cp_comm_s},
             {"p2p_per_microbatch_s", t.p2p_s},
             {"pipeline_s", t.pipeline_s},
             {"bubble_s", t.bubble_s},
@@ -88,7 +92,9 @@ std::string runs_text(const std::vector<std::int64_t>& v) {
 
 std::string layout_text(const cost::Layout3D& l) {
   std::ostringstream s;
-  s << "tp " << l.tp << " x pp " << l.pp << " x dp " << l.dp;
+  s << "tp " << l.tp;
+  if (l.cp > 1) s << " x cp " << l.cp << " (" << name_of(l.cp_comm) << ")";
+  s << " x pp " << l.pp << " x dp " << l.dp;
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   const auto& split = l.stage_layers;
@@ -104,10 +110,11 @@ std::string layout_text(const cost::Layout3D& l) {
 
 void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
   const auto& x = r.layouts;
-  out << "\ntensor x pipeline x data parallel (Megatron-style, bf16 with fp32 main gradients, "
+  out << "\ntensor x context x pipeline x data parallel (Megatron-style, bf16 with fp32 main "
+         "gradients, "
          "distributed optimizer): "
       << x.evaluated << " layouts evaluated in " << ms(x.elapsed_s) << ": " << x.fit
-      << " fit (the fastest of each tp x pp shape below), " << x.out_of_memory << " over memory\n";
+      << " fit (the fastest of each shape below), " << x.out_of_memory << " over memory\n";
   if (x.ranked.empty()) {
     if (!x.no_layout.empty()) {
       out << "  " << x.no_layout << "\n";
@@ -120,20 +127,34 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
     }
     out << "\n";
   } else {
-    TextTable t({"#", "tp", "pp", "dp", "v", "schedule", "sp", "micro", "m", "recompute", "GiB/GPU",
-                 "step", "samples/s", "MFU", "bubble", "TP comm", "p2p", "DP sync"});
+    TextTable t({"#",   "tp",     "cp",      "pp",        "dp",      "v",      "schedule",
+                 "sp",  "micro",  "m",       "recompute", "GiB/GPU", "step",   "samples/s",
+                 "MFU", "bubble", "TP comm", "CP comm",   "p2p",     "DP sync"});
     for (std::size_t i = 0; i < x.ranked.size(); ++i) {
       const auto& c = x.ranked[i];
       const auto& l = c.layout;
       const auto& tm = c.time;
       const double m = static_cast<double>(l.micro_batches);
-      t.add_row({std::to_string(i + 1), std::to_string(l.tp), std::to_string(l.pp),
-                 std::to_string(l.dp), std::to_string(l.interleave),
+      t.add_row({std::to_string(i + 1),
+                 std::to_string(l.tp),
+                 l.cp > 1 ? std::to_string(l.cp) + " " + std::string(name_of(l.cp_comm)) : "1",
+                 std::to_string(l.pp),
+                 std::to_string(l.dp),
+                 std::to_string(l.interleave),
                  l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "-",
-                 l.sequence_parallel ? "yes" : "no", std::to_string(l.micro_batch),
-                 std::to_string(l.micro_batches), std::string(name_of(l.recompute)),
-                 gib(c.memory.total()), ms(tm.step_s), fixed(tm.samples_per_s, 2), percent(tm.mfu),
-                 ms(tm.bubble_s), ms(tm.tp_comm_s * m), ms(tm.p2p_s * m), ms(tm.dp_sync_s)});
+                 l.sequence_parallel ? "yes" : "no",
+                 std::to_string(l.micro_batch),
+                 std::to_string(l.micro_batches),
+                 std::string(name_of(l.recompute)),
+                 gib(c.memory.total()),
+                 ms(tm.step_s),
+                 fixed(tm.samples_per_s, 2),
+                 percent(tm.mfu),
+                 ms(tm.bubble_s),
+                 ms(tm.tp_comm_s * m),
+                 ms(tm.cp_comm_s * m),
+                 ms(tm.p2p_s * m),
+                 ms(tm.dp_sync_s)});
     }
     t.print(out);
   }
@@ -154,7 +175,9 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
     out << "  where the best layout's step goes: compute "
         << ms(tm.compute_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline bubble "
         << part(tm.bubble_s) << ", tensor-parallel all-reduces "
-        << part(tm.tp_comm_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline sends "
+        << part(tm.tp_comm_s * double(x.ranked.front().layout.micro_batches))
+        << ", context-parallel exchange "
+        << part(tm.cp_comm_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline sends "
         << part(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
         << ", data-parallel gradients " << ms(tm.dp_sync_s) << ", optimizer " << ms(tm.optimizer_s)
         << "\n";

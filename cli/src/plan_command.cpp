@@ -40,7 +40,8 @@ struct PlanOptions {
   std::optional<std::int64_t> seq_len;
   std::vector<std::string> strategies, precisions, checkpointings, offloads;
   std::vector<std::int64_t> micro_batches;
-  std::vector<std::int64_t> tps, pps, interleaves;  // the tensor x pipeline search
+  std::vector<std::int64_t> tps, pps, cps, interleaves;  // the tensor x pipeline search
+  std::vector<std::string> cp_comms;
   std::vector<std::string> schedules;
   std::vector<std::string> sequence_parallel;  // on, off
   std::string optimizer = "adamw";
@@ -133,15 +134,18 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
   x.global_batch = r.global_batch;
   x.seq_len = r.seq_len;
   x.gpus = r.max_gpus;
-  for (const auto* list : {&o.tps, &o.pps, &o.interleaves}) {
+  for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves}) {
     for (auto v : *list) {
       if (v < 1) {
-        throw Error("--tp/--pp/--interleave " + std::to_string(v) + ": sizes are positive");
+        throw Error("--tp/--pp/--cp/--interleave " + std::to_string(v) + ": sizes are positive");
       }
     }
   }
   x.tps = o.tps;
   x.pps = o.pps;
+  x.cps = o.cps;
+  for (const auto& name : o.cp_comms)
+    x.cp_comms.push_back(cost::parse_cp_comm(name));
   x.interleaves = o.interleaves;
   for (const auto& name : o.schedules)
     x.schedules.push_back(cost::parse_schedule(name));
@@ -387,11 +391,21 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     if (layouts) j["parallel3d"] = plan_3d_json({*layouts, result});
     text << report_text(j);
   } else {
-    result.best ? print_plan(text, report, extras) : print_no_plan(text, report);
+    result.best ? print_plan(text, report, extras)
+                : print_no_plan(text, report, layouts && !layouts->ranked.empty());
     if (layouts) print_plan_3d(text, {*layouts, result});
   }
   write_files_together(files);
   ctx.out << text.str();
+  if (!result.best && layouts && !layouts->ranked.empty()) {
+    // A 3D layout fits; the exports and the saved plan describe data-parallel plans only.
+    const bool asked =
+        !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
+    if (!asked) return 0;
+    ctx.err << "dtplan: error: --save-plan/--export-*: only tensor x context x pipeline layouts "
+               "fit, and those are not exported yet; nothing was written\n";
+    return 1;
+  }
   if (!result.best) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
             << static_cast<int>(100.0 * request.headroom) << "% headroom"
@@ -422,6 +436,13 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--tp", o.tps, "tensor-parallel sizes for the 3D search (default: all valid)")
       ->delimiter(',');
   cmd.add_option("--pp", o.pps, "pipeline-parallel sizes for the 3D search (default: all valid)")
+      ->delimiter(',');
+  cmd.add_option("--cp", o.cps,
+                 "context-parallel sizes for the 3D search (default: powers of two leaving each "
+                 "rank at least 4096 tokens)")
+      ->delimiter(',');
+  cmd.add_option("--cp-comm", o.cp_comms,
+                 "context-parallel exchanges for the 3D search: p2p,all_gather,a2a (default: p2p)")
       ->delimiter(',');
   cmd.add_option("--interleave", o.interleaves, "model chunks per GPU for the 3D search")
       ->delimiter(',');

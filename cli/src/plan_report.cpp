@@ -473,11 +473,13 @@ void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtra
     out << "note: " << note << '\n';
 }
 
-void print_no_plan(std::ostream& out, const PlanReportContext& ctx) {
+void print_no_plan(std::ostream& out, const PlanReportContext& ctx, bool layouts_fit) {
   print_header(out, ctx);
   print_strategies(out, ctx, {});
   print_rejected(out, ctx);
-  out << "\nnothing fits; what would:\n";
+  out << (layouts_fit ? "\nno data-parallel configuration fits (the tensor x context x pipeline "
+                        "layouts below do); what else would:\n"
+                      : "\nnothing fits; what would:\n");
   for (const auto& s : ctx.result.suggestions)
     out << "  - " << s << '\n';
 }

@@ -41,6 +41,7 @@ nlohmann::json candidate_json(const planner::Candidate& c);
 nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras);
 void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras);
 // When nothing fits: the rejected summary (to out) and the suggestions.
-void print_no_plan(std::ostream& out, const PlanReportContext& ctx);
+// `layouts_fit`: the tensor x context x pipeline search found layouts that fit.
+void print_no_plan(std::ostream& out, const PlanReportContext& ctx, bool layouts_fit);
 
 }  // namespace dtplan::cli

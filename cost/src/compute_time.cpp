@@ -202,6 +202,8 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.recompute_s = recompute;
   out.gemm_s = fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? block.gemm * L : 0);
   out.attention_s = fwd.attention + bwd.attention + (recompute > 0 ? block.attention * L : 0);
+  out.attention_forward_s = fwd.attention;
+  out.attention_recompute_s = recompute > 0 ? block.attention * L : 0;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
   // PaLM's model FLOPs: 6 N per token over the matmul parameters, 12 L q s for attention.

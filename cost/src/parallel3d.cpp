@@ -2,6 +2,7 @@
 #include "dtplan/cost/parallel3d.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -59,14 +60,34 @@ std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
   return most;
 }
 
-// The optimizer's share of a parameter: main weights and moments, sharded over dp by the
+// The optimizer's share of a parameter: main weights and moments, sharded over dp x cp by the
 // distributed optimizer.
 double optimizer_bytes_per_param(const NumericRecipe& r, const Layout3D& l) {
   const auto owned = static_cast<double>(r.main_weight_bytes() + r.optimizer.bytes_per_param());
-  return owned / (l.distributed_optimizer ? static_cast<double>(l.dp) : 1.0);
+  return owned / (l.distributed_optimizer ? static_cast<double>(l.dp * l.cp) : 1.0);
 }
 
+constexpr std::array<std::pair<CpComm, std::string_view>, 3> kCpComms{
+    {{CpComm::p2p, "p2p"}, {CpComm::all_gather, "all_gather"}, {CpComm::a2a, "a2a"}}};
+
 }  // namespace
+
+std::string_view name_of(CpComm c) {
+  for (const auto& [value, name] : kCpComms) {
+    if (value == c) return name;
+  }
+  return "p2p";
+}
+
+CpComm parse_cp_comm(std::string_view text) {
+  std::string known;
+  for (const auto& [value, name] : kCpComms) {
+    if (name == text) return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error("context-parallel exchange '" + std::string(text) +
+              "' is not known (known: " + known + ")");
+}
 
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {
   const std::int64_t p = l.pp, v = l.interleave, layers = m.num_layers;
@@ -112,24 +133,44 @@ std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layou
 }
 
 double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
-                              Checkpointing r) {
+                              Checkpointing r, bool fused_attention) {
   const double td = static_cast<double>(t);
   const double sbh = s * b * h;
   if (r == Checkpointing::full) return 2 * sbh / (sp ? td : 1.0);
-  const double attention = r == Checkpointing::selective ? 0 : 5 * a * s / (h * td);
+  const bool scores = r == Checkpointing::none && !fused_attention;
+  const double attention = scores ? 5 * a * s / (h * td) : 0;
   if (t == 1) return sbh * (34 + attention);
   return sp ? sbh * (34 / td + attention) : sbh * (10 + 24 / td + attention);
 }
 
+namespace {
+
+template <class Fail>
+void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const Fail& fail) {
+  if (l.seq_len % (2 * l.cp) != 0) {
+    fail("sequence length " + std::to_string(l.seq_len) + " does not divide into 2 x cp = " +
+         std::to_string(2 * l.cp) + " chunks (two per context-parallel rank, for causal balance)");
+  }
+  if (l.cp_comm == CpComm::a2a &&
+      ((m.num_heads / l.tp) % l.cp != 0 || (m.num_kv_heads / l.tp) % l.cp != 0)) {
+    fail("a2a context parallelism splits heads: " + std::to_string(m.num_heads / l.tp) +
+         " attention heads (" + std::to_string(m.num_kv_heads / l.tp) +
+         " key/value heads) per tensor-parallel rank do not divide by cp");
+  }
+}
+
+}  // namespace
+
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
   const auto fail = [&](const std::string& why) {
-    throw Error("tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " x dp " +
-                std::to_string(l.dp) + ": " + why);
+    throw Error("tp " + std::to_string(l.tp) + (l.cp > 1 ? " x cp " + std::to_string(l.cp) : "") +
+                " x pp " + std::to_string(l.pp) + " x dp " + std::to_string(l.dp) + ": " + why);
   };
-  if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.interleave < 1 || l.micro_batch < 1 ||
+  if (l.tp < 1 || l.pp < 1 || l.dp < 1 || l.cp < 1 || l.interleave < 1 || l.micro_batch < 1 ||
       l.micro_batches < 1) {
     fail("sizes must be positive");
   }
+  if (l.cp > 1) check_context_parallel(m, l, fail);
   if (m.num_heads % l.tp != 0 || m.num_kv_heads % l.tp != 0) {
     fail(std::to_string(m.num_heads) + " attention heads (" + std::to_string(m.num_kv_heads) +
          " key/value heads) do not divide by tp");
@@ -151,10 +192,26 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
 
 Bytes Memory3D::total() const {
   return Bytes{weights.value + gradients.value + optimizer_states.value + activations.value +
-               overhead.value};
+               logits.value + overhead.value};
 }
 
 namespace {
+
+// The last stage's loss: the 16-bit logits of its rank's s/cp tokens over 1/t of the
+// vocabulary (the head is column-parallel; sequence parallelism gathers the tokens before it),
+// and the fp32 softmax Megatron-LM's vocab_parallel_cross_entropy computes from them and keeps
+// for backward -- one micro-batch at a time (its backward follows its forward on the last
+// stage).
+std::int64_t logits_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r) {
+  if (s.head != HeadKind::causal_lm && s.head != HeadKind::masked_lm &&
+      s.head != HeadKind::pretraining) {
+    return 0;
+  }
+  const std::int64_t vocab = (s.vocab_size + l.tp - 1) / l.tp;
+  const std::int64_t per_element = r.activation_bytes() + bytes_per_element(ElementType::fp32);
+  return checked_mul(checked_mul(l.seq_len / l.cp * l.micro_batch, vocab, "logits bytes"),
+                     per_element, "logits bytes");
+}
 
 // One stage's GPU: its parameters' states and the activations of the micro-batches it holds.
 Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
@@ -167,14 +224,15 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   out.weights = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.parameter_bytes()))};
   out.gradients = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.gradient_bytes()))};
   out.optimizer_states = Bytes{static_cast<std::int64_t>(n * optimizer_bytes_per_param(r, l))};
-  const double layer = layer_activation_bytes(static_cast<double>(l.seq_len), double(l.micro_batch),
-                                              double(s.hidden_size), double(s.num_heads), l.tp,
-                                              l.sequence_parallel, l.recompute);
+  const double layer = layer_activation_bytes(
+      static_cast<double>(l.seq_len / l.cp), double(l.micro_batch), double(s.hidden_size),
+      double(s.num_heads), l.tp, l.sequence_parallel, l.recompute, l.cp > 1);
   const double in_flight =
       l.pp == 1 ? 1.0
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
   out.activations =
       Bytes{static_cast<std::int64_t>(layer * static_cast<double>(layers) * in_flight)};
+  if (i == l.pp - 1) out.logits = Bytes{logits_bytes(s, l, r)};
   out.overhead = Bytes{k.cuda_context_bytes};
   return out;
 }
@@ -196,7 +254,7 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 
 struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision); stage: (b, recompute, t, stage layers,
-  // sequence, precision); data-parallel all-reduce: (dp, bytes, tp).
+  // tokens per rank, precision); data-parallel all-reduce: (dp x cp, bytes, tp).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int>, ComputeTime> compute;
   std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, layers)
   std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int>,
@@ -204,6 +262,8 @@ struct Model3D::Cache {
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> dp_all_reduce;
+  // (collective, group span in ranks, group size, bytes)
+  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, double> group;
   std::map<bool, double> p2p_Bps;     // across nodes
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
@@ -233,10 +293,6 @@ ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t layers) {
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
 }
 
-}  // namespace
-
-namespace {
-
 double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool across_nodes,
                          const std::shared_ptr<CommContext>& comm) {
   if (across_nodes && t.node().network) {
@@ -247,21 +303,128 @@ double p2p_bandwidth_Bps(const Topology& t, const InterconnectTable& table, bool
   return node.rings().bandwidth_Bps;
 }
 
+// Point-to-point latency of one send: NCCL's p2p path inside a node, through the NIC across.
+double p2p_latency_s(bool across_nodes) {
+  return across_nodes ? 10e-6 : 5e-6;
+}
+
 double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
                        std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
-  // Megatron orders ranks tp, then dp, then pp: a data-parallel group spans tp x dp
-  // consecutive ranks -- inside a node when they fit, else across that many whole nodes.
+  // Megatron orders ranks tp, cp, dp, pp: a data-parallel group (with the context-parallel
+  // ranks, which hold the same weights) spans tp x cp x dp consecutive ranks -- inside a node
+  // when they fit, else across that many whole nodes.
   const Bytes grads{bytes};
-  const std::int64_t span = l.tp * l.dp, per_node = t.gpus_per_node();
+  const std::int64_t ranks = l.dp * l.cp;
+  const std::int64_t span = l.tp * ranks, per_node = t.gpus_per_node();
   if (span <= per_node) {
-    return CommModel(t, table, l.dp, comm).estimate(Collective::all_reduce, grads).time_s;
+    return CommModel(t, table, ranks, comm).estimate(Collective::all_reduce, grads).time_s;
   }
   const std::int64_t nodes = (span + per_node - 1) / per_node;
   // One ring per rail across those nodes, as hybrid sharding's replicas.
   return CommModel(t, table, nodes * per_node, comm).replica_all_reduce(grads).time_s;
 }
 
+// The stage's compute with context parallelism: GEMMs and element-wise work are those of the
+// rank's s/cp tokens (as computed), attention cp times that of s/cp tokens (1/cp of the whole
+// sequence's, the causal load balanced by the two-chunk split).
+ComputeTime with_context_parallel(ComputeTime st, std::int64_t cp) {
+  const double extra = static_cast<double>(cp - 1);
+  st.forward_s += extra * st.attention_forward_s;
+  st.backward_s += extra * (st.attention_s - st.attention_forward_s);
+  st.recompute_s += extra * st.attention_recompute_s;
+  st.attention_s *= static_cast<double>(cp);
+  st.attention_forward_s *= static_cast<double>(cp);
+  st.attention_recompute_s *= static_cast<double>(cp);
+  return st;
+}
+
 }  // namespace
+
+ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers) {
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len / l.cp;  // tokens of one rank
+  c.checkpointing = l.recompute;
+  c.optimizer = Optimizer::adamw;
+  auto& cache = *cache_;
+  const auto shape = std::make_pair(l.tp, stage_layers);
+  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
+  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers,
+                                   c.seq_len, static_cast<int>(l.precision));
+  if (!cache.stage.count(key))
+    cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
+  return cache.stage.at(key);
+}
+
+double Model3D::group_collective_s(int collective, std::int64_t span, std::int64_t ranks,
+                                   std::int64_t bytes) {
+  auto& cache = *cache_;
+  const auto key = std::make_tuple(collective, span, ranks, bytes);
+  const auto found = cache.group.find(key);
+  if (found != cache.group.end()) return found->second;
+  // A group of `ranks` spread over `span` consecutive GPUs: the first `ranks` GPUs when the
+  // span fits a node, else the whole nodes it covers (the same traffic per GPU through each
+  // GPU's NIC).
+  const std::int64_t per_node = t_.gpus_per_node();
+  const std::int64_t gpus =
+      span <= per_node ? ranks : ((span + per_node - 1) / per_node) * per_node;
+  CommModel group(t_, table_, gpus, cache.comm);
+  const double s = group.estimate(static_cast<Collective>(collective), Bytes{bytes}).time_s;
+  cache.group.emplace(key, s);
+  return s;
+}
+
+CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, double layers) {
+  CpExchange out;
+  if (l.cp == 1) return out;
+  const auto& s = *m_.transformer;
+  const auto e = static_cast<double>(megatron_recipe(l.precision).activation_bytes());
+  const double tokens = static_cast<double>(l.seq_len / l.cp * l.micro_batch);
+  const double kv = static_cast<double>(s.kv_size() / l.tp),
+               q = static_cast<double>(s.q_size() / l.tp);
+  const double kv_bytes = 2 * tokens * kv * e;  // this rank's K and V chunk
+  const double cp = static_cast<double>(l.cp);
+  const std::int64_t span = l.tp * l.cp;
+  switch (l.cp_comm) {
+    case CpComm::p2p: {
+      const bool across = t_.nodes() > 1 && span > t_.gpus_per_node();
+      auto& cache = *cache_;
+      if (!cache.p2p_Bps.count(across))
+        cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across, cache.comm);
+      const double bw = cache.p2p_Bps.at(across), lat = p2p_latency_s(across);
+      // Attention of one chunk pair (the stage's attention at s/cp tokens, per layer).
+      const double fwd_pair = stage.attention_forward_s / layers;
+      const double bwd_pair =
+          (stage.attention_s - stage.attention_forward_s - stage.attention_recompute_s) / layers;
+      out.forward_s = (cp - 1) * std::max(0.0, lat + kv_bytes / bw - fwd_pair);
+      out.backward_s = (cp - 1) * std::max(0.0, lat + 2 * kv_bytes / bw - bwd_pair);
+      break;
+    }
+    case CpComm::all_gather: {
+      const auto gathered = static_cast<std::int64_t>(cp * kv_bytes);
+      const double ag =
+          group_collective_s(static_cast<int>(Collective::all_gather), span, l.cp, gathered);
+      const double rs =
+          group_collective_s(static_cast<int>(Collective::reduce_scatter), span, l.cp, gathered);
+      out.forward_s = ag;
+      out.backward_s = ag + rs;
+      break;
+    }
+    case CpComm::a2a: {
+      const auto per_rank = static_cast<std::int64_t>(tokens * (2 * q + 2 * kv) * e);
+      out.forward_s =
+          group_collective_s(static_cast<int>(Collective::all_to_all), span, l.cp, per_rank);
+      out.backward_s = out.forward_s;
+      break;
+    }
+  }
+  // Recomputing attention (selective or full) repeats the forward exchange.
+  if (l.recompute != Checkpointing::none) out.backward_s += out.forward_s;
+  out.forward_s *= layers;
+  out.backward_s *= layers;
+  return out;
+}
 
 Time3D Model3D::time(const Layout3D& l) {
   const auto& s = spec_of(m_);
@@ -284,18 +447,12 @@ Time3D Model3D::time(const Layout3D& l) {
   // The slowest stage sets the pipeline's pace: the one with the most layers.
   const auto split = layers_per_stage(s, l);
   const std::int64_t stage_layers = *std::max_element(split.begin(), split.end());
-  const auto shape = std::make_pair(l.tp, stage_layers);
-  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
-  const auto skey = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp,
-                                    stage_layers, l.seq_len, static_cast<int>(l.precision));
-  if (!cache.stage.count(skey)) {
-    cache.stage[skey] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
-  }
-  const auto& stage = cache.stage.at(skey);
+  const auto local = stage_compute(l, stage_layers);  // s/cp tokens, attention included
+  const auto stage = with_context_parallel(local, l.cp);
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
   const auto recipe = megatron_recipe(l.precision);
-  const double sbh = static_cast<double>(l.seq_len * l.micro_batch * s.hidden_size);
+  const double sbh = static_cast<double>(l.seq_len / l.cp * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
   const double layers = static_cast<double>(stage_layers);
   double tp_all_reduce_s = 0;  // one, of a layer's activations
@@ -308,50 +465,59 @@ Time3D Model3D::time(const Layout3D& l) {
     tp_all_reduce_s = cache.tp_all_reduce.at(k2);
     out.tp_comm_s = layers * (l.recompute == Checkpointing::full ? 6 : 4) * tp_all_reduce_s;
   }
+  const auto cp = cp_exchange(l, local, layers);
+  out.cp_comm_s = cp.forward_s + cp.backward_s;
   const auto schedule = l.pipeline_schedule();
   double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)
   double p2p_factor = 1;
   if (l.pp > 1) {
-    const bool across = t_.nodes() > 1 && l.tp * l.dp >= t_.gpus_per_node();
+    const bool across = t_.nodes() > 1 && l.tp * l.cp * l.dp >= t_.gpus_per_node();
     if (!cache.p2p_Bps.count(across))
       cache.p2p_Bps[across] = p2p_bandwidth_Bps(t_, table_, across, cache.comm);
     const double bytes = act_bytes / static_cast<double>(l.tp);
-    p2p_one_s = (across ? 10e-6 : 5e-6) + bytes / cache.p2p_Bps.at(across);
+    p2p_one_s = p2p_latency_s(across) + bytes / cache.p2p_Bps.at(across);
     p2p_factor = schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, {}).p2p_factor;
     out.p2p_s = 2 * p2p_one_s * p2p_factor;
   }
-  out.microbatch_s = out.compute_s + out.tp_comm_s + out.p2p_s;
+  out.microbatch_s = out.compute_s + out.tp_comm_s + out.cp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
-  // gradients (equal FLOPs); recomputation, backward TP collectives and the gradient send
-  // precede B's output and belong to it.
+  // gradients (equal FLOPs); recomputation, backward TP and CP exchanges and the gradient
+  // send precede B's output and belong to it.
   const double weight_grad_s = (stage.backward_s - stage.recompute_s) / 2;
   StageTimes st;
-  st.forward_s = stage.forward_s + 2 * layers * tp_all_reduce_s + p2p_one_s * p2p_factor;
+  st.forward_s =
+      stage.forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + p2p_one_s * p2p_factor;
   st.backward_weight_s = weight_grad_s;
   st.backward_input_s = out.microbatch_s - st.forward_s - weight_grad_s;
   out.bubble_s =
       l.pp > 1 ? schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, st).bubble_s : 0.0;
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
-  const auto params = max_stage_params(s, l);
-  if (l.dp > 1) {
-    const auto k3 = std::make_tuple(l.dp, params * recipe.gradient_comm_bytes(), l.tp);
-    if (!cache.dp_all_reduce.count(k3))
-      cache.dp_all_reduce[k3] = dp_all_reduce_s(t_, table_, l, std::get<1>(k3), cache.comm);
-    // Distributed optimizer: reduce-scatter the gradients (half an all-reduce), then
-    // all-gather the parameters (half an all-reduce of their own bytes: a quarter of the
-    // gradients' time for 16-bit parameters and fp32 gradients).
-    const double gather = 0.5 * static_cast<double>(recipe.parameter_comm_bytes()) /
-                          static_cast<double>(recipe.gradient_comm_bytes());
-    out.dp_sync_s = (l.distributed_optimizer ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(k3);
-  }
-  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / l.dp : params, recipe,
-                                   Offload::none, gpu_, k_);
-  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
+  data_parallel_and_optimizer(l, max_stage_params(s, l), out);
   out.samples_per_s = static_cast<double>(l.global_batch()) / out.step_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(l.seq_len);
   const double flops = whole.model_flops * static_cast<double>(l.micro_batches * l.dp);
   out.mfu = flops / (out.step_s * static_cast<double>(l.gpus()) * gpu_.peak_flops_for(l.precision));
   return out;
+}
+
+void Model3D::data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out) {
+  auto& cache = *cache_;
+  const auto recipe = megatron_recipe(l.precision);
+  const std::int64_t ranks = l.dp * l.cp;  // the ranks that hold the same weights
+  if (ranks > 1) {
+    const auto key = std::make_tuple(ranks, params * recipe.gradient_comm_bytes(), l.tp);
+    if (!cache.dp_all_reduce.count(key))
+      cache.dp_all_reduce[key] = dp_all_reduce_s(t_, table_, l, std::get<1>(key), cache.comm);
+    // Distributed optimizer: reduce-scatter the gradients (half an all-reduce), then
+    // all-gather the parameters (half an all-reduce of their own bytes: a quarter of the
+    // gradients' time for 16-bit parameters and fp32 gradients).
+    const double gather = 0.5 * static_cast<double>(recipe.parameter_comm_bytes()) /
+                          static_cast<double>(recipe.gradient_comm_bytes());
+    out.dp_sync_s = (l.distributed_optimizer ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(key);
+  }
+  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / ranks : params, recipe,
+                                   Offload::none, gpu_, k_);
+  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
 }
 
 Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,

@@ -8,6 +8,7 @@
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/search3d.hpp"
 #include "search.hpp"
 
 namespace dtplan::planner {
@@ -240,6 +241,14 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   }
   if (excludes(r.strategies, Strategy::zero3) && excludes(r.strategies, Strategy::fsdp_full)) {
     out.emplace_back("a strategy that shards parameters: --strategy zero3 or fsdp-full");
+  }
+  // Long sequences: activations grow with the tokens a GPU holds; context parallelism splits
+  // them (from 8K tokens, where each rank still keeps 4K).
+  if (in.model.transformer &&
+      sequence_length(in.model, r.seq_len) >= 2 * kMinTokensPerContextRank) {
+    out.emplace_back(
+        "context parallelism: cp GPUs share each sequence and each keeps seq/cp tokens of "
+        "activations (dtplan estimate --cp; the tensor x context x pipeline layouts below)");
   }
   if (const auto dp = gpus_that_fit(in, c, result.usable); dp > 0) {
     out.push_back("more GPUs: the same configuration fits on " + std::to_string(dp) +

@@ -39,7 +39,29 @@ struct Space {
   const TransformerSpec& s;
   const Request3D& r;
   std::int64_t gpus, gpus_per_node, seq;
+  std::vector<std::int64_t> cps;
+  std::vector<cost::CpComm> cp_comms;
 };
+
+// The context-parallel sizes to try: the request's, else powers of two that leave each rank
+// kMinTokensPerContextRank tokens, the sequence splitting into 2 x cp chunks.
+std::vector<std::int64_t> context_sizes(const Request3D& r, std::int64_t seq) {
+  if (!r.cps.empty()) return r.cps;
+  std::vector<std::int64_t> out{1};
+  for (std::int64_t cp = 2; seq / cp >= kMinTokensPerContextRank; cp *= 2) {
+    if (seq % (2 * cp) == 0) out.push_back(cp);
+  }
+  return out;
+}
+
+// Ulysses needs the heads of a tensor-parallel rank to divide by cp.
+bool context_fits(const TransformerSpec& s, std::int64_t tp, std::int64_t cp, cost::CpComm c,
+                  std::int64_t seq) {
+  if (cp == 1) return true;
+  if (seq % (2 * cp) != 0) return false;
+  return c != cost::CpComm::a2a ||
+         ((s.num_heads / tp) % cp == 0 && (s.num_kv_heads / tp) % cp == 0);
+}
 
 // The layout under each schedule the request allows that can run it (one pipeline stage has
 // no schedule).
@@ -60,6 +82,60 @@ void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   }
 }
 
+// The pipelines, batch shapes, interleaving, sequence parallelism and recomputation of one
+// tp x cp choice.
+template <class Visit>
+void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost::CpComm cc,
+                         Visit& visit) {
+  const auto& s = sp.s;
+  const auto& r = sp.r;
+  for (auto pp : pipeline_depths(s.num_layers)) {
+    if (!allowed(r.pps, pp) || sp.gpus % (tp * cp * pp)) continue;
+    const std::int64_t dp = sp.gpus / (tp * cp * pp);
+    if (r.global_batch % dp) continue;
+    for (auto b : divisors(r.global_batch / dp)) {
+      const std::int64_t m = r.global_batch / dp / b;
+      for (std::int64_t v = 1; v <= 8; v *= 2) {
+        if (!allowed(r.interleaves, v)) continue;
+        cost::Layout3D split;
+        split.pp = pp;
+        split.interleave = v;
+        if (cost::stage_split_problem(s, split)) continue;
+        if (v > 1 && pp == 1) continue;
+        for (bool seqp : {false, true}) {
+          if (seqp && tp == 1) continue;
+          if (!r.sequence_parallel.empty() &&
+              std::find(r.sequence_parallel.begin(), r.sequence_parallel.end(), seqp) ==
+                  r.sequence_parallel.end()) {
+            continue;
+          }
+          for (auto rc : {Checkpointing::none, Checkpointing::selective, Checkpointing::full}) {
+            if (!r.recompute.empty() &&
+                std::find(r.recompute.begin(), r.recompute.end(), rc) == r.recompute.end()) {
+              continue;
+            }
+            cost::Layout3D l;
+            l.tp = tp;
+            l.cp = cp;
+            l.cp_comm = cc;
+            l.pp = pp;
+            l.dp = dp;
+            l.interleave = v;
+            l.sequence_parallel = seqp;
+            l.micro_batch = b;
+            l.micro_batches = m;
+            l.seq_len = sp.seq;
+            l.recompute = rc;
+            l.precision = r.precision;
+            l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
+            for_each_schedule(r, l, visit);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every layout of the space, handed to `visit`.
 template <class Visit>
 void enumerate(const Space& sp, Visit visit) {
@@ -67,47 +143,11 @@ void enumerate(const Space& sp, Visit visit) {
   const auto& r = sp.r;
   for (std::int64_t tp = 1; tp <= sp.gpus_per_node; tp *= 2) {
     if (!allowed(r.tps, tp) || s.num_heads % tp || s.num_kv_heads % tp) continue;
-    for (auto pp : pipeline_depths(s.num_layers)) {
-      if (!allowed(r.pps, pp) || sp.gpus % (tp * pp)) continue;
-      const std::int64_t dp = sp.gpus / (tp * pp);
-      if (r.global_batch % dp) continue;
-      for (auto b : divisors(r.global_batch / dp)) {
-        const std::int64_t m = r.global_batch / dp / b;
-        for (std::int64_t v = 1; v <= 8; v *= 2) {
-          if (!allowed(r.interleaves, v)) continue;
-          cost::Layout3D split;
-          split.pp = pp;
-          split.interleave = v;
-          if (cost::stage_split_problem(s, split)) continue;
-          if (v > 1 && pp == 1) continue;
-          for (bool seqp : {false, true}) {
-            if (seqp && tp == 1) continue;
-            if (!r.sequence_parallel.empty() &&
-                std::find(r.sequence_parallel.begin(), r.sequence_parallel.end(), seqp) ==
-                    r.sequence_parallel.end()) {
-              continue;
-            }
-            for (auto rc : {Checkpointing::none, Checkpointing::selective, Checkpointing::full}) {
-              if (!r.recompute.empty() &&
-                  std::find(r.recompute.begin(), r.recompute.end(), rc) == r.recompute.end()) {
-                continue;
-              }
-              cost::Layout3D l;
-              l.tp = tp;
-              l.pp = pp;
-              l.dp = dp;
-              l.interleave = v;
-              l.sequence_parallel = seqp;
-              l.micro_batch = b;
-              l.micro_batches = m;
-              l.seq_len = sp.seq;
-              l.recompute = rc;
-              l.precision = r.precision;
-              l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
-              for_each_schedule(r, l, visit);
-            }
-          }
-        }
+    for (auto cp : sp.cps) {
+      for (auto cc : sp.cp_comms) {
+        if (!context_fits(s, tp, cp, cc, sp.seq)) continue;
+        if (cp == 1 && cc != sp.cp_comms.front()) continue;  // no exchange to vary
+        enumerate_pipelines(sp, tp, cp, cc, visit);
       }
     }
   }
@@ -161,7 +201,14 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
   cost::Model3D model(m, t, table, gpu, k, std::move(comm));
   std::vector<Candidate3D> fits;
-  enumerate(Space{*m.transformer, r, gpus, t.gpus_per_node(), seq}, [&](const cost::Layout3D& l) {
+  const Space space{*m.transformer,
+                    r,
+                    gpus,
+                    t.gpus_per_node(),
+                    seq,
+                    context_sizes(r, seq),
+                    r.cp_comms.empty() ? std::vector<cost::CpComm>{cost::CpComm::p2p} : r.cp_comms};
+  enumerate(space, [&](const cost::Layout3D& l) {
     ++out.evaluated;
     const auto mem = cost::memory_3d(m, l, overheads);
     const double total = static_cast<double>(mem.total().value);
@@ -179,12 +226,14 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.fit = static_cast<std::int64_t>(fits.size());
   std::sort(fits.begin(), fits.end(),
             [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
-  // The best of each (tp, pp, interleave, sequence parallel, schedule) shape, fastest first.
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, int>> seen;
+  // The best of each (tp, cp, exchange, pp, interleave, sequence parallel, schedule) shape,
+  // fastest first.
+  std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, bool, int>> seen;
   for (const auto& c : fits) {
     const auto& l = c.layout;
     const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
-    const auto key = std::make_tuple(l.tp, l.pp, l.interleave, l.sequence_parallel, schedule);
+    const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_comm), l.pp, l.interleave,
+                                     l.sequence_parallel, schedule);
     if (!seen.insert(key).second) continue;
     out.ranked.push_back(c);
     if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;

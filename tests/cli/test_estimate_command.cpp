@@ -211,3 +211,33 @@ TEST_CASE("estimate --pp-layers: an uneven split, written down and priced") {
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("the layers per stage list has 3 entries for pp 4"));
 }
+
+TEST_CASE("estimate --cp: context parallelism splits the sequence, dp = GPUs / (tp x cp x pp)") {
+  const auto args = [](const std::string& cp, const std::string& comm) {
+    return std::vector<std::string>{
+        "estimate", "--model",        "llama-3-8b", "--topology", "dgx-h100", "--nodes",
+        "4",        "--gpu",          "H100-SXM",   "--tp",       "2",        "--cp",
+        cp,         "--cp-comm",      comm,         "--seq-len",  "131072",   "--micro-batch",
+        "1",        "--global-batch", "32",         "--sp",       "--json"};
+  };
+  const auto r = run(args("8", "p2p"));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["cp"] == 8);
+  CHECK(j["cp_comm"] == "p2p");
+  CHECK(j["dp"] == 2);              // 32 / (2 x 8)
+  CHECK(j["micro_batches"] == 16);  // 32 / (2 x 1)
+  // 16,384 tokens per rank; with sequence parallelism 34 sbh / t per layer (Korthikanti Table
+  // 2, fused attention keeps no scores): 34 x 16384 x 4096 / 2 x 32 layers.
+  CHECK(j["memory"]["activations"] == 34LL * 16384 * 4096 / 2 * 32);
+  // Ulysses cannot split 16 heads per tensor-parallel rank (4 key/value heads) over 8 ranks.
+  const auto ulysses = run(args("8", "a2a"));
+  CHECK(ulysses.code == 1);
+  CHECK_THAT(ulysses.err, Catch::Matchers::Contains("do not divide by cp"));
+  const auto bad = run(args("8", "ring"));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Matchers::Contains("known: p2p, all_gather, a2a"));
+  const auto uneven = run(args("3", "p2p"));
+  CHECK(uneven.code == 1);
+  CHECK_THAT(uneven.err, Catch::Matchers::Contains("not divisible by tp x cp x pp = 6"));
+}

@@ -42,7 +42,7 @@ TEST_CASE("mixed precision with Adam keeps 16 bytes per parameter (ZeRO paper, s
   CHECK(acc.gradient_comm_bytes() == 4);
 }
 
-TEST_CASE("fp32 Adam keeps 16 bytes and no master copy; SGD 8") {
+TEST_CASE("fp32 Adam keeps 16 bytes and no master copy, SGD 8") {
   const auto adam = numeric_recipe(Precision::fp32, Optimizer::adamw, false, false, false);
   CHECK(adam.kind == RecipeKind::fp32);
   CHECK_FALSE(adam.main_weight);
@@ -50,7 +50,8 @@ TEST_CASE("fp32 Adam keeps 16 bytes and no master copy; SGD 8") {
   CHECK(adam.activation_bytes() == 4);
   const auto sgd = numeric_recipe(Precision::fp32, Optimizer::sgd, false, false, false);
   CHECK(state_bytes(sgd) == 8);
-  const auto momentum = numeric_recipe(Precision::fp32, Optimizer::sgd_momentum, false, false, false);
+  const auto momentum =
+      numeric_recipe(Precision::fp32, Optimizer::sgd_momentum, false, false, false);
   CHECK(state_bytes(momentum) == 12);
 }
 
@@ -71,7 +72,7 @@ TEST_CASE("FSDP MixedPrecision: fp32 shards, 16-bit gathers and reductions") {
   CHECK(r.gradient_comm == ElementType::bf16);
 }
 
-TEST_CASE("autocast keeps fp32 weights and gradients; DataParallel replicates them in fp32") {
+TEST_CASE("autocast keeps fp32 weights and gradients, DataParallel replicates them in fp32") {
   const auto r = numeric_recipe(Precision::amp_fp16, Optimizer::adamw, false, false, false);
   CHECK(r.kind == RecipeKind::autocast);
   CHECK(state_bytes(r) == 16);

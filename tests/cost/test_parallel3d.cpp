@@ -85,13 +85,25 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   // stage's copy of the tied embedding gives it 41,588,736.
   auto l = layout(2, 2, 8);
   const auto mem = memory_3d(m, l, OverheadConstants{});
-  CHECK(mem.params_per_gpu == 43685888);
-  CHECK(mem.weights.value == 2 * 43685888LL);
-  CHECK(mem.gradients.value == 4 * 43685888LL);
+  // The last stage is the heavier here: it also holds one micro-batch's logits over half the
+  // vocabulary, 1024 tokens x 16,000 x (2 B bf16 + 4 B fp32 softmax) = 98,304,000 B, against
+  // the first stage's 2,097,152 more parameters x 7.5 B.
+  CHECK(mem.stage == 1);
+  CHECK(mem.logits.value == 1024LL * 16000 * 6);
+  CHECK(mem.params_per_gpu == 41588736);
+  CHECK(mem.weights.value == 2 * 41588736LL);
+  CHECK(mem.gradients.value == 4 * 41588736LL);
   // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs).
-  CHECK(mem.optimizer_states.value == 43685888LL * 3 / 2);
+  CHECK(mem.optimizer_states.value == 41588736LL * 3 / 2);
   l.distributed_optimizer = false;
-  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 43685888LL);
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 41588736LL);
+  // Without the head's logits the first stage, with more parameters, would be the heaviest.
+  auto encoder = m;
+  encoder.transformer->head = HeadKind::base;
+  const auto headless = memory_3d(encoder, layout(2, 2, 8), OverheadConstants{});
+  CHECK(headless.stage == 0);
+  CHECK(headless.params_per_gpu == 43685888);
+  CHECK(headless.logits.value == 0);
 }
 
 TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)") {
@@ -282,4 +294,111 @@ TEST_CASE("the slowest stage sets the pace: an uneven split is timed by its larg
   const double c3 = model.time(four).compute_s;
   CHECK(c3 - c2 == Approx(c2 - c1).epsilon(1e-9));
   CHECK(c3 > c2);
+}
+
+namespace {
+
+// The small model on the round-number 4-GPU PCIe switch (10 GB/s links, efficiency 1; tests'
+// interconnect_simple.json), a GPU of 1e14 bf16 FLOP/s, attention at 50% and no per-kernel
+// cost: the context-parallel exchange can be derived by hand.
+struct RoundSwitch {
+  RoundSwitch()
+      : table(InterconnectTable::load(kTopo / "interconnect_simple.json")),
+        topo(Topology::build(load_node_template((kTopo / "switch4.json").string(), data), 1,
+                             table)) {
+    gpu.name = "round";
+    gpu.memory = Bytes{80LL << 30};
+    gpu.memory_bandwidth_bytes_per_s = 1e12;
+    gpu.peak_flops.bf16 = 1e14;
+    k.gemm_efficiency = k.attention_efficiency = k.memory_efficiency = 0.5;
+    k.cpu_optimizer_bytes_per_s = 1e10;
+    k.host_transfer_efficiency = 0.5;
+  }
+  const std::filesystem::path kTopo = std::filesystem::path(DTPLAN_TEST_DATA_DIR) / "topo";
+  std::filesystem::path data = resolve_data_dir("");
+  ModelDesc m = small_model();
+  InterconnectTable table;
+  Topology topo;
+  GpuSpec gpu;
+  ComputeConstants k;
+};
+
+Layout3D context_parallel(std::int64_t cp, CpComm comm) {
+  auto l = layout(1, 1, 1);
+  l.seq_len = 2048;
+  l.cp = cp;
+  l.cp_comm = comm;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("context parallelism: s/cp tokens of activations, optimizer sharded over dp x cp") {
+  const OverheadConstants overheads;
+  auto one = context_parallel(1, CpComm::p2p);
+  const auto two = context_parallel(2, CpComm::p2p);
+  // cp 1: sbh (34 + 5as/h) per layer (Korthikanti Table 2), s 2048, h 1024, a 16, 8 layers.
+  CHECK(memory_3d(small_model(), one, overheads).activations.value ==
+        8LL * 2048 * 1024 * (34 + 5 * 16 * 2048 / 1024));
+  // cp 2: 1024 tokens per rank; fused attention keeps no scores: 34 sbh.
+  const auto mem = memory_3d(small_model(), two, overheads);
+  CHECK(mem.activations.value == 8LL * 1024 * 1024 * 34);
+  // Megatron's distributed optimizer shards main weights and moments (12 B) over dp x cp = 2.
+  CHECK(mem.optimizer_states.value == mem.params_per_gpu * 12 / 2);
+  CHECK(mem.weights.value == mem.params_per_gpu * 2);
+  CHECK(two.gpus() == 2);
+  one.dp = 2;
+  CHECK(memory_3d(small_model(), one, overheads).optimizer_states == mem.optimizer_states);
+}
+
+TEST_CASE("context parallelism: layout rules name the sequence split and the heads") {
+  const auto m = *small_model().transformer;
+  auto l = context_parallel(4, CpComm::p2p);
+  l.seq_len = 2044;  // not a multiple of 2 x cp = 8
+  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("does not divide into 2 x cp = 8 chunks"));
+  l.seq_len = 2048;
+  CHECK_NOTHROW(check_layout(m, l, 8));
+  l.cp = 32;  // Ulysses splits the 16 heads over 32 ranks: impossible
+  l.cp_comm = CpComm::a2a;
+  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("do not divide by cp"));
+  CHECK(parse_cp_comm("all_gather") == CpComm::all_gather);
+  CHECK_THROWS_WITH(parse_cp_comm("ring"), Contains("known: p2p, all_gather, a2a"));
+}
+
+TEST_CASE("ring attention: the K/V pass is exposed where it outlasts one chunk's attention") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  const auto base = model.time(context_parallel(1, CpComm::p2p));
+  CHECK(base.cp_comm_s == 0);
+  const auto ring = model.time(context_parallel(2, CpComm::p2p));
+  // A rank's K and V: 2 x 1024 tokens x 1024 x 2 B = 4,194,304 B; over a 10 GB/s PCIe link
+  // plus 5 us per send: 424.4304 us a step. One chunk pair's causal flash attention:
+  // 4 x 1024^2 x 1024 / 2 FLOPs at 5e13 FLOP/s = 42.9497 us forward, 2.5 x that backward.
+  const double step = 5e-6 + 4194304.0 / 1e10, pair = 4.0 * 1024 * 1024 * 1024 / 2 / 5e13;
+  const double forward = step - pair;                                // cp - 1 = 1 step
+  const double backward = 5e-6 + 2 * 4194304.0 / 1e10 - 2.5 * pair;  // K/V and their gradients
+  CHECK(ring.cp_comm_s == Approx(8 * (forward + backward)).epsilon(1e-9));
+  // Each rank computes half the tokens' GEMMs but as much attention as half the whole
+  // sequence's: cp x the attention of 1024 tokens (the causal split is balanced).
+  CHECK(ring.samples_per_s < base.samples_per_s * 2);
+}
+
+TEST_CASE("all-gather and Ulysses context parallelism: exposed collectives of the K/V bytes") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // All-gather of both ranks' K/V (8,388,608 B) and, backward, again plus a reduce-scatter of
+  // their gradients: on 2 ranks each moves half the bytes over its 10 GB/s link.
+  const double half = 4194304.0 / 1e10;
+  const auto gather = model.time(context_parallel(2, CpComm::all_gather));
+  CHECK(gather.cp_comm_s == Approx(8 * 3 * half).epsilon(0.03));  // + per-call latency
+  CHECK(gather.cp_comm_s > 8 * 3 * half);
+  // Ulysses: Q, K, V in and the output back, (2q + 2k) x 1024 tokens x 2 B = 8,388,608 B per
+  // rank, of which half crosses to the other rank; forward and backward.
+  const auto ulysses = model.time(context_parallel(2, CpComm::a2a));
+  CHECK(ulysses.cp_comm_s == Approx(8 * 2 * half).epsilon(0.03));
+  CHECK(ulysses.cp_comm_s > 8 * 2 * half);
+  // Recomputation repeats the forward exchange.
+  auto recompute = context_parallel(2, CpComm::a2a);
+  recompute.recompute = Checkpointing::selective;
+  CHECK(model.time(recompute).cp_comm_s == Approx(ulysses.cp_comm_s * 1.5).epsilon(1e-9));
 }

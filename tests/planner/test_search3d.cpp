@@ -7,20 +7,40 @@
 
 using namespace dtplan;
 
+namespace {
+
+// A model on DGX H100 nodes with the bundled constants.
+struct DgxH100 {
+  DgxH100(const std::string& model, std::int64_t nodes)
+      : data(resolve_data_dir("")),
+        m(load_model(model, data / "models")),
+        table(InterconnectTable::load(data / "interconnect.json")),
+        topo(Topology::build(load_node_template("dgx-h100", data / "topologies"), nodes, table)),
+        gpu(GpuCatalog::load(data / "gpus.json").find("H100-SXM")),
+        k(cost::load_compute_constants(data / "compute.json")),
+        overheads(cost::load_overheads(data / "overheads.json")) {}
+  planner::Result3D search(const planner::Request3D& r) const {
+    return planner::search_3d(m, topo, table, gpu, r, k, overheads);
+  }
+  std::filesystem::path data;
+  ModelDesc m;
+  InterconnectTable table;
+  Topology topo;
+  GpuSpec gpu;
+  cost::ComputeConstants k;
+  cost::OverheadConstants overheads;
+};
+
+}  // namespace
+
 TEST_CASE("3D search: Llama 2 70B on 16 DGX H100 nodes, every layout valid, fastest first") {
   // The issue's case: global batch 1024, sequence 4096.
-  const auto data = resolve_data_dir("");
-  const auto m = load_model("llama-2-70b", data / "models");
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 16, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  const DgxH100 f("llama-2-70b", 16);
   planner::Request3D r;
   r.global_batch = 1024;
   r.seq_len = 4096;
   r.top_k = 10;
-  const auto res = planner::search_3d(m, topo, table, gpu, r,
-                                      cost::load_compute_constants(data / "compute.json"),
-                                      cost::load_overheads(data / "overheads.json"));
+  const auto res = f.search(r);
   REQUIRE(!res.ranked.empty());
   CHECK(res.out_of_memory > 0);  // 70B without enough splitting does not fit 80 GB
   for (std::size_t i = 0; i < res.ranked.size(); ++i) {
@@ -38,12 +58,49 @@ TEST_CASE("3D search: Llama 2 70B on 16 DGX H100 nodes, every layout valid, fast
   // Restricting the search keeps only what was asked for.
   r.tps = {8};
   r.pps = {4};
-  const auto only = planner::search_3d(m, topo, table, gpu, r,
-                                       cost::load_compute_constants(data / "compute.json"),
-                                       cost::load_overheads(data / "overheads.json"));
+  const auto only = f.search(r);
   REQUIRE(!only.ranked.empty());
   for (const auto& c : only.ranked) {
     CHECK(c.layout.tp == 8);
     CHECK(c.layout.pp == 4);
+  }
+}
+
+TEST_CASE("3D search at 128K tokens: context parallelism is what fits, down to 4K tokens a rank") {
+  // Llama 3 8B, 131,072 tokens, 32 H100s. Without cp one layer's activations alone are
+  // 131072 x 4096 x 34 B / t (Korthikanti, sequence parallel, selective): 17 GiB / t, so only
+  // full recompute fits; the default cp sizes go up to 131072 / 4096 = 32.
+  const DgxH100 f("llama-3-8b", 4);
+  planner::Request3D r;
+  r.global_batch = 32;
+  r.seq_len = 131072;
+  r.top_k = 20;
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked) {
+    const auto& l = c.layout;
+    CHECK(l.tp * l.cp * l.pp * l.dp == 32);
+    CHECK(l.cp <= 32);
+    CHECK(131072 % (2 * l.cp) == 0);
+    CHECK(l.cp_comm == cost::CpComm::p2p);  // the default exchange
+  }
+  CHECK(res.ranked.front().layout.cp > 1);
+  // Without context parallelism nothing keeps 128K tokens of activations under 72 GiB here.
+  r.cps = {1};
+  const auto none = f.search(r);
+  REQUIRE(!none.ranked.empty());
+  for (const auto& c : none.ranked)
+    CHECK(c.layout.recompute == Checkpointing::full);
+  // Context parallelism spares the recomputation: it is the faster way to fit.
+  CHECK(res.ranked.front().layout.recompute != Checkpointing::full);
+  CHECK(res.ranked.front().time.step_s < none.ranked.front().time.step_s);
+  // Asking for Ulysses tries it where the heads allow: 32 heads, 8 key/value heads.
+  r.cps = {2, 4};
+  r.cp_comms = {cost::CpComm::a2a};
+  r.tps = {2};
+  const auto ulysses = f.search(r);
+  for (const auto& c : ulysses.ranked) {
+    CHECK(c.layout.cp_comm == cost::CpComm::a2a);
+    CHECK((8 / c.layout.tp) % c.layout.cp == 0);
   }
 }

@@ -42,14 +42,16 @@ nlohmann::json to_json(const ComputeConstants& k);
 
 struct ComputeTime {
   double forward_s = 0;
-  double backward_s = 0;      // including recomputation
-  double recompute_s = 0;     // the part of backward_s spent recomputing
-  double model_flops = 0;     // per micro-step per GPU, forward + backward, PaLM convention
-  double hardware_flops = 0;  // + recomputed forward work
-  double gemm_s = 0;          // forward + backward time in GEMMs
-  double attention_s = 0;     // ... in attention kernels
-  double elementwise_s = 0;   // ... in element-wise kernels
-  std::int64_t layers = 0;    // units whose compute the communication overlaps with
+  double backward_s = 0;             // including recomputation
+  double recompute_s = 0;            // the part of backward_s spent recomputing
+  double model_flops = 0;            // per micro-step per GPU, forward + backward, PaLM convention
+  double hardware_flops = 0;         // + recomputed forward work
+  double gemm_s = 0;                 // forward + backward time in GEMMs
+  double attention_s = 0;            // ... in attention kernels
+  double attention_forward_s = 0;    // the forward part of attention_s
+  double attention_recompute_s = 0;  // the recomputed part of attention_s
+  double elementwise_s = 0;          // ... in element-wise kernels
+  std::int64_t layers = 0;           // units whose compute the communication overlaps with
 };
 
 // One micro-step (forward and backward) of micro_batch samples on one GPU.

@@ -44,10 +44,10 @@ enum class RecipeKind { fp32, master_weights, autocast, fsdp_mixed, megatron };
 
 struct NumericRecipe {
   RecipeKind kind = RecipeKind::fp32;
-  ElementType parameter = ElementType::fp32;   // the persistent weights
-  std::optional<ElementType> main_weight;      // a separate master copy the optimizer updates
-  ElementType gradient = ElementType::fp32;    // the persistent (accumulated) gradients
-  ElementType compute = ElementType::fp32;     // what forward and backward read; activations
+  ElementType parameter = ElementType::fp32;       // the persistent weights
+  std::optional<ElementType> main_weight;          // a separate master copy the optimizer updates
+  ElementType gradient = ElementType::fp32;        // the persistent (accumulated) gradients
+  ElementType compute = ElementType::fp32;         // what forward and backward read; activations
   ElementType gradient_comm = ElementType::fp32;   // gradients as they are reduced
   ElementType parameter_comm = ElementType::fp32;  // parameters as they are gathered
   OptimizerState optimizer;

@@ -14,6 +14,8 @@
 //     tensor + sequence parallel      sbh (34/t + 5as/(ht))
 //     selective recompute             the 5as/h terms dropped
 //     full recompute                  2sbh (the layer input; /t with sequence parallelism)
+//   The last stage adds the logits of one micro-batch: 16-bit logits over 1/t of the
+//   vocabulary and the fp32 softmax the vocabulary-parallel cross-entropy keeps (6 B each).
 //   The first stage holds the micro-batches its pipeline schedule keeps in flight
 //   (pipeline_schedule.hpp: min(p, m) of its L/p layers under 1F1B; p + (p - 1)/v under
 //   interleaving over v model chunks, Korthikanti et al. section 4.2.3).
@@ -32,12 +34,30 @@
 // scatter-gather optimisation, ibid. 4.1) over NVLink inside a node or the NIC across nodes.
 // Then the data-parallel reduction of the stage's fp32 main gradients (exposed) and the
 // optimizer step.
+//
+// Context parallelism (cp ranks share each sequence; Megatron-LM orders ranks tp, cp, dp,
+// pp): a rank holds s/cp tokens, so its activations, GEMMs, TP collectives and pipeline
+// sends are those of s/cp tokens; causal attention, split into 2 cp chunks with rank i
+// holding chunks i and 2cp - 1 - i, costs each rank 1/cp of the whole sequence's attention
+// (cp x the attention of s/cp tokens). CP runs on fused attention (Transformer Engine), so
+// no s x s scores are kept. Weights are replicated over cp: gradients are reduced, and the
+// distributed optimizer sharded, over dp x cp ranks. The K/V exchange per layer and
+// micro-batch (e element bytes, k = key/value width / t):
+//   p2p         cp - 1 ring steps of 2 (s/cp) b k e bytes, each hidden behind the attention
+//               of one chunk pair; exposed max(0, step - chunk attention) per step; backward
+//               moves K/V and their gradients (twice the bytes) behind the backward attention
+//   all_gather  all-gather of cp x 2 (s/cp) b k e bytes forward; again plus a reduce-scatter
+//               of the gradients backward
+//   a2a         all-to-all of (s/cp) b (2q + 2k) e bytes per rank (Q, K, V in, the output
+//               back) forward, the same backward
+// and recomputation (selective or full) repeats the forward exchange.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dtplan/cost/compute_time.hpp"
@@ -48,8 +68,23 @@
 
 namespace dtplan::cost {
 
+// How context-parallel ranks exchange keys and values (Megatron-LM's --cp-comm-type,
+// Transformer Engine's cp_comm_type):
+//   p2p         ring attention: each rank passes its K/V chunk around the CP ring, cp - 1
+//               steps, each overlapped with the attention of the chunk it holds; backward
+//               passes K/V and their gradients
+//   all_gather  K and V all-gathered before attention, their gradients reduce-scattered after
+//               (Llama 3, section 3.3.2); not overlapped
+//   a2a         Ulysses: all-to-all of Q, K, V to split heads instead of tokens, and of the
+//               output back (Jacobs et al. 2023, DeepSpeed-Ulysses); not overlapped
+enum class CpComm { p2p, all_gather, a2a };
+std::string_view name_of(CpComm c);
+CpComm parse_cp_comm(std::string_view text);
+
 struct Layout3D {
   std::int64_t tp = 1, pp = 1, dp = 1;
+  std::int64_t cp = 1;  // context parallel: each rank holds seq_len / cp tokens
+  CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
   bool distributed_optimizer = true;  // optimizer states sharded over dp (ZeRO-1)
@@ -62,7 +97,7 @@ struct Layout3D {
   // Layers of each pipeline stage (all its chunks), first to last; empty: layers_per_stage's
   // rule.
   std::vector<std::int64_t> stage_layers;
-  std::int64_t gpus() const { return tp * pp * dp; }
+  std::int64_t gpus() const { return tp * cp * pp * dp; }
   PipelineSchedule pipeline_schedule() const {
     return schedule.value_or(default_schedule(interleave));
   }
@@ -79,19 +114,22 @@ std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layou
 // Why layers_per_stage has no answer, or nullopt.
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l);
 
-// Per-layer activation bytes of one micro-batch (the formulas above).
+// Per-layer activation bytes of one micro-batch (the formulas above); `fused_attention`: the
+// attention kernel keeps no a x s x s scores (the 5as/h terms dropped).
 double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
-                              Checkpointing recompute);
+                              Checkpointing recompute, bool fused_attention = false);
 
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
-// p x v, t within a node, p x t x dp = GPUs, and the schedule's own rules (interleaving needs
-// m divisible by p, ZBV two chunks, ...).
+// p x v, t within a node, the sequence by 2 x cp (Megatron's load-balanced split: two chunks
+// per rank), heads per TP rank by cp under a2a, and the schedule's own rules (interleaving
+// needs m divisible by p, ZBV two chunks, ...).
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node);
 
 struct Memory3D {
   std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
   std::int64_t params_per_gpu = 0;  // on that stage's GPU
   Bytes weights, gradients, optimizer_states, activations, overhead;
+  Bytes logits;  // the last stage's logits and loss softmax (one micro-batch)
   Bytes total() const;
 };
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k);
@@ -99,8 +137,9 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 struct Time3D {
   double compute_s = 0;     // per micro-batch per stage (forward + backward + recompute)
   double tp_comm_s = 0;     // per micro-batch per stage
+  double cp_comm_s = 0;     // per micro-batch per stage: K/V exchange not hidden by attention
   double p2p_s = 0;         // per micro-batch per stage (both directions)
-  double microbatch_s = 0;  // the three above
+  double microbatch_s = 0;  // the four above
   double pipeline_s = 0;    // m x microbatch_s + bubble_s
   double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
   double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
@@ -108,6 +147,12 @@ struct Time3D {
   double step_s = 0;
   double samples_per_s = 0, tokens_per_s = 0, mfu = 0;
 };
+// The context-parallel K/V exchange of one micro-batch through a stage, not hidden by
+// attention: forward, and backward (with the recomputed forward's).
+struct CpExchange {
+  double forward_s = 0, backward_s = 0;
+};
+
 // Times layouts of one model on one cluster; caches what layouts share (the compute of a
 // micro-batch size and recompute mode, the collective models of each group size), so a
 // planner can time thousands of layouts.
@@ -126,6 +171,15 @@ class Model3D {
 
  private:
   struct Cache;
+  // One rank's compute of `stage_layers` blocks for s/cp tokens.
+  ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers);
+  // Exposed K/V exchange of a stage's `layers` for one micro-batch; `local`: stage_compute.
+  CpExchange cp_exchange(const Layout3D& l, const ComputeTime& local, double layers);
+  // A collective over `ranks` ranks spread over `span` consecutive GPUs.
+  double group_collective_s(int collective, std::int64_t span, std::int64_t ranks,
+                            std::int64_t bytes);
+  // Sets out.dp_sync_s, out.optimizer_s and out.step_s.
+  void data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out);
   const ModelDesc& m_;
   const Topology& t_;
   const InterconnectTable& table_;

@@ -1,9 +1,9 @@
-// The tensor x pipeline x data-parallel search (Megatron-style layouts): every tp (dividing the
-// heads and the key/value heads, inside a node) x pp (dividing the layers) with dp = GPUs /
-// (tp x pp) dividing the global batch, every micro-batch and the micro-batches per pipeline it
-// leaves, interleaving (chunks dividing the layers; micro-batches divisible by pp), sequence
-// parallelism on or off (tp > 1), and each recompute mode; memory checked against the GPU,
-// ranked by step time (cost/parallel3d.hpp).
+// The tensor x context x pipeline x data-parallel search (Megatron-style layouts): every tp
+// (dividing the heads and the key/value heads, inside a node) x cp (splitting the sequence)
+// x pp (dividing the layers) with dp = GPUs / (tp x cp x pp) dividing the global batch, every
+// micro-batch and the micro-batches per pipeline it leaves, interleaving (chunks dividing the
+// layers; micro-batches divisible by pp), sequence parallelism on or off (tp > 1), and each
+// recompute mode; memory checked against the GPU, ranked by step time (cost/parallel3d.hpp).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,12 @@ struct Request3D {
   std::int64_t seq_len = 0;                         // 0: the model's maximum
   std::int64_t gpus = 0;                            // 0: every GPU of the cluster
   std::vector<std::int64_t> tps, pps, interleaves;  // empty: every valid value
-  std::vector<bool> sequence_parallel;              // empty: both
-  std::vector<Checkpointing> recompute;             // empty: all three
+  // Context-parallel sizes; empty: powers of two leaving each rank at least
+  // kMinTokensPerContextRank tokens (1 alone for short sequences).
+  std::vector<std::int64_t> cps;
+  std::vector<cost::CpComm> cp_comms;    // empty: p2p (Megatron-LM's default ring attention)
+  std::vector<bool> sequence_parallel;   // empty: both
+  std::vector<Checkpointing> recompute;  // empty: all three
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;
@@ -32,6 +36,12 @@ struct Request3D {
   double headroom = 0.10;
   std::int64_t top_k = 5;
 };
+
+// Below this many tokens per rank the attention of a chunk is too short to hide the ring's
+// K/V pass, and Megatron-LM's guidance is to use context parallelism from about 8K-token
+// sequences up (Megatron Core docs, "Context parallel": "CP ... for long sequences"): the
+// default search tries cp only down to 4,096 tokens per rank.
+inline constexpr std::int64_t kMinTokensPerContextRank = 4096;
 
 struct Candidate3D {
   cost::Layout3D layout;
