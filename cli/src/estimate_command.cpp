@@ -7,8 +7,10 @@
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/export_megatron.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
@@ -32,6 +34,7 @@ struct EstimateOptions {
   bool json = false;
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
   std::string cp_comm = "p2p";
+  std::string megatron_file;            // --export-megatron
   std::string schedule;                 // empty: Megatron's own
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
@@ -102,7 +105,7 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
 
 bool is_3d(const EstimateOptions& o) {
   return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
-         !o.schedule.empty() || !o.pp_layers.empty();
+         !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -145,8 +148,12 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   l.stage_layers = cost::layers_per_stage(*model.transformer, l);  // the split, resolved
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);
+  if (!o.megatron_file.empty()) check_output_path(o.megatron_file, "--export-megatron");
+  const auto megatron =
+      o.megatron_file.empty() ? std::string() : planner::megatron_args_file(model, l);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
+  if (!megatron.empty()) write_file_atomically(o.megatron_file, megatron, "--export-megatron");
   if (o.json) {
     auto j = report_preamble("estimate", ctx.args);
     j["model"] = model_json(model);
@@ -281,6 +288,8 @@ Command register_estimate_command(CLI::App& app) {
   cmd->add_option("--schedule", o->schedule,
                   "pipeline schedule: 1f1b|interleaved|gpipe|zb-h1|zb-h2|zbv (default: 1f1b, "
                   "interleaved with --interleave > 1)");
+  cmd->add_option("--export-megatron", o->megatron_file,
+                  "write the layout as Megatron-LM arguments (a bash array) to FILE");
   cmd->add_flag("--json", o->json, "machine-readable output");
   return {"estimate", [o](const RunContext& ctx) { return run_estimate(*o, ctx); }};
 }

@@ -16,6 +16,7 @@
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
@@ -58,6 +59,7 @@ struct PlanOptions {
   std::optional<double> base_lr;
   std::optional<std::int64_t> steps;
   std::string deepspeed_file, accelerate_file, plan_file;
+  std::string megatron_file;  // the best tensor x context x pipeline layout
   bool launch = false;
   bool exact_batch = false;
   planner::LaunchOptions launch_options;
@@ -376,6 +378,26 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   if (model.transformer)
     layouts =
         planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads, comm);
+  const bool fits_3d = layouts && !layouts->ranked.empty();
+  if (!o.megatron_file.empty()) {
+    if (!fits_3d) {
+      throw Error(
+          "--export-megatron: no tensor x context x pipeline layout fits; nothing was "
+          "written");
+    }
+    files.push_back({o.megatron_file,
+                     planner::megatron_args_file(model, layouts->ranked.front().layout),
+                     "--export-megatron"});
+  }
+  const bool data_parallel_exports =
+      !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
+  if (!result.best && fits_3d && data_parallel_exports) {
+    // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
+    throw Error(
+        "--save-plan/--export-deepspeed/--export-accelerate/--export-launch: only tensor "
+        "x context x pipeline layouts fit (--export-megatron writes the best); nothing "
+        "was written");
+  }
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;
   if (o.json) {
@@ -397,15 +419,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   }
   write_files_together(files);
   ctx.out << text.str();
-  if (!result.best && layouts && !layouts->ranked.empty()) {
-    // A 3D layout fits; the exports and the saved plan describe data-parallel plans only.
-    const bool asked =
-        !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
-    if (!asked) return 0;
-    ctx.err << "dtplan: error: --save-plan/--export-*: only tensor x context x pipeline layouts "
-               "fit, and those are not exported yet; nothing was written\n";
-    return 1;
-  }
+  if (!result.best && fits_3d) return 0;  // a tensor x context x pipeline layout fits
   if (!result.best) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
             << static_cast<int>(100.0 * request.headroom) << "% headroom"
@@ -493,6 +507,8 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
                  "write a DeepSpeed config (ds_config.json)");
   cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
   cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
+  cmd.add_option("--export-megatron", o.megatron_file,
+                 "write the best tensor x context x pipeline layout as Megatron-LM arguments");
   cmd.add_flag("--export-launch", o.launch, "print torchrun and deepspeed command lines");
   cmd.add_option("--script", o.launch_options.script, "training script in the launch lines")
       ->capture_default_str();

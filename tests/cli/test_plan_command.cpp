@@ -407,3 +407,33 @@ TEST_CASE("plan rejects configurations whose offloaded states exceed host memory
   CHECK(k["best"]["offload"] == "optimizer+params");
   CHECK(k["best"]["host_memory_bytes_per_node"].get<double>() <= 2048.0 * GiB);
 }
+
+TEST_CASE("plan at 128K tokens: context-parallel layouts fit, --export-megatron writes the best") {
+  const std::vector<std::string> long_context = {
+      "plan",  "--model",  "llama-3-8b",     "--topology", "dgx-h100",  "--nodes", "4",
+      "--gpu", "H100-SXM", "--global-batch", "32",         "--seq-len", "131072"};
+  auto args = long_context;
+  const auto megatron = temp("megatron.sh");
+  std::filesystem::remove(megatron);
+  args.insert(args.end(), {"--export-megatron", megatron.string()});
+  const auto r = run(args);
+  // No data-parallel strategy fits; the layouts that do are an answer, not an error.
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("no data-parallel configuration fits (the tensor x context x "
+                             "pipeline layouts below do)"));
+  CHECK_THAT(r.out, Contains("context parallelism: cp GPUs share each sequence"));
+  const auto text = read(megatron);
+  CHECK_THAT(text, Contains("--seq-length 131072"));
+  CHECK_THAT(text, Contains("--context-parallel-size "));
+  CHECK_THAT(text, Contains("--cp-comm-type p2p"));
+  // The data-parallel exports have nothing to describe: refused, and nothing written.
+  const auto saved = temp("long-context-plan.json");
+  std::filesystem::remove(saved);
+  std::filesystem::remove(megatron);
+  args.insert(args.end(), {"--save-plan", saved.string()});
+  const auto refused = run(args);
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Contains("only tensor x context x pipeline layouts fit"));
+  CHECK_FALSE(std::filesystem::exists(saved));
+  CHECK_FALSE(std::filesystem::exists(megatron));
+}

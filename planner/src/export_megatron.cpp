@@ -1,0 +1,137 @@
+// Megatron-LM arguments for a layout (see export_megatron.hpp).
+#include "dtplan/planner/export_megatron.hpp"
+
+#include <algorithm>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::planner {
+namespace {
+
+using Args = std::vector<std::string>;
+
+void add(Args& a, const std::string& flag, std::int64_t value) {
+  a.push_back(flag);
+  a.push_back(std::to_string(value));
+}
+
+void add(Args& a, const std::string& flag, const std::string& value) {
+  a.push_back(flag);
+  a.push_back(value);
+}
+
+void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
+  add(a, "--num-layers", s.num_layers);
+  add(a, "--hidden-size", s.hidden_size);
+  add(a, "--ffn-hidden-size", s.ffn_size);
+  add(a, "--num-attention-heads", s.num_heads);
+  if (s.head_dim * s.num_heads != s.hidden_size) add(a, "--kv-channels", s.head_dim);
+  if (s.num_kv_heads != s.num_heads) {
+    a.emplace_back("--group-query-attention");
+    add(a, "--num-query-groups", s.num_kv_heads);
+  }
+  add(a, "--seq-length", seq_len);
+  add(a, "--max-position-embeddings", std::max(s.max_positions, seq_len));
+  add(a, "--position-embedding-type",
+      s.positions == PositionKind::rotary ? "rope" : "learned_absolute");
+  add(a, "--normalization", s.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  if (s.mlp == MlpKind::swiglu) a.emplace_back("--swiglu");
+  if (!s.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
+  if (!s.mlp_bias && !s.attn_out_bias) {
+    a.emplace_back("--disable-bias-linear");
+    if (s.qkv_bias) a.emplace_back("--add-qkv-bias");
+  }
+}
+
+// The stage split Megatron-LM is told: nothing for an even split, the embedding-and-loss
+// rule, or the first and last stages' layer counts with the rest even.
+void stage_split(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
+  const auto layers = cost::layers_per_stage(s, l);
+  const auto p = static_cast<std::size_t>(l.pp);
+  if (std::all_of(layers.begin(), layers.end(), [&](auto n) { return n == layers.front(); })) {
+    return;
+  }
+  const std::int64_t rule = (s.num_layers + 2) / l.pp;
+  const bool embedding_and_loss =
+      (s.num_layers + 2) % l.pp == 0 && layers.front() == rule - 1 && layers.back() == rule - 1 &&
+      std::all_of(layers.begin() + 1, layers.end() - 1, [&](auto n) { return n == rule; });
+  if (embedding_and_loss) {
+    a.emplace_back("--account-for-embedding-in-pipeline-split");
+    a.emplace_back("--account-for-loss-in-pipeline-split");
+    return;
+  }
+  const bool middle_even =
+      p < 3 || std::all_of(layers.begin() + 1, layers.end() - 1, [&](auto n) { return n == layers[1]; });
+  if (!middle_even) {
+    throw Error("--export-megatron: Megatron-LM sets the first and last stages' layers and splits "
+                "the rest evenly; this layout's stages differ in the middle");
+  }
+  add(a, "--decoder-first-pipeline-num-layers", layers.front());
+  add(a, "--decoder-last-pipeline-num-layers", layers.back());
+}
+
+void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
+  add(a, "--tensor-model-parallel-size", l.tp);
+  add(a, "--pipeline-model-parallel-size", l.pp);
+  add(a, "--context-parallel-size", l.cp);
+  if (l.cp > 1) add(a, "--cp-comm-type", std::string(cost::name_of(l.cp_comm)));
+  if (l.sequence_parallel) a.emplace_back("--sequence-parallel");
+  if (l.pp > 1) {
+    const auto schedule = l.pipeline_schedule();
+    if (schedule != cost::PipelineSchedule::one_f_one_b &&
+        schedule != cost::PipelineSchedule::interleaved) {
+      throw Error("--export-megatron: schedule " + std::string(cost::name_of(schedule)) +
+                  ": Megatron-LM runs 1F1B and interleaved 1F1B");
+    }
+    if (l.interleave > 1) add(a, "--num-virtual-stages-per-pipeline-rank", l.interleave);
+    stage_split(a, s, l);
+  }
+}
+
+void training(Args& a, const cost::Layout3D& l) {
+  add(a, "--micro-batch-size", l.micro_batch);
+  add(a, "--global-batch-size", l.global_batch());
+  if (l.recompute == Checkpointing::selective) add(a, "--recompute-granularity", "selective");
+  if (l.recompute == Checkpointing::full) {
+    add(a, "--recompute-granularity", "full");
+    add(a, "--recompute-method", "uniform");
+    add(a, "--recompute-num-layers", 1);
+  }
+  const auto type = compute_type(l.precision);
+  if (type == "bf16") a.emplace_back("--bf16");
+  if (type == "fp16") a.emplace_back("--fp16");
+  if (l.distributed_optimizer) a.emplace_back("--use-distributed-optimizer");
+}
+
+}  // namespace
+
+std::vector<std::string> megatron_arguments(const ModelDesc& m, const cost::Layout3D& l) {
+  if (!m.transformer) {
+    throw Error("--export-megatron: model " + m.name + " has no layer shapes");
+  }
+  Args a;
+  model_shape(a, *m.transformer, l.seq_len);
+  parallel_sizes(a, *m.transformer, l);
+  training(a, l);
+  return a;
+}
+
+std::string megatron_args_file(const ModelDesc& m, const cost::Layout3D& l) {
+  const auto args = megatron_arguments(m, l);
+  std::string out = "# Megatron-LM arguments for " + m.name + " on " + std::to_string(l.gpus()) +
+                    " GPUs: tp " + std::to_string(l.tp) + " x cp " + std::to_string(l.cp) +
+                    " x pp " + std::to_string(l.pp) + " x dp " + std::to_string(l.dp) +
+                    " (written by dtplan)\n"
+                    "# torchrun <launch args> pretrain_gpt.py \"${DTPLAN_MEGATRON_ARGS[@]}\" "
+                    "<data, tokenizer, optimizer and schedule arguments>\n"
+                    "DTPLAN_MEGATRON_ARGS=(\n";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool value_follows = i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0;
+    out += "  " + args[i];
+    if (value_follows) out += " " + args[++i];
+    out += "\n";
+  }
+  return out + ")\n";
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,182 @@
+// Megatron-LM arguments for layouts, field by field against the options Megatron-LM documents
+// in megatron/training/arguments.py (_add_network_size_args, _add_distributed_args,
+// _add_training_args, _add_mixed_precision_args).
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/planner/export_megatron.hpp"
+
+using namespace dtplan;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Every flag dtplan may write, as arguments.py spells it; the value kind each takes.
+const std::map<std::string, bool> kTakesValue{
+    {"--num-layers", true},
+    {"--hidden-size", true},
+    {"--ffn-hidden-size", true},
+    {"--num-attention-heads", true},
+    {"--kv-channels", true},
+    {"--group-query-attention", false},
+    {"--num-query-groups", true},
+    {"--seq-length", true},
+    {"--max-position-embeddings", true},
+    {"--position-embedding-type", true},  // learned_absolute, rope, ...
+    {"--normalization", true},            // LayerNorm, RMSNorm
+    {"--swiglu", false},
+    {"--untie-embeddings-and-output-weights", false},
+    {"--disable-bias-linear", false},
+    {"--add-qkv-bias", false},
+    {"--tensor-model-parallel-size", true},
+    {"--pipeline-model-parallel-size", true},
+    {"--context-parallel-size", true},
+    {"--cp-comm-type", true},  // p2p, all_gather, a2a, a2a+p2p
+    {"--sequence-parallel", false},
+    {"--num-virtual-stages-per-pipeline-rank", true},
+    {"--decoder-first-pipeline-num-layers", true},
+    {"--decoder-last-pipeline-num-layers", true},
+    {"--account-for-embedding-in-pipeline-split", false},
+    {"--account-for-loss-in-pipeline-split", false},
+    {"--micro-batch-size", true},
+    {"--global-batch-size", true},
+    {"--recompute-granularity", true},  // full, selective
+    {"--recompute-method", true},       // uniform, block
+    {"--recompute-num-layers", true},
+    {"--bf16", false},
+    {"--fp16", false},
+    {"--use-distributed-optimizer", false},
+};
+
+// The arguments as flag -> value ("" for switches), checking each flag is documented and
+// takes a value exactly when Megatron-LM's parser expects one.
+std::map<std::string, std::string> parsed(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    INFO(args[i]);
+    REQUIRE(kTakesValue.count(args[i]) == 1);
+    REQUIRE(out.count(args[i]) == 0);
+    if (kTakesValue.at(args[i])) {
+      REQUIRE(i + 1 < args.size());
+      out[args[i]] = args[i + 1];
+      ++i;
+    } else {
+      out[args[i]] = "";
+    }
+  }
+  return out;
+}
+
+ModelDesc llama_3_8b() {
+  return load_model("llama-3-8b", resolve_data_dir("") / "models");
+}
+
+cost::Layout3D layout(std::int64_t tp, std::int64_t cp, std::int64_t pp, std::int64_t dp) {
+  cost::Layout3D l;
+  l.tp = tp;
+  l.cp = cp;
+  l.pp = pp;
+  l.dp = dp;
+  l.seq_len = 8192;
+  l.micro_batch = 1;
+  l.micro_batches = 16;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM arguments: Llama 3 8B shapes, tp x cp, sequence parallel, bf16") {
+  auto l = layout(2, 8, 1, 2);
+  l.seq_len = 131072;
+  l.sequence_parallel = true;
+  const auto a = parsed(planner::megatron_arguments(llama_3_8b(), l));
+  // Llama 3 8B (config.json): 32 layers, hidden 4096, MLP 14336, 32 heads, 8 KV heads, RoPE,
+  // RMSNorm, SwiGLU, untied head, no biases.
+  CHECK(a.at("--num-layers") == "32");
+  CHECK(a.at("--hidden-size") == "4096");
+  CHECK(a.at("--ffn-hidden-size") == "14336");
+  CHECK(a.at("--num-attention-heads") == "32");
+  CHECK(a.count("--kv-channels") == 0);  // 4096 / 32 = 128, Megatron's default
+  CHECK(a.count("--group-query-attention") == 1);
+  CHECK(a.at("--num-query-groups") == "8");
+  CHECK(a.at("--seq-length") == "131072");
+  CHECK(a.at("--max-position-embeddings") == "131072");
+  CHECK(a.at("--position-embedding-type") == "rope");
+  CHECK(a.at("--normalization") == "RMSNorm");
+  CHECK(a.count("--swiglu") == 1);
+  CHECK(a.count("--untie-embeddings-and-output-weights") == 1);
+  CHECK(a.count("--disable-bias-linear") == 1);
+  CHECK(a.at("--tensor-model-parallel-size") == "2");
+  CHECK(a.at("--context-parallel-size") == "8");
+  CHECK(a.at("--cp-comm-type") == "p2p");
+  CHECK(a.at("--pipeline-model-parallel-size") == "1");
+  CHECK(a.count("--sequence-parallel") == 1);
+  CHECK(a.at("--micro-batch-size") == "1");
+  CHECK(a.at("--global-batch-size") == "32");  // 1 x 16 x dp 2
+  CHECK(a.count("--bf16") == 1);
+  CHECK(a.count("--use-distributed-optimizer") == 1);
+  CHECK(a.count("--recompute-granularity") == 0);
+}
+
+TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shapes") {
+  const auto data = resolve_data_dir("");
+  const auto gpt2 = load_model("gpt2", data / "models");
+  auto l = layout(1, 1, 4, 2);
+  l.seq_len = 1024;
+  l.interleave = 3;  // 12 layers over 4 stages x 3 chunks
+  l.recompute = Checkpointing::full;
+  l.precision = Precision::fp16;
+  l.distributed_optimizer = false;
+  const auto a = parsed(planner::megatron_arguments(gpt2, l));
+  CHECK(a.at("--num-virtual-stages-per-pipeline-rank") == "3");
+  CHECK(a.at("--recompute-granularity") == "full");
+  CHECK(a.at("--recompute-method") == "uniform");
+  CHECK(a.at("--recompute-num-layers") == "1");
+  CHECK(a.count("--fp16") == 1);
+  CHECK(a.count("--bf16") == 0);
+  CHECK(a.count("--use-distributed-optimizer") == 0);
+  // GPT-2: learned positions, LayerNorm, biases everywhere, tied head, 12 heads of 64.
+  CHECK(a.at("--position-embedding-type") == "learned_absolute");
+  CHECK(a.at("--normalization") == "LayerNorm");
+  CHECK(a.count("--disable-bias-linear") == 0);
+  CHECK(a.count("--untie-embeddings-and-output-weights") == 0);
+  CHECK(a.count("--group-query-attention") == 0);
+  CHECK(a.at("--max-position-embeddings") == "1024");
+}
+
+TEST_CASE("Megatron-LM arguments: uneven stages as the embedding-and-loss rule or first/last") {
+  auto spec = *llama_3_8b().transformer;
+  spec.num_layers = 126;  // Llama 3 405B's depth over 16 stages: 7, 8 x 14, 7
+  const auto deep = model_from_transformer(spec, "llama-126", "test");
+  auto l = layout(8, 1, 16, 1);
+  const auto a = parsed(planner::megatron_arguments(deep, l));
+  CHECK(a.count("--account-for-embedding-in-pipeline-split") == 1);
+  CHECK(a.count("--account-for-loss-in-pipeline-split") == 1);
+  CHECK(a.count("--decoder-first-pipeline-num-layers") == 0);
+  // Splits of the user's over 12 stages: 3 + 10 x 12 + 3 = 126 is Megatron's first/last
+  // form; an uneven middle (9, 11, 12 x 7, 16) is not expressible.
+  l.pp = 12;
+  l.stage_layers = {3, 9, 11, 12, 12, 12, 12, 12, 12, 12, 16, 3};
+  CHECK_THROWS_WITH(planner::megatron_arguments(deep, l), Contains("differ in the middle"));
+  l.stage_layers = {3, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 3};
+  const auto b = parsed(planner::megatron_arguments(deep, l));
+  CHECK(b.at("--decoder-first-pipeline-num-layers") == "3");
+  CHECK(b.at("--decoder-last-pipeline-num-layers") == "3");
+  CHECK(b.count("--account-for-embedding-in-pipeline-split") == 0);
+}
+
+TEST_CASE("Megatron-LM arguments: schedules it does not run are refused, the file is bash") {
+  auto l = layout(1, 1, 4, 1);
+  l.schedule = cost::PipelineSchedule::zb_h1;
+  CHECK_THROWS_WITH(planner::megatron_arguments(llama_3_8b(), l),
+                    Contains("Megatron-LM runs 1F1B and interleaved 1F1B"));
+  l.schedule.reset();
+  const auto file = planner::megatron_args_file(llama_3_8b(), l);
+  CHECK_THAT(file, Contains("DTPLAN_MEGATRON_ARGS=(\n"));
+  CHECK_THAT(file, Contains("\n  --tensor-model-parallel-size 1\n"));
+  CHECK_THAT(file, Contains("\n  --swiglu\n"));
+  CHECK(file.substr(file.size() - 2) == ")\n");
+}
