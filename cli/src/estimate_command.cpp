@@ -6,6 +6,7 @@
 #include "common_options.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/step_time.hpp"
+#include "dtplan/cost/trace.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/model/number_range.hpp"
@@ -35,6 +36,7 @@ struct EstimateOptions {
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
   std::string cp_comm = "p2p";
   std::string megatron_file;            // --export-megatron
+  std::string trace_file;               // --trace
   std::string schedule;                 // empty: Megatron's own
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
@@ -103,6 +105,11 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
   return c;
 }
 
+// --trace: the predicted timeline as a Chrome trace (Perfetto, chrome://tracing).
+void write_trace(const EstimateOptions& o, const std::string& trace) {
+  if (!o.trace_file.empty()) write_file_atomically(o.trace_file, trace, "--trace");
+}
+
 bool is_3d(const EstimateOptions& o) {
   return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
          !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty();
@@ -154,6 +161,8 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
   if (!megatron.empty()) write_file_atomically(o.megatron_file, megatron, "--export-megatron");
+  write_trace(o, cost::chrome_trace(cost::timeline_3d(l, tm),
+                                    "dtplan estimate: " + model.name + ", " + layout_text(l)));
   if (o.json) {
     auto j = report_preamble("estimate", ctx.args);
     j["model"] = model_json(model);
@@ -220,6 +229,9 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
   const auto host = host_memory_of(o.training.host_memory);
   e.memory.fit = cost::check_fit(e.memory, gpu, host.value_or(t.node().host_memory_or_default()));
+  write_trace(o, cost::chrome_trace(e.timeline, "dtplan estimate: " + model.name + ", " +
+                                                    std::string(name_of(c.strategy)) + " on " +
+                                                    std::to_string(c.dp_size) + " GPUs"));
   if (!o.json) {
     print_step_estimate(ctx.out, {model, c, t, gpu, options}, e);
     return 0;
@@ -290,6 +302,8 @@ Command register_estimate_command(CLI::App& app) {
                   "interleaved with --interleave > 1)");
   cmd->add_option("--export-megatron", o->megatron_file,
                   "write the layout as Megatron-LM arguments (a bash array) to FILE");
+  cmd->add_option("--trace", o->trace_file,
+                  "write the predicted step timeline as a Chrome trace (open in Perfetto)");
   cmd->add_flag("--json", o->json, "machine-readable output");
   return {"estimate", [o](const RunContext& ctx) { return run_estimate(*o, ctx); }};
 }

@@ -60,11 +60,12 @@ void stage_split(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
     a.emplace_back("--account-for-loss-in-pipeline-split");
     return;
   }
-  const bool middle_even =
-      p < 3 || std::all_of(layers.begin() + 1, layers.end() - 1, [&](auto n) { return n == layers[1]; });
+  const bool middle_even = p < 3 || std::all_of(layers.begin() + 1, layers.end() - 1,
+                                                [&](auto n) { return n == layers[1]; });
   if (!middle_even) {
-    throw Error("--export-megatron: Megatron-LM sets the first and last stages' layers and splits "
-                "the rest evenly; this layout's stages differ in the middle");
+    throw Error(
+        "--export-megatron: Megatron-LM sets the first and last stages' layers and splits "
+        "the rest evenly; this layout's stages differ in the middle");
   }
   add(a, "--decoder-first-pipeline-num-layers", layers.front());
   add(a, "--decoder-last-pipeline-num-layers", layers.back());

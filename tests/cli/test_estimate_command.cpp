@@ -2,7 +2,11 @@
 // end; its JSON has the memory keys of `dtplan memory` under per_gpu, the step's parts add
 // up, the timeline spans the step; bad input gives one-line errors.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_runner.hpp"
 
@@ -240,4 +244,68 @@ TEST_CASE("estimate --cp: context parallelism splits the sequence, dp = GPUs / (
   const auto uneven = run(args("3", "p2p"));
   CHECK(uneven.code == 1);
   CHECK_THAT(uneven.err, Catch::Matchers::Contains("not divisible by tp x cp x pp = 6"));
+}
+
+namespace {
+
+// The complete ("X") events of a Chrome trace file, and its thread names by id.
+struct Trace {
+  std::vector<nlohmann::json> events;
+  std::map<int, std::string> threads;
+  double end_s() const {
+    double end = 0;
+    for (const auto& e : events)
+      end = std::max(end, (e["ts"].get<double>() + e["dur"].get<double>()) / 1e6);
+    return end;
+  }
+};
+
+Trace read_trace(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  const auto j = nlohmann::json::parse(f);
+  Trace t;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e["ph"] == "X") t.events.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      t.threads[e["tid"].get<int>()] = e["args"]["name"];
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "estimate --trace: the step as a Chrome trace, one thread per stream, ending at the step") {
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-trace-3d.json";
+  std::filesystem::remove(path);
+  const auto r =
+      run({"estimate",   "--model",        "llama-3-8b", "--topology", "dgx-h100", "--nodes",
+           "4",          "--gpu",          "H100-SXM",   "--tp",       "2",        "--cp",
+           "8",          "--cp-comm",      "all_gather", "--seq-len",  "131072",   "--micro-batch",
+           "1",          "--global-batch", "32",         "--sp",       "--json",   "--trace",
+           path.string()});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  const auto trace = read_trace(path);
+  // The 3D timeline is serial: its events tile the step, which ends at the predicted time.
+  double busy = 0;
+  for (const auto& e : trace.events)
+    busy += e["dur"].get<double>() / 1e6;
+  CHECK(trace.end_s() == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
+  CHECK(busy == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
+  std::set<std::string> names;
+  for (const auto& [tid, name] : trace.threads)
+    names.insert(name);
+  CHECK(names ==
+        std::set<std::string>{"compute", "tensor parallel", "context parallel", "data parallel"});
+  // A data-parallel estimate's timeline: compute and communication streams, overlapping.
+  const auto dp_path = std::filesystem::temp_directory_path() / "dtplan-test-trace-dp.json";
+  const auto dp = run({"estimate", "--model", "gpt2-xl", "--topology", "pcie-split-8", "--gpu",
+                       "A100-80GB", "--strategy", "zero3", "--micro-batch", "8", "--grad-accum",
+                       "4", "--seq-len", "1024", "--json", "--trace", dp_path.string()});
+  REQUIRE(dp.code == 0);
+  const auto dp_trace = read_trace(dp_path);
+  CHECK(dp_trace.end_s() ==
+        Approx(nlohmann::json::parse(dp.out)["step_time_s"].get<double>()).epsilon(1e-9));
+  CHECK(dp_trace.threads.size() == 2);
 }
