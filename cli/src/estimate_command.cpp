@@ -35,8 +35,11 @@ struct EstimateOptions {
   bool json = false;
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
   std::string cp_comm = "p2p";
-  std::string megatron_file;            // --export-megatron
-  std::string trace_file;               // --trace
+  std::string megatron_file;  // --export-megatron
+  std::string trace_file;     // --trace
+  std::string framework = "megatron";
+  std::string sharding;                 // empty: the framework's own (optimizer; FSDP2 parameters)
+  std::int64_t dp_shard = 0;            // ranks a state is sharded over; 0: all dp x cp
   std::string schedule;                 // empty: Megatron's own
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
@@ -112,7 +115,8 @@ void write_trace(const EstimateOptions& o, const std::string& trace) {
 
 bool is_3d(const EstimateOptions& o) {
   return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
-         !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty();
+         !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty() ||
+         o.framework != "megatron" || !o.sharding.empty() || o.dp_shard != 0;
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -132,6 +136,12 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   l.pp = o.pp;
   l.cp = o.cp;
   l.cp_comm = cost::parse_cp_comm(o.cp_comm);
+  l.framework = cost::parse_framework(o.framework);
+  l.sharding = !o.sharding.empty()                     ? cost::parse_dp_sharding(o.sharding)
+               : l.framework == cost::Framework::fsdp2 ? cost::DpSharding::parameters
+                                                       : cost::DpSharding::optimizer;
+  if (o.dp_shard < 0) throw Error("--dp-shard " + std::to_string(o.dp_shard) + ": a positive size");
+  l.shard_group = o.dp_shard;
   if (o.cp == 1 && o.cp_comm != "p2p") throw Error("--cp-comm " + o.cp_comm + ": needs --cp > 1");
   l.dp = c.dp_size / model_parallel;
   l.interleave = o.interleave;
@@ -180,9 +190,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
           << layout_text(l) << " (global batch " << l.global_batch() << ", sequence " << l.seq_len
           << ")\n\n  memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
           << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
-          << " GiB, fp32 main gradients " << gib(mem.gradients) << ", optimizer states "
+          << " GiB, gradients " << gib(mem.gradients) << ", optimizer states "
           << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
           << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
+          << (mem.buffers.value > 0 ? ", FSDP buffers " + gib(mem.buffers) : std::string())
           << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of "
           << gib(gpu.memory)
           << (mem.total().value > gpu.memory.value
@@ -193,6 +204,9 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
           << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
           << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
           << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
+          << (l.framework == cost::Framework::fsdp2
+                  ? ", FSDP gathers and reductions not hidden " + seconds(tm.fsdp_comm_s)
+                  : std::string())
           << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
           << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
           << seconds(tm.dp_sync_s) << ", optimizer " << seconds(tm.optimizer_s) << "\n  "
@@ -300,6 +314,15 @@ Command register_estimate_command(CLI::App& app) {
   cmd->add_option("--schedule", o->schedule,
                   "pipeline schedule: 1f1b|interleaved|gpipe|zb-h1|zb-h2|zbv (default: 1f1b, "
                   "interleaved with --interleave > 1)");
+  cmd->add_option("--framework", o->framework,
+                  "who runs the tensor x context x pipeline layout: megatron (distributed "
+                  "optimizer) or fsdp2 (torchtitan: FSDP2 per block)")
+      ->capture_default_str();
+  cmd->add_option("--sharding", o->sharding,
+                  "model states sharded over dp x cp: none|optimizer|gradients|parameters "
+                  "(default: optimizer under megatron, parameters under fsdp2)");
+  cmd->add_option("--dp-shard", o->dp_shard,
+                  "ranks each state is sharded over (hybrid sharding; default: all dp x cp)");
   cmd->add_option("--export-megatron", o->megatron_file,
                   "write the layout as Megatron-LM arguments (a bash array) to FILE");
   cmd->add_option("--trace", o->trace_file,

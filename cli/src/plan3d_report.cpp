@@ -40,6 +40,9 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
           {"pp", l.pp},
           {"dp", l.dp},
           {"cp", l.cp},
+          {"framework", std::string(name_of(l.framework))},
+          {"sharding", std::string(name_of(l.sharding))},
+          {"shard_ranks", l.shard_ranks()},
           {"cp_comm", l.cp > 1 ? std::string(name_of(l.cp_comm)) : "none"},
           {"interleave", l.interleave},
           {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
@@ -56,6 +59,7 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
             {"optimizer_states", c.memory.optimizer_states.value},
             {"activations", c.memory.activations.value},
             {"logits", c.memory.logits.value},
+            {"buffers", c.memory.buffers.value},
             {"overhead", c.memory.overhead.value}}},
           {"step_time_s", t.step_s},
           {"samples_per_s", t.samples_per_s},
@@ -65,6 +69,7 @@ nlohmann::json layout_json(const planner::Candidate3D& c) {
            {{"compute_per_microbatch_s", t.compute_s},
             {"tp_comm_per_microbatch_s", t.tp_comm_s},
             {"cp_comm_per_microbatch_s", t.cp_comm_s},
+            {"fsdp_comm_per_microbatch_s", t.fsdp_comm_s},
             {"p2p_per_microbatch_s", t.p2p_s},
             {"pipeline_s", t.pipeline_s},
             {"bubble_s", t.bubble_s},
@@ -95,6 +100,11 @@ std::string layout_text(const cost::Layout3D& l) {
   s << "tp " << l.tp;
   if (l.cp > 1) s << " x cp " << l.cp << " (" << name_of(l.cp_comm) << ")";
   s << " x pp " << l.pp << " x dp " << l.dp;
+  if (l.framework == cost::Framework::fsdp2) {
+    s << ", FSDP2 (" << name_of(l.sharding) << " sharded over " << l.shard_ranks() << ")";
+  } else if (l.sharding == cost::DpSharding::none) {
+    s << ", no distributed optimizer";
+  }
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   const auto& split = l.stage_layers;
@@ -108,11 +118,18 @@ std::string layout_text(const cost::Layout3D& l) {
   return s.str();
 }
 
+// Who holds the model states: "dist-opt" (Megatron's distributed optimizer), "replicated",
+// "fsdp2" (sharded, blocks gathered per pass), "fsdp2-keep" (gathered forward to backward).
+std::string states_text(const cost::Layout3D& l) {
+  if (l.framework == cost::Framework::fsdp2)
+    return l.sharding == cost::DpSharding::gradients ? "fsdp2-keep" : "fsdp2";
+  return l.sharding == cost::DpSharding::optimizer ? "dist-opt" : "replicated";
+}
+
 void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
   const auto& x = r.layouts;
-  out << "\ntensor x context x pipeline x data parallel (Megatron-style, bf16 with fp32 main "
-         "gradients, "
-         "distributed optimizer): "
+  out << "\ntensor x context x pipeline x data parallel (Megatron-LM with its distributed "
+         "optimizer, or FSDP2 as torchtitan runs it; bf16): "
       << x.evaluated << " layouts evaluated in " << ms(x.elapsed_s) << ": " << x.fit
       << " fit (the fastest of each shape below), " << x.out_of_memory << " over memory\n";
   if (x.ranked.empty()) {
@@ -127,9 +144,10 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
     }
     out << "\n";
   } else {
-    TextTable t({"#",   "tp",     "cp",      "pp",        "dp",      "v",      "schedule",
-                 "sp",  "micro",  "m",       "recompute", "GiB/GPU", "step",   "samples/s",
-                 "MFU", "bubble", "TP comm", "CP comm",   "p2p",     "DP sync"});
+    TextTable t({"#",       "tp",        "cp",        "pp",     "dp",     "states",
+                 "v",       "schedule",  "sp",        "micro",  "m",      "recompute",
+                 "GiB/GPU", "step",      "samples/s", "MFU",    "bubble", "TP comm",
+                 "CP comm", "FSDP comm", "p2p",       "DP sync"});
     for (std::size_t i = 0; i < x.ranked.size(); ++i) {
       const auto& c = x.ranked[i];
       const auto& l = c.layout;
@@ -140,6 +158,7 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
                  l.cp > 1 ? std::to_string(l.cp) + " " + std::string(name_of(l.cp_comm)) : "1",
                  std::to_string(l.pp),
                  std::to_string(l.dp),
+                 states_text(l),
                  std::to_string(l.interleave),
                  l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "-",
                  l.sequence_parallel ? "yes" : "no",
@@ -153,6 +172,7 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
                  ms(tm.bubble_s),
                  ms(tm.tp_comm_s * m),
                  ms(tm.cp_comm_s * m),
+                 ms(tm.fsdp_comm_s * m),
                  ms(tm.p2p_s * m),
                  ms(tm.dp_sync_s)});
     }
@@ -177,8 +197,10 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
         << part(tm.bubble_s) << ", tensor-parallel all-reduces "
         << part(tm.tp_comm_s * double(x.ranked.front().layout.micro_batches))
         << ", context-parallel exchange "
-        << part(tm.cp_comm_s * double(x.ranked.front().layout.micro_batches)) << ", pipeline sends "
-        << part(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
+        << part(tm.cp_comm_s * double(x.ranked.front().layout.micro_batches))
+        << ", FSDP gathers and reductions "
+        << part(tm.fsdp_comm_s * double(x.ranked.front().layout.micro_batches))
+        << ", pipeline sends " << part(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
         << ", data-parallel gradients " << ms(tm.dp_sync_s) << ", optimizer " << ms(tm.optimizer_s)
         << "\n";
   } else if (!z->best) {

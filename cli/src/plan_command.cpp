@@ -43,6 +43,7 @@ struct PlanOptions {
   std::vector<std::int64_t> micro_batches;
   std::vector<std::int64_t> tps, pps, cps, interleaves;  // the tensor x pipeline search
   std::vector<std::string> cp_comms;
+  std::vector<std::string> frameworks;  // megatron, fsdp2
   std::vector<std::string> schedules;
   std::vector<std::string> sequence_parallel;  // on, off
   std::string optimizer = "adamw";
@@ -148,6 +149,8 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
   x.cps = o.cps;
   for (const auto& name : o.cp_comms)
     x.cp_comms.push_back(cost::parse_cp_comm(name));
+  for (const auto& name : o.frameworks)
+    x.frameworks.push_back(cost::parse_framework(name));
   x.interleaves = o.interleaves;
   for (const auto& name : o.schedules)
     x.schedules.push_back(cost::parse_schedule(name));
@@ -168,6 +171,13 @@ Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner
              const ModelDesc& m, const Topology& t, const GpuSpec& gpu) {
   return planner::plan_file(
       best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
+}
+
+// The fastest layout Megatron-LM runs that fits, or null.
+const cost::Layout3D* best_megatron_layout(const std::optional<planner::Result3D>& layouts) {
+  if (!layouts) return nullptr;
+  const auto found = layouts->best_of_framework.find(cost::Framework::megatron);
+  return found == layouts->best_of_framework.end() ? nullptr : &found->second.layout;
 }
 
 // What DeepSpeed runs: the best ZeRO configuration (the best plan itself when it is one),
@@ -380,14 +390,14 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
         planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads, comm);
   const bool fits_3d = layouts && !layouts->ranked.empty();
   if (!o.megatron_file.empty()) {
-    if (!fits_3d) {
+    const auto* best = best_megatron_layout(layouts);
+    if (!best) {
       throw Error(
-          "--export-megatron: no tensor x context x pipeline layout fits; nothing was "
-          "written");
+          "--export-megatron: no Megatron-LM layout is among the ranked ones (--framework "
+          "megatron searches only those); nothing was written");
     }
-    files.push_back({o.megatron_file,
-                     planner::megatron_args_file(model, layouts->ranked.front().layout),
-                     "--export-megatron"});
+    files.push_back(
+        {o.megatron_file, planner::megatron_args_file(model, *best), "--export-megatron"});
   }
   const bool data_parallel_exports =
       !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
@@ -416,6 +426,10 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     result.best ? print_plan(text, report, extras)
                 : print_no_plan(text, report, layouts && !layouts->ranked.empty());
     if (layouts) print_plan_3d(text, {*layouts, result});
+    if (!o.megatron_file.empty()) {
+      text << "wrote Megatron-LM arguments: " << o.megatron_file << " ("
+           << layout_text(*best_megatron_layout(layouts)) << ")\n";
+    }
   }
   write_files_together(files);
   ctx.out << text.str();
@@ -457,6 +471,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->delimiter(',');
   cmd.add_option("--cp-comm", o.cp_comms,
                  "context-parallel exchanges for the 3D search: p2p,all_gather,a2a (default: p2p)")
+      ->delimiter(',');
+  cmd.add_option("--framework", o.frameworks,
+                 "who runs the 3D layouts: megatron,fsdp2 (default: both)")
       ->delimiter(',');
   cmd.add_option("--interleave", o.interleaves, "model chunks per GPU for the 3D search")
       ->delimiter(',');
@@ -508,7 +525,7 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
   cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
   cmd.add_option("--export-megatron", o.megatron_file,
-                 "write the best tensor x context x pipeline layout as Megatron-LM arguments");
+                 "write the best Megatron-LM layout of the 3D search as Megatron-LM arguments");
   cmd.add_flag("--export-launch", o.launch, "print torchrun and deepspeed command lines");
   cmd.add_option("--script", o.launch_options.script, "training script in the launch lines")
       ->capture_default_str();

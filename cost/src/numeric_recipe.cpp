@@ -102,4 +102,13 @@ NumericRecipe megatron_recipe(Precision p) {
   return r;
 }
 
+NumericRecipe fsdp2_recipe(Precision p) {
+  auto r = numeric_recipe(p, Optimizer::adamw, true, false, false);
+  if (!is_mixed(p)) return r;
+  r.gradient_comm = ElementType::fp32;
+  r.description = "FSDP2 MixedPrecisionPolicy: " + std::string(name_of(r.compute)) +
+                  " gathers, fp32 parameter shards, gradients reduced in fp32";
+  return r;
+}
+
 }  // namespace dtplan::cost

@@ -60,33 +60,80 @@ std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
   return most;
 }
 
-// The optimizer's share of a parameter: main weights and moments, sharded over dp x cp by the
-// distributed optimizer.
-double optimizer_bytes_per_param(const NumericRecipe& r, const Layout3D& l) {
-  const auto owned = static_cast<double>(r.main_weight_bytes() + r.optimizer.bytes_per_param());
-  return owned / (l.distributed_optimizer ? static_cast<double>(l.dp * l.cp) : 1.0);
+// The numeric recipe of a layout's framework.
+NumericRecipe recipe_of(const Layout3D& l) {
+  return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision) : megatron_recipe(l.precision);
+}
+
+// Per parameter, each state's bytes on one rank: divided by the shard ranks where the layout
+// shards it. FSDP2 keeps every parameter sharded at rest (its modes differ in when blocks
+// are gathered), so its weights are always divided.
+struct StateBytes {
+  double weights = 0, gradients = 0, optimizer = 0;
+};
+
+StateBytes state_bytes(const NumericRecipe& r, const Layout3D& l) {
+  const auto ranks = static_cast<double>(l.shard_ranks());
+  const bool fsdp = l.framework == Framework::fsdp2;
+  const auto share = [&](bool sharded, std::int64_t bytes) {
+    return static_cast<double>(bytes) / (sharded ? ranks : 1.0);
+  };
+  StateBytes b;
+  b.weights = share(fsdp || l.sharding == DpSharding::parameters, r.parameter_bytes());
+  b.gradients = share(fsdp || l.sharding >= DpSharding::gradients, r.gradient_bytes());
+  b.optimizer = share(l.sharding >= DpSharding::optimizer,
+                      r.main_weight_bytes() + r.optimizer.bytes_per_param());
+  return b;
 }
 
 constexpr std::array<std::pair<CpComm, std::string_view>, 3> kCpComms{
     {{CpComm::p2p, "p2p"}, {CpComm::all_gather, "all_gather"}, {CpComm::a2a, "a2a"}}};
+constexpr std::array<std::pair<DpSharding, std::string_view>, 4> kShardings{
+    {{DpSharding::none, "none"},
+     {DpSharding::optimizer, "optimizer"},
+     {DpSharding::gradients, "gradients"},
+     {DpSharding::parameters, "parameters"}}};
+constexpr std::array<std::pair<Framework, std::string_view>, 2> kFrameworks{
+    {{Framework::megatron, "megatron"}, {Framework::fsdp2, "fsdp2"}}};
+
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
+  for (const auto& [v, name] : table) {
+    if (v == value) return name;
+  }
+  return table.front().second;
+}
+
+template <class E, std::size_t N>
+E parse_in(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text,
+           const std::string& what) {
+  std::string known;
+  for (const auto& [v, name] : table) {
+    if (name == text) return v;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  throw Error(what + " '" + std::string(text) + "' is not known (known: " + known + ")");
+}
 
 }  // namespace
 
 std::string_view name_of(CpComm c) {
-  for (const auto& [value, name] : kCpComms) {
-    if (value == c) return name;
-  }
-  return "p2p";
+  return name_in(kCpComms, c);
 }
-
 CpComm parse_cp_comm(std::string_view text) {
-  std::string known;
-  for (const auto& [value, name] : kCpComms) {
-    if (name == text) return value;
-    known += (known.empty() ? "" : ", ") + std::string(name);
-  }
-  throw Error("context-parallel exchange '" + std::string(text) +
-              "' is not known (known: " + known + ")");
+  return parse_in(kCpComms, text, "context-parallel exchange");
+}
+std::string_view name_of(DpSharding s) {
+  return name_in(kShardings, s);
+}
+DpSharding parse_dp_sharding(std::string_view text) {
+  return parse_in(kShardings, text, "data-parallel sharding");
+}
+std::string_view name_of(Framework f) {
+  return name_in(kFrameworks, f);
+}
+Framework parse_framework(std::string_view text) {
+  return parse_in(kFrameworks, text, "framework");
 }
 
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {
@@ -159,6 +206,27 @@ void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const F
   }
 }
 
+// The framework's sharding modes, and a shard group that divides the ranks holding the same
+// weights.
+template <class Fail>
+void check_sharding(const Layout3D& l, const Fail& fail) {
+  const std::int64_t ranks = l.dp * l.cp;
+  if (l.framework == Framework::megatron && l.sharding > DpSharding::optimizer) {
+    fail("Megatron-LM's distributed optimizer shards the optimizer states only (sharding " +
+         std::string(name_of(l.sharding)) + " needs framework fsdp2)");
+  }
+  if (l.framework == Framework::fsdp2 && l.sharding < DpSharding::gradients) {
+    fail("FSDP2 shards parameters and gradients (sharding gradients or parameters)");
+  }
+  if (l.shard_group < 0 || (l.shard_group > 0 && ranks % l.shard_group != 0)) {
+    fail("shard group " + std::to_string(l.shard_group) +
+         " does not divide dp x cp = " + std::to_string(ranks));
+  }
+  if (l.shard_group > 0 && l.shard_group != ranks && l.framework == Framework::megatron) {
+    fail("hybrid sharding (a shard group smaller than dp x cp) needs framework fsdp2");
+  }
+}
+
 }  // namespace
 
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
@@ -188,11 +256,12 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
     fail("interleaving needs pp > 1");
   }
   if (l.sequence_parallel && l.tp == 1) fail("sequence parallelism needs tp > 1");
+  check_sharding(l, fail);
 }
 
 Bytes Memory3D::total() const {
   return Bytes{weights.value + gradients.value + optimizer_states.value + activations.value +
-               logits.value + overhead.value};
+               logits.value + buffers.value + overhead.value};
 }
 
 namespace {
@@ -201,16 +270,31 @@ namespace {
 // vocabulary (the head is column-parallel; sequence parallelism gathers the tokens before it),
 // and the fp32 softmax Megatron-LM's vocab_parallel_cross_entropy computes from them and keeps
 // for backward -- one micro-batch at a time (its backward follows its forward on the last
-// stage).
+// stage). torchtitan casts the logits to fp32 before torch's cross-entropy, whose
+// log-softmax output is kept: 16-bit logits, the fp32 copy and the fp32 log-softmax.
 std::int64_t logits_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r) {
   if (s.head != HeadKind::causal_lm && s.head != HeadKind::masked_lm &&
       s.head != HeadKind::pretraining) {
     return 0;
   }
   const std::int64_t vocab = (s.vocab_size + l.tp - 1) / l.tp;
-  const std::int64_t per_element = r.activation_bytes() + bytes_per_element(ElementType::fp32);
+  const std::int64_t fp32 = bytes_per_element(ElementType::fp32);
+  const std::int64_t per_element =
+      r.activation_bytes() + (l.framework == Framework::fsdp2 ? 2 * fp32 : fp32);
   return checked_mul(checked_mul(l.seq_len / l.cp * l.micro_batch, vocab, "logits bytes"),
                      per_element, "logits bytes");
+}
+
+// FSDP2's transient copies: the block in use and the one prefetched, gathered in the compute
+// type (with gradients sharding every block of the stage stays gathered from forward to
+// backward), and one block's unsharded gradients in the reduce type before reduce-scatter.
+std::int64_t fsdp_buffer_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r,
+                               double stage_params) {
+  const auto b = block_params(s);
+  const double block = static_cast<double>(b.matrices / l.tp + b.replicated);
+  const double gathered = l.sharding == DpSharding::parameters ? 2 * block : stage_params;
+  return static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()) +
+                                   block * static_cast<double>(r.gradient_comm_bytes()));
 }
 
 // One stage's GPU: its parameters' states and the activations of the micro-batches it holds.
@@ -220,13 +304,17 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   out.stage = i;
   out.params_per_gpu = stage_params(s, l, i, layers);
   const double n = static_cast<double>(out.params_per_gpu);
-  const auto r = megatron_recipe(l.precision);
-  out.weights = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.parameter_bytes()))};
-  out.gradients = Bytes{static_cast<std::int64_t>(n * static_cast<double>(r.gradient_bytes()))};
-  out.optimizer_states = Bytes{static_cast<std::int64_t>(n * optimizer_bytes_per_param(r, l))};
+  const auto r = recipe_of(l);
+  const auto per_param = state_bytes(r, l);
+  out.weights = Bytes{static_cast<std::int64_t>(n * per_param.weights)};
+  out.gradients = Bytes{static_cast<std::int64_t>(n * per_param.gradients)};
+  out.optimizer_states = Bytes{static_cast<std::int64_t>(n * per_param.optimizer)};
+  if (l.framework == Framework::fsdp2) out.buffers = Bytes{fsdp_buffer_bytes(s, l, r, n)};
+  // Context parallelism runs on fused attention, and torchtitan on PyTorch's SDPA: no scores.
+  const bool fused = l.cp > 1 || l.framework == Framework::fsdp2;
   const double layer = layer_activation_bytes(
       static_cast<double>(l.seq_len / l.cp), double(l.micro_batch), double(s.hidden_size),
-      double(s.num_heads), l.tp, l.sequence_parallel, l.recompute, l.cp > 1);
+      double(s.num_heads), l.tp, l.sequence_parallel, l.recompute, fused);
   const double in_flight =
       l.pp == 1 ? 1.0
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
@@ -379,7 +467,7 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
   CpExchange out;
   if (l.cp == 1) return out;
   const auto& s = *m_.transformer;
-  const auto e = static_cast<double>(megatron_recipe(l.precision).activation_bytes());
+  const auto e = static_cast<double>(recipe_of(l).activation_bytes());
   const double tokens = static_cast<double>(l.seq_len / l.cp * l.micro_batch);
   const double kv = static_cast<double>(s.kv_size() / l.tp),
                q = static_cast<double>(s.q_size() / l.tp);
@@ -451,7 +539,7 @@ Time3D Model3D::time(const Layout3D& l) {
   const auto stage = with_context_parallel(local, l.cp);
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
-  const auto recipe = megatron_recipe(l.precision);
+  const auto recipe = recipe_of(l);
   const double sbh = static_cast<double>(l.seq_len / l.cp * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
   const double layers = static_cast<double>(stage_layers);
@@ -479,14 +567,16 @@ Time3D Model3D::time(const Layout3D& l) {
     p2p_factor = schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, {}).p2p_factor;
     out.p2p_s = 2 * p2p_one_s * p2p_factor;
   }
-  out.microbatch_s = out.compute_s + out.tp_comm_s + out.cp_comm_s + out.p2p_s;
+  const auto fsdp = fsdp_exposed(l, stage, stage_layers);
+  out.fsdp_comm_s = fsdp.forward_s + fsdp.backward_s;
+  out.microbatch_s = out.compute_s + out.tp_comm_s + out.cp_comm_s + out.fsdp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
   // gradients (equal FLOPs); recomputation, backward TP and CP exchanges and the gradient
   // send precede B's output and belong to it.
   const double weight_grad_s = (stage.backward_s - stage.recompute_s) / 2;
   StageTimes st;
-  st.forward_s =
-      stage.forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + p2p_one_s * p2p_factor;
+  st.forward_s = stage.forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + fsdp.forward_s +
+                 p2p_one_s * p2p_factor;
   st.backward_weight_s = weight_grad_s;
   st.backward_input_s = out.microbatch_s - st.forward_s - weight_grad_s;
   out.bubble_s =
@@ -502,9 +592,18 @@ Time3D Model3D::time(const Layout3D& l) {
 
 void Model3D::data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out) {
   auto& cache = *cache_;
-  const auto recipe = megatron_recipe(l.precision);
+  const auto recipe = recipe_of(l);
   const std::int64_t ranks = l.dp * l.cp;  // the ranks that hold the same weights
-  if (ranks > 1) {
+  const std::int64_t shards = l.shard_ranks();
+  if (l.framework == Framework::fsdp2) {
+    // Gradients were reduce-scattered in backward; hybrid sharding all-reduces each shard
+    // across the replica groups once per step.
+    if (ranks > shards) {
+      out.dp_sync_s =
+          group_collective_s(static_cast<int>(Collective::all_reduce), l.tp * ranks, ranks / shards,
+                             params / shards * recipe.gradient_comm_bytes());
+    }
+  } else if (ranks > 1) {
     const auto key = std::make_tuple(ranks, params * recipe.gradient_comm_bytes(), l.tp);
     if (!cache.dp_all_reduce.count(key))
       cache.dp_all_reduce[key] = dp_all_reduce_s(t_, table_, l, std::get<1>(key), cache.comm);
@@ -513,11 +612,37 @@ void Model3D::data_parallel_and_optimizer(const Layout3D& l, std::int64_t params
     // gradients' time for 16-bit parameters and fp32 gradients).
     const double gather = 0.5 * static_cast<double>(recipe.parameter_comm_bytes()) /
                           static_cast<double>(recipe.gradient_comm_bytes());
-    out.dp_sync_s = (l.distributed_optimizer ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(key);
+    const bool sharded = l.sharding == DpSharding::optimizer;
+    out.dp_sync_s = (sharded ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(key);
   }
-  out.optimizer_s = optimizer_time(l.distributed_optimizer ? params / ranks : params, recipe,
-                                   Offload::none, gpu_, k_);
+  const bool sharded_optimizer = l.sharding >= DpSharding::optimizer;
+  out.optimizer_s =
+      optimizer_time(sharded_optimizer ? params / shards : params, recipe, Offload::none, gpu_, k_);
   out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
+}
+
+CommPhaseTime Model3D::fsdp_exposed(const Layout3D& l, const ComputeTime& stage,
+                                    std::int64_t layers) {
+  CommPhaseTime out;
+  if (l.framework != Framework::fsdp2 || l.shard_ranks() == 1) return out;
+  const auto recipe = recipe_of(l);
+  const auto b = block_params(*m_.transformer);
+  const std::int64_t block = b.matrices / l.tp + b.replicated;  // one TP rank's block
+  const std::int64_t shards = l.shard_ranks(), span = l.tp * shards;
+  const double gather = group_collective_s(static_cast<int>(Collective::all_gather), span, shards,
+                                           block * recipe.parameter_comm_bytes());
+  const double reduce = group_collective_s(static_cast<int>(Collective::reduce_scatter), span,
+                                           shards, block * recipe.gradient_comm_bytes());
+  const auto n = static_cast<double>(layers);
+  // U messages (blocks) alongside compute C, prefetched one block ahead: the first cannot
+  // hide, the rest hide behind the compute before them (as step_time.hpp's overlap).
+  const auto exposed = [n](double comm, double compute) {
+    return std::max(comm / n, comm - compute * (n - 1) / n);
+  };
+  out.forward_s = exposed(n * gather, stage.forward_s);
+  const double backward_gathers = l.sharding == DpSharding::parameters ? n * gather : 0.0;
+  out.backward_s = exposed(backward_gathers + n * reduce, stage.backward_s);
+  return out;
 }
 
 Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,

@@ -21,8 +21,11 @@ std::string chrome_trace(const std::vector<TimelineEvent>& events, std::string_v
       streams.push_back(e.stream);
       found = std::prev(streams.end());
       const auto tid = static_cast<int>(streams.size());
-      trace.push_back(
-          {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", e.stream}}}});
+      trace.push_back({{"name", "thread_name"},
+                       {"ph", "M"},
+                       {"pid", 1},
+                       {"tid", tid},
+                       {"args", {{"name", e.stream}}}});
       trace.push_back({{"name", "thread_sort_index"},
                        {"ph", "M"},
                        {"pid", 1},

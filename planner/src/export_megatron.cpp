@@ -101,7 +101,7 @@ void training(Args& a, const cost::Layout3D& l) {
   const auto type = compute_type(l.precision);
   if (type == "bf16") a.emplace_back("--bf16");
   if (type == "fp16") a.emplace_back("--fp16");
-  if (l.distributed_optimizer) a.emplace_back("--use-distributed-optimizer");
+  if (l.sharding == cost::DpSharding::optimizer) a.emplace_back("--use-distributed-optimizer");
 }
 
 }  // namespace
@@ -109,6 +109,10 @@ void training(Args& a, const cost::Layout3D& l) {
 std::vector<std::string> megatron_arguments(const ModelDesc& m, const cost::Layout3D& l) {
   if (!m.transformer) {
     throw Error("--export-megatron: model " + m.name + " has no layer shapes");
+  }
+  if (l.framework != cost::Framework::megatron) {
+    throw Error("--export-megatron: the layout runs under " +
+                std::string(cost::name_of(l.framework)) + ", not Megatron-LM");
   }
   Args a;
   model_shape(a, *m.transformer, l.seq_len);

@@ -82,6 +82,26 @@ void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   }
 }
 
+// The layout under each framework and sharding mode the request allows.
+template <class Visit>
+void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit) {
+  using cost::DpSharding;
+  using cost::Framework;
+  const std::pair<Framework, DpSharding> modes[] = {{Framework::megatron, DpSharding::optimizer},
+                                                    {Framework::fsdp2, DpSharding::parameters},
+                                                    {Framework::fsdp2, DpSharding::gradients}};
+  for (const auto& [framework, sharding] : modes) {
+    if (!r.frameworks.empty() &&
+        std::find(r.frameworks.begin(), r.frameworks.end(), framework) == r.frameworks.end()) {
+      continue;
+    }
+    if (framework == Framework::fsdp2 && l.dp * l.cp == 1) continue;  // nothing to shard
+    l.framework = framework;
+    l.sharding = sharding;
+    for_each_schedule(r, l, visit);
+  }
+}
+
 // The pipelines, batch shapes, interleaving, sequence parallelism and recomputation of one
 // tp x cp choice.
 template <class Visit>
@@ -128,7 +148,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.recompute = rc;
             l.precision = r.precision;
             l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
-            for_each_schedule(r, l, visit);
+            for_each_state_sharding(r, l, visit);
           }
         }
       }
@@ -228,12 +248,16 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
             [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
   // The best of each (tp, cp, exchange, pp, interleave, sequence parallel, schedule) shape,
   // fastest first.
-  std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, bool, int>> seen;
+  std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, bool, int, int>>
+      seen;
+  for (const auto& c : fits)
+    out.best_of_framework.emplace(c.layout.framework, c);  // fastest first: the first stays
   for (const auto& c : fits) {
     const auto& l = c.layout;
     const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
-    const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_comm), l.pp, l.interleave,
-                                     l.sequence_parallel, schedule);
+    const auto key = std::make_tuple(
+        l.tp, l.cp, static_cast<int>(l.cp_comm), l.pp, l.interleave, l.sequence_parallel, schedule,
+        static_cast<int>(l.framework) * 8 + static_cast<int>(l.sharding));
     if (!seen.insert(key).second) continue;
     out.ranked.push_back(c);
     if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;

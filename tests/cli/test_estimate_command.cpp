@@ -309,3 +309,37 @@ TEST_CASE(
         Approx(nlohmann::json::parse(dp.out)["step_time_s"].get<double>()).epsilon(1e-9));
   CHECK(dp_trace.threads.size() == 2);
 }
+
+TEST_CASE(
+    "estimate --framework fsdp2: FSDP2 x TP, states sharded over dp, hybrid with --dp-shard") {
+  const auto args = [](std::vector<std::string> extra, const std::string& framework = "fsdp2") {
+    std::vector<std::string> a{"estimate", "--model",       "llama-3-8b", "--topology",
+                               "dgx-h100", "--nodes",       "4",          "--gpu",
+                               "H100-SXM", "--tp",          "2",          "--seq-len",
+                               "8192",     "--micro-batch", "1",          "--global-batch",
+                               "64",       "--framework",   framework,    "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto r = run(args({}));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["framework"] == "fsdp2");
+  CHECK(j["sharding"] == "parameters");
+  CHECK(j["shard_ranks"] == 16);  // 32 GPUs / tp 2
+  const auto n = j["params_per_gpu"].get<std::int64_t>();
+  // fp32 parameter shards: 4 B x n / 16 (integer bytes).
+  CHECK(j["memory"]["weights"] == static_cast<std::int64_t>(static_cast<double>(n) * 4 / 16));
+  const auto hybrid = nlohmann::json::parse(run(args({"--dp-shard", "8"})).out)["parallel3d"];
+  CHECK(hybrid["shard_ranks"] == 8);
+  CHECK(hybrid["memory"]["weights"] == static_cast<std::int64_t>(static_cast<double>(n) * 4 / 8));
+  CHECK(hybrid["time"]["dp_sync_s"].get<double>() > 0);  // the shards' all-reduce across groups
+  const auto bad = run(args({"--sharding", "optimizer"}));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Matchers::Contains("FSDP2 shards parameters and gradients"));
+  // Megatron-LM cannot run an FSDP2 layout: its export is refused.
+  const auto exported = run(args({"--export-megatron", "/dev/null"}));
+  CHECK(exported.code == 1);
+  CHECK_THAT(exported.err, Catch::Matchers::Contains("runs under fsdp2, not Megatron-LM"));
+  CHECK(run(args({"--export-megatron", "/dev/null"}, "megatron")).code == 0);
+}

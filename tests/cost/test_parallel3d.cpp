@@ -95,7 +95,7 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(mem.gradients.value == 4 * 41588736LL);
   // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs).
   CHECK(mem.optimizer_states.value == 41588736LL * 3 / 2);
-  l.distributed_optimizer = false;
+  l.sharding = DpSharding::none;
   CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 41588736LL);
   // Without the head's logits the first stage, with more parameters, would be the heaviest.
   auto encoder = m;
@@ -401,4 +401,79 @@ TEST_CASE("all-gather and Ulysses context parallelism: exposed collectives of th
   auto recompute = context_parallel(2, CpComm::a2a);
   recompute.recompute = Checkpointing::selective;
   CHECK(model.time(recompute).cp_comm_s == Approx(ulysses.cp_comm_s * 1.5).epsilon(1e-9));
+}
+
+namespace {
+
+// One block of the small model: 12,590,080 matrix parameters and biases split by t, 6,144
+// norm weights and biases replicated (see "model states" above); t = 1 here.
+constexpr std::int64_t kBlock = 12'590'080 + 6'144;
+
+Layout3D fsdp2(std::int64_t dp, DpSharding sharding) {
+  auto l = layout(1, 1, dp);
+  l.framework = Framework::fsdp2;
+  l.sharding = sharding;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 gradient buffer") {
+  const auto m = small_model();
+  const OverheadConstants overheads;
+  const auto mem = memory_3d(m, fsdp2(4, DpSharding::parameters), overheads);
+  const auto n = mem.params_per_gpu;
+  // torchtitan's MixedPrecisionPolicy(bf16, reduce fp32): fp32 parameters and gradients and
+  // AdamW's two fp32 moments, all sharded over the 4 ranks.
+  CHECK(mem.weights.value == n * 4 / 4);
+  CHECK(mem.gradients.value == n * 4 / 4);
+  CHECK(mem.optimizer_states.value == n * 8 / 4);
+  // Two gathered bf16 blocks (in use, prefetched) and one block's fp32 gradients.
+  CHECK(mem.buffers.value == kBlock * (2 * 2 + 4));
+  // PyTorch SDPA keeps no scores: 34 sbh per layer (s 1024, h 1024, 8 layers).
+  CHECK(mem.activations.value == 8LL * 1024 * 1024 * 34);
+  // Logits in bf16, their fp32 copy and the fp32 log-softmax: 10 B x 1024 x 32,000.
+  CHECK(mem.logits.value == 1024LL * 32000 * 10);
+  // reshard_after_forward=False keeps every block gathered from forward to backward.
+  const auto kept = memory_3d(m, fsdp2(4, DpSharding::gradients), overheads);
+  CHECK(kept.buffers.value == n * 2 + kBlock * 4);
+  // Hybrid sharding: groups of 2 shard, the 2 groups replicate.
+  auto hybrid = fsdp2(4, DpSharding::parameters);
+  hybrid.shard_group = 2;
+  CHECK(memory_3d(m, hybrid, overheads).weights.value == n * 4 / 2);
+}
+
+TEST_CASE("FSDP2 layout rules name the framework's sharding modes and the shard group") {
+  const auto m = *small_model().transformer;
+  auto l = fsdp2(4, DpSharding::optimizer);
+  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("FSDP2 shards parameters and gradients"));
+  l.sharding = DpSharding::parameters;
+  l.shard_group = 3;
+  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("shard group 3 does not divide dp x cp = 4"));
+  auto megatron = layout(1, 1, 4);
+  megatron.sharding = DpSharding::parameters;
+  CHECK_THROWS_WITH(check_layout(m, megatron, 8), Contains("needs framework fsdp2"));
+  CHECK(parse_framework("fsdp2") == Framework::fsdp2);
+  CHECK_THROWS_WITH(parse_dp_sharding("full"),
+                    Contains("known: none, optimizer, gradients, parameters"));
+}
+
+TEST_CASE("FSDP2 step: with enough compute only the first gather of each pass shows") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // 4 x 2048 tokens: a block's forward (2 x 12.6e6 x 8192 FLOPs at 5e13 FLOP/s, 4.1 ms) outlasts
+  // its bf16 all-gather over the 4 ranks' 10 GB/s links (3/4 x 25,192,448 B: 1.89 ms), and
+  // the backward (twice that) the gather plus the fp32 reduce-scatter (3.78 ms). Prefetching
+  // one block ahead hides all but the first: forward g, backward g + r.
+  auto l = fsdp2(4, DpSharding::parameters);
+  l.seq_len = 2048;
+  l.micro_batch = 4;
+  const double g = 0.75 * kBlock * 2 / 1e10, r = 0.75 * kBlock * 4 / 1e10;
+  const auto t = model.time(l);
+  CHECK(t.fsdp_comm_s == Approx(2 * g + r).epsilon(0.01));  // + a few microseconds of latency
+  CHECK(t.fsdp_comm_s > 2 * g + r);
+  CHECK(t.dp_sync_s == 0);  // gradients were reduce-scattered in backward
+  // Blocks kept gathered from forward: no gathers in backward.
+  l.sharding = DpSharding::gradients;
+  CHECK(model.time(l).fsdp_comm_s == Approx(g + r).epsilon(0.01));
 }

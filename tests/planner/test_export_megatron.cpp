@@ -129,7 +129,7 @@ TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shap
   l.interleave = 3;  // 12 layers over 4 stages x 3 chunks
   l.recompute = Checkpointing::full;
   l.precision = Precision::fp16;
-  l.distributed_optimizer = false;
+  l.sharding = cost::DpSharding::none;
   const auto a = parsed(planner::megatron_arguments(gpt2, l));
   CHECK(a.at("--num-virtual-stages-per-pipeline-rank") == "3");
   CHECK(a.at("--recompute-granularity") == "full");

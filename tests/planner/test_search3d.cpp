@@ -104,3 +104,33 @@ TEST_CASE("3D search at 128K tokens: context parallelism is what fits, down to 4
     CHECK((8 / c.layout.tp) % c.layout.cp == 0);
   }
 }
+
+TEST_CASE("3D search: Megatron-LM and FSDP2 layouts in one ranking, restricted by framework") {
+  const DgxH100 f("llama-2-70b", 4);
+  planner::Request3D r;
+  r.global_batch = 128;
+  r.seq_len = 4096;
+  r.top_k = 50;
+  const auto both = f.search(r);
+  REQUIRE(both.best_of_framework.count(cost::Framework::megatron) == 1);
+  REQUIRE(both.best_of_framework.count(cost::Framework::fsdp2) == 1);
+  // The ranking's head is the faster of the two frameworks' bests.
+  const double megatron = both.best_of_framework.at(cost::Framework::megatron).time.step_s;
+  const double fsdp = both.best_of_framework.at(cost::Framework::fsdp2).time.step_s;
+  CHECK(both.ranked.front().time.step_s == std::min(megatron, fsdp));
+  for (const auto& c : both.ranked) {
+    const auto& l = c.layout;
+    if (l.framework == cost::Framework::fsdp2) {
+      CHECK(l.sharding >= cost::DpSharding::gradients);
+      CHECK(l.dp * l.cp > 1);
+    } else {
+      CHECK(l.sharding == cost::DpSharding::optimizer);
+    }
+  }
+  r.frameworks = {cost::Framework::megatron};
+  const auto only = f.search(r);
+  REQUIRE(!only.ranked.empty());
+  for (const auto& c : only.ranked)
+    CHECK(c.layout.framework == cost::Framework::megatron);
+  CHECK(only.ranked.front().time.step_s == Approx(megatron));
+}

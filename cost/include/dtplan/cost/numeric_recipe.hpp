@@ -74,5 +74,9 @@ NumericRecipe numeric_recipe(Precision p, Optimizer o, bool fsdp, bool single_pr
                              bool fp32_grad_accumulation);
 // Megatron-LM's recipe (above) with Adam; fp32 when `p` is fp32.
 NumericRecipe megatron_recipe(Precision p);
+// FSDP2 as torchtitan runs it with AdamW: MixedPrecisionPolicy(param_dtype=bf16,
+// reduce_dtype=fp32) -- fp32 sharded parameters and gradients, bf16 gathers, fp32
+// reduce-scatters (torchtitan's training.mixed_precision_reduce defaults to float32).
+NumericRecipe fsdp2_recipe(Precision p);
 
 }  // namespace dtplan::cost

@@ -81,15 +81,39 @@ enum class CpComm { p2p, all_gather, a2a };
 std::string_view name_of(CpComm c);
 CpComm parse_cp_comm(std::string_view text);
 
+// How model states are sharded over the dp x cp ranks that hold the same weights (ZeRO's
+// stages): nothing, the optimizer states and main weights (ZeRO-1, Megatron's distributed
+// optimizer), + gradients (ZeRO-2), + parameters (ZeRO-3, FSDP).
+enum class DpSharding { none, optimizer, gradients, parameters };
+std::string_view name_of(DpSharding s);
+DpSharding parse_dp_sharding(std::string_view text);
+
+// The framework, where it changes memory or traffic:
+//   megatron  Megatron-LM: bf16 parameters, fp32 main gradients, gradients reduced once per
+//             step after the last micro-batch (none or optimizer sharding)
+//   fsdp2     PyTorch FSDP2 as torchtitan runs it (fully_shard per block; MixedPrecisionPolicy
+//             param_dtype bf16, reduce_dtype fp32): fp32 sharded parameters the optimizer
+//             updates, blocks all-gathered in bf16 before use and their fp32 gradients
+//             reduce-scattered in every micro-batch's backward, overlapped with compute by
+//             prefetching (gradients or parameters sharding; with gradients the gathered
+//             blocks stay from forward to backward, reshard_after_forward=False)
+enum class Framework { megatron, fsdp2 };
+std::string_view name_of(Framework f);
+Framework parse_framework(std::string_view text);
+
 struct Layout3D {
   std::int64_t tp = 1, pp = 1, dp = 1;
   std::int64_t cp = 1;  // context parallel: each rank holds seq_len / cp tokens
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
-  bool distributed_optimizer = true;  // optimizer states sharded over dp (ZeRO-1)
-  std::int64_t micro_batch = 1;       // b
-  std::int64_t micro_batches = 1;     // m, per pipeline per step
+  Framework framework = Framework::megatron;
+  DpSharding sharding = DpSharding::optimizer;  // Megatron's distributed optimizer
+  // Ranks each state is sharded over; 0: all dp x cp. Fewer (dividing dp x cp): hybrid
+  // sharding, the groups replicate and all-reduce the gradient shards once per step.
+  std::int64_t shard_group = 0;
+  std::int64_t micro_batch = 1;    // b
+  std::int64_t micro_batches = 1;  // m, per pipeline per step
   std::int64_t seq_len = 0;
   Checkpointing recompute = Checkpointing::none;
   Precision precision = Precision::bf16;
@@ -102,6 +126,11 @@ struct Layout3D {
     return schedule.value_or(default_schedule(interleave));
   }
   std::int64_t global_batch() const { return micro_batch * micro_batches * dp; }
+  // The ranks a sharded state is split over (1 when nothing is sharded).
+  std::int64_t shard_ranks() const {
+    if (sharding == DpSharding::none) return 1;
+    return shard_group > 0 ? shard_group : dp * cp;
+  }
 };
 
 // The layers of each pipeline stage: the layout's own list (p entries, each at least v, summing
@@ -129,7 +158,8 @@ struct Memory3D {
   std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
   std::int64_t params_per_gpu = 0;  // on that stage's GPU
   Bytes weights, gradients, optimizer_states, activations, overhead;
-  Bytes logits;  // the last stage's logits and loss softmax (one micro-batch)
+  Bytes logits;   // the last stage's logits and loss softmax (one micro-batch)
+  Bytes buffers;  // FSDP: gathered bf16 blocks and one block's unsharded fp32 gradients
   Bytes total() const;
 };
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k);
@@ -142,16 +172,18 @@ struct Time3D {
   double microbatch_s = 0;  // the four above
   double pipeline_s = 0;    // m x microbatch_s + bubble_s
   double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
+  double fsdp_comm_s = 0;   // per micro-batch per stage: FSDP gathers and reductions not hidden
   double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
   double optimizer_s = 0;
   double step_s = 0;
   double samples_per_s = 0, tokens_per_s = 0, mfu = 0;
 };
-// The context-parallel K/V exchange of one micro-batch through a stage, not hidden by
-// attention: forward, and backward (with the recomputed forward's).
-struct CpExchange {
+// Communication of one micro-batch through a stage that compute does not hide: forward, and
+// backward (with the recomputed forward's).
+struct CommPhaseTime {
   double forward_s = 0, backward_s = 0;
 };
+using CpExchange = CommPhaseTime;
 
 // Times layouts of one model on one cluster; caches what layouts share (the compute of a
 // micro-batch size and recompute mode, the collective models of each group size), so a
@@ -178,6 +210,8 @@ class Model3D {
   // A collective over `ranks` ranks spread over `span` consecutive GPUs.
   double group_collective_s(int collective, std::int64_t span, std::int64_t ranks,
                             std::int64_t bytes);
+  // FSDP2's block gathers and gradient reduce-scatters of a stage of `layers` blocks, exposed.
+  CommPhaseTime fsdp_exposed(const Layout3D& l, const ComputeTime& stage, std::int64_t layers);
   // Sets out.dp_sync_s, out.optimizer_s and out.step_s.
   void data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out);
   const ModelDesc& m_;

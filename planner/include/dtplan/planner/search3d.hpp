@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +27,11 @@ struct Request3D {
   // Context-parallel sizes; empty: powers of two leaving each rank at least
   // kMinTokensPerContextRank tokens (1 alone for short sequences).
   std::vector<std::int64_t> cps;
-  std::vector<cost::CpComm> cp_comms;    // empty: p2p (Megatron-LM's default ring attention)
+  std::vector<cost::CpComm> cp_comms;  // empty: p2p (Megatron-LM's default ring attention)
+  // Who runs the layout; empty: both -- Megatron-LM with its distributed optimizer, and
+  // FSDP2 (torchtitan) with parameters sharded (reshard after forward) or kept gathered from
+  // forward to backward.
+  std::vector<cost::Framework> frameworks;
   std::vector<bool> sequence_parallel;   // empty: both
   std::vector<Checkpointing> recompute;  // empty: all three
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
@@ -52,8 +57,10 @@ struct Candidate3D {
 struct Result3D {
   std::vector<Candidate3D> ranked;          // fastest first, up to top_k, distinct (tp, pp, v, sp)
   std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits
-  std::int64_t evaluated = 0;               // layouts priced: evaluated = fit + out_of_memory
-  std::int64_t fit = 0;                     // within memory (ranked keeps the best of each shape)
+  // The fastest layout each framework runs (ranked or not): what its export describes.
+  std::map<cost::Framework, Candidate3D> best_of_framework;
+  std::int64_t evaluated = 0;  // layouts priced: evaluated = fit + out_of_memory
+  std::int64_t fit = 0;        // within memory (ranked keeps the best of each shape)
   std::int64_t out_of_memory = 0;
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;
