@@ -12,6 +12,7 @@
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/export_megatron.hpp"
+#include "dtplan/planner/export_torchtitan.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
@@ -35,8 +36,9 @@ struct EstimateOptions {
   bool json = false;
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
   std::string cp_comm = "p2p";
-  std::string megatron_file;  // --export-megatron
-  std::string trace_file;     // --trace
+  std::string megatron_file;    // --export-megatron
+  std::string trace_file;       // --trace
+  std::string torchtitan_file;  // --export-torchtitan
   std::string framework = "megatron";
   std::string sharding;                 // empty: the framework's own (optimizer; FSDP2 parameters)
   std::int64_t dp_shard = 0;            // ranks a state is sharded over; 0: all dp x cp
@@ -116,7 +118,8 @@ void write_trace(const EstimateOptions& o, const std::string& trace) {
 bool is_3d(const EstimateOptions& o) {
   return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
          !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty() ||
-         o.framework != "megatron" || !o.sharding.empty() || o.dp_shard != 0;
+         o.framework != "megatron" || !o.sharding.empty() || o.dp_shard != 0 ||
+         !o.torchtitan_file.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -166,11 +169,16 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);
   if (!o.megatron_file.empty()) check_output_path(o.megatron_file, "--export-megatron");
+  if (!o.torchtitan_file.empty()) check_output_path(o.torchtitan_file, "--export-torchtitan");
   const auto megatron =
       o.megatron_file.empty() ? std::string() : planner::megatron_args_file(model, l);
+  const auto torchtitan =
+      o.torchtitan_file.empty() ? std::string() : planner::torchtitan_config(model, l);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
   if (!megatron.empty()) write_file_atomically(o.megatron_file, megatron, "--export-megatron");
+  if (!torchtitan.empty())
+    write_file_atomically(o.torchtitan_file, torchtitan, "--export-torchtitan");
   write_trace(o, cost::chrome_trace(cost::timeline_3d(l, tm),
                                     "dtplan estimate: " + model.name + ", " + layout_text(l)));
   if (o.json) {
@@ -323,6 +331,8 @@ Command register_estimate_command(CLI::App& app) {
                   "(default: optimizer under megatron, parameters under fsdp2)");
   cmd->add_option("--dp-shard", o->dp_shard,
                   "ranks each state is sharded over (hybrid sharding; default: all dp x cp)");
+  cmd->add_option("--export-torchtitan", o->torchtitan_file,
+                  "write an FSDP2 layout as a torchtitan job config (TOML) to FILE");
   cmd->add_option("--export-megatron", o->megatron_file,
                   "write the layout as Megatron-LM arguments (a bash array) to FILE");
   cmd->add_option("--trace", o->trace_file,

@@ -17,6 +17,7 @@
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/export_megatron.hpp"
+#include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
@@ -60,7 +61,8 @@ struct PlanOptions {
   std::optional<double> base_lr;
   std::optional<std::int64_t> steps;
   std::string deepspeed_file, accelerate_file, plan_file;
-  std::string megatron_file;  // the best tensor x context x pipeline layout
+  std::string megatron_file;    // the best Megatron-LM layout
+  std::string torchtitan_file;  // the best FSDP2 layout
   bool launch = false;
   bool exact_batch = false;
   planner::LaunchOptions launch_options;
@@ -173,10 +175,11 @@ Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner
       best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
 }
 
-// The fastest layout Megatron-LM runs that fits, or null.
-const cost::Layout3D* best_megatron_layout(const std::optional<planner::Result3D>& layouts) {
+// The fastest layout a framework runs that fits, or null.
+const cost::Layout3D* best_layout(const std::optional<planner::Result3D>& layouts,
+                                  cost::Framework f) {
   if (!layouts) return nullptr;
-  const auto found = layouts->best_of_framework.find(cost::Framework::megatron);
+  const auto found = layouts->best_of_framework.find(f);
   return found == layouts->best_of_framework.end() ? nullptr : &found->second.layout;
 }
 
@@ -390,7 +393,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
         planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads, comm);
   const bool fits_3d = layouts && !layouts->ranked.empty();
   if (!o.megatron_file.empty()) {
-    const auto* best = best_megatron_layout(layouts);
+    const auto* best = best_layout(layouts, cost::Framework::megatron);
     if (!best) {
       throw Error(
           "--export-megatron: no Megatron-LM layout is among the ranked ones (--framework "
@@ -398,6 +401,12 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     }
     files.push_back(
         {o.megatron_file, planner::megatron_args_file(model, *best), "--export-megatron"});
+  }
+  if (!o.torchtitan_file.empty()) {
+    const auto* best = best_layout(layouts, cost::Framework::fsdp2);
+    if (!best) throw Error("--export-torchtitan: no FSDP2 layout fits; nothing was written");
+    files.push_back(
+        {o.torchtitan_file, planner::torchtitan_config(model, *best), "--export-torchtitan"});
   }
   const bool data_parallel_exports =
       !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
@@ -428,7 +437,11 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     if (layouts) print_plan_3d(text, {*layouts, result});
     if (!o.megatron_file.empty()) {
       text << "wrote Megatron-LM arguments: " << o.megatron_file << " ("
-           << layout_text(*best_megatron_layout(layouts)) << ")\n";
+           << layout_text(*best_layout(layouts, cost::Framework::megatron)) << ")\n";
+    }
+    if (!o.torchtitan_file.empty()) {
+      text << "wrote torchtitan job config: " << o.torchtitan_file << " ("
+           << layout_text(*best_layout(layouts, cost::Framework::fsdp2)) << ")\n";
     }
   }
   write_files_together(files);
@@ -524,6 +537,8 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
                  "write a DeepSpeed config (ds_config.json)");
   cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
   cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
+  cmd.add_option("--export-torchtitan", o.torchtitan_file,
+                 "write the best FSDP2 layout of the 3D search as a torchtitan job config");
   cmd.add_option("--export-megatron", o.megatron_file,
                  "write the best Megatron-LM layout of the 3D search as Megatron-LM arguments");
   cmd.add_flag("--export-launch", o.launch, "print torchrun and deepspeed command lines");

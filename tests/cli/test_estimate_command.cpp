@@ -342,4 +342,12 @@ TEST_CASE(
   CHECK(exported.code == 1);
   CHECK_THAT(exported.err, Catch::Matchers::Contains("runs under fsdp2, not Megatron-LM"));
   CHECK(run(args({"--export-megatron", "/dev/null"}, "megatron")).code == 0);
+  // torchtitan runs it: data_parallel_shard_degree 16, resharding after forward.
+  const auto toml = std::filesystem::temp_directory_path() / "dtplan-test-torchtitan.toml";
+  std::filesystem::remove(toml);
+  REQUIRE(run(args({"--sp", "--export-torchtitan", toml.string()})).code == 0);
+  std::ifstream in(toml);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  CHECK_THAT(text, Catch::Matchers::Contains("\ndata_parallel_shard_degree = 16\n"));
+  CHECK_THAT(text, Catch::Matchers::Contains("\nfsdp_reshard_after_forward = \"always\"\n"));
 }
