@@ -60,6 +60,11 @@ std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
   return most;
 }
 
+// Tokens of a sequence one context-parallel rank holds (the sequence divides by 2 cp).
+std::int64_t tokens_per_rank(const Layout3D& l) {
+  return l.seq_len / l.cp;
+}
+
 // The numeric recipe of a layout's framework.
 NumericRecipe recipe_of(const Layout3D& l) {
   return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision) : megatron_recipe(l.precision);
@@ -291,7 +296,8 @@ std::int64_t logits_bytes(const TransformerSpec& s, const Layout3D& l, const Num
 std::int64_t fsdp_buffer_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r,
                                double stage_params) {
   const auto b = block_params(s);
-  const double block = static_cast<double>(b.matrices / l.tp + b.replicated);
+  const std::int64_t block_params_per_rank = b.matrices / l.tp + b.replicated;
+  const auto block = static_cast<double>(block_params_per_rank);
   const double gathered = l.sharding == DpSharding::parameters ? 2 * block : stage_params;
   return static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()) +
                                    block * static_cast<double>(r.gradient_comm_bytes()));
@@ -313,7 +319,7 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   // Context parallelism runs on fused attention, and torchtitan on PyTorch's SDPA: no scores.
   const bool fused = l.cp > 1 || l.framework == Framework::fsdp2;
   const double layer = layer_activation_bytes(
-      static_cast<double>(l.seq_len / l.cp), double(l.micro_batch), double(s.hidden_size),
+      static_cast<double>(tokens_per_rank(l)), double(l.micro_batch), double(s.hidden_size),
       double(s.num_heads), l.tp, l.sequence_parallel, l.recompute, fused);
   const double in_flight =
       l.pp == 1 ? 1.0
@@ -468,9 +474,9 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
   if (l.cp == 1) return out;
   const auto& s = *m_.transformer;
   const auto e = static_cast<double>(recipe_of(l).activation_bytes());
-  const double tokens = static_cast<double>(l.seq_len / l.cp * l.micro_batch);
-  const double kv = static_cast<double>(s.kv_size() / l.tp),
-               q = static_cast<double>(s.q_size() / l.tp);
+  const auto tokens = static_cast<double>(tokens_per_rank(l) * l.micro_batch);
+  const std::int64_t kv_width = s.kv_size() / l.tp, q_width = s.q_size() / l.tp;  // per TP rank
+  const auto kv = static_cast<double>(kv_width), q = static_cast<double>(q_width);
   const double kv_bytes = 2 * tokens * kv * e;  // this rank's K and V chunk
   const double cp = static_cast<double>(l.cp);
   const std::int64_t span = l.tp * l.cp;
@@ -540,7 +546,7 @@ Time3D Model3D::time(const Layout3D& l) {
   Time3D out;
   out.compute_s = stage.forward_s + stage.backward_s;
   const auto recipe = recipe_of(l);
-  const double sbh = static_cast<double>(l.seq_len / l.cp * l.micro_batch * s.hidden_size);
+  const auto sbh = static_cast<double>(tokens_per_rank(l) * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
   const double layers = static_cast<double>(stage_layers);
   double tp_all_reduce_s = 0;  // one, of a layer's activations
