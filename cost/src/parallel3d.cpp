@@ -9,6 +9,7 @@
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/named_value.hpp"
 
 namespace dtplan::cost {
 namespace {
@@ -91,34 +92,21 @@ StateBytes state_bytes(const NumericRecipe& r, const Layout3D& l) {
   return b;
 }
 
-constexpr std::array<std::pair<CpComm, std::string_view>, 3> kCpComms{
-    {{CpComm::p2p, "p2p"}, {CpComm::all_gather, "all_gather"}, {CpComm::a2a, "a2a"}}};
-constexpr std::array<std::pair<DpSharding, std::string_view>, 4> kShardings{
-    {{DpSharding::none, "none"},
-     {DpSharding::optimizer, "optimizer"},
-     {DpSharding::gradients, "gradients"},
-     {DpSharding::parameters, "parameters"}}};
-constexpr std::array<std::pair<Framework, std::string_view>, 2> kFrameworks{
-    {{Framework::megatron, "megatron"}, {Framework::fsdp2, "fsdp2"}}};
-
-template <class E, std::size_t N>
-std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
-  for (const auto& [v, name] : table) {
-    if (v == value) return name;
-  }
-  return table.front().second;
-}
-
-template <class E, std::size_t N>
-E parse_in(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text,
-           const std::string& what) {
-  std::string known;
-  for (const auto& [v, name] : table) {
-    if (name == text) return v;
-    known += (known.empty() ? "" : ", ") + std::string(name);
-  }
-  throw Error(what + " '" + std::string(text) + "' is not known (known: " + known + ")");
-}
+constexpr std::array<NamedValue<CpComm>, 3> kCpComms{{
+    {CpComm::p2p, "p2p", "ring attention: K/V passed around the CP ring, overlapped"},
+    {CpComm::all_gather, "all_gather", "K/V all-gathered before attention"},
+    {CpComm::a2a, "a2a", "Ulysses: all-to-all of Q, K, V and the output"},
+}};
+constexpr std::array<NamedValue<DpSharding>, 4> kShardings{{
+    {DpSharding::none, "none", "states replicated over dp x cp"},
+    {DpSharding::optimizer, "optimizer", "optimizer states and main weights sharded (ZeRO-1)"},
+    {DpSharding::gradients, "gradients", "+ gradients (ZeRO-2; FSDP2 without resharding)"},
+    {DpSharding::parameters, "parameters", "+ parameters (ZeRO-3, FSDP)"},
+}};
+constexpr std::array<NamedValue<Framework>, 2> kFrameworks{{
+    {Framework::megatron, "megatron", "Megatron-LM with its distributed optimizer"},
+    {Framework::fsdp2, "fsdp2", "PyTorch FSDP2 as torchtitan runs it"},
+}};
 
 }  // namespace
 
@@ -126,19 +114,19 @@ std::string_view name_of(CpComm c) {
   return name_in(kCpComms, c);
 }
 CpComm parse_cp_comm(std::string_view text) {
-  return parse_in(kCpComms, text, "context-parallel exchange");
+  return value_in(kCpComms, text, "context-parallel exchange");
 }
 std::string_view name_of(DpSharding s) {
   return name_in(kShardings, s);
 }
 DpSharding parse_dp_sharding(std::string_view text) {
-  return parse_in(kShardings, text, "data-parallel sharding");
+  return value_in(kShardings, text, "data-parallel sharding");
 }
 std::string_view name_of(Framework f) {
   return name_in(kFrameworks, f);
 }
 Framework parse_framework(std::string_view text) {
-  return parse_in(kFrameworks, text, "framework");
+  return value_in(kFrameworks, text, "framework");
 }
 
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {

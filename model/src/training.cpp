@@ -6,66 +6,42 @@
 
 namespace dtplan {
 
-namespace {
-
-template <class E, std::size_t N>
-std::string_view lookup_name(const std::array<NamedValue<E>, N>& table, E v) {
-  for (const auto& row : table) {
-    if (row.value == v) return row.name;
-  }
-  return "?";
-}
-
-template <class E, std::size_t N>
-E lookup_value(const std::array<NamedValue<E>, N>& table, std::string_view text,
-               std::string_view what) {
-  const std::string lowered = to_lower(text);
-  std::vector<std::string> names;
-  for (const auto& row : table) {
-    if (row.name == lowered) return row.value;
-    names.emplace_back(row.name);
-  }
-  throw Error(unknown_name_message(what, text, names));
-}
-
-}  // namespace
-
 std::string_view name_of(Precision v) {
-  return lookup_name(kPrecisions, v);
+  return name_in(kPrecisions, v);
 }
 std::string_view name_of(Optimizer v) {
-  return lookup_name(kOptimizers, v);
+  return name_in(kOptimizers, v);
 }
 std::string_view name_of(Strategy v) {
-  return lookup_name(kStrategies, v);
+  return name_in(kStrategies, v);
 }
 std::string_view name_of(Offload v) {
-  return lookup_name(kOffloads, v);
+  return name_in(kOffloads, v);
 }
 std::string_view name_of(Checkpointing v) {
-  return lookup_name(kCheckpointings, v);
+  return name_in(kCheckpointings, v);
 }
 std::string_view name_of(Attention v) {
-  return lookup_name(kAttentions, v);
+  return name_in(kAttentions, v);
 }
 
 Precision parse_precision(std::string_view t) {
-  return lookup_value(kPrecisions, t, "precision");
+  return value_in(kPrecisions, t, "precision");
 }
 Optimizer parse_optimizer(std::string_view t) {
-  return lookup_value(kOptimizers, t, "optimizer");
+  return value_in(kOptimizers, t, "optimizer");
 }
 Strategy parse_strategy(std::string_view t) {
-  return lookup_value(kStrategies, t, "strategy");
+  return value_in(kStrategies, t, "strategy");
 }
 Offload parse_offload(std::string_view t) {
-  return lookup_value(kOffloads, t, "offload");
+  return value_in(kOffloads, t, "offload");
 }
 Checkpointing parse_checkpointing(std::string_view t) {
-  return lookup_value(kCheckpointings, t, "checkpointing");
+  return value_in(kCheckpointings, t, "checkpointing");
 }
 Attention parse_attention(std::string_view t) {
-  return lookup_value(kAttentions, t, "attention");
+  return value_in(kAttentions, t, "attention");
 }
 
 std::vector<std::string> strategy_names() {

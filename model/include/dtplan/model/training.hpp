@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dtplan/model/named_value.hpp"
+
 namespace dtplan {
 
 enum class Precision { fp32, fp16, bf16, amp_fp16, amp_bf16 };
@@ -27,13 +29,6 @@ enum class Strategy {
 enum class Offload { none, optimizer, optimizer_and_params };
 enum class Checkpointing { none, selective, full };
 enum class Attention { flash, eager, hf_eager };
-
-template <class E>
-struct NamedValue {
-  E value;
-  std::string_view name;
-  std::string_view description;
-};
 
 inline constexpr std::array<NamedValue<Precision>, 5> kPrecisions{{
     {Precision::fp32, "fp32", "fp32 weights, gradients and activations"},
