@@ -229,6 +229,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
                 std::to_string(o.cp) + ", --interleave " + std::to_string(o.interleave) +
                 ": sizes are positive");
   }
+  if (!o.trace_file.empty()) check_output_path(o.trace_file, "--trace");
   if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);

@@ -101,7 +101,11 @@ std::string layout_text(const cost::Layout3D& l) {
   if (l.cp > 1) s << " x cp " << l.cp << " (" << name_of(l.cp_comm) << ")";
   s << " x pp " << l.pp << " x dp " << l.dp;
   if (l.framework == cost::Framework::fsdp2) {
-    s << ", FSDP2 (" << name_of(l.sharding) << " sharded over " << l.shard_ranks() << ")";
+    s << ", FSDP2 over " << l.shard_ranks() << " ranks ("
+      << (l.sharding == cost::DpSharding::gradients
+              ? "blocks kept gathered from forward to backward"
+              : "resharded after forward")
+      << ")";
   } else if (l.sharding == cost::DpSharding::none) {
     s << ", no distributed optimizer";
   }
@@ -201,8 +205,8 @@ void print_plan_3d(std::ostream& out, const Plan3DReport& r) {
         << ", FSDP gathers and reductions "
         << part(tm.fsdp_comm_s * double(x.ranked.front().layout.micro_batches))
         << ", pipeline sends " << part(tm.p2p_s * double(x.ranked.front().layout.micro_batches))
-        << ", data-parallel gradients " << ms(tm.dp_sync_s) << ", optimizer " << ms(tm.optimizer_s)
-        << "\n";
+        << ", data-parallel gradients " << part(tm.dp_sync_s) << ", optimizer "
+        << ms(tm.optimizer_s) << "\n";
   } else if (!z->best) {
     out << "compared with full sharding: " << name << " does not fit";
     if (z->nearest_miss)

@@ -182,8 +182,11 @@ std::string join(const std::vector<std::int64_t>& v) {
 
 // Why no layout exists: the sizes the model and the restrictions allow, and the batch rule.
 std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::int64_t gpus,
-                             std::int64_t per_node) {
-  std::vector<std::int64_t> tps, pps;
+                             std::int64_t per_node, std::int64_t seq) {
+  std::vector<std::int64_t> tps, pps, cps;
+  for (const auto cp : context_sizes(r, seq)) {
+    if (cp >= 1 && seq % (2 * cp) == 0) cps.push_back(cp);
+  }
   for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
     if (allowed(r.tps, tp) && s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);
   }
@@ -194,8 +197,10 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
          std::to_string(s.num_heads) + " heads and " + std::to_string(s.num_kv_heads) +
          " key/value heads (allowed here: " + join(tps) + "), pp must divide " +
          std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) +
-         " (allowed here: " + join(pps) + "), and " + std::to_string(gpus) +
-         " GPUs / (tp x pp) must divide the global batch " + std::to_string(r.global_batch);
+         " (allowed here: " + join(pps) + "), cp must split the " + std::to_string(seq) +
+         "-token sequence into 2 x cp chunks (allowed here: " + join(cps) + "), and " +
+         std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
+         std::to_string(r.global_batch);
 }
 
 }  // namespace
@@ -241,7 +246,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     fits.push_back({l, mem, model.time(l)});
   });
   if (out.evaluated == 0) {
-    out.no_layout = no_layout_reason(*m.transformer, r, gpus, t.gpus_per_node());
+    out.no_layout = no_layout_reason(*m.transformer, r, gpus, t.gpus_per_node(), seq);
   }
   out.fit = static_cast<std::int64_t>(fits.size());
   std::sort(fits.begin(), fits.end(),

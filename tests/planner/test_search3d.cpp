@@ -103,6 +103,14 @@ TEST_CASE("3D search at 128K tokens: context parallelism is what fits, down to 4
     CHECK(c.layout.cp_comm == cost::CpComm::a2a);
     CHECK((8 / c.layout.tp) % c.layout.cp == 0);
   }
+  // cp 3 cannot cut 131,072 tokens into 6 chunks: the reason says so.
+  r.cps = {3};
+  r.cp_comms.clear();
+  const auto none_at_all = f.search(r);
+  CHECK(none_at_all.evaluated == 0);
+  CHECK_THAT(none_at_all.no_layout,
+             Catch::Matchers::Contains("cp must split the 131072-token sequence into 2 x cp "
+                                       "chunks (allowed here: none)"));
 }
 
 TEST_CASE("3D search: Megatron-LM and FSDP2 layouts in one ranking, restricted by framework") {
