@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/cost/trace.hpp"
@@ -13,10 +14,11 @@
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
+#include "dtplan/planner/layout_json.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
-#include "plan3d_report.hpp"
+#include "layout_report.hpp"
 
 namespace dtplan::cli {
 
@@ -180,12 +182,12 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   if (!torchtitan.empty())
     write_file_atomically(o.torchtitan_file, torchtitan, "--export-torchtitan");
   write_trace(o, cost::chrome_trace(cost::timeline_3d(l, tm),
-                                    "dtplan estimate: " + model.name + ", " + layout_text(l)));
+                                    "dtplan estimate: " + model.name + ", " + cost::describe(l)));
   if (o.json) {
     auto j = report_preamble("estimate", ctx.args);
     j["model"] = model_json(model);
     j["gpu"] = gpu.name;
-    j["parallel3d"] = layout_json({l, mem, tm});
+    j["parallel3d"] = planner::to_json(planner::Candidate3D{l, mem, tm, 0});
     j["parallel3d"]["global_batch"] = l.global_batch();
     j["parallel3d"]["seq_len"] = l.seq_len;
     j["parallel3d"]["params_per_gpu"] = mem.params_per_gpu;
@@ -193,33 +195,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     ctx.out << report_text(j);
     return 0;
   }
-  const double m = static_cast<double>(l.micro_batches);
   ctx.out << "dtplan estimate: " << model.name << " on " << c.dp_size << " x " << gpu.name << ", "
-          << layout_text(l) << " (global batch " << l.global_batch() << ", sequence " << l.seq_len
-          << ")\n\n  memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
-          << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
-          << " GiB, gradients " << gib(mem.gradients) << ", optimizer states "
-          << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
-          << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
-          << (mem.buffers.value > 0 ? ", FSDP buffers " + gib(mem.buffers) : std::string())
-          << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of "
-          << gib(gpu.memory)
-          << (mem.total().value > gpu.memory.value
-                  ? ": does NOT fit on " + gpu.name + " (short by " +
-                        gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
-                  : std::string())
-          << "\n  step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
-          << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
-          << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
-          << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
-          << (l.framework == cost::Framework::fsdp2
-                  ? ", FSDP gathers and reductions not hidden " + seconds(tm.fsdp_comm_s)
-                  : std::string())
-          << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
-          << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
-          << seconds(tm.dp_sync_s) << ", optimizer " << seconds(tm.optimizer_s) << "\n  "
-          << fixed(tm.samples_per_s, 2) << " samples/s, " << fixed(tm.tokens_per_s, 0)
-          << " tokens/s, MFU " << percent(tm.mfu) << "\n";
+          << cost::describe(l) << " (global batch " << l.global_batch() << ", sequence "
+          << l.seq_len << ")\n\n";
+  print_layout_figures(ctx.out, {l, mem, tm, 0}, gpu, "  ");
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
@@ -19,12 +20,13 @@
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/exports.hpp"
+#include "dtplan/planner/plan_decisions.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
 #include "dtplan/planner/search3d.hpp"
+#include "dtplan/planner/unified_plan.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
-#include "plan3d_report.hpp"
 #include "plan_report.hpp"
 #include "progress.hpp"
 
@@ -102,7 +104,6 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     throw Error("--gpus: a positive integer up to 1,000,000");
   }
   r.max_gpus = o.max_gpus.value_or(0);
-  r.strategies = parse_all(o.strategies, parse_strategy);
   r.precisions = parse_all(o.precisions, parse_precision);
   r.checkpointing = parse_all(o.checkpointings, parse_checkpointing);
   r.offloads = parse_all(o.offloads, parse_offload);
@@ -134,11 +135,10 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   return r;
 }
 
-planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& r) {
-  planner::Request3D x;
-  x.global_batch = r.global_batch;
-  x.seq_len = r.seq_len;
-  x.gpus = r.max_gpus;
+// --strategy names data-parallel strategies and layout frameworks (megatron, fsdp2) alike;
+// --framework restricts the layouts' frameworks only.
+planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest r) {
+  planner::LayoutRequest x;
   for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves}) {
     for (auto v : *list) {
       if (v < 1) {
@@ -146,26 +146,37 @@ planner::Request3D request_3d(const PlanOptions& o, const planner::PlanRequest& 
       }
     }
   }
+  r.strategies.clear();
+  auto add_framework = [&x](cost::Framework f) {
+    if (std::find(x.frameworks.begin(), x.frameworks.end(), f) == x.frameworks.end())
+      x.frameworks.push_back(f);
+  };
+  for (const auto& name : o.strategies) {
+    if (name == "megatron" || name == "fsdp2") {
+      add_framework(cost::parse_framework(name));
+      continue;
+    }
+    const auto s = parse_strategy(name);
+    if (std::find(r.strategies.begin(), r.strategies.end(), s) == r.strategies.end())
+      r.strategies.push_back(s);
+  }
+  x.strategies_named = !o.strategies.empty();
+  for (const auto& name : o.frameworks)
+    add_framework(cost::parse_framework(name));
+  if (!x.strategies_named && !o.frameworks.empty()) x.strategies_named = true;
+  x.plan = std::move(r);
   x.tps = o.tps;
   x.pps = o.pps;
   x.cps = o.cps;
+  x.interleaves = o.interleaves;
   for (const auto& name : o.cp_comms)
     x.cp_comms.push_back(cost::parse_cp_comm(name));
-  for (const auto& name : o.frameworks)
-    x.frameworks.push_back(cost::parse_framework(name));
-  x.interleaves = o.interleaves;
   for (const auto& name : o.schedules)
     x.schedules.push_back(cost::parse_schedule(name));
   for (const auto& v : o.sequence_parallel) {
     if (v != "on" && v != "off") throw Error("--sp " + v + ": expected on, off or on,off");
     x.sequence_parallel.push_back(v == "on");
   }
-  // The layouts are timed in the plan's mixed precision if it searches one.
-  const auto mixed = std::find_if(r.precisions.begin(), r.precisions.end(), is_mixed);
-  x.precision = mixed != r.precisions.end() ? *mixed : r.precisions.front();
-  x.recompute = r.checkpointing;
-  x.headroom = r.headroom;
-  x.top_k = r.top_k;
   return x;
 }
 
@@ -173,37 +184,6 @@ Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner
              const ModelDesc& m, const Topology& t, const GpuSpec& gpu) {
   return planner::plan_file(
       best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
-}
-
-// The fastest layout a framework runs that fits, or null.
-const cost::Layout3D* best_layout(const std::optional<planner::Result3D>& layouts,
-                                  cost::Framework f) {
-  if (!layouts) return nullptr;
-  const auto found = layouts->best_of_framework.find(f);
-  return found == layouts->best_of_framework.end() ? nullptr : &found->second.layout;
-}
-
-// What DeepSpeed runs: the best ZeRO configuration (the best plan itself when it is one),
-// with a note saying how far behind the best plan it is; else the best plan translated.
-struct DeepSpeedPlan {
-  planner::Candidate candidate;
-  std::string note;
-};
-
-DeepSpeedPlan deepspeed_plan(const planner::PlanResult& result, planner::Objective objective) {
-  const auto& best = *result.best;
-  const auto zero =
-      planner::best_among(result, {Strategy::zero1, Strategy::zero2, Strategy::zero3});
-  if (!zero) return {best, {}};
-  if (zero->best->strategy == best.strategy) return {best, {}};
-  const auto pct = fixed(zero->behind_pct, 1) + "%";
-  return {*zero->best, "DeepSpeed does not run " + std::string(name_of(best.strategy)) +
-                           "; the DeepSpeed config and deepspeed line hold the best ZeRO plan, " +
-                           std::string(name_of(zero->strategy)) + " with micro-batch " +
-                           std::to_string(zero->best->micro_batch) + " x accumulation " +
-                           std::to_string(zero->best->grad_accum) + " x " +
-                           std::to_string(zero->best->dp) + " GPUs, " + pct + " " +
-                           (objective == planner::Objective::cost ? "costlier" : "slower")};
 }
 
 struct Exports {
@@ -281,45 +261,6 @@ std::vector<OutputFile> export_plan(const PlanOptions& o, const Exports& e, Plan
   return files;
 }
 
-// The full step estimate of a candidate (the search keeps only its totals).
-struct StepEstimator {
-  const ModelDesc& model;
-  const Topology& topology;
-  const InterconnectTable& table;
-  const GpuSpec& gpu;
-  const cost::ComputeConstants& compute;
-  const cost::OverheadConstants& overheads;
-  const planner::PlanRequest& request;
-  std::shared_ptr<cost::CommContext> context;
-  cost::StepEstimate operator()(const planner::Candidate& c) const {
-    const auto config = planner::training_config(c, request, topology.gpus_per_node());
-    cost::CommModel all(topology, table, config.dp_size, context);
-    cost::CommModel node(topology, table, std::min(config.dp_size, topology.gpus_per_node()),
-                         context);
-    return cost::estimate_step(model, config, {c.grad_accum, c.no_sync, 1.0}, gpu, compute,
-                               overheads, {all, node});
-  }
-};
-
-// When the batch kept GPUs idle: the batches that would use the most GPUs searched.
-void note_idle_gpus(const planner::PlanResult& result, std::int64_t batch, PlanExtras& extras) {
-  if (!result.best) return;
-  std::int64_t largest = 0;
-  for (const auto& r : result.rejected) {
-    if (r.reason == planner::Reason::batch_unreachable && r.config.micro_batch == 0) {
-      largest = std::max(largest, r.config.dp);
-    }
-  }
-  if (largest <= result.best->dp) return;
-  const auto below = batch / largest * largest;
-  std::string text = "global batch " + std::to_string(batch) + " is not a multiple of " +
-                     std::to_string(largest) + " GPUs, so the plan uses " +
-                     std::to_string(result.best->dp) + "; on " + std::to_string(largest) + " GPUs ";
-  text += below > 0 ? std::to_string(below) + " or " + std::to_string(below + largest)
-                    : std::to_string(largest);
-  extras.notes.push_back(text + " would be reachable (--global-batch)");
-}
-
 int run_plan(const PlanOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);
@@ -363,59 +304,70 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   }
 
   const auto comm = std::make_shared<cost::CommContext>(t);  // one routing for every estimate
-  const auto result = planner::plan(model, t, loaded.table, gpu, request, k, overheads, comm);
+  const auto layout_req = layout_request(o, request);
+  request.strategies = layout_req.plan.strategies;
+  const auto plan =
+      planner::plan_layouts(model, t, loaded.table, gpu, layout_req, k, overheads, comm);
   bar.finish();
   request.progress = nullptr;
-  const PlanReportContext report{model, t, gpu, request, result, o.rejected_shown};
+  const auto& result = plan.data_parallel;
+  const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown};
+  const bool data_parallel_exports =
+      !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
+  if (!result.best && plan.best() && data_parallel_exports) {
+    // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
+    throw Error(
+        "--save-plan/--export-deepspeed/--export-accelerate/--export-launch: only tensor "
+        "x context x pipeline layouts fit (--export-megatron or --export-torchtitan writes the "
+        "best); nothing was written");
+  }
+  if (plan.best() && (schedule_request.given() || schedule_request.base_lr)) {
+    const auto& chosen = *plan.best();
+    extras.schedule =
+        planner::make_schedule(schedule_request, chosen.global_batch(),
+                               chosen.data_parallel ? chosen.data_parallel->grad_accum
+                                                    : chosen.layout->layout.micro_batches,
+                               chosen.step_s());
+  }
   std::vector<OutputFile> files;
   if (result.best) {
     const auto& best = *result.best;
-    const StepEstimator estimator{model, t, loaded.table, gpu, k, overheads, request, comm};
-    extras.estimate = estimator(best);
+    const planner::CandidateEstimator estimator(model, t, loaded.table, gpu, k, overheads, request,
+                                                comm);
+    if (plan.best()->data_parallel) extras.estimate = estimator(best);
     for (const auto& outcome : planner::by_strategy(result)) {
       if (outcome.best) extras.strategy_times[outcome.strategy] = estimator(*outcome.best).times;
     }
-    if (schedule_request.given() || schedule_request.base_lr) {
-      extras.schedule = planner::make_schedule(schedule_request, best.global_batch, best.grad_accum,
-                                               best.step_time_s);
-    }
-    const auto ds = deepspeed_plan(result, request.objective);
+    const auto ds = planner::deepspeed_choice(result, request.objective);
     files = export_plan(
         o,
         {plan_of(o, best, request, model, t, gpu), plan_of(o, ds.candidate, request, model, t, gpu),
          ds.note, overheads.zero_reduce_bucket_elements},
         extras);
-  }
-  note_idle_gpus(result, request.global_batch, extras);
-  std::optional<planner::Result3D> layouts;
-  if (model.transformer)
-    layouts =
-        planner::search_3d(model, t, loaded.table, gpu, request_3d(o, request), k, overheads, comm);
-  const bool fits_3d = layouts && !layouts->ranked.empty();
-  if (!o.megatron_file.empty()) {
-    const auto* best = best_layout(layouts, cost::Framework::megatron);
-    if (!best) {
-      throw Error(
-          "--export-megatron: no Megatron-LM layout is among the ranked ones (--framework "
-          "megatron searches only those); nothing was written");
+    if (data_parallel_exports) {
+      if (const auto note = planner::layout_beats_exports_note(plan, request.objective))
+        extras.notes.push_back(*note);
     }
-    files.push_back(
-        {o.megatron_file, planner::megatron_args_file(model, *best), "--export-megatron"});
+  }
+  if (const auto note = planner::idle_gpus_note(result, request.global_batch);
+      note && plan.best() && plan.best()->data_parallel) {
+    extras.notes.push_back(*note);
+  }
+  const auto* megatron = planner::best_layout_of(plan, cost::Framework::megatron);
+  const auto* torchtitan = planner::best_layout_of(plan, cost::Framework::fsdp2);
+  if (!o.megatron_file.empty()) {
+    if (!megatron) {
+      throw Error(
+          "--export-megatron: no Megatron-LM layout fits (--strategy or --framework may leave "
+          "them out); nothing was written");
+    }
+    files.push_back({o.megatron_file, planner::megatron_args_file(model, megatron->layout),
+                     "--export-megatron"});
   }
   if (!o.torchtitan_file.empty()) {
-    const auto* best = best_layout(layouts, cost::Framework::fsdp2);
-    if (!best) throw Error("--export-torchtitan: no FSDP2 layout fits; nothing was written");
-    files.push_back(
-        {o.torchtitan_file, planner::torchtitan_config(model, *best), "--export-torchtitan"});
-  }
-  const bool data_parallel_exports =
-      !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
-  if (!result.best && fits_3d && data_parallel_exports) {
-    // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
-    throw Error(
-        "--save-plan/--export-deepspeed/--export-accelerate/--export-launch: only tensor "
-        "x context x pipeline layouts fit (--export-megatron writes the best); nothing "
-        "was written");
+    if (!torchtitan) throw Error("--export-torchtitan: no FSDP2 layout fits; nothing was written");
+    files.push_back({o.torchtitan_file, planner::torchtitan_config(model, torchtitan->layout),
+                     "--export-torchtitan"});
   }
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;
@@ -429,25 +381,21 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     j["gpu"] = gpu.name;
     j["compute_constants"] = cost::to_json(k);
     j.update(plan_json(report, extras));
-    if (layouts) j["parallel3d"] = plan_3d_json({*layouts, result});
     text << report_text(j);
   } else {
-    result.best ? print_plan(text, report, extras)
-                : print_no_plan(text, report, layouts && !layouts->ranked.empty());
-    if (layouts) print_plan_3d(text, {*layouts, result});
+    plan.best() ? print_plan(text, report, extras) : print_no_plan(text, report);
     if (!o.megatron_file.empty()) {
       text << "wrote Megatron-LM arguments: " << o.megatron_file << " ("
-           << layout_text(*best_layout(layouts, cost::Framework::megatron)) << ")\n";
+           << cost::describe(megatron->layout) << ")\n";
     }
     if (!o.torchtitan_file.empty()) {
       text << "wrote torchtitan job config: " << o.torchtitan_file << " ("
-           << layout_text(*best_layout(layouts, cost::Framework::fsdp2)) << ")\n";
+           << cost::describe(torchtitan->layout) << ")\n";
     }
   }
   write_files_together(files);
   ctx.out << text.str();
-  if (!result.best && fits_3d) return 0;  // a tensor x context x pipeline layout fits
-  if (!result.best) {
+  if (!plan.best()) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
             << static_cast<int>(100.0 * request.headroom) << "% headroom"
             << (request.max_run_s > 0 ? " and --max-hours" : "") << "; see the suggestions\n";
@@ -464,7 +412,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
                "only the global batch itself (default: GPU counts it does not divide compete at "
                "the nearest batches they reach)");
   cmd.add_option("--seq-len", o.seq_len, "tokens per sample (default: the model's maximum)");
-  cmd.add_option("--strategy", o.strategies, "search only these: " + join(strategy_names(), ","))
+  cmd.add_option("--strategy", o.strategies,
+                 "search only these: " + join(strategy_names(), ",") +
+                     " (data parallel), megatron,fsdp2 (tensor x context x pipeline layouts)")
       ->delimiter(',');
   cmd.add_option("--precision", o.precisions, "search only these precisions (default bf16,fp32)")
       ->delimiter(',');
@@ -474,26 +424,27 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->delimiter(',');
   cmd.add_option("--micro-batch", o.micro_batches, "search only these micro-batches")
       ->delimiter(',');
-  cmd.add_option("--tp", o.tps, "tensor-parallel sizes for the 3D search (default: all valid)")
+  cmd.add_option("--tp", o.tps,
+                 "tensor-parallel sizes (default: all valid; without 1 no data-parallel strategy)")
       ->delimiter(',');
-  cmd.add_option("--pp", o.pps, "pipeline-parallel sizes for the 3D search (default: all valid)")
-      ->delimiter(',');
+  cmd.add_option("--pp", o.pps, "pipeline-parallel sizes (default: all valid)")->delimiter(',');
   cmd.add_option("--cp", o.cps,
-                 "context-parallel sizes for the 3D search (default: powers of two leaving each "
-                 "rank at least 4096 tokens)")
+                 "context-parallel sizes (default: powers of two leaving each rank at least 4096 "
+                 "tokens)")
       ->delimiter(',');
   cmd.add_option("--cp-comm", o.cp_comms,
-                 "context-parallel exchanges for the 3D search: p2p,all_gather,a2a (default: p2p)")
+                 "context-parallel exchanges: p2p,all_gather,a2a (default: p2p)")
       ->delimiter(',');
   cmd.add_option("--framework", o.frameworks,
-                 "who runs the 3D layouts: megatron,fsdp2 (default: both)")
+                 "who runs the tensor x context x pipeline layouts: megatron,fsdp2 (default: both)")
       ->delimiter(',');
-  cmd.add_option("--interleave", o.interleaves, "model chunks per GPU for the 3D search")
+  cmd.add_option("--interleave", o.interleaves, "model chunks per GPU (interleaved pipelines)")
       ->delimiter(',');
-  cmd.add_option("--sp", o.sequence_parallel, "sequence parallelism in the 3D search: on,off")
+  cmd.add_option("--sp", o.sequence_parallel,
+                 "sequence parallelism with tp > 1: on,off (default: both)")
       ->delimiter(',');
   cmd.add_option("--schedule", o.schedules,
-                 "pipeline schedules for the 3D search: 1f1b,interleaved,gpipe,zb-h1,zb-h2,zbv "
+                 "pipeline schedules: 1f1b,interleaved,gpipe,zb-h1,zb-h2,zbv "
                  "(default: 1f1b, interleaved when --interleave > 1)")
       ->delimiter(',');
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
@@ -538,9 +489,9 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
   cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
   cmd.add_option("--export-torchtitan", o.torchtitan_file,
-                 "write the best FSDP2 layout of the 3D search as a torchtitan job config");
+                 "write the best FSDP2 layout as a torchtitan job config");
   cmd.add_option("--export-megatron", o.megatron_file,
-                 "write the best Megatron-LM layout of the 3D search as Megatron-LM arguments");
+                 "write the best Megatron-LM layout as Megatron-LM arguments");
   cmd.add_flag("--export-launch", o.launch, "print torchrun and deepspeed command lines");
   cmd.add_option("--script", o.launch_options.script, "training script in the launch lines")
       ->capture_default_str();

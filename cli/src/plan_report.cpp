@@ -5,9 +5,12 @@
 #include <cmath>
 #include <map>
 
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/layout_json.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
+#include "layout_report.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -15,8 +18,10 @@ namespace dtplan::cli {
 namespace {
 
 using planner::Candidate;
+using planner::LayoutChoice;
 using planner::Reason;
 using planner::Rejected;
+using planner::RejectedChoice;
 
 std::string behind_word(planner::Objective o) {
   return o == planner::Objective::cost ? "costlier" : "slower";
@@ -40,29 +45,47 @@ std::string config_text(const Candidate& c) {
          std::string(name_of(c.offload));
 }
 
-std::string reason_text(const Rejected& r, planner::Objective o) {
-  switch (r.reason) {
+// A data-parallel configuration or a layout in words, led by its strategy or framework.
+std::string entry_text(const LayoutChoice& c) {
+  if (c.data_parallel) return config_text(*c.data_parallel);
+  const auto& l = c.layout->layout;
+  return std::string(name_of(l.framework)) + ", " + std::string(name_of(l.precision)) + ", " +
+         cost::describe(l);
+}
+
+std::string reason_text(Reason reason, double amount, const std::string& detail, Bytes host_memory,
+                        planner::Objective o) {
+  switch (reason) {
     case Reason::out_of_memory:
-      return "out of memory by " + fixed(r.amount, 2) + " GiB";
+      return "out of memory by " + fixed(amount, 2) + " GiB";
     case Reason::host_out_of_memory:
-      return "host memory per node over by " + fixed(r.amount, 2) + " GiB (needs " +
-             gib(r.config.host_memory) + " GiB; --host-memory)";
+      return "host memory per node over by " + fixed(amount, 2) + " GiB (needs " +
+             gib(host_memory) + " GiB; --host-memory)";
     case Reason::slower:
-      return fixed(r.amount, 1) + "% " + behind_word(o);
+      return fixed(amount, 1) + "% " + behind_word(o);
     case Reason::batch_unreachable:
-      return "batch not reachable: " + r.detail;
+      return "batch not reachable: " + detail;
     case Reason::unsupported:
-      return "unsupported: " + r.detail;
+      return "unsupported: " + detail;
     case Reason::past_deadline:
-      return "misses --max-hours by " + fixed(r.amount, 1) + " h";
+      return "misses --max-hours by " + fixed(amount, 1) + " h";
   }
-  return r.detail;
+  return detail;
+}
+
+std::string reason_text(const Rejected& r, planner::Objective o) {
+  return reason_text(r.reason, r.amount, r.detail, r.config.host_memory, o);
+}
+
+std::string reason_text(const RejectedChoice& r, planner::Objective o) {
+  const Bytes host = r.choice.data_parallel ? r.choice.data_parallel->host_memory : Bytes{};
+  return reason_text(r.reason, r.amount, r.detail, host, o);
 }
 
 void print_header(std::ostream& out, const PlanReportContext& ctx) {
   const auto& r = ctx.request;
   const auto& t = ctx.topology;
-  const auto& res = ctx.result;
+  const auto& res = ctx.result();
   out << "dtplan plan: " << ctx.model.name << ", " << format_thousands(ctx.model.params)
       << " parameters; up to "
       << (r.max_gpus > 0 ? std::min(r.max_gpus, t.gpu_count()) : t.gpu_count()) << " x "
@@ -75,37 +98,47 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
       << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
       << "% headroom); host " << gib(res.host_capacity) << " GiB per node\n";
-  const auto n = planner::search_counts(res);
+  const auto n = planner::counts_of(ctx.plan);
   out << "  searched " << format_thousands(n.evaluated) << " configurations in "
-      << seconds(res.elapsed_s) << ": " << n.chosen << " chosen, "
+      << seconds(ctx.plan.elapsed_s) << " (" << format_thousands(n.data_parallel_evaluated)
+      << " data-parallel, " << format_thousands(n.layouts_evaluated)
+      << " tensor x context x pipeline layouts): " << n.chosen << " chosen, "
       << format_thousands(n.rejected_evaluated) << " rejected";
   if (n.not_evaluated > 0) {
     out << "; " << format_thousands(n.not_evaluated)
         << " more combinations rejected without evaluation (unsupported, batch unreachable)";
   }
   out << '\n';
+  if (ctx.plan.layouts && !ctx.plan.layouts->no_layout.empty()) {
+    out << "  tensor x context x pipeline layouts: " << ctx.plan.layouts->no_layout << '\n';
+  }
+  if (!ctx.plan.layouts_left_out.empty() && ctx.model.transformer) {
+    out << "  tensor x context x pipeline layouts not searched: " << ctx.plan.layouts_left_out
+        << '\n';
+  }
 }
 
 // For the time and cost objectives: the run the objective measured.
-void print_run(std::ostream& out, const planner::PlanRequest& r, const Candidate& b) {
+void print_run(std::ostream& out, const planner::PlanRequest& r, const LayoutChoice& b) {
   if (r.objective == planner::Objective::throughput) return;
   const bool cost = r.objective == planner::Objective::cost;
+  const double gpus = static_cast<double>(b.gpus());
   const double run_s =
-      cost ? b.objective * 3600.0 / (static_cast<double>(b.dp) * r.price_per_gpu_hour)
-           : b.objective;
+      cost ? b.objective() * 3600.0 / (gpus * r.price_per_gpu_hour) : b.objective();
   out << "  run: " << duration(run_s);
   if (r.steps == 0 && r.samples == 0) out << " per sample (give --steps or --dataset-size)";
-  const double gpu_hours = run_s * static_cast<double>(b.dp) / 3600.0;
+  const double gpu_hours = run_s * gpus / 3600.0;
   out << ", " << fixed(gpu_hours, 1) << " GPU-hours";
   if (cost)
-    out << ", cost " << fixed(b.objective, 2) << " at " << fixed(r.price_per_gpu_hour, 2)
+    out << ", cost " << fixed(b.objective(), 2) << " at " << fixed(r.price_per_gpu_hour, 2)
         << " per GPU-hour";
   out << '\n';
 }
 
-// Why the best plan's batch differs from the one asked for, and what the exact one costs.
+// Why the best plan's batch differs from the one asked for, and what the exact one costs: the
+// best data-parallel plan at that batch, or the best layout (layouts reach it exactly).
 std::string batch_note(const PlanReportContext& ctx) {
-  const auto& b = *ctx.result.best;
+  const auto& b = *ctx.plan.best()->data_parallel;
   const auto g = ctx.request.global_batch;
   const double change =
       100.0 * (static_cast<double>(b.global_batch) / static_cast<double>(g) - 1.0);
@@ -113,9 +146,16 @@ std::string batch_note(const PlanReportContext& ctx) {
                      std::to_string(b.dp) + " GPUs; this plan uses " +
                      std::to_string(b.global_batch) + " (" + (change > 0 ? "+" : "") +
                      fixed(change, 1) + "%). ";
-  if (const auto& e = ctx.result.best_exact) {
-    text += "The best plan with exactly " + std::to_string(g) + " (" + config_text(*e) + ") is " +
-            fixed(100.0 * (e->objective / b.objective - 1.0), 1) + "% " +
+  std::optional<LayoutChoice> exact;
+  if (const auto& e = ctx.result().best_exact) exact = LayoutChoice{e, std::nullopt};
+  const auto& layouts = ctx.plan.layouts;
+  if (layouts && !layouts->ranked.empty() &&
+      (!exact || layouts->ranked.front().objective < exact->objective())) {
+    exact = LayoutChoice{std::nullopt, layouts->ranked.front()};
+  }
+  if (exact) {
+    text += "The best plan with exactly " + std::to_string(g) + " (" + entry_text(*exact) +
+            ") is " + fixed(ctx.plan.behind_pct(exact->objective()), 1) + "% " +
             behind_word(ctx.request.objective);
   } else {
     text += "No plan with exactly " + std::to_string(g) + " fits";
@@ -123,16 +163,27 @@ std::string batch_note(const PlanReportContext& ctx) {
   return text + "; --exact-batch requires it.";
 }
 
+void print_best_layout(std::ostream& out, const PlanReportContext& ctx) {
+  const auto& b = *ctx.plan.best();
+  out << "\nbest: " << entry_text(b) << '\n';
+  print_layout_figures(out, *b.layout, ctx.gpu, "  ");
+  print_run(out, ctx.request, b);
+}
+
 void print_best(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras) {
-  const auto& b = *ctx.result.best;
+  if (ctx.plan.best()->layout) {
+    print_best_layout(out, ctx);
+    return;
+  }
+  const auto& b = *ctx.plan.best()->data_parallel;
   out << "\nbest: " << config_text(b) << '\n';
-  if (!ctx.result.exact_batch) out << "  note: " << batch_note(ctx) << '\n';
+  if (b.global_batch != ctx.request.global_batch) out << "  note: " << batch_note(ctx) << '\n';
   out << "  " << fixed(b.samples_per_s, 2) << " samples/s";
   if (ctx.model.transformer)
     out << ", " << format_thousands(std::llround(b.tokens_per_s)) << " tokens/s";
   out << ", step " << seconds(b.step_time_s) << ", MFU " << percent(b.mfu) << ", "
       << format_gib(b.memory) << " per GPU\n";
-  print_run(out, ctx.request, b);
+  print_run(out, ctx.request, *ctx.plan.best());
   if (!extras.estimate) return;
   const auto& e = *extras.estimate;
   const auto& g = e.memory.gpu;
@@ -145,76 +196,135 @@ void print_best(std::ostream& out, const PlanReportContext& ctx, const PlanExtra
   print_gantt(out, e.timeline, 72);
 }
 
-void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
-  const auto& res = ctx.result;
-  out << "\nranking (top " << res.ranked.size() << "):\n";
-  TextTable t({"#", "strategy", "precision", "micro", "accum", "sync", "GPUs", "checkpointing",
-               "offload", "GiB/GPU", "step", "samples/s", "MFU", "behind"});
-  const double best = res.ranked.front().objective;
-  for (std::size_t i = 0; i < res.ranked.size(); ++i) {
-    const auto& c = res.ranked[i];
-    t.add_row({std::to_string(i + 1), std::string(name_of(c.strategy)),
-               std::string(name_of(c.precision)), std::to_string(c.micro_batch),
-               std::to_string(c.grad_accum),
-               c.grad_accum == 1 ? "-"
-               : c.no_sync       ? "no_sync"
-                                 : "every",
-               std::to_string(c.dp), std::string(name_of(c.checkpointing)),
-               std::string(name_of(c.offload)), gib(c.memory), seconds(c.step_time_s),
-               fixed(c.samples_per_s, 2), percent(c.mfu),
-               i == 0 ? "-" : fixed(100.0 * (c.objective / best - 1.0), 1) + "%"});
-  }
-  t.print(out, {1, 2, 5, 7, 8});
+// A layout's particulars beyond tp, cp and pp: who holds the states, interleaving and
+// schedule, sequence parallelism, the context exchange; "-" for a data-parallel strategy.
+std::string layout_cell(const LayoutChoice& c) {
+  if (!c.layout) return "-";
+  const auto& l = c.layout->layout;
+  std::string text = cost::states_name(l);
+  if (l.cp > 1) text += ", " + std::string(name_of(l.cp_comm));
+  if (l.pp > 1) text += ", " + std::string(name_of(l.pipeline_schedule()));
+  if (l.interleave > 1) text += " v" + std::to_string(l.interleave);
+  if (l.sequence_parallel) text += ", sp";
+  return text;
 }
 
-// The part of the step where a strategy's best loses the most time against the plan's best,
-// per sample so that different batches compare.
-std::string why_behind(const Candidate& best, const cost::StepTimes& b, const Candidate& other,
-                       const cost::StepTimes& o) {
+std::vector<std::string> ranked_row(std::size_t i, const LayoutChoice& c,
+                                    const std::string& behind) {
+  const auto* d = c.data_parallel ? &*c.data_parallel : nullptr;
+  const auto* l = c.layout ? &c.layout->layout : nullptr;
+  const auto accum = d ? d->grad_accum : l->micro_batches;
+  const std::string sync = !d || d->grad_accum == 1 ? "-" : d->no_sync ? "no_sync" : "every";
+  return {std::to_string(i + 1),
+          c.family(),
+          std::string(name_of(d ? d->precision : l->precision)),
+          std::to_string(c.gpus()),
+          std::to_string(l ? l->tp : 1),
+          std::to_string(l ? l->cp : 1),
+          std::to_string(l ? l->pp : 1),
+          layout_cell(c),
+          std::to_string(d ? d->micro_batch : l->micro_batch),
+          std::to_string(accum),
+          sync,
+          std::string(name_of(d ? d->checkpointing : l->recompute)),
+          d ? std::string(name_of(d->offload)) : "none",
+          gib(c.memory()),
+          seconds(c.step_s()),
+          fixed(c.samples_per_s(), 2),
+          percent(c.mfu()),
+          behind};
+}
+
+void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
+  const auto& plan = ctx.plan;
+  out << "\nranking (top " << plan.ranked.size()
+      << "), data-parallel strategies and tensor x context x pipeline layouts together:\n";
+  TextTable t({"#", "strategy", "precision", "GPUs", "tp", "cp", "pp", "layout", "micro", "accum",
+               "sync", "checkpointing", "offload", "GiB/GPU", "step", "samples/s", "MFU",
+               "behind"});
+  for (std::size_t i = 0; i < plan.ranked.size(); ++i) {
+    const auto& c = plan.ranked[i];
+    t.add_row(ranked_row(i, c, i == 0 ? "-" : fixed(plan.behind_pct(c.objective()), 1) + "%"));
+  }
+  t.print(out, {1, 2, 7, 10, 11, 12});
+}
+
+// Where a step goes, in parts every entry has.
+struct StepParts {
+  double compute_s = 0, bubble_s = 0, comm_s = 0, optimizer_s = 0, host_s = 0;
+};
+
+std::optional<StepParts> parts_of(const LayoutChoice& c, const PlanExtras& extras) {
+  if (c.layout) {
+    const auto& t = c.layout->time;
+    const double m = static_cast<double>(c.layout->layout.micro_batches);
+    return StepParts{t.compute_s * m, t.bubble_s,
+                     (t.tp_comm_s + t.cp_comm_s + t.p2p_s + t.fsdp_comm_s) * m + t.dp_sync_s,
+                     t.optimizer_s, 0};
+  }
+  const auto found = extras.strategy_times.find(c.data_parallel->strategy);
+  if (found == extras.strategy_times.end()) return std::nullopt;
+  const auto& st = found->second;
+  return StepParts{st.compute_s, 0, st.exposed_comm_s, st.optimizer_s, st.host_transfer_s};
+}
+
+// The part of the step where an entry loses the most time against the plan's best, per
+// sample so that different batches compare.
+std::string why_behind(const LayoutChoice& best, const StepParts& b, const LayoutChoice& other,
+                       const StepParts& o) {
   const double scale =
-      static_cast<double>(best.global_batch) / static_cast<double>(other.global_batch);
+      static_cast<double>(best.global_batch()) / static_cast<double>(other.global_batch());
   const std::pair<const char*, double> parts[] = {
       {"compute", o.compute_s * scale - b.compute_s},
-      {"communication not hidden", o.exposed_comm_s * scale - b.exposed_comm_s},
+      {"pipeline bubble", o.bubble_s * scale - b.bubble_s},
+      {"communication not hidden", o.comm_s * scale - b.comm_s},
       {"optimizer step", o.optimizer_s * scale - b.optimizer_s},
-      {"host transfers", o.host_transfer_s * scale - b.host_transfer_s},
+      {"host transfers", o.host_s * scale - b.host_s},
   };
   const auto* worst = &parts[0];
   for (const auto& p : parts)
     worst = p.second > worst->second ? &p : worst;
   if (worst->second <= 0) return "";
   std::string text = std::string(worst->first) + " +" + seconds(worst->second) + " per step";
-  if (worst == &parts[0] && other.micro_batch < best.micro_batch) {
-    text += " (micro-batch " + std::to_string(other.micro_batch) + ")";
+  const auto* od = other.data_parallel ? &*other.data_parallel : nullptr;
+  const auto* bd = best.data_parallel ? &*best.data_parallel : nullptr;
+  if (worst == &parts[0] && od && bd && od->micro_batch < bd->micro_batch) {
+    text += " (micro-batch " + std::to_string(od->micro_batch) + ")";
   }
   return text;
+}
+
+std::vector<std::string> outcome_row(const PlanReportContext& ctx, const PlanExtras& extras,
+                                     const planner::FamilyOutcome& o) {
+  const auto objective = ctx.request.objective;
+  if (o.nearest_miss) {
+    const auto& miss = *o.nearest_miss;
+    return {o.family, reason_text(miss, objective), "",
+            miss.reason == Reason::unsupported ? "" : config_text(miss.config)};
+  }
+  if (o.nearest_layout_miss) {
+    const auto& miss = *o.nearest_layout_miss;
+    const double over =
+        (static_cast<double>(miss.memory.total().value) - double(ctx.result().usable.value)) /
+        double(1LL << 30);
+    return {o.family, "out of memory by " + fixed(over, 2) + " GiB", "",
+            entry_text({std::nullopt, miss})};
+  }
+  const auto& best = *ctx.plan.best();
+  const bool winner = o.family == best.family() && o.behind_pct == 0.0;
+  std::string why;
+  const auto mine = parts_of(*o.best, extras);
+  const auto theirs = parts_of(best, extras);
+  if (!winner && mine && theirs) why = why_behind(best, *theirs, *o.best, *mine);
+  return {o.family, winner ? "chosen" : fixed(o.behind_pct, 1) + "% " + behind_word(objective), why,
+          entry_text(*o.best) + ", " + format_gib(o.best->memory())};
 }
 
 void print_strategies(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras) {
   out << "\nwhy the other strategies lost (each at its best):\n";
   TextTable t({"strategy", "outcome", "where the time goes", "its best or nearest configuration"});
-  const auto& best = ctx.result.best;
-  for (const auto& o : planner::by_strategy(ctx.result)) {
-    const std::string name(name_of(o.strategy));
-    if (!o.best) {
-      const auto& miss = *o.nearest_miss;
-      t.add_row({name, reason_text(miss, ctx.request.objective), "",
-                 miss.reason == Reason::unsupported ? "" : config_text(miss.config)});
-      continue;
-    }
-    const bool winner = best && o.best->strategy == best->strategy && o.behind_pct == 0.0;
-    std::string why;
-    const auto mine = extras.strategy_times.find(o.strategy);
-    const auto theirs =
-        best ? extras.strategy_times.find(best->strategy) : extras.strategy_times.end();
-    if (!winner && mine != extras.strategy_times.end() && theirs != extras.strategy_times.end()) {
-      why = why_behind(*best, theirs->second, *o.best, mine->second);
-    }
-    t.add_row(
-        {name,
-         winner ? "chosen" : fixed(o.behind_pct, 1) + "% " + behind_word(ctx.request.objective),
-         why, config_text(*o.best) + ", " + format_gib(o.best->memory)});
-  }
+  for (const auto& o : planner::by_family(ctx.plan))
+    t.add_row(outcome_row(ctx, extras, o));
   t.print(out, {1, 2, 3});
 }
 
@@ -222,12 +332,12 @@ void print_pareto(std::ostream& out, const PlanReportContext& ctx) {
   out << "\nPareto front, memory against throughput (each uses more memory and is faster than "
          "the one above):\n";
   // At most 12 rows, evenly spaced from the leanest to the fastest.
-  const auto& front = ctx.result.pareto;
+  const auto& front = ctx.plan.pareto;
   const std::size_t shown = std::min<std::size_t>(front.size(), 12);
   TextTable t({"GiB/GPU", "samples/s", "configuration"});
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& c = front[shown == 1 ? 0 : i * (front.size() - 1) / (shown - 1)];
-    t.add_row({gib(c.memory), fixed(c.samples_per_s, 2), config_text(c)});
+    t.add_row({gib(c.memory()), fixed(c.samples_per_s(), 2), entry_text(c)});
   }
   t.align_first_right();
   t.print(out, {2});
@@ -237,7 +347,7 @@ void print_pareto(std::ostream& out, const PlanReportContext& ctx) {
 }
 
 // Unsupported combinations repeat one reason over many GPU counts: each reason once.
-void print_unsupported(std::ostream& out, const std::vector<const Rejected*>& list) {
+void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice*>& list) {
   std::vector<std::pair<std::string, std::int64_t>> reasons;
   for (const auto* r : list) {
     auto it = std::find_if(reasons.begin(), reasons.end(),
@@ -253,12 +363,12 @@ void print_unsupported(std::ostream& out, const std::vector<const Rejected*>& li
 }
 
 void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
-  const auto& rejected = ctx.result.rejected;
-  std::map<Reason, std::vector<const Rejected*>> by_reason;
+  const auto& rejected = ctx.plan.rejected;
+  std::map<Reason, std::vector<const RejectedChoice*>> by_reason;
   for (const auto& r : rejected)
     by_reason[r.reason].push_back(&r);
   // Two kinds of entry: evaluated configurations, and combinations never evaluated.
-  const auto n = planner::search_counts(ctx.result);
+  const auto n = planner::counts_of(ctx.plan);
   auto breakdown = [&by_reason](bool evaluated) {
     std::string text;
     for (const auto& [reason, list] : by_reason) {
@@ -283,12 +393,13 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
       continue;
     }
     // The nearest misses first: least over memory, least behind.
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Rejected* a, const Rejected* b) { return a->amount < b->amount; });
+    std::stable_sort(
+        list.begin(), list.end(),
+        [](const RejectedChoice* a, const RejectedChoice* b) { return a->amount < b->amount; });
     const auto shown =
         std::min<std::size_t>(list.size(), static_cast<std::size_t>(ctx.rejected_shown));
     for (std::size_t i = 0; i < shown; ++i) {
-      out << "  " << config_text(list[i]->config) << ": "
+      out << "  " << entry_text(list[i]->choice) << ": "
           << reason_text(*list[i], ctx.request.objective) << '\n';
     }
     if (list.size() > shown) out << "  ... and " << list.size() - shown << " more\n";
@@ -312,15 +423,47 @@ void print_schedule(std::ostream& out, const planner::Schedule& s) {
   t.print(out, {1});
 }
 
-nlohmann::json rejected_json(const Rejected& r, planner::Objective o) {
-  nlohmann::json j = {{"config", candidate_json(r.config)},
-                      {"reason", std::string(planner::name_of(r.reason))},
-                      {"detail", reason_text(r, o)}};
-  if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
-    j["over_gib"] = r.amount;
+nlohmann::json rejected_fields(Reason reason, double amount) {
+  nlohmann::json j = {{"reason", std::string(planner::name_of(reason))}};
+  if (reason == Reason::out_of_memory || reason == Reason::host_out_of_memory) {
+    j["over_gib"] = amount;
   }
-  if (r.reason == Reason::slower) j["behind_pct"] = r.amount;
-  if (r.reason == Reason::past_deadline) j["over_hours"] = r.amount;
+  if (reason == Reason::slower) j["behind_pct"] = amount;
+  if (reason == Reason::past_deadline) j["over_hours"] = amount;
+  return j;
+}
+
+nlohmann::json rejected_json(const Rejected& r, planner::Objective o) {
+  auto j = rejected_fields(r.reason, r.amount);
+  j["config"] = candidate_json(r.config);
+  j["detail"] = reason_text(r, o);
+  return j;
+}
+
+// One entry of a plan with its full layout under "layout" (the same keys for both families)
+// and its figures; a data-parallel entry keeps its strategy's keys beside them, a layout its
+// memory by component and step by part.
+nlohmann::json entry_json(const LayoutChoice& c, const PlanReportContext& ctx) {
+  auto j = c.data_parallel ? candidate_json(*c.data_parallel) : planner::to_json(*c.layout);
+  j["layout"] = planner::layout_json(c, ctx.topology.gpus_per_node());
+  j["gpus"] = c.gpus();
+  if (c.data_parallel && c.data_parallel->micro_batch == 0) return j;  // a whole family
+  j["global_batch"] = c.global_batch();
+  j["memory_bytes"] = c.memory().value;
+  if (c.step_s() > 0) {
+    j["step_time_s"] = c.step_s();
+    j["samples_per_s"] = c.samples_per_s();
+    j["tokens_per_s"] = c.tokens_per_s();
+    j["mfu"] = c.mfu();
+    j["objective"] = c.objective();
+  }
+  return j;
+}
+
+nlohmann::json rejected_json(const RejectedChoice& r, const PlanReportContext& ctx) {
+  auto j = rejected_fields(r.reason, r.amount);
+  j["config"] = entry_json(r.choice, ctx);
+  j["detail"] = reason_text(r, ctx.request.objective);
   return j;
 }
 
@@ -338,35 +481,50 @@ nlohmann::json schedule_json(const planner::Schedule& s) {
 
 nlohmann::json outcomes_json(const PlanReportContext& ctx, const PlanExtras& extras) {
   auto out = nlohmann::json::array();
-  for (const auto& o : planner::by_strategy(ctx.result)) {
-    nlohmann::json j = {{"strategy", std::string(name_of(o.strategy))}};
+  for (const auto& o : planner::by_family(ctx.plan)) {
+    nlohmann::json j = {{"strategy", o.family}};
     if (o.best) {
-      j["best"] = candidate_json(*o.best);
+      j["best"] = entry_json(*o.best, ctx);
       j["behind_pct"] = o.behind_pct;
-      if (const auto t = extras.strategy_times.find(o.strategy); t != extras.strategy_times.end()) {
-        const auto& st = t->second;
-        j["step"] = {{"compute_s", st.compute_s},
-                     {"exposed_comm_s", st.exposed_comm_s},
-                     {"hidden_comm_s", st.hidden_comm_s},
-                     {"optimizer_s", st.optimizer_s},
-                     {"host_transfer_s", st.host_transfer_s}};
+      if (const auto parts = parts_of(*o.best, extras)) {
+        j["step"] = {{"compute_s", parts->compute_s},
+                     {"bubble_s", parts->bubble_s},
+                     {"exposed_comm_s", parts->comm_s},
+                     {"optimizer_s", parts->optimizer_s},
+                     {"host_transfer_s", parts->host_s}};
       }
-    } else {
+    } else if (o.nearest_miss) {
       j["nearest_miss"] = rejected_json(*o.nearest_miss, ctx.request.objective);
+    } else if (o.nearest_layout_miss) {
+      j["nearest_miss"] = {{"config", entry_json({std::nullopt, *o.nearest_layout_miss}, ctx)},
+                           {"reason", "out_of_memory"}};
     }
     out.push_back(j);
   }
   return out;
 }
 
-nlohmann::json best_json(const Candidate& b, const PlanExtras& extras) {
-  auto j = candidate_json(b);
-  if (extras.estimate) {
+nlohmann::json best_json(const PlanReportContext& ctx, const PlanExtras& extras) {
+  const auto& b = *ctx.plan.best();
+  auto j = entry_json(b, ctx);
+  if (b.data_parallel && extras.estimate) {
     j["memory"] = step_estimate_json(*extras.estimate).at("per_gpu");
     j["hfu"] = extras.estimate->hfu;
     j["step"] = step_estimate_json(*extras.estimate).at("step");
   }
   return j;
+}
+
+nlohmann::json layout_search_json(const planner::UnifiedPlan& p) {
+  if (!p.layouts) return {{"searched", false}, {"left_out", p.layouts_left_out}};
+  const auto& x = *p.layouts;
+  return {{"searched", true},
+          {"evaluated", x.evaluated},  // evaluated = fit + out_of_memory + past_deadline
+          {"fit", x.fit},
+          {"out_of_memory", x.out_of_memory},
+          {"past_deadline", x.past_deadline},
+          {"no_layout", x.no_layout},
+          {"elapsed_s", x.elapsed_s}};
 }
 
 }  // namespace
@@ -395,7 +553,8 @@ nlohmann::json candidate_json(const Candidate& c) {
 }
 
 nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras) {
-  const auto& res = ctx.result;
+  const auto& plan = ctx.plan;
+  const auto& res = ctx.result();
   const auto& r = ctx.request;
   nlohmann::json j;
   j["request"] = {{"global_batch", r.global_batch},
@@ -407,41 +566,44 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                   {"sync", r.sync == planner::Sync::both      ? "both"
                            : r.sync == planner::Sync::no_sync ? "no-sync"
                                                               : "every-micro-step"}};
-  j["exact_batch"] = res.exact_batch;
+  const auto* best = plan.best();
+  j["exact_batch"] = !best || best->global_batch() == r.global_batch;
   j["best_exact"] = res.best_exact ? candidate_json(*res.best_exact) : nlohmann::json(nullptr);
   j["capacity"] = {{"bytes", res.capacity.value},
                    {"usable_bytes", res.usable.value},
                    {"headroom", r.headroom},
                    {"host_bytes_per_node", res.host_capacity.value}};
-  j["best"] = res.best ? best_json(*res.best, extras) : nlohmann::json(nullptr);
+  j["best"] = best ? best_json(ctx, extras) : nlohmann::json(nullptr);
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);
   j["candidates"] = nlohmann::json::array();
-  for (const auto& c : res.ranked)
-    j["candidates"].push_back(candidate_json(c));
+  for (const auto& c : plan.ranked)
+    j["candidates"].push_back(entry_json(c, ctx));
   j["pareto"] = nlohmann::json::array();
-  for (const auto& c : res.pareto)
-    j["pareto"].push_back(candidate_json(c));
+  for (const auto& c : plan.pareto)
+    j["pareto"].push_back(entry_json(c, ctx));
   j["by_strategy"] = outcomes_json(ctx, extras);
   j["rejected"] = nlohmann::json::array();
-  for (const auto& rej : res.rejected)
-    j["rejected"].push_back(rejected_json(rej, r.objective));
+  for (const auto& rej : plan.rejected)
+    j["rejected"].push_back(rejected_json(rej, ctx));
   auto rate = [&res](double seconds) {
     return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
   };
-  // The search itself (caches built) and the whole plan, caches included.
-  // configs_evaluated = configs_chosen + configs_rejected;
+  // configs_evaluated = configs_chosen + configs_rejected (both families);
   // rejected.size() = configs_rejected + combinations_not_evaluated.
-  const auto n = planner::search_counts(res);
-  j["stats"] = {{"configs_evaluated", res.configs_evaluated},
+  const auto n = planner::counts_of(plan);
+  j["stats"] = {{"configs_evaluated", n.evaluated},
+                {"data_parallel_evaluated", n.data_parallel_evaluated},
+                {"layouts_evaluated", n.layouts_evaluated},
                 {"configs_chosen", n.chosen},
                 {"configs_rejected", n.rejected_evaluated},
                 {"combinations_not_evaluated", n.not_evaluated},
-                {"elapsed_s", res.elapsed_s},
+                {"elapsed_s", plan.elapsed_s},
                 {"search_s", res.search_s},
                 {"search_configs_per_s", rate(res.search_s)},
                 {"overall_configs_per_s", rate(res.elapsed_s)}};
-  j["suggestions"] = res.suggestions;
+  j["layout_search"] = layout_search_json(plan);
+  j["suggestions"] = plan.suggestions;
   j["schedule"] = extras.schedule ? schedule_json(*extras.schedule) : nlohmann::json(nullptr);
   j["written"] = nlohmann::json::object();
   for (const auto& [what, path] : extras.written)
@@ -473,14 +635,12 @@ void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtra
     out << "note: " << note << '\n';
 }
 
-void print_no_plan(std::ostream& out, const PlanReportContext& ctx, bool layouts_fit) {
+void print_no_plan(std::ostream& out, const PlanReportContext& ctx) {
   print_header(out, ctx);
   print_strategies(out, ctx, {});
   print_rejected(out, ctx);
-  out << (layouts_fit ? "\nno data-parallel configuration fits (the tensor x context x pipeline "
-                        "layouts below do); what else would:\n"
-                      : "\nnothing fits; what would:\n");
-  for (const auto& s : ctx.result.suggestions)
+  out << "\nnothing fits; what would:\n";
+  for (const auto& s : ctx.plan.suggestions)
     out << "  - " << s << '\n';
 }
 

@@ -1,6 +1,6 @@
-// Text and JSON layout of a plan: the best configuration with its step breakdown, the
-// runners-up, why each other strategy lost, the Pareto front, the rejected configurations,
-// the training schedule and what was exported.
+// Text and JSON layout of a plan: the best configuration or layout with its step breakdown,
+// the runners-up of both families in one ranking, why each other strategy or framework lost,
+// the Pareto front, the rejected configurations, the training schedule and what was exported.
 #pragma once
 
 #include <map>
@@ -13,6 +13,7 @@
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
+#include "dtplan/planner/unified_plan.hpp"
 
 namespace dtplan::cli {
 
@@ -21,8 +22,9 @@ struct PlanReportContext {
   const Topology& topology;
   const GpuSpec& gpu;
   const planner::PlanRequest& request;
-  const planner::PlanResult& result;
+  const planner::UnifiedPlan& plan;
   std::int64_t rejected_shown = 5;  // per reason, in text
+  const planner::PlanResult& result() const { return plan.data_parallel; }
 };
 
 // What the command produced besides the search: the best plan's full estimate, its schedule,
@@ -41,7 +43,6 @@ nlohmann::json candidate_json(const planner::Candidate& c);
 nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras);
 void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras);
 // When nothing fits: the rejected summary (to out) and the suggestions.
-// `layouts_fit`: the tensor x context x pipeline search found layouts that fit.
-void print_no_plan(std::ostream& out, const PlanReportContext& ctx, bool layouts_fit);
+void print_no_plan(std::ostream& out, const PlanReportContext& ctx);
 
 }  // namespace dtplan::cli

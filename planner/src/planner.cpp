@@ -25,6 +25,32 @@ std::string_view name_of(Objective o) {
   return "?";
 }
 
+RunGoal goal_of(const PlanRequest& r) {
+  return {r.objective, r.price_per_gpu_hour, r.steps, r.samples, r.max_run_s};
+}
+
+double run_seconds(const RunGoal& g, double step_s, std::int64_t global_batch) {
+  const double batch = static_cast<double>(global_batch);
+  if (g.steps > 0) return step_s * static_cast<double>(g.steps);
+  if (g.samples > 0) return step_s * std::ceil(g.samples / batch);
+  return step_s / batch;
+}
+
+double objective_value(const RunGoal& g, double step_s, std::int64_t global_batch,
+                       std::int64_t gpus) {
+  const double per_sample = step_s / static_cast<double>(global_batch);
+  switch (g.objective) {
+    case Objective::throughput:
+      return per_sample;
+    case Objective::time:
+      return run_seconds(g, step_s, global_batch);
+    case Objective::cost:
+      return run_seconds(g, step_s, global_batch) * static_cast<double>(gpus) *
+             g.price_per_gpu_hour / 3600.0;
+  }
+  return per_sample;
+}
+
 Objective parse_objective(std::string_view text) {
   for (const auto o : {Objective::throughput, Objective::time, Objective::cost}) {
     if (text == name_of(o)) return o;
@@ -82,6 +108,11 @@ SearchCounts search_counts(const PlanResult& r) {
 
 std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t nodes,
                                      std::int64_t max_gpus) {
+  if (gpus_per_node < 1 || nodes < 1 || max_gpus < 1) {
+    throw Error("GPU counts: gpus per node " + std::to_string(gpus_per_node) + ", nodes " +
+                std::to_string(nodes) + " and the most GPUs " + std::to_string(max_gpus) +
+                " must be positive");
+  }
   std::vector<std::int64_t> out;
   for (std::int64_t g = 1; g < gpus_per_node && g <= max_gpus; g *= 2)
     out.push_back(g);

@@ -44,7 +44,7 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 
 }  // namespace
 
-Search::Search(const Inputs& in) : in_(in) {
+Search::Search(const Inputs& in) : in_(in), goal_(goal_of(in.request)) {
   const auto& m = in.model;
   if (!m.transformer && !m.layers) {
     throw Error("the planner needs layer shapes to time compute: give --model, not --params");
@@ -363,29 +363,12 @@ std::int64_t Search::seq_len() const {
                                  : (m.transformer ? m.transformer->max_positions : 0);
 }
 
-// Lower is better: seconds per sample (throughput), the run's seconds (time), its price.
-// The whole run when its length is known (steps, or samples), else one sample.
 double Search::run_seconds(const Candidate& c) const {
-  const auto& r = in_.request;
-  const double batch = static_cast<double>(c.global_batch);
-  if (r.steps > 0) return c.step_time_s * static_cast<double>(r.steps);
-  if (r.samples > 0) return c.step_time_s * std::ceil(r.samples / batch);
-  return c.step_time_s / batch;
+  return planner::run_seconds(goal_, c.step_time_s, c.global_batch);
 }
 
 double Search::objective(const Candidate& c) const {
-  const auto& r = in_.request;
-  const double per_sample = c.step_time_s / static_cast<double>(c.global_batch);
-  const double run_s = run_seconds(c);
-  switch (r.objective) {
-    case Objective::throughput:
-      return per_sample;
-    case Objective::time:
-      return run_s;
-    case Objective::cost:
-      return run_s * static_cast<double>(c.dp) * r.price_per_gpu_hour / 3600.0;
-  }
-  return per_sample;
+  return objective_value(goal_, c.step_time_s, c.global_batch, c.dp);
 }
 
 // A combination that cannot run at all: one rejection for every micro-batch.

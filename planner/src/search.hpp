@@ -92,6 +92,7 @@ class Search {
   std::size_t memory_index(std::size_t g, std::size_t c, bool accumulating) const;
 
   Inputs in_;
+  RunGoal goal_;
   std::vector<Strategy> strategies_;
   std::vector<Precision> precisions_;
   std::vector<Checkpointing> checkpointings_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -114,6 +115,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
     const std::int64_t dp = sp.gpus / (tp * cp * pp);
     if (r.global_batch % dp) continue;
     for (auto b : divisors(r.global_batch / dp)) {
+      if (!allowed(r.micro_batches, b)) continue;
       const std::int64_t m = r.global_batch / dp / b;
       for (std::int64_t v = 1; v <= 8; v *= 2) {
         if (!allowed(r.interleaves, v)) continue;
@@ -205,6 +207,81 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
 
 }  // namespace
 
+namespace {
+
+// The GPU counts to try: the request's list (each within the cluster), else `gpus` or all.
+std::vector<std::int64_t> counts_of(const Request3D& r, std::int64_t cluster) {
+  for (const auto n : r.gpu_counts) {
+    if (n < 1 || n > cluster) {
+      throw Error("GPU count " + std::to_string(n) + ": the cluster has " +
+                  std::to_string(cluster));
+    }
+  }
+  if (!r.gpu_counts.empty()) return r.gpu_counts;
+  const std::int64_t gpus = r.gpus > 0 ? r.gpus : cluster;
+  if (gpus > cluster) {
+    throw Error("--gpus " + std::to_string(gpus) + ": the cluster has " + std::to_string(cluster));
+  }
+  return {gpus};
+}
+
+// The shape a ranked layout stands for: the best micro-batch and recompute mode of each.
+using ShapeKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
+                            std::int64_t, bool, int, int>;
+ShapeKey shape_key(const cost::Layout3D& l) {
+  const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
+  return {l.gpus(),
+          l.tp,
+          l.cp,
+          static_cast<int>(l.cp_comm),
+          l.pp,
+          l.interleave,
+          l.sequence_parallel,
+          schedule,
+          static_cast<int>(l.framework) * 8 + static_cast<int>(l.sharding)};
+}
+
+bool better(const Candidate3D& a, const Candidate3D& b) {
+  if (a.objective != b.objective) return a.objective < b.objective;
+  return a.memory.total() < b.memory.total();
+}
+
+void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
+  std::stable_sort(fits.begin(), fits.end(), better);
+  for (std::size_t i = 1; i < fits.size(); ++i) {
+    out.rejected.push_back(
+        {fits[i], Reason::slower, 100.0 * (fits[i].objective / fits.front().objective - 1.0)});
+  }
+  std::set<ShapeKey> seen;
+  for (const auto& c : fits)
+    out.best_of_framework.emplace(c.layout.framework, c);  // best first: the first stays
+  for (const auto& c : fits) {
+    if (!seen.insert(shape_key(c.layout)).second) continue;
+    out.ranked.push_back(c);
+    if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;
+  }
+}
+
+void pareto(const std::vector<Candidate3D>& fits, Result3D& out) {
+  std::vector<const Candidate3D*> by_memory;
+  by_memory.reserve(fits.size());
+  for (const auto& c : fits)
+    by_memory.push_back(&c);
+  std::stable_sort(by_memory.begin(), by_memory.end(), [](const auto* a, const auto* b) {
+    if (a->memory.total() != b->memory.total()) return a->memory.total() < b->memory.total();
+    return a->objective < b->objective;
+  });
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto* c : by_memory) {
+    if (c->objective < best) {
+      out.pareto.push_back(*c);
+      best = c->objective;
+    }
+  }
+}
+
+}  // namespace
+
 Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                    const GpuSpec& gpu, const Request3D& r, const cost::ComputeConstants& k,
                    const cost::OverheadConstants& overheads,
@@ -214,11 +291,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
   }
   if (r.global_batch < 1) throw Error("--global-batch: a positive number of samples");
-  const std::int64_t gpus = r.gpus > 0 ? r.gpus : t.gpu_count();
-  if (gpus > t.gpu_count()) {
-    throw Error("--gpus " + std::to_string(gpus) + ": the cluster has " +
-                std::to_string(t.gpu_count()));
-  }
+  const auto counts = counts_of(r, t.gpu_count());
   std::int64_t seq = r.seq_len;
   sequence_length(m, seq);
   if (seq == 0) seq = m.transformer->max_positions;
@@ -226,48 +299,59 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
   cost::Model3D model(m, t, table, gpu, k, std::move(comm));
   std::vector<Candidate3D> fits;
-  const Space space{*m.transformer,
-                    r,
-                    gpus,
-                    t.gpus_per_node(),
-                    seq,
-                    context_sizes(r, seq),
-                    r.cp_comms.empty() ? std::vector<cost::CpComm>{cost::CpComm::p2p} : r.cp_comms};
-  enumerate(space, [&](const cost::Layout3D& l) {
+  auto price = [&](const cost::Layout3D& l) {
     ++out.evaluated;
     const auto mem = cost::memory_3d(m, l, overheads);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
       ++out.out_of_memory;
-      if (!out.nearest_miss || total < double(out.nearest_miss->memory.total().value))
-        out.nearest_miss = Candidate3D{l, mem, model.time(l)};
+      out.rejected.push_back(
+          {{l, mem, {}, 0}, Reason::out_of_memory, (total - out.usable_bytes) / double(1LL << 30)});
+      auto nearer = [total](const std::optional<Candidate3D>& c) {
+        return !c || total < double(c->memory.total().value);
+      };
+      const auto found = out.nearest_miss_of_framework.find(l.framework);
+      const bool framework_nearer = found == out.nearest_miss_of_framework.end() ||
+                                    total < double(found->second.memory.total().value);
+      if (!nearer(out.nearest_miss) && !framework_nearer) return;
+      const Candidate3D miss{l, mem, model.time(l), 0};
+      if (nearer(out.nearest_miss)) out.nearest_miss = miss;
+      if (framework_nearer) out.nearest_miss_of_framework[l.framework] = miss;
       return;
     }
-    fits.push_back({l, mem, model.time(l)});
-  });
+    Candidate3D c{l, mem, model.time(l), 0};
+    c.objective = objective_value(r.goal, c.time.step_s, l.global_batch(), l.gpus());
+    if (r.goal.max_run_s > 0 &&
+        run_seconds(r.goal, c.time.step_s, l.global_batch()) > r.goal.max_run_s) {
+      ++out.past_deadline;
+      const double over_h =
+          (run_seconds(r.goal, c.time.step_s, l.global_batch()) - r.goal.max_run_s) / 3600.0;
+      out.rejected.push_back({std::move(c), Reason::past_deadline, over_h});
+      return;
+    }
+    fits.push_back(std::move(c));
+  };
+  for (const auto gpus : counts) {
+    const Space space{
+        *m.transformer,
+        r,
+        gpus,
+        t.gpus_per_node(),
+        seq,
+        context_sizes(r, seq),
+        r.cp_comms.empty() ? std::vector<cost::CpComm>{cost::CpComm::p2p} : r.cp_comms};
+    enumerate(space, price);
+  }
   if (out.evaluated == 0) {
-    out.no_layout = no_layout_reason(*m.transformer, r, gpus, t.gpus_per_node(), seq);
+    out.no_layout = no_layout_reason(
+        *m.transformer, r, *std::max_element(counts.begin(), counts.end()), t.gpus_per_node(), seq);
   }
   out.fit = static_cast<std::int64_t>(fits.size());
-  std::sort(fits.begin(), fits.end(),
-            [](const auto& a, const auto& b) { return a.time.step_s < b.time.step_s; });
-  // The best of each (tp, cp, exchange, pp, interleave, sequence parallel, schedule) shape,
-  // fastest first.
-  std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, bool, int, int>>
-      seen;
-  for (const auto& c : fits)
-    out.best_of_framework.emplace(c.layout.framework, c);  // fastest first: the first stays
-  for (const auto& c : fits) {
-    const auto& l = c.layout;
-    const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
-    const auto key = std::make_tuple(
-        l.tp, l.cp, static_cast<int>(l.cp_comm), l.pp, l.interleave, l.sequence_parallel, schedule,
-        static_cast<int>(l.framework) * 8 + static_cast<int>(l.sharding));
-    if (!seen.insert(key).second) continue;
-    out.ranked.push_back(c);
-    if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;
-  }
+  rank(fits, r, out);
+  pareto(fits, out);
   if (!out.ranked.empty()) out.nearest_miss.reset();
+  for (const auto& [framework, best] : out.best_of_framework)
+    out.nearest_miss_of_framework.erase(framework);
   out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -87,7 +87,21 @@ TEST_CASE("plan --json has the documented keys, consistent with each other") {
   }
   CHECK(j["stats"]["configs_evaluated"].get<std::int64_t>() > 1000);
   CHECK(j["stats"]["elapsed_s"].get<double>() > 0.0);
-  CHECK(j["by_strategy"].size() == 9);
+  // The nine data-parallel strategies and the two layout frameworks, each at its best.
+  CHECK(j["by_strategy"].size() == 11);
+  CHECK(j["by_strategy"][9]["strategy"] == "megatron");
+  CHECK(j["by_strategy"][10]["strategy"] == "fsdp2");
+  // Every candidate carries its full layout under one key, the same keys for both families.
+  for (const auto& c : j["candidates"]) {
+    for (const auto* key :
+         {"family", "framework", "sharding", "shard_ranks", "dp", "tp", "pp", "cp", "interleave",
+          "schedule", "micro_batch", "grad_accum", "recompute", "offload", "precision"}) {
+      CHECK(c["layout"].contains(key));
+    }
+    CHECK(c["layout"]["dp"].get<std::int64_t>() * c["layout"]["tp"].get<std::int64_t>() *
+              c["layout"]["pp"].get<std::int64_t>() * c["layout"]["cp"].get<std::int64_t>() ==
+          c["gpus"].get<std::int64_t>());
+  }
   CHECK(j["exact_batch"] == true);
 }
 
@@ -225,24 +239,42 @@ TEST_CASE(
   CHECK(near["best"]["dp"] == 8);
   CHECK(near["exact_batch"] == false);
   CHECK(near["best_exact"]["global_batch"] == 100);
+  // Exactly 100 among the data-parallel strategies: on 4 GPUs, and the note says which
+  // batches would use all 8.
   auto args = base;
   args.back() = "--exact-batch";
+  args.insert(args.end(), {"--strategy", "ddp,zero2,fsdp-grad-op"});
   const auto r = run(args);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out,
              Contains("global batch 100 is not a multiple of 8 GPUs") && Contains("96 or 104"));
-  CHECK_THAT(r.out, Contains("= 100 "));
+  CHECK_THAT(r.out, Contains("= 100, "));
+  // With the layouts in the search, 8 GPUs reach exactly 100 as 2 pipeline stages x 4
+  // data-parallel ranks x 25 samples (8 is not a divisor of 100, 4 is).
+  args = base;
+  args.emplace_back("--exact-batch");
+  const auto all = nlohmann::json::parse(run(args).out);
+  const auto& layout = all["best"]["layout"];
+  CHECK(all["best"]["global_batch"] == 100);
+  if (all["best"]["gpus"] == 8) {
+    CHECK(layout["pp"].get<std::int64_t>() * layout["tp"].get<std::int64_t>() *
+              layout["cp"].get<std::int64_t>() ==
+          2);
+    CHECK(layout["dp"] == 4);
+  }
 }
 
-TEST_CASE("plan --json carries the tensor x pipeline search, --sp takes on and off") {
+TEST_CASE("plan --tp restricts every candidate, --sp takes on and off") {
   const auto r = dtplan::test::run_dtplan(
       {"plan", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes", "16", "--gpu",
        "H100-SXM", "--global-batch", "1024", "--seq-len", "4096", "--tp", "4,8", "--json"});
   REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
-  REQUIRE(!j["ranked"].empty());
-  for (const auto& l : j["ranked"])
-    CHECK((l["tp"] == 4 || l["tp"] == 8));
+  // Without tp 1 the data-parallel strategies are left out: every candidate is a layout.
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["candidates"].empty());
+  for (const auto& c : j["candidates"])
+    CHECK((c["layout"]["tp"] == 4 || c["layout"]["tp"] == 8));
+  CHECK(j["stats"]["data_parallel_evaluated"] == 0);
   const auto bad =
       dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
                                 "A100-80GB", "--global-batch", "16", "--sp", "maybe"});
@@ -262,15 +294,16 @@ TEST_CASE("plan --json carries the tensor x pipeline search, --sp takes on and o
              Catch::Matchers::Contains("pp must divide 12 layers or 14 (allowed here: none)"));
 }
 
-TEST_CASE("plan --schedule restricts the pipeline schedules of the 3D search") {
+TEST_CASE("plan --schedule restricts the pipeline schedules") {
   const auto r = dtplan::test::run_dtplan({"plan", "--model", "llama-2-70b", "--topology",
                                            "dgx-h100", "--nodes", "16", "--gpu", "H100-SXM",
                                            "--global-batch", "1024", "--seq-len", "4096", "--pp",
                                            "4,8", "--schedule", "zb-h1,zbv", "--json"});
   REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
-  REQUIRE(!j["ranked"].empty());
-  for (const auto& l : j["ranked"]) {
+  const auto j = nlohmann::json::parse(r.out)["candidates"];
+  REQUIRE(!j.empty());
+  for (const auto& c : j) {
+    const auto& l = c["layout"];
     CHECK((l["schedule"] == "zb-h1" || l["schedule"] == "zbv"));
     if (l["schedule"] == "zbv") CHECK(l["interleave"] == 2);
   }
@@ -363,13 +396,24 @@ TEST_CASE("the plan's counts add up: searched = chosen + rejected, and what each
   CHECK_THAT(text, Contains(" + " + thousands(skipped) + " combinations not evaluated ("));
 }
 
-TEST_CASE("the 3D section's layouts add up: evaluated = fit + over memory") {
+TEST_CASE("the layouts add up: evaluated = fit + over memory + past the deadline") {
   const auto j = nlohmann::json::parse(run(with({"--json"})).out);
-  const auto& x = j["parallel3d"];
-  REQUIRE(x.is_object());
-  CHECK(x["evaluated"].get<std::int64_t>() ==
-        x["fit"].get<std::int64_t>() + x["out_of_memory"].get<std::int64_t>());
-  CHECK(x["fit"].get<std::int64_t>() >= static_cast<std::int64_t>(x["ranked"].size()));
+  const auto& x = j["layout_search"];
+  REQUIRE(x["searched"] == true);
+  const auto evaluated = x["evaluated"].get<std::int64_t>();
+  CHECK(evaluated == x["fit"].get<std::int64_t>() + x["out_of_memory"].get<std::int64_t>() +
+                         x["past_deadline"].get<std::int64_t>());
+  CHECK(evaluated == j["stats"]["layouts_evaluated"].get<std::int64_t>());
+  CHECK(j["stats"]["configs_evaluated"].get<std::int64_t>() ==
+        j["stats"]["data_parallel_evaluated"].get<std::int64_t>() + evaluated);
+  // One rejected list: every layout but the chosen one is in it.
+  std::int64_t layouts_rejected = 0;
+  for (const auto& r : j["rejected"])
+    layouts_rejected += r["config"]["layout"]["framework"] == "megatron" ||
+                        r["config"]["layout"]["framework"] == "fsdp2";
+  const bool best_is_layout =
+      j["best"]["layout"]["framework"] == "megatron" || j["best"]["layout"]["framework"] == "fsdp2";
+  CHECK(layouts_rejected == evaluated - (best_is_layout ? 1 : 0));
 }
 
 // Issue 14, item 15: on 4 x RTX 4090 (pcie-1switch-4: 256 GiB of host memory per node) the
@@ -419,9 +463,8 @@ TEST_CASE("plan at 128K tokens: context-parallel layouts fit, --export-megatron 
   const auto r = run(args);
   // No data-parallel strategy fits; the layouts that do are an answer, not an error.
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Contains("no data-parallel configuration fits (the tensor x context x "
-                             "pipeline layouts below do)"));
-  CHECK_THAT(r.out, Contains("context parallelism: cp GPUs share each sequence"));
+  CHECK_THAT(r.out, Contains("best: megatron") || Contains("best: fsdp2"));
+  CHECK_THAT(r.out, Contains("zero3          out of memory by "));
   const auto text = read(megatron);
   CHECK_THAT(text, Contains("--seq-length 131072"));
   CHECK_THAT(text, Contains("--context-parallel-size "));

@@ -1,34 +1,16 @@
 // Tests for planner/src/search3d.cpp: the rules every layout it returns obeys, and the ranking.
 #include <catch2/catch.hpp>
 
-#include "dtplan/model/data_dir.hpp"
-#include "dtplan/model/topology_io.hpp"
-#include "dtplan/planner/search3d.hpp"
+#include "cluster_fixture.hpp"
 
 using namespace dtplan;
 
 namespace {
 
 // A model on DGX H100 nodes with the bundled constants.
-struct DgxH100 {
+struct DgxH100 : test::Cluster {
   DgxH100(const std::string& model, std::int64_t nodes)
-      : data(resolve_data_dir("")),
-        m(load_model(model, data / "models")),
-        table(InterconnectTable::load(data / "interconnect.json")),
-        topo(Topology::build(load_node_template("dgx-h100", data / "topologies"), nodes, table)),
-        gpu(GpuCatalog::load(data / "gpus.json").find("H100-SXM")),
-        k(cost::load_compute_constants(data / "compute.json")),
-        overheads(cost::load_overheads(data / "overheads.json")) {}
-  planner::Result3D search(const planner::Request3D& r) const {
-    return planner::search_3d(m, topo, table, gpu, r, k, overheads);
-  }
-  std::filesystem::path data;
-  ModelDesc m;
-  InterconnectTable table;
-  Topology topo;
-  GpuSpec gpu;
-  cost::ComputeConstants k;
-  cost::OverheadConstants overheads;
+      : Cluster(model, "dgx-h100", nodes, "H100-SXM") {}
 };
 
 }  // namespace

@@ -71,6 +71,22 @@ struct PlanRequest {
   std::function<void(std::int64_t done, std::int64_t total, const std::string& what)> progress;
 };
 
+// What a run is judged by, lower is better: seconds per sample (throughput), the run's seconds
+// (time), or its price (cost). The run's length is its optimizer steps, or its samples (which
+// give steps per candidate batch); with neither, one sample.
+struct RunGoal {
+  Objective objective = Objective::throughput;
+  double price_per_gpu_hour = 0;
+  std::int64_t steps = 0;
+  double samples = 0;
+  double max_run_s = 0;  // 0: no deadline
+};
+RunGoal goal_of(const PlanRequest& r);
+// Seconds of the whole run (per sample when its length is not known).
+double run_seconds(const RunGoal& g, double step_s, std::int64_t global_batch);
+double objective_value(const RunGoal& g, double step_s, std::int64_t global_batch,
+                       std::int64_t gpus);
+
 struct Candidate {
   Strategy strategy = Strategy::ddp;
   Precision precision = Precision::bf16;

@@ -16,13 +16,18 @@
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/planner/planner.hpp"
 
 namespace dtplan::planner {
 
 struct Request3D {
   std::int64_t global_batch = 0;
-  std::int64_t seq_len = 0;                         // 0: the model's maximum
-  std::int64_t gpus = 0;                            // 0: every GPU of the cluster
+  std::int64_t seq_len = 0;  // 0: the model's maximum
+  std::int64_t gpus = 0;     // 0: every GPU of the cluster
+  // The GPU counts tried (each at most the cluster's); empty: `gpus` alone. A plan tries
+  // fewer GPUs too (gpu_counts()), as the data-parallel search does.
+  std::vector<std::int64_t> gpu_counts;
+  std::vector<std::int64_t> micro_batches;          // empty: every divisor of the batch
   std::vector<std::int64_t> tps, pps, interleaves;  // empty: every valid value
   // Context-parallel sizes; empty: powers of two leaving each rank at least
   // kMinTokensPerContextRank tokens (1 alone for short sequences).
@@ -40,6 +45,7 @@ struct Request3D {
   Precision precision = Precision::bf16;
   double headroom = 0.10;
   std::int64_t top_k = 5;
+  RunGoal goal;  // what layouts are ranked by (planner.hpp); default: seconds per sample
 };
 
 // Below this many tokens per rank the attention of a chunk is too short to hide the ring's
@@ -52,16 +58,35 @@ struct Candidate3D {
   cost::Layout3D layout;
   cost::Memory3D memory;
   cost::Time3D time;
+  double objective = 0;  // lower is better (RunGoal)
+};
+
+// A layout the search priced and did not rank first: out of memory (amount: GiB over; its time
+// is not computed), past the deadline (hours over) or slower than the best (% behind).
+struct RejectedLayout {
+  Candidate3D candidate;
+  Reason reason = Reason::slower;
+  double amount = 0;
 };
 
 struct Result3D {
-  std::vector<Candidate3D> ranked;          // fastest first, up to top_k, distinct (tp, pp, v, sp)
+  // Best objective first, up to top_k, one per shape (GPUs, tp, cp, pp, v, sp, schedule,
+  // framework): the best micro-batch and recompute mode of each.
+  std::vector<Candidate3D> ranked;
   std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits
-  // The fastest layout each framework runs (ranked or not): what its export describes.
+  // The best layout each framework runs (ranked or not): what its export describes.
   std::map<cost::Framework, Candidate3D> best_of_framework;
-  std::int64_t evaluated = 0;  // layouts priced: evaluated = fit + out_of_memory
-  std::int64_t fit = 0;        // within memory (ranked keeps the best of each shape)
+  // For each framework with no layout in memory: the one least over.
+  std::map<cost::Framework, Candidate3D> nearest_miss_of_framework;
+  // Fewest bytes first, each with a better objective than every layout using less memory.
+  std::vector<Candidate3D> pareto;
+  // Layouts priced: evaluated = fit + out_of_memory + past_deadline.
+  std::int64_t evaluated = 0;
+  std::int64_t fit = 0;  // within memory and the deadline (ranked keeps the best of each shape)
   std::int64_t out_of_memory = 0;
+  std::int64_t past_deadline = 0;
+  // Every priced layout but the best: evaluated = rejected.size() + (1 if one fits).
+  std::vector<RejectedLayout> rejected;
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;
   double elapsed_s = 0;

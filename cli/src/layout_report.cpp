@@ -1,0 +1,41 @@
+// A layout in text (see layout_report.hpp).
+#include "layout_report.hpp"
+
+#include "format.hpp"
+
+namespace dtplan::cli {
+
+void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
+                          const std::string& indent) {
+  const auto& l = c.layout;
+  const auto& mem = c.memory;
+  const auto& tm = c.time;
+  const double m = static_cast<double>(l.micro_batches);
+  out << indent << "memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
+      << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
+      << " GiB, gradients " << gib(mem.gradients) << ", optimizer states "
+      << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
+      << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
+      << (mem.buffers.value > 0 ? ", FSDP buffers " + gib(mem.buffers) : std::string())
+      << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of "
+      << gib(gpu.memory)
+      << (mem.total().value > gpu.memory.value
+              ? ": does NOT fit on " + gpu.name + " (short by " +
+                    gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
+              : std::string())
+      << "\n"
+      << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
+      << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
+      << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
+      << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
+      << (l.framework == cost::Framework::fsdp2
+              ? ", FSDP gathers and reductions not hidden " + seconds(tm.fsdp_comm_s)
+              : std::string())
+      << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
+      << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
+      << seconds(tm.dp_sync_s) << ", optimizer " << seconds(tm.optimizer_s) << "\n"
+      << indent << fixed(tm.samples_per_s, 2) << " samples/s, " << fixed(tm.tokens_per_s, 0)
+      << " tokens/s, MFU " << percent(tm.mfu) << "\n";
+}
+
+}  // namespace dtplan::cli

@@ -1,0 +1,16 @@
+// A tensor x context x pipeline layout in text: the heaviest stage's memory by component and
+// the step by part (dtplan estimate --tp/--pp/--cp and the best of dtplan plan).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/planner/search3d.hpp"
+
+namespace dtplan::cli {
+
+void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
+                          const std::string& indent);
+
+}  // namespace dtplan::cli

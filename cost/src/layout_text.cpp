@@ -1,0 +1,59 @@
+// A layout in words (see layout_text.hpp).
+#include "dtplan/cost/layout_text.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+namespace dtplan::cost {
+namespace {
+
+// "7, 8 x 14, 7": equal neighbours as one run.
+std::string runs_text(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i])
+      ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(v[i]);
+    if (j - i > 1) out += " x " + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const Layout3D& l) {
+  std::ostringstream s;
+  s << "tp " << l.tp;
+  if (l.cp > 1) s << " x cp " << l.cp << " (" << name_of(l.cp_comm) << ")";
+  s << " x pp " << l.pp << " x dp " << l.dp;
+  if (l.framework == Framework::fsdp2) {
+    s << ", FSDP2 over " << l.shard_ranks() << " ranks ("
+      << (l.sharding == DpSharding::gradients ? "blocks kept gathered from forward to backward"
+                                              : "resharded after forward")
+      << ")";
+  } else if (l.sharding == DpSharding::none) {
+    s << ", no distributed optimizer";
+  }
+  if (l.interleave > 1) s << ", interleave " << l.interleave;
+  if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
+  const auto& split = l.stage_layers;
+  if (!split.empty() &&
+      std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
+    s << ", layers per stage " << runs_text(split);
+  }
+  if (l.sequence_parallel) s << ", sequence parallel";
+  s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
+    << name_of(l.recompute);
+  return s.str();
+}
+
+std::string states_name(const Layout3D& l) {
+  if (l.framework == Framework::fsdp2)
+    return l.sharding == DpSharding::gradients ? "fsdp2-keep" : "fsdp2";
+  return l.sharding == DpSharding::optimizer ? "dist-opt" : "replicated";
+}
+
+}  // namespace dtplan::cost

@@ -1,0 +1,111 @@
+// One search over every layout a plan can take, one ranking, one Pareto front:
+//   - the data-parallel family (tp = pp = cp = 1): DDP, ZeRO-1/2/3 and the FSDP modes with
+//     offload, precision, gradient accumulation and no_sync (planner.hpp), and
+//   - tensor x context x pipeline x data layouts under Megatron-LM or FSDP2 (search3d.hpp),
+// over every GPU count the data-parallel search tries (fewer GPUs compete with all of them),
+// ranked together by the request's objective. A restriction of any axis (tp, pp, cp,
+// interleave, strategy or framework, offload, precision) applies to both: a tensor-parallel
+// size list without 1 leaves out the data-parallel family, an offload the layouts do not
+// model leaves out the layouts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/planner/planner.hpp"
+#include "dtplan/planner/search3d.hpp"
+
+namespace dtplan::planner {
+
+struct LayoutRequest {
+  PlanRequest plan;  // the batch, objective, precisions, checkpointing, ... shared by both
+  // Axes beyond the data-parallel family; empty: every valid value.
+  std::vector<std::int64_t> tps, pps, cps, interleaves;
+  std::vector<cost::CpComm> cp_comms;       // empty: p2p
+  std::vector<cost::Framework> frameworks;  // empty: Megatron-LM and FSDP2
+  std::vector<bool> sequence_parallel;      // empty: both
+  std::vector<cost::PipelineSchedule> schedules;
+  // Whether strategies were named (plan.strategies and frameworks together): then only the
+  // named families run; a data-parallel strategy list alone leaves the layouts out.
+  bool strategies_named = false;
+};
+
+// One entry of the ranking: a data-parallel configuration or a layout, and the figures every
+// entry has.
+struct LayoutChoice {
+  std::optional<Candidate> data_parallel;
+  std::optional<Candidate3D> layout;
+  std::int64_t gpus() const;
+  std::int64_t global_batch() const;
+  Bytes memory() const;
+  double step_s() const;
+  double samples_per_s() const;
+  double tokens_per_s() const;
+  double mfu() const;
+  double objective() const;
+  // The strategy (ddp, zero3, fsdp-full, ...) or the layout's framework (megatron, fsdp2).
+  std::string family() const;
+};
+
+// A configuration or layout the plan did not choose, and why (Rejected's reasons and amounts;
+// "slower" is measured against the plan's best, whichever family it is).
+struct RejectedChoice {
+  LayoutChoice choice;  // a data-parallel micro_batch of 0: every micro-batch of that kind
+  Reason reason = Reason::slower;
+  double amount = 0;
+  std::string detail;
+};
+
+// How the plan's numbers add up, over both families:
+//   evaluated = chosen + rejected_evaluated
+//   rejected.size() = rejected_evaluated + not_evaluated
+struct UnifiedCounts {
+  std::int64_t evaluated = 0;  // data-parallel configurations and layouts priced
+  std::int64_t data_parallel_evaluated = 0;
+  std::int64_t layouts_evaluated = 0;
+  std::int64_t chosen = 0;
+  std::int64_t rejected_evaluated = 0;
+  std::int64_t not_evaluated = 0;  // data-parallel families never evaluated (unsupported, ...)
+};
+
+struct UnifiedPlan {
+  PlanResult data_parallel;  // empty when the family was left out
+  bool data_parallel_searched = false;
+  std::optional<Result3D> layouts;       // none when left out (see layouts_left_out)
+  std::string layouts_left_out;          // why the layouts were not searched, if they were not
+  std::vector<LayoutChoice> ranked;      // best objective first, up to top_k
+  std::vector<LayoutChoice> pareto;      // fewest bytes first, each better than all that use less
+  std::vector<RejectedChoice> rejected;  // every entry not chosen, both families
+  std::vector<std::string> suggestions;  // when nothing fits: what would
+  double elapsed_s = 0;
+  const LayoutChoice* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
+  // The best of the ranking, as a percentage: how far `objective` is behind it.
+  double behind_pct(double objective) const;
+};
+
+UnifiedCounts counts_of(const UnifiedPlan& p);
+
+// Throws as plan() and search_3d() do, naming the request's fields.
+UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                         const GpuSpec& gpu, const LayoutRequest& r,
+                         const cost::ComputeConstants& k, const cost::OverheadConstants& overheads,
+                         std::shared_ptr<cost::CommContext> comm = nullptr);
+
+// How each family fared: its best entry (and how far behind the plan's best), or its
+// nearest miss: a data-parallel rejection, or the layout least over memory.
+struct FamilyOutcome {
+  std::string family;
+  std::optional<LayoutChoice> best;
+  double behind_pct = 0;
+  std::optional<Rejected> nearest_miss;            // data-parallel strategies
+  std::optional<Candidate3D> nearest_layout_miss;  // frameworks with no layout in memory
+};
+std::vector<FamilyOutcome> by_family(const UnifiedPlan& p);
+
+// The best layout a framework runs, if one fits.
+const Candidate3D* best_layout_of(const UnifiedPlan& p, cost::Framework f);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,136 @@
+// Layouts and plan entries as JSON (see layout_json.hpp).
+#include "dtplan/planner/layout_json.hpp"
+
+#include <algorithm>
+
+#include "dtplan/cost/strategy_traits.hpp"
+
+namespace dtplan::planner {
+
+nlohmann::json to_json(const Candidate3D& c) {
+  const auto& l = c.layout;
+  const auto& t = c.time;
+  return {{"tp", l.tp},
+          {"pp", l.pp},
+          {"dp", l.dp},
+          {"cp", l.cp},
+          {"framework", std::string(name_of(l.framework))},
+          {"sharding", std::string(name_of(l.sharding))},
+          {"shard_ranks", l.shard_ranks()},
+          {"cp_comm", l.cp > 1 ? std::string(name_of(l.cp_comm)) : "none"},
+          {"interleave", l.interleave},
+          {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
+          {"stage_layers", l.stage_layers},
+          {"heaviest_stage", c.memory.stage},
+          {"sequence_parallel", l.sequence_parallel},
+          {"micro_batch", l.micro_batch},
+          {"micro_batches", l.micro_batches},
+          {"recompute", std::string(name_of(l.recompute))},
+          {"memory_bytes", c.memory.total().value},
+          {"memory",
+           {{"weights", c.memory.weights.value},
+            {"gradients", c.memory.gradients.value},
+            {"optimizer_states", c.memory.optimizer_states.value},
+            {"activations", c.memory.activations.value},
+            {"logits", c.memory.logits.value},
+            {"buffers", c.memory.buffers.value},
+            {"overhead", c.memory.overhead.value}}},
+          {"step_time_s", t.step_s},
+          {"samples_per_s", t.samples_per_s},
+          {"tokens_per_s", t.tokens_per_s},
+          {"mfu", t.mfu},
+          {"time",
+           {{"compute_per_microbatch_s", t.compute_s},
+            {"tp_comm_per_microbatch_s", t.tp_comm_s},
+            {"cp_comm_per_microbatch_s", t.cp_comm_s},
+            {"fsdp_comm_per_microbatch_s", t.fsdp_comm_s},
+            {"p2p_per_microbatch_s", t.p2p_s},
+            {"pipeline_s", t.pipeline_s},
+            {"bubble_s", t.bubble_s},
+            {"dp_sync_s", t.dp_sync_s},
+            {"optimizer_s", t.optimizer_s}}}};
+}
+
+std::string framework_of(Strategy s) {
+  switch (s) {
+    case Strategy::dp:
+      return "torch-dataparallel";
+    case Strategy::ddp:
+      return "torch-ddp";
+    case Strategy::zero1:
+    case Strategy::zero2:
+    case Strategy::zero3:
+      return "deepspeed";
+    case Strategy::fsdp_full:
+    case Strategy::fsdp_grad_op:
+    case Strategy::fsdp_hybrid:
+    case Strategy::fsdp_no_shard:
+      return "fsdp1";
+  }
+  return "fsdp1";
+}
+
+std::string sharding_of(Strategy s) {
+  const auto& t = cost::traits_of(s);
+  if (t.shards_weights) return "parameters";
+  if (t.shards_gradients) return "gradients";
+  return t.shards_optimizer ? "optimizer" : "none";
+}
+
+namespace {
+
+nlohmann::json data_parallel_layout(const Candidate& c, std::int64_t gpus_per_node) {
+  const auto& t = cost::traits_of(c.strategy);
+  const bool sharded = sharding_of(c.strategy) != "none";
+  const std::int64_t shard = !sharded ? 1 : t.hybrid ? std::min(c.dp, gpus_per_node) : c.dp;
+  return {{"family", std::string(name_of(c.strategy))},
+          {"framework", framework_of(c.strategy)},
+          {"sharding", sharding_of(c.strategy)},
+          {"shard_ranks", shard},
+          {"dp", c.dp},
+          {"tp", 1},
+          {"pp", 1},
+          {"cp", 1},
+          {"cp_comm", "none"},
+          {"interleave", 1},
+          {"schedule", "none"},
+          {"stage_layers", nlohmann::json::array()},
+          {"sequence_parallel", false},
+          {"micro_batch", c.micro_batch},
+          {"grad_accum", c.grad_accum},
+          {"no_sync", c.no_sync},
+          {"recompute", std::string(name_of(c.checkpointing))},
+          {"offload", std::string(name_of(c.offload))},
+          {"precision", std::string(name_of(c.precision))}};
+}
+
+nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
+  return {{"family", std::string(name_of(l.framework))},
+          {"framework", std::string(name_of(l.framework))},
+          {"sharding", std::string(name_of(l.sharding))},
+          {"shard_ranks", l.shard_ranks()},
+          {"dp", l.dp},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"cp_comm", l.cp > 1 ? std::string(name_of(l.cp_comm)) : "none"},
+          {"interleave", l.interleave},
+          {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
+          {"stage_layers", l.stage_layers},
+          {"sequence_parallel", l.sequence_parallel},
+          {"micro_batch", l.micro_batch},
+          {"grad_accum", l.micro_batches},
+          {"no_sync", true},
+          {"recompute", std::string(name_of(l.recompute))},
+          {"offload", "none"},
+          {"precision", std::string(name_of(l.precision))}};
+}
+
+}  // namespace
+
+nlohmann::json layout_json(const LayoutChoice& c, std::int64_t gpus_per_node) {
+  return c.data_parallel ? data_parallel_layout(*c.data_parallel, gpus_per_node)
+                         : model_parallel_layout(c.layout->layout);
+}
+
+}  // namespace dtplan::planner

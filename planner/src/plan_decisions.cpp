@@ -1,0 +1,93 @@
+// What a plan decides beyond its ranking (see plan_decisions.hpp).
+#include "dtplan/planner/plan_decisions.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "dtplan/cost/layout_text.hpp"
+
+namespace dtplan::planner {
+namespace {
+
+std::string one_decimal(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
+
+std::string behind_word(Objective o) {
+  return o == Objective::cost ? "costlier" : "slower";
+}
+
+}  // namespace
+
+ExportChoice deepspeed_choice(const PlanResult& result, Objective objective) {
+  const auto& best = *result.best;
+  const auto zero = best_among(result, {Strategy::zero1, Strategy::zero2, Strategy::zero3});
+  if (!zero || zero->best->strategy == best.strategy) return {best, {}};
+  const auto& z = *zero->best;
+  return {z, "DeepSpeed does not run " + std::string(name_of(best.strategy)) +
+                 "; the DeepSpeed config and deepspeed line hold the best ZeRO plan, " +
+                 std::string(name_of(zero->strategy)) + " with micro-batch " +
+                 std::to_string(z.micro_batch) + " x accumulation " + std::to_string(z.grad_accum) +
+                 " x " + std::to_string(z.dp) + " GPUs, " + one_decimal(zero->behind_pct) + "% " +
+                 behind_word(objective)};
+}
+
+std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective) {
+  const auto* best = p.best();
+  if (!best || best->data_parallel || !p.data_parallel.best) return std::nullopt;
+  const auto& dp = *p.data_parallel.best;
+  const auto framework = best->layout->layout.framework;
+  return "the best plan is a layout (" + cost::describe(best->layout->layout) +
+         "); the DeepSpeed, Accelerate and Plan files and launch lines hold the best "
+         "data-parallel plan, " +
+         std::string(name_of(dp.strategy)) + " on " + std::to_string(dp.dp) + " GPUs, " +
+         one_decimal(p.behind_pct(dp.objective)) + "% " + behind_word(objective) + "; " +
+         (framework == cost::Framework::megatron ? "--export-megatron" : "--export-torchtitan") +
+         " writes the layout";
+}
+
+std::optional<std::string> idle_gpus_note(const PlanResult& result, std::int64_t batch) {
+  if (!result.best) return std::nullopt;
+  std::int64_t largest = 0;
+  for (const auto& r : result.rejected) {
+    if (r.reason == Reason::batch_unreachable && r.config.micro_batch == 0) {
+      largest = std::max(largest, r.config.dp);
+    }
+  }
+  if (largest <= result.best->dp) return std::nullopt;
+  const auto below = batch / largest * largest;
+  std::string text = "global batch " + std::to_string(batch) + " is not a multiple of " +
+                     std::to_string(largest) + " GPUs, so the plan uses " +
+                     std::to_string(result.best->dp) + "; on " + std::to_string(largest) + " GPUs ";
+  text += below > 0 ? std::to_string(below) + " or " + std::to_string(below + largest)
+                    : std::to_string(largest);
+  return text + " would be reachable (--global-batch)";
+}
+
+CandidateEstimator::CandidateEstimator(const ModelDesc& m, const Topology& t,
+                                       const InterconnectTable& table, const GpuSpec& gpu,
+                                       const cost::ComputeConstants& k,
+                                       const cost::OverheadConstants& overheads,
+                                       const PlanRequest& r,
+                                       std::shared_ptr<cost::CommContext> comm)
+    : model_(m),
+      topology_(t),
+      table_(table),
+      gpu_(gpu),
+      compute_(k),
+      overheads_(overheads),
+      request_(r),
+      comm_(std::move(comm)) {}
+
+cost::StepEstimate CandidateEstimator::operator()(const Candidate& c) const {
+  const auto config = training_config(c, request_, topology_.gpus_per_node());
+  cost::CommModel all(topology_, table_, config.dp_size, comm_);
+  cost::CommModel node(topology_, table_, std::min(config.dp_size, topology_.gpus_per_node()),
+                       comm_);
+  return cost::estimate_step(model_, config, {c.grad_accum, c.no_sync, 1.0}, gpu_, compute_,
+                             overheads_, {all, node});
+}
+
+}  // namespace dtplan::planner

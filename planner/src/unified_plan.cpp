@@ -1,0 +1,277 @@
+// One search over every layout (see unified_plan.hpp).
+#include "dtplan/planner/unified_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "dtplan/cost/layout_text.hpp"
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::planner {
+
+std::int64_t LayoutChoice::gpus() const {
+  return data_parallel ? data_parallel->dp : layout->layout.gpus();
+}
+std::int64_t LayoutChoice::global_batch() const {
+  return data_parallel ? data_parallel->global_batch : layout->layout.global_batch();
+}
+Bytes LayoutChoice::memory() const {
+  return data_parallel ? data_parallel->memory : layout->memory.total();
+}
+double LayoutChoice::step_s() const {
+  return data_parallel ? data_parallel->step_time_s : layout->time.step_s;
+}
+double LayoutChoice::samples_per_s() const {
+  return data_parallel ? data_parallel->samples_per_s : layout->time.samples_per_s;
+}
+double LayoutChoice::tokens_per_s() const {
+  return data_parallel ? data_parallel->tokens_per_s : layout->time.tokens_per_s;
+}
+double LayoutChoice::mfu() const {
+  return data_parallel ? data_parallel->mfu : layout->time.mfu;
+}
+double LayoutChoice::objective() const {
+  return data_parallel ? data_parallel->objective : layout->objective;
+}
+std::string LayoutChoice::family() const {
+  return std::string(data_parallel ? name_of(data_parallel->strategy)
+                                   : name_of(layout->layout.framework));
+}
+
+double UnifiedPlan::behind_pct(double objective) const {
+  if (ranked.empty()) return 0;
+  return 100.0 * (objective / ranked.front().objective() - 1.0);
+}
+
+namespace {
+
+bool allows_one(const std::vector<std::int64_t>& only) {
+  return only.empty() || std::find(only.begin(), only.end(), 1) != only.end();
+}
+
+// Why the data-parallel family (tp = pp = cp = 1, one model chunk) is left out, or empty.
+std::string data_parallel_left_out(const LayoutRequest& r) {
+  if (r.strategies_named && r.plan.strategies.empty()) {
+    return "only layout frameworks were named (megatron, fsdp2)";
+  }
+  if (!allows_one(r.tps)) return "tensor-parallel sizes without 1";
+  if (!allows_one(r.pps)) return "pipeline sizes without 1";
+  if (!allows_one(r.cps)) return "context-parallel sizes without 1";
+  if (!allows_one(r.interleaves)) return "interleaving without 1";
+  return {};
+}
+
+// Why the tensor x context x pipeline layouts are left out, or empty.
+std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
+  if (!m.transformer) return "the model has no transformer shapes to split";
+  if (r.strategies_named && r.frameworks.empty()) {
+    return "only data-parallel strategies were named (add megatron or fsdp2 to the strategies)";
+  }
+  const auto& p = r.plan;
+  if (!p.offloads.empty() &&
+      std::find(p.offloads.begin(), p.offloads.end(), Offload::none) == p.offloads.end()) {
+    return "the layouts do not offload, and every offload mode asked for does";
+  }
+  if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
+    return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";
+  }
+  return {};
+}
+
+Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
+  const auto& p = r.plan;
+  Request3D x;
+  x.global_batch = p.global_batch;
+  x.seq_len = p.seq_len;
+  x.gpus = p.max_gpus;
+  const auto most = p.max_gpus > 0 ? std::min(p.max_gpus, t.gpu_count()) : t.gpu_count();
+  x.gpu_counts = gpu_counts(t.gpus_per_node(), t.nodes(), most);
+  x.micro_batches = p.micro_batches;
+  x.tps = r.tps;
+  x.pps = r.pps;
+  x.cps = r.cps;
+  x.interleaves = r.interleaves;
+  x.cp_comms = r.cp_comms;
+  x.frameworks = r.frameworks;
+  x.sequence_parallel = r.sequence_parallel;
+  x.schedules = r.schedules;
+  x.recompute = p.checkpointing;
+  x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
+  x.headroom = p.headroom;
+  x.top_k = p.top_k;
+  x.goal = goal_of(p);
+  return x;
+}
+
+// What the data-parallel search would have reported as capacity, without running it.
+void capacity_only(const GpuSpec& gpu, const Topology& t, const PlanRequest& r, PlanResult& out) {
+  out.capacity = gpu.memory;
+  out.usable = Bytes{static_cast<std::int64_t>(
+      std::floor(static_cast<double>(gpu.memory.value) * (1.0 - r.headroom)))};
+  out.host_capacity = r.host_memory.value_or(t.node().host_memory_or_default());
+  out.exact_batch = true;
+}
+
+bool before(const LayoutChoice& a, const LayoutChoice& b) {
+  if (a.objective() != b.objective()) return a.objective() < b.objective();
+  return a.memory() < b.memory();
+}
+
+void merge(UnifiedPlan& p, std::int64_t top_k) {
+  std::vector<LayoutChoice> ranked, front;
+  for (const auto& c : p.data_parallel.ranked)
+    ranked.push_back({c, std::nullopt});
+  for (const auto& c : p.data_parallel.pareto)
+    front.push_back({c, std::nullopt});
+  if (p.layouts) {
+    for (const auto& c : p.layouts->ranked)
+      ranked.push_back({std::nullopt, c});
+    for (const auto& c : p.layouts->pareto)
+      front.push_back({std::nullopt, c});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), before);
+  if (static_cast<std::int64_t>(ranked.size()) > top_k)
+    ranked.resize(static_cast<std::size_t>(top_k));
+  p.ranked = std::move(ranked);
+  // The front of the union is the front of the two fronts.
+  std::stable_sort(front.begin(), front.end(), [](const auto& a, const auto& b) {
+    if (a.memory() != b.memory()) return a.memory() < b.memory();
+    return a.objective() < b.objective();
+  });
+  double best = std::numeric_limits<double>::infinity();
+  for (auto& c : front) {
+    if (c.objective() < best) {
+      best = c.objective();
+      p.pareto.push_back(std::move(c));
+    }
+  }
+}
+
+// The one rejected list: every data-parallel rejection and every layout not chosen, "slower"
+// measured against the plan's best.
+void collect_rejected(UnifiedPlan& p) {
+  const auto* best = p.best();
+  auto rebased = [&](Reason reason, double amount, double objective) {
+    return reason == Reason::slower && best ? p.behind_pct(objective) : amount;
+  };
+  for (const auto& r : p.data_parallel.rejected) {
+    p.rejected.push_back({{r.config, std::nullopt},
+                          r.reason,
+                          rebased(r.reason, r.amount, r.config.objective),
+                          r.detail});
+  }
+  if (const auto& b = p.data_parallel.best; b && best && best->layout) {
+    p.rejected.push_back({{b, std::nullopt}, Reason::slower, p.behind_pct(b->objective), {}});
+  }
+  if (!p.layouts) return;
+  for (const auto& r : p.layouts->rejected) {
+    p.rejected.push_back({{std::nullopt, r.candidate},
+                          r.reason,
+                          rebased(r.reason, r.amount, r.candidate.objective),
+                          {}});
+  }
+  if (!p.layouts->ranked.empty() && best && best->data_parallel) {
+    const auto& b = p.layouts->ranked.front();
+    p.rejected.push_back({{std::nullopt, b}, Reason::slower, p.behind_pct(b.objective), {}});
+  }
+}
+
+// When nothing fits: the data-parallel search's suggestions, and the nearest layout.
+void suggest(UnifiedPlan& p) {
+  if (!p.ranked.empty()) return;
+  p.suggestions = p.data_parallel.suggestions;
+  if (p.layouts && !p.layouts->no_layout.empty()) p.suggestions.push_back(p.layouts->no_layout);
+  if (!p.layouts || !p.layouts->nearest_miss) return;
+  const auto& miss = *p.layouts->nearest_miss;
+  const double need = static_cast<double>(miss.memory.total().value) / double(1LL << 30);
+  const double usable = p.layouts->usable_bytes / double(1LL << 30);
+  char figures[96];
+  std::snprintf(figures, sizeof figures, "%.2f GiB per GPU of %.2f GiB usable", need, usable);
+  p.suggestions.push_back("the nearest tensor x context x pipeline layout (" +
+                          cost::describe(miss.layout) + ") needs " + figures +
+                          ": more GPUs, a shorter sequence or less --headroom");
+}
+
+}  // namespace
+
+UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
+                         const GpuSpec& gpu, const LayoutRequest& r,
+                         const cost::ComputeConstants& k, const cost::OverheadConstants& overheads,
+                         std::shared_ptr<cost::CommContext> comm) {
+  if (!comm) comm = std::make_shared<cost::CommContext>(t);
+  UnifiedPlan out;
+  const auto dp_out = data_parallel_left_out(r);
+  out.layouts_left_out = layouts_left_out(m, r);
+  if (!dp_out.empty() && !out.layouts_left_out.empty()) {
+    throw Error("strategies and sizes: nothing left to search (data-parallel family: " + dp_out +
+                "; layouts: " + out.layouts_left_out + ")");
+  }
+  if (dp_out.empty()) {
+    out.data_parallel = plan(m, t, table, gpu, r.plan, k, overheads, comm);
+    out.data_parallel_searched = true;
+  } else {
+    capacity_only(gpu, t, r.plan, out.data_parallel);
+  }
+  if (out.layouts_left_out.empty()) {
+    out.layouts = search_3d(m, t, table, gpu, layouts_request(r, t), k, overheads, comm);
+  }
+  merge(out, r.plan.top_k);
+  collect_rejected(out);
+  suggest(out);
+  out.elapsed_s = out.data_parallel.elapsed_s + (out.layouts ? out.layouts->elapsed_s : 0.0);
+  return out;
+}
+
+UnifiedCounts counts_of(const UnifiedPlan& p) {
+  UnifiedCounts n;
+  const auto dp = search_counts(p.data_parallel);
+  n.data_parallel_evaluated = dp.evaluated;
+  n.layouts_evaluated = p.layouts ? p.layouts->evaluated : 0;
+  n.evaluated = n.data_parallel_evaluated + n.layouts_evaluated;
+  n.chosen = p.ranked.empty() ? 0 : 1;
+  n.rejected_evaluated = n.evaluated - n.chosen;
+  n.not_evaluated = dp.not_evaluated;
+  return n;
+}
+
+std::vector<FamilyOutcome> by_family(const UnifiedPlan& p) {
+  std::vector<FamilyOutcome> out;
+  if (p.data_parallel_searched) {
+    for (const auto& o : by_strategy(p.data_parallel)) {
+      FamilyOutcome f;
+      f.family = std::string(name_of(o.strategy));
+      if (o.best) {
+        f.best = LayoutChoice{o.best, std::nullopt};
+        f.behind_pct = p.behind_pct(o.best->objective);
+      }
+      f.nearest_miss = o.nearest_miss;
+      out.push_back(std::move(f));
+    }
+  }
+  if (!p.layouts) return out;
+  for (const auto framework : {cost::Framework::megatron, cost::Framework::fsdp2}) {
+    FamilyOutcome f;
+    f.family = std::string(name_of(framework));
+    if (const auto* best = best_layout_of(p, framework)) {
+      f.best = LayoutChoice{std::nullopt, *best};
+      f.behind_pct = p.behind_pct(best->objective);
+    } else if (const auto miss = p.layouts->nearest_miss_of_framework.find(framework);
+               miss != p.layouts->nearest_miss_of_framework.end()) {
+      f.nearest_layout_miss = miss->second;
+    } else {
+      continue;  // not searched
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+const Candidate3D* best_layout_of(const UnifiedPlan& p, cost::Framework f) {
+  if (!p.layouts) return nullptr;
+  const auto found = p.layouts->best_of_framework.find(f);
+  return found == p.layouts->best_of_framework.end() ? nullptr : &found->second;
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,132 @@
+// Tests for planner/src/unified_plan.cpp: one ranking, one Pareto front and one rejected list
+// over the data-parallel strategies and the tensor x context x pipeline layouts, restrictions
+// that apply to both families, and GPU counts below the cluster's for layouts.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "cluster_fixture.hpp"
+#include "dtplan/model/error.hpp"
+
+using namespace dtplan;
+
+namespace {
+
+using test::Cluster;
+
+planner::LayoutRequest request(std::int64_t batch, std::int64_t seq) {
+  planner::LayoutRequest r;
+  r.plan.global_batch = batch;
+  r.plan.seq_len = seq;
+  r.plan.precisions = {Precision::bf16, Precision::fp32};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("one ranking: the best of both families, by objective, each family's own best in it") {
+  const Cluster c("gpt2-xl", "dgx-a100", 1, "A100-80GB");
+  const auto p = c.plan(request(512, 1024));
+  REQUIRE(p.data_parallel_searched);
+  REQUIRE(p.layouts);
+  REQUIRE(p.data_parallel.best);
+  REQUIRE_FALSE(p.layouts->ranked.empty());
+  // The plan's best is the better of the two searches' own bests.
+  const double dp_best = p.data_parallel.best->objective;
+  const double layout_best = p.layouts->ranked.front().objective;
+  REQUIRE(p.best());
+  CHECK(p.best()->objective() == std::min(dp_best, layout_best));
+  for (std::size_t i = 1; i < p.ranked.size(); ++i)
+    CHECK(p.ranked[i - 1].objective() <= p.ranked[i].objective());
+  // top_k (5) of the two lists together.
+  CHECK(p.ranked.size() ==
+        std::min<std::size_t>(5, p.data_parallel.ranked.size() + p.layouts->ranked.size()));
+}
+
+TEST_CASE("one Pareto front: nothing on either family's front is better in both memory and time") {
+  const Cluster c("gpt2-xl", "dgx-a100", 1, "A100-80GB");
+  const auto p = c.plan(request(512, 1024));
+  REQUIRE_FALSE(p.pareto.empty());
+  for (std::size_t i = 1; i < p.pareto.size(); ++i) {
+    CHECK(p.pareto[i - 1].memory() <= p.pareto[i].memory());
+    CHECK(p.pareto[i].objective() < p.pareto[i - 1].objective());
+  }
+  auto covered = [&](Bytes memory, double objective) {
+    for (const auto& e : p.pareto) {
+      if (e.memory() <= memory && e.objective() <= objective) return true;
+    }
+    return false;
+  };
+  for (const auto& e : p.data_parallel.pareto)
+    CHECK(covered(e.memory, e.objective));
+  for (const auto& e : p.layouts->pareto)
+    CHECK(covered(e.memory.total(), e.objective));
+}
+
+TEST_CASE("one rejected list: counts add up and 'slower' is measured against the plan's best") {
+  const Cluster c("gpt2-xl", "dgx-a100", 1, "A100-80GB");
+  const auto p = c.plan(request(512, 1024));
+  const auto n = planner::counts_of(p);
+  CHECK(n.evaluated == n.data_parallel_evaluated + n.layouts_evaluated);
+  CHECK(n.chosen == 1);
+  CHECK(n.evaluated == n.chosen + n.rejected_evaluated);
+  CHECK(static_cast<std::int64_t>(p.rejected.size()) == n.rejected_evaluated + n.not_evaluated);
+  const double best = p.best()->objective();
+  std::int64_t slower = 0;
+  for (const auto& r : p.rejected) {
+    if (r.reason != planner::Reason::slower) continue;
+    ++slower;
+    CHECK(r.amount == Approx(100.0 * (r.choice.objective() / best - 1.0)).margin(1e-9));
+  }
+  CHECK(slower > 0);
+}
+
+TEST_CASE("a layout on fewer GPUs than the cluster's: global batch 1 with tp 2 on 8 GPUs") {
+  // dp = GPUs / (tp pp cp) must divide the batch: with batch 1 and tp = 2 (pp = cp = 1), only
+  // 2 GPUs (tp 2 x dp 1) make a layout; 8 GPUs would need dp 4.
+  const Cluster c("gpt2", "dgx-a100", 1, "A100-80GB");
+  auto r = request(1, 1024);
+  r.tps = {2};
+  r.pps = {1};
+  r.cps = {1};
+  const auto p = c.plan(r);
+  CHECK_FALSE(p.data_parallel_searched);  // tp 1 is not allowed
+  REQUIRE(p.best());
+  REQUIRE(p.best()->layout);
+  const auto& l = p.best()->layout->layout;
+  CHECK(l.tp == 2);
+  CHECK(l.dp == 1);
+  CHECK(p.best()->gpus() == 2);
+}
+
+TEST_CASE("restrictions apply to both families, and leaving out both is an error naming why") {
+  const Cluster c("gpt2", "dgx-a100", 1, "A100-80GB");
+  auto r = request(64, 1024);
+  r.strategies_named = true;
+  r.plan.strategies = {Strategy::zero2};
+  auto p = c.plan(r);
+  CHECK(p.data_parallel_searched);
+  CHECK_FALSE(p.layouts);
+  CHECK_THAT(p.layouts_left_out, Catch::Contains("only data-parallel strategies were named"));
+  for (const auto& e : p.ranked)
+    CHECK(e.data_parallel->strategy == Strategy::zero2);
+
+  r = request(64, 1024);
+  r.plan.offloads = {Offload::optimizer};
+  p = c.plan(r);
+  CHECK_FALSE(p.layouts);
+  CHECK_THAT(p.layouts_left_out, Catch::Contains("do not offload"));
+
+  r = request(64, 1024);
+  r.plan.precisions = {Precision::fp32};
+  p = c.plan(r);
+  CHECK_FALSE(p.layouts);
+  CHECK_THAT(p.layouts_left_out, Catch::Contains("mixed precision"));
+
+  r = request(64, 1024);
+  r.strategies_named = true;
+  r.plan.strategies = {Strategy::ddp};
+  r.tps = {2};
+  CHECK_THROWS_WITH(c.plan(r), Catch::Contains("nothing left to search") &&
+                                   Catch::Contains("tensor-parallel sizes without 1") &&
+                                   Catch::Contains("only data-parallel strategies were named"));
+}
