@@ -206,8 +206,10 @@ Analysis analyse(const Session& s) {
   a.gpus_per_node = in.topology->gpus_per_node();
   a.plan_request = request_of(in, s);
   try {
-    a.plan =
-        planner::plan(in.model, *in.topology, in.table, in.gpu, a.plan_request, in.k, in.overheads);
+    planner::LayoutRequest request;
+    request.plan = a.plan_request;
+    a.plan = planner::plan_layouts(in.model, *in.topology, in.table, in.gpu, request, in.k,
+                                   in.overheads);
   } catch (const std::exception& e) {
     a.problems.push_back(std::string("plan: ") + e.what());
   }

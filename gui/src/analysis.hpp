@@ -15,6 +15,7 @@
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/planner/planner.hpp"
+#include "dtplan/planner/unified_plan.hpp"
 #include "session.hpp"
 
 namespace dtplan::gui {
@@ -66,8 +67,8 @@ struct Analysis {
   double capacity_bytes = 0;      // the GPU's memory
   std::vector<MemoryBar> memory;  // every strategy, the session's configuration
   TopologyPicture topology;
-  cost::StepEstimate step;  // the session's strategy; empty (and a problem) when it cannot run
-  planner::PlanResult plan;
+  cost::StepEstimate step;    // the session's strategy; empty (and a problem) when it cannot run
+  planner::UnifiedPlan plan;  // data-parallel strategies and layouts, ranked together
   planner::PlanRequest plan_request;
   std::int64_t gpus_per_node = 1;
   std::vector<ValidationRow> validation;

@@ -17,6 +17,7 @@
 #include <QValueAxis>
 #include <algorithm>
 
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/exports.hpp"
@@ -27,6 +28,7 @@ namespace dtplan::gui {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
+constexpr std::size_t kRejectedShown = 500;
 
 QStandardItem* number(double v, int decimals) {
   auto* item = new QStandardItem(QString::number(v, 'f', decimals));
@@ -52,6 +54,40 @@ QString config_text(const planner::Candidate& c) {
       .arg(c.grad_accum > 1 ? (c.no_sync ? " no_sync" : " sync") : "");
 }
 
+QString entry_text(const planner::LayoutChoice& c) {
+  if (c.data_parallel) return config_text(*c.data_parallel);
+  const auto& l = c.layout->layout;
+  return QString("%1 %2 %3")
+      .arg(QString::fromStdString(std::string(name_of(l.framework))))
+      .arg(QString::fromStdString(std::string(name_of(l.precision))))
+      .arg(QString::fromStdString(cost::describe(l)));
+}
+
+QStandardItem* text_item(const std::string& text) {
+  auto* item = new QStandardItem(QString::fromStdString(text));
+  item->setData(item->text(), Qt::UserRole);
+  return item;
+}
+
+QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) {
+  const auto* l = c.layout ? &c.layout->layout : nullptr;
+  const auto* d = c.data_parallel ? &*c.data_parallel : nullptr;
+  auto* conf = new QStandardItem(entry_text(c));
+  conf->setData(conf->text(), Qt::UserRole);
+  return {number(double(i + 1), 0),
+          conf,
+          number(static_cast<double>(c.gpus()), 0),
+          number(static_cast<double>(l ? l->tp : 1), 0),
+          number(static_cast<double>(l ? l->cp : 1), 0),
+          number(static_cast<double>(l ? l->pp : 1), 0),
+          number(static_cast<double>(c.memory().value) / kGiB, 2),
+          number(c.step_s(), 3),
+          number(c.samples_per_s(), 1),
+          number(c.mfu() * 100, 1),
+          text_item(std::string(name_of(d ? d->checkpointing : l->recompute))),
+          text_item(d ? std::string(name_of(d->offload)) : "none")};
+}
+
 }  // namespace
 
 PlanView::PlanView(QWidget* parent) : QWidget(parent) {
@@ -74,7 +110,10 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   split->addWidget(pareto_);
   split->setSizes({700, 500});
   layout->addWidget(split, 3);
-  layout->addWidget(new QLabel("Rejected configurations (reason, detail):", this));
+  layout->addWidget(new QLabel(
+      "Rejected configurations and layouts, nearest misses first (at most 500; dtplan plan "
+      "--json lists every one):",
+      this));
   rejected_ = new QTableWidget(this);
   rejected_->setColumnCount(3);
   rejected_->setHorizontalHeaderLabels({"configuration", "reason", "detail"});
@@ -102,37 +141,47 @@ int PlanView::rejected_rows() const {
 void PlanView::show_analysis(const Analysis& a) {
   last_ = a;
   ranked_->clear();
-  ranked_->setHorizontalHeaderLabels({"#", "configuration", "GiB/GPU", "step (s)", "samples/s",
-                                      "MFU %", "checkpointing", "offload"});
+  ranked_->setHorizontalHeaderLabels({"#", "configuration", "GPUs", "tp", "cp", "pp", "GiB/GPU",
+                                      "step (s)", "samples/s", "MFU %", "checkpointing",
+                                      "offload"});
   const auto& r = a.plan;
-  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-    const auto& c = r.ranked[i];
-    auto* conf = new QStandardItem(config_text(c));
-    conf->setData(config_text(c), Qt::UserRole);
-    auto* ck = new QStandardItem(QString::fromStdString(std::string(name_of(c.checkpointing))));
-    ck->setData(ck->text(), Qt::UserRole);
-    auto* off = new QStandardItem(QString::fromStdString(std::string(name_of(c.offload))));
-    off->setData(off->text(), Qt::UserRole);
-    ranked_->appendRow(
-        {number(double(i + 1), 0), conf, number(static_cast<double>(c.memory.value) / kGiB, 2),
-         number(c.step_time_s, 3), number(c.samples_per_s, 1), number(c.mfu * 100, 1), ck, off});
-  }
+  for (std::size_t i = 0; i < r.ranked.size(); ++i)
+    ranked_->appendRow(ranked_row(i, r.ranked[i]));
   table_->sortByColumn(0, Qt::AscendingOrder);
   table_->verticalHeader()->hide();
   table_->resizeColumnsToContents();
+  show_pareto(r);
+  show_rejected(r);
+  const auto* best = r.best();
+  const auto n = planner::counts_of(r);
+  summary_->setText(
+      best ? QString("best: %1, %2 samples/s, step %3 s, %4 GiB per GPU; %5 configurations "
+                     "searched (%6 data-parallel, %7 layouts), %8 rejected")
+                 .arg(entry_text(*best))
+                 .arg(best->samples_per_s(), 0, 'f', 1)
+                 .arg(best->step_s(), 0, 'f', 3)
+                 .arg(static_cast<double>(best->memory().value) / kGiB, 0, 'f', 2)
+                 .arg(n.evaluated)
+                 .arg(n.data_parallel_evaluated)
+                 .arg(n.layouts_evaluated)
+                 .arg(r.rejected.size())
+           : QString("nothing fits: see the rejected configurations"));
+}
+
+void PlanView::show_pareto(const planner::UnifiedPlan& r) {
   auto* chart = new QChart();
   auto* all = new QScatterSeries();
   all->setName("ranked");
   all->setColor(QColor(160, 160, 160));
   all->setMarkerSize(8);
   for (const auto& c : r.ranked)
-    all->append(static_cast<double>(c.memory.value) / kGiB, c.samples_per_s);
+    all->append(static_cast<double>(c.memory().value) / kGiB, c.samples_per_s());
   auto* front = new QScatterSeries();
   front->setName("Pareto front");
   front->setColor(QColor(31, 119, 180));
   front->setMarkerSize(12);
   for (const auto& c : r.pareto)
-    front->append(static_cast<double>(c.memory.value) / kGiB, c.samples_per_s);
+    front->append(static_cast<double>(c.memory().value) / kGiB, c.samples_per_s());
   chart->addSeries(all);
   chart->addSeries(front);
   chart->createDefaultAxes();
@@ -142,9 +191,12 @@ void PlanView::show_analysis(const Analysis& a) {
   auto* old = pareto_->chart();
   pareto_->setChart(chart);
   delete old;
+}
+
+void PlanView::show_rejected(const planner::UnifiedPlan& r) {
   rejected_->setRowCount(0);
   // Nearest misses first: out of memory by the least, then the other reasons.
-  std::vector<const planner::Rejected*> shown;
+  std::vector<const planner::RejectedChoice*> shown;
   for (const auto& x : r.rejected) {
     if (x.reason != planner::Reason::slower) shown.push_back(&x);  // slower: in the table
   }
@@ -152,11 +204,13 @@ void PlanView::show_analysis(const Analysis& a) {
     if (x->reason != y->reason) return x->reason < y->reason;
     return x->amount < y->amount;
   });
-  for (const auto* xp : shown) {
-    const auto& x = *xp;
-    const int row = rejected_->rowCount();
-    rejected_->insertRow(row);
-    rejected_->setItem(row, 0, new QTableWidgetItem(config_text(x.config)));
+  // A search over thousands of GPUs rejects tens of thousands: the nearest 500 are listed.
+  if (shown.size() > kRejectedShown) shown.resize(kRejectedShown);
+  rejected_->setRowCount(static_cast<int>(shown.size()));
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const auto& x = *shown[i];
+    const int row = static_cast<int>(i);
+    rejected_->setItem(row, 0, new QTableWidgetItem(entry_text(x.choice)));
     rejected_->setItem(
         row, 1,
         new QTableWidgetItem(QString::fromStdString(std::string(planner::name_of(x.reason)))));
@@ -167,27 +221,18 @@ void PlanView::show_analysis(const Analysis& a) {
   }
   rejected_->verticalHeader()->hide();
   rejected_->resizeColumnsToContents();
-  summary_->setText(
-      r.best ? QString("best: %1, %2 samples/s, step %3 s, %4 GiB per GPU; %5 configurations "
-                       "searched, %6 rejected")
-                   .arg(config_text(*r.best))
-                   .arg(r.best->samples_per_s, 0, 'f', 1)
-                   .arg(r.best->step_time_s, 0, 'f', 3)
-                   .arg(static_cast<double>(r.best->memory.value) / kGiB, 0, 'f', 2)
-                   .arg(r.configs_evaluated)
-                   .arg(r.rejected.size())
-             : QString("nothing fits: see the rejected configurations"));
 }
 
 void PlanView::export_deepspeed() {
-  if (!last_.plan.best) return;
+  if (!last_.plan.data_parallel.best) return;
   const auto path =
       QFileDialog::getSaveFileName(this, "DeepSpeed config", "ds_config.json", "JSON (*.json)");
   if (path.isEmpty()) return;
   try {
     planner::LaunchOptions o;
     o.ds_config = path.toStdString();
-    const auto ds = planner::deepspeed_config(plan_file_of(last_, *last_.plan.best), o);
+    const auto ds =
+        planner::deepspeed_config(plan_file_of(last_, *last_.plan.data_parallel.best), o);
     write_file_atomically(path.toStdString(), ds.config.dump(2) + "\n", "DeepSpeed config");
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Export DeepSpeed config", e.what());
@@ -195,8 +240,8 @@ void PlanView::export_deepspeed() {
 }
 
 void PlanView::copy_launch() {
-  if (!last_.plan.best) return;
-  const auto plan = plan_file_of(last_, *last_.plan.best);
+  if (!last_.plan.data_parallel.best) return;
+  const auto plan = plan_file_of(last_, *last_.plan.data_parallel.best);
   QString text;
   for (const auto& l : planner::torchrun_lines(plan, {}))
     text += QString::fromStdString(l) + "\n";

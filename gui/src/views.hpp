@@ -69,6 +69,8 @@ class PlanView : public QWidget {
   int rejected_rows() const;
 
  private:
+  void show_pareto(const planner::UnifiedPlan& r);
+  void show_rejected(const planner::UnifiedPlan& r);
   void export_deepspeed();
   void copy_launch();
   QStandardItemModel* ranked_ = nullptr;

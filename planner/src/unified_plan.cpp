@@ -201,6 +201,11 @@ UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const Interconne
                          const cost::ComputeConstants& k, const cost::OverheadConstants& overheads,
                          std::shared_ptr<cost::CommContext> comm) {
   if (!comm) comm = std::make_shared<cost::CommContext>(t);
+  if (r.plan.precisions.empty()) {  // the data-parallel search's default, for both families
+    auto with_defaults = r;
+    with_defaults.plan.precisions = default_precisions(gpu);
+    return plan_layouts(m, t, table, gpu, with_defaults, k, overheads, std::move(comm));
+  }
   UnifiedPlan out;
   const auto dp_out = data_parallel_left_out(r);
   out.layouts_left_out = layouts_left_out(m, r);

@@ -148,14 +148,21 @@ class TestGui : public QObject {
   void plan_view_holds_the_planners_ranking() {
     const auto a = analyse(Session{});
     // The README's default example: fsdp-grad-op, micro-batch 16 x accumulation 4 x 8 GPUs.
-    QVERIFY(a.plan.best.has_value());
-    QCOMPARE(a.plan.best->strategy, Strategy::fsdp_grad_op);
-    QCOMPARE(a.plan.best->micro_batch, std::int64_t{16});
-    QCOMPARE(a.plan.best->grad_accum, std::int64_t{4});
+    QVERIFY(a.plan.best() != nullptr);
+    QVERIFY(a.plan.best()->data_parallel.has_value());
+    QCOMPARE(a.plan.best()->data_parallel->strategy, Strategy::fsdp_grad_op);
+    QCOMPARE(a.plan.best()->data_parallel->micro_batch, std::int64_t{16});
+    QCOMPARE(a.plan.best()->data_parallel->grad_accum, std::int64_t{4});
+    // The layouts are in the same ranking (50 entries here: top_k of the session's request).
+    bool layouts_ranked = false;
+    for (const auto& c : a.plan.ranked)
+      layouts_ranked |= c.layout.has_value();
+    QVERIFY(layouts_ranked);
     PlanView view;
     view.show_analysis(a);
     QCOMPARE(view.ranked_rows(), static_cast<int>(a.plan.ranked.size()));
     QVERIFY(view.rejected_rows() > 0);
+    QVERIFY(view.rejected_rows() <= 500);
   }
 
   void validation_reads_measurements() {
@@ -201,8 +208,9 @@ class TestGui : public QObject {
       QVERIFY(a.memory[i].gpu.total().value > 0);
     }
     QCOMPARE(a.topology.ring.size(), std::size_t{16});
-    QVERIFY(a.plan.best.has_value());
-    QVERIFY(a.plan.best->strategy != Strategy::dp);
+    QVERIFY(a.plan.best() != nullptr);
+    QVERIFY(!a.plan.best()->data_parallel ||
+            a.plan.best()->data_parallel->strategy != Strategy::dp);
     QCOMPARE(a.problems.size(), std::size_t{1});
     QVERIFY(a.problems[0].rfind("timeline: ", 0) == 0);
     MemoryView memory;
