@@ -18,6 +18,7 @@
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
+#include "layout_options.hpp"
 #include "layout_report.hpp"
 
 namespace dtplan::cli {
@@ -36,17 +37,10 @@ struct EstimateOptions {
   std::string slowest_gpu;
   bool sync_every_micro_step = false;
   bool json = false;
-  std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;  // > 1: a tensor x pipeline layout
-  std::string cp_comm = "p2p";
+  LayoutOptions layout;         // given: a tensor x context x pipeline layout
   std::string megatron_file;    // --export-megatron
   std::string trace_file;       // --trace
   std::string torchtitan_file;  // --export-torchtitan
-  std::string framework = "megatron";
-  std::string sharding;                 // empty: the framework's own (optimizer; FSDP2 parameters)
-  std::int64_t dp_shard = 0;            // ranks a state is sharded over; 0: all dp x cp
-  std::string schedule;                 // empty: Megatron's own
-  std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
-  bool sequence_parallel = false;
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
 };
@@ -108,7 +102,7 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
                 std::to_string(t.gpu_count()) + " GPUs (add --nodes)");
   }
   auto c = training_config(training);
-  c.strategy = parse_strategy(o.strategy);
+  if (!is_layout_framework(o.strategy)) c.strategy = parse_strategy(o.strategy);
   return c;
 }
 
@@ -118,9 +112,7 @@ void write_trace(const EstimateOptions& o, const std::string& trace) {
 }
 
 bool is_3d(const EstimateOptions& o) {
-  return o.tp > 1 || o.pp > 1 || o.cp > 1 || o.interleave > 1 || o.sequence_parallel ||
-         !o.schedule.empty() || !o.pp_layers.empty() || !o.megatron_file.empty() ||
-         o.framework != "megatron" || !o.sharding.empty() || o.dp_shard != 0 ||
+  return wants_layout(o.layout, o.strategy) || !o.megatron_file.empty() ||
          !o.torchtitan_file.empty();
 }
 
@@ -131,43 +123,11 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   const auto c = config_of(o, t);
-  const std::int64_t model_parallel = o.tp * o.cp * o.pp;
-  if (c.dp_size % model_parallel != 0) {
-    throw Error("--gpus " + std::to_string(c.dp_size) +
-                ": not divisible by tp x cp x pp = " + std::to_string(model_parallel));
-  }
-  cost::Layout3D l;
-  l.tp = o.tp;
-  l.pp = o.pp;
-  l.cp = o.cp;
-  l.cp_comm = cost::parse_cp_comm(o.cp_comm);
-  l.framework = cost::parse_framework(o.framework);
-  l.sharding = !o.sharding.empty()                     ? cost::parse_dp_sharding(o.sharding)
-               : l.framework == cost::Framework::fsdp2 ? cost::DpSharding::parameters
-                                                       : cost::DpSharding::optimizer;
-  if (o.dp_shard < 0) throw Error("--dp-shard " + std::to_string(o.dp_shard) + ": a positive size");
-  l.shard_group = o.dp_shard;
-  if (o.cp == 1 && o.cp_comm != "p2p") throw Error("--cp-comm " + o.cp_comm + ": needs --cp > 1");
-  l.dp = c.dp_size / model_parallel;
-  l.interleave = o.interleave;
-  if (!o.schedule.empty()) {
-    if (o.pp == 1) throw Error("--schedule " + o.schedule + ": needs --pp > 1");
-    l.schedule = cost::parse_schedule(o.schedule);
-  }
-  l.sequence_parallel = o.sequence_parallel;
-  l.stage_layers = o.pp_layers;
-  l.micro_batch = c.micro_batch;
+  auto seq = c;
+  sequence_length(model, seq.seq_len);
   auto per_dp = c;
-  per_dp.dp_size = l.dp;
-  l.micro_batches = micro_steps_of(o, per_dp);
-  l.seq_len = c.seq_len;
-  sequence_length(model, l.seq_len);
-  if (model.transformer && l.seq_len == 0) l.seq_len = model.transformer->max_positions;
-  l.recompute = c.checkpointing;
-  l.precision = c.precision;
-  if (!model.transformer) throw Error("--tp/--pp: model " + model.name + " has no layer shapes");
-  cost::check_layout(*model.transformer, l, t.gpus_per_node());
-  l.stage_layers = cost::layers_per_stage(*model.transformer, l);  // the split, resolved
+  per_dp.dp_size = layout_dp(o.layout, c.dp_size);
+  const auto l = layout_of(o.layout, o.strategy, model, seq, micro_steps_of(o, per_dp));
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);
   if (!o.megatron_file.empty()) check_output_path(o.megatron_file, "--export-megatron");
@@ -203,11 +163,6 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
 }
 
 int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
-  if (o.tp < 1 || o.pp < 1 || o.cp < 1 || o.interleave < 1) {
-    throw Error("--tp " + std::to_string(o.tp) + ", --pp " + std::to_string(o.pp) + ", --cp " +
-                std::to_string(o.cp) + ", --interleave " + std::to_string(o.interleave) +
-                ": sizes are positive");
-  }
   if (!o.trace_file.empty()) check_output_path(o.trace_file, "--trace");
   if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
@@ -268,7 +223,9 @@ Command register_estimate_command(CLI::App& app) {
       ->description("data-parallel GPUs (default: all of the topology)")
       ->default_str("all");
   cmd->get_option("--gpu")->required();
-  cmd->add_option("--strategy", o->strategy, join(strategy_names(), "|"))->capture_default_str();
+  cmd->add_option("--strategy", o->strategy,
+                  join(strategy_names(), "|") + ", or a layout framework: megatron|fsdp2")
+      ->capture_default_str();
   cmd->add_option("--grad-accum", o->grad_accum, "micro-steps per optimizer step (default 1)");
   cmd->add_option("--global-batch", o->global_batch,
                   "samples per optimizer step; sets the accumulation");
@@ -281,36 +238,7 @@ Command register_estimate_command(CLI::App& app) {
                   "a slower GPU model in the set (its compute sets the pace)");
   cmd->add_flag("--sync-every-micro-step", o->sync_every_micro_step,
                 "synchronise gradients every micro-step (no no_sync)");
-  cmd->add_option("--tp", o->tp,
-                  "tensor-parallel size (Megatron-style layout; dp = GPUs / (tp x pp))")
-      ->capture_default_str();
-  cmd->add_option("--pp", o->pp, "pipeline-parallel stages")->capture_default_str();
-  cmd->add_option("--cp", o->cp,
-                  "context-parallel size: ranks that share each sequence (dp = GPUs / (tp x cp "
-                  "x pp))")
-      ->capture_default_str();
-  cmd->add_option("--cp-comm", o->cp_comm,
-                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
-      ->capture_default_str();
-  cmd->add_option("--interleave", o->interleave, "model chunks per GPU (interleaved 1F1B)")
-      ->capture_default_str();
-  cmd->add_flag("--sp", o->sequence_parallel, "sequence parallelism (needs --tp > 1)");
-  cmd->add_option("--pp-layers", o->pp_layers,
-                  "layers of each pipeline stage, first to last, e.g. 7,8,8,7 (default: even, "
-                  "or one fewer on the first and last stage as Megatron-LM splits)")
-      ->delimiter(',');
-  cmd->add_option("--schedule", o->schedule,
-                  "pipeline schedule: 1f1b|interleaved|gpipe|zb-h1|zb-h2|zbv (default: 1f1b, "
-                  "interleaved with --interleave > 1)");
-  cmd->add_option("--framework", o->framework,
-                  "who runs the tensor x context x pipeline layout: megatron (distributed "
-                  "optimizer) or fsdp2 (torchtitan: FSDP2 per block)")
-      ->capture_default_str();
-  cmd->add_option("--sharding", o->sharding,
-                  "model states sharded over dp x cp: none|optimizer|gradients|parameters "
-                  "(default: optimizer under megatron, parameters under fsdp2)");
-  cmd->add_option("--dp-shard", o->dp_shard,
-                  "ranks each state is sharded over (hybrid sharding; default: all dp x cp)");
+  add_layout_options(*cmd, o->layout);
   cmd->add_option("--export-torchtitan", o->torchtitan_file,
                   "write an FSDP2 layout as a torchtitan job config (TOML) to FILE");
   cmd->add_option("--export-megatron", o->megatron_file,

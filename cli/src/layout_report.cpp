@@ -5,26 +5,32 @@
 
 namespace dtplan::cli {
 
-void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
-                          const std::string& indent) {
-  const auto& l = c.layout;
-  const auto& mem = c.memory;
-  const auto& tm = c.time;
-  const double m = static_cast<double>(l.micro_batches);
+void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost::Memory3D& mem,
+                         const std::optional<GpuSpec>& gpu, const std::string& indent) {
   out << indent << "memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
       << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
       << " GiB, gradients " << gib(mem.gradients) << ", optimizer states "
       << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
       << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
       << (mem.buffers.value > 0 ? ", FSDP buffers " + gib(mem.buffers) : std::string())
-      << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB of "
-      << gib(gpu.memory)
-      << (mem.total().value > gpu.memory.value
-              ? ": does NOT fit on " + gpu.name + " (short by " +
-                    gib(Bytes{mem.total().value - gpu.memory.value}) + " GiB)"
-              : std::string())
-      << "\n"
-      << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
+      << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB";
+  if (gpu) {
+    out << " of " << gib(gpu->memory)
+        << (mem.total().value > gpu->memory.value
+                ? ": does NOT fit on " + gpu->name + " (short by " +
+                      gib(Bytes{mem.total().value - gpu->memory.value}) + " GiB)"
+                : std::string());
+  }
+  out << "\n";
+}
+
+void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
+                          const std::string& indent) {
+  const auto& l = c.layout;
+  const auto& tm = c.time;
+  const double m = static_cast<double>(l.micro_batches);
+  print_layout_memory(out, l, c.memory, gpu, indent);
+  out << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
       << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
       << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
       << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())

@@ -2,6 +2,7 @@
 // the step by part (dtplan estimate --tp/--pp/--cp and the best of dtplan plan).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -12,5 +13,8 @@ namespace dtplan::cli {
 
 void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
                           const std::string& indent);
+// The memory line alone; against the GPU's capacity when one is given.
+void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost::Memory3D& mem,
+                         const std::optional<GpuSpec>& gpu, const std::string& indent);
 
 }  // namespace dtplan::cli

@@ -1,12 +1,18 @@
-// `dtplan memory`: per-GPU memory of one strategy, or all strategies side by side.
+// `dtplan memory`: per-GPU memory of one strategy, all strategies side by side, or a tensor x
+// context x pipeline x data layout's heaviest stage.
 #include <memory>
 
 #include "commands.hpp"
 #include "common_options.hpp"
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/layout_json.hpp"
 #include "json_output.hpp"
+#include "layout_options.hpp"
+#include "layout_report.hpp"
 #include "memory_report.hpp"
 
 namespace dtplan::cli {
@@ -17,6 +23,7 @@ struct MemoryOptions {
   ModelOptions model;
   TrainingOptions training;
   std::string strategy = "all";
+  LayoutOptions layout;  // given: a tensor x context x pipeline layout's memory
   std::int64_t grad_accum = 1;
   bool sync_every_micro_step = false;
   bool json = false;
@@ -31,7 +38,49 @@ cost::MemoryEstimate estimate_one(const ModelDesc& m, TrainingConfig c, Strategy
   return e;
 }
 
+// --tp/--pp/--cp/... or --strategy megatron|fsdp2: the heaviest stage's memory of a layout
+// (dp = --gpus / (tp x cp x pp); --grad-accum micro-batches per pipeline per step).
+int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
+  const auto data = data_dir_of(o.model);
+  const ModelDesc model = resolve_model(o.model);
+  TrainingConfig config = training_config(o.training);
+  if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
+    throw Error("--grad-accum: a positive integer up to 1,000,000");
+  }
+  if (o.strategy != "all" && !is_layout_framework(o.strategy)) {
+    throw Error("--strategy " + o.strategy +
+                " with --tp/--pp/--cp/...: a layout runs under megatron or fsdp2 (--strategy "
+                "megatron|fsdp2, or --framework)");
+  }
+  sequence_length(model, config.seq_len);
+  const auto l =
+      layout_of(o.layout, o.strategy == "all" ? "" : o.strategy, model, config, o.grad_accum);
+  const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
+  const auto gpu = gpu_of(o.training, data);
+  if (o.json) {
+    auto j = report_preamble("memory", ctx.args);
+    j["model"] = model_json(model);
+    planner::Candidate3D c{l, mem, {}, 0};
+    auto layout = planner::to_json(c);
+    for (const auto* timing : {"step_time_s", "samples_per_s", "tokens_per_s", "mfu", "time"})
+      layout.erase(timing);  // memory only: nothing was timed
+    layout["params_per_gpu"] = mem.params_per_gpu;
+    layout["global_batch"] = l.global_batch();
+    layout["seq_len"] = l.seq_len;
+    if (gpu) layout["fits"] = mem.total().value <= gpu->memory.value;
+    j["parallel3d"] = layout;
+    ctx.out << report_text(j);
+    return 0;
+  }
+  ctx.out << "dtplan memory: " << model.name << " on " << config.dp_size << " GPUs"
+          << (gpu ? " x " + gpu->name : std::string()) << ", " << cost::describe(l) << " (sequence "
+          << l.seq_len << ")\n\n";
+  print_layout_memory(ctx.out, l, mem, gpu, "  ");
+  return 0;
+}
+
 int run_memory(const MemoryOptions& o, const RunContext& ctx) {
+  if (wants_layout(o.layout, o.strategy)) return run_memory_layout(o, ctx);
   const auto data = data_dir_of(o.model);
   const ModelDesc model = resolve_model(o.model);
   TrainingConfig config = training_config(o.training);
@@ -99,8 +148,10 @@ Command register_memory_command(CLI::App& app) {
   add_model_options(*cmd, options->model);
   add_training_options(*cmd, options->training);
   cmd->add_option("--strategy", options->strategy,
-                  "one of " + join(strategy_names(), "|") + ", or all to compare them")
+                  "one of " + join(strategy_names(), "|") +
+                      ", or all to compare them, or a layout framework: megatron|fsdp2")
       ->capture_default_str();
+  add_layout_options(*cmd, options->layout);
   cmd->add_option("--grad-accum", options->grad_accum,
                   "micro-steps per optimizer step (FSDP's no_sync then holds full gradients)")
       ->capture_default_str();

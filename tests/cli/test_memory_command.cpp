@@ -229,3 +229,74 @@ TEST_CASE("memory says a configuration that fits the GPU does not fit host memor
   CHECK_THAT(run({"memory", "--model", "gpt2", "--host-memory", "0"}).err,
              Contains("--host-memory '0': must be at least 1 byte"));
 }
+
+// Issue 15: `dtplan memory` takes the layout flags `dtplan estimate` takes.
+TEST_CASE("memory of a layout: Llama 2 70B, tp 8 x pp 4 x dp 4, the first stage by hand") {
+  const auto r = run({"memory",
+                      "--model",
+                      "llama-2-70b",
+                      "--gpus",
+                      "128",
+                      "--gpus-per-node",
+                      "8",
+                      "--gpu",
+                      "H100-SXM",
+                      "--tp",
+                      "8",
+                      "--pp",
+                      "4",
+                      "--interleave",
+                      "2",
+                      "--sp",
+                      "--grad-accum",
+                      "32",
+                      "--seq-len",
+                      "4096",
+                      "--checkpointing",
+                      "selective",
+                      "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  // Llama 2 70B per layer: Q and O 8192^2 each, K and V 8192 x 1024 each (8 key/value heads
+  // of 128), MLP 3 x 8192 x 28672 = 855,638,016 matrix parameters, / tp 8 = 106,954,752, plus
+  // two norms of 8192 kept whole = 106,971,136; 80 / 4 = 20 layers on the first stage =
+  // 2,139,422,720, plus 1/8 of the 32,000 x 8192 embedding (32,768,000) = 2,172,190,720.
+  const std::int64_t params = 2'172'190'720;
+  CHECK(j["params_per_gpu"] == params);
+  CHECK(j["heaviest_stage"] == 0);
+  // Megatron-LM: bf16 weights (2 B), fp32 main gradients (4 B), and 12 B of fp32 main weights
+  // and Adam moments sharded over dp 4 by the distributed optimizer (3 B).
+  CHECK(j["memory"]["weights"] == 2 * params);
+  CHECK(j["memory"]["gradients"] == 4 * params);
+  CHECK(j["memory"]["optimizer_states"] == 3 * params);
+  CHECK(j["dp"] == 4);
+  CHECK(j["micro_batches"] == 32);
+  CHECK(j["fits"] == true);
+  CHECK_FALSE(j.contains("step_time_s"));  // memory only
+}
+
+TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refused by name") {
+  const auto r = run({"memory", "--model", "gpt2", "--strategy", "fsdp2", "--gpus", "8",
+                      "--dp-shard", "4", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  const auto params = j["params_per_gpu"].get<std::int64_t>();
+  // FSDP2 (torchtitan): fp32 parameter and gradient shards (4 B each) and AdamW's two fp32
+  // moments (8 B), all over the shard group of 4, not all 8 ranks.
+  CHECK(j["framework"] == "fsdp2");
+  CHECK(j["shard_ranks"] == 4);
+  CHECK(j["memory"]["weights"].get<double>() == Approx(4.0 * double(params) / 4).epsilon(1e-6));
+  CHECK(j["memory"]["gradients"].get<double>() == Approx(4.0 * double(params) / 4).epsilon(1e-6));
+  CHECK(j["memory"]["optimizer_states"].get<double>() ==
+        Approx(8.0 * double(params) / 4).epsilon(1e-6));
+  auto bad = run({"memory", "--model", "gpt2", "--strategy", "zero3", "--tp", "2", "--gpus", "8"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--strategy zero3 with --tp/--pp/--cp/...: a layout runs under "
+                               "megatron or fsdp2"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "0", "--gpus", "8"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--tp 0, --pp 1, --cp 1, --interleave 1: sizes are positive"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "3", "--gpus", "8"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--gpus 8: not divisible by tp x cp x pp = 3"));
+}
