@@ -12,6 +12,7 @@
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/export_accelerate_fsdp2.hpp"
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/layout_json.hpp"
@@ -41,6 +42,8 @@ struct EstimateOptions {
   std::string megatron_file;    // --export-megatron
   std::string trace_file;       // --trace
   std::string torchtitan_file;  // --export-torchtitan
+  std::string accelerate_file;  // --export-accelerate (an FSDP2 layout)
+  std::string master_addr;      // for its multi-node rendezvous
   const CLI::Option* gpus_option = nullptr;
   const CLI::Option* gpus_per_node_option = nullptr;
 };
@@ -113,7 +116,7 @@ void write_trace(const EstimateOptions& o, const std::string& trace) {
 
 bool is_3d(const EstimateOptions& o) {
   return wants_layout(o.layout, o.strategy) || !o.megatron_file.empty() ||
-         !o.torchtitan_file.empty();
+         !o.torchtitan_file.empty() || !o.accelerate_file.empty();
 }
 
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
@@ -136,11 +139,19 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
       o.megatron_file.empty() ? std::string() : planner::megatron_args_file(model, l);
   const auto torchtitan =
       o.torchtitan_file.empty() ? std::string() : planner::torchtitan_config(model, l);
+  if (!o.accelerate_file.empty()) check_output_path(o.accelerate_file, "--export-accelerate");
+  planner::LaunchOptions launch;
+  launch.master_addr = o.master_addr;
+  const auto accelerate = o.accelerate_file.empty() ? std::string()
+                                                    : planner::accelerate_fsdp2_config(
+                                                          model, l, t.gpus_per_node(), launch);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
   if (!megatron.empty()) write_file_atomically(o.megatron_file, megatron, "--export-megatron");
   if (!torchtitan.empty())
     write_file_atomically(o.torchtitan_file, torchtitan, "--export-torchtitan");
+  if (!accelerate.empty())
+    write_file_atomically(o.accelerate_file, accelerate, "--export-accelerate");
   write_trace(o, cost::chrome_trace(cost::timeline_3d(l, tm),
                                     "dtplan estimate: " + model.name + ", " + cost::describe(l)));
   if (o.json) {
@@ -241,6 +252,10 @@ Command register_estimate_command(CLI::App& app) {
   add_layout_options(*cmd, o->layout);
   cmd->add_option("--export-torchtitan", o->torchtitan_file,
                   "write an FSDP2 layout as a torchtitan job config (TOML) to FILE");
+  cmd->add_option("--export-accelerate", o->accelerate_file,
+                  "write an FSDP2 layout (pp 1) as an Accelerate config (YAML) to FILE");
+  cmd->add_option("--master-addr", o->master_addr,
+                  "node 0's address in a multi-node --export-accelerate config");
   cmd->add_option("--export-megatron", o->megatron_file,
                   "write the layout as Megatron-LM arguments (a bash array) to FILE");
   cmd->add_option("--trace", o->trace_file,

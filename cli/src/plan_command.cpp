@@ -17,6 +17,7 @@
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "dtplan/planner/export_accelerate_fsdp2.hpp"
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/exports.hpp"
@@ -312,8 +313,18 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   request.progress = nullptr;
   const auto& result = plan.data_parallel;
   const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown};
-  const bool data_parallel_exports =
-      !o.plan_file.empty() || !o.deepspeed_file.empty() || !o.accelerate_file.empty() || o.launch;
+  // When the best plan is an FSDP2 layout Accelerate runs, --export-accelerate describes it;
+  // the other exports describe the best data-parallel plan.
+  const planner::Candidate3D* accelerate_layout = nullptr;
+  if (!o.accelerate_file.empty() && plan.best() && plan.best()->layout &&
+      !planner::accelerate_fsdp2_problem(plan.best()->layout->layout)) {
+    accelerate_layout = &*plan.best()->layout;
+  }
+  auto dp_options = o;
+  if (accelerate_layout) dp_options.accelerate_file.clear();
+  const bool data_parallel_exports = !dp_options.plan_file.empty() ||
+                                     !dp_options.deepspeed_file.empty() ||
+                                     !dp_options.accelerate_file.empty() || dp_options.launch;
   if (!result.best && plan.best() && data_parallel_exports) {
     // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
     throw Error(
@@ -340,7 +351,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     }
     const auto ds = planner::deepspeed_choice(result, request.objective);
     files = export_plan(
-        o,
+        dp_options,
         {plan_of(o, best, request, model, t, gpu), plan_of(o, ds.candidate, request, model, t, gpu),
          ds.note, overheads.zero_reduce_bucket_elements},
         extras);
@@ -352,6 +363,13 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   if (const auto note = planner::idle_gpus_note(result, request.global_batch);
       note && plan.best() && plan.best()->data_parallel) {
     extras.notes.push_back(*note);
+  }
+  if (accelerate_layout) {
+    files.push_back({o.accelerate_file,
+                     planner::accelerate_fsdp2_config(model, accelerate_layout->layout,
+                                                      t.gpus_per_node(), o.launch_options),
+                     "--export-accelerate"});
+    extras.written.emplace_back("Accelerate config (FSDP2)", o.accelerate_file);
   }
   const auto* megatron = planner::best_layout_of(plan, cost::Framework::megatron);
   const auto* torchtitan = planner::best_layout_of(plan, cost::Framework::fsdp2);
@@ -486,7 +504,9 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
       ->check(number_check(kLearningRate));
   cmd.add_option("--export-deepspeed", o.deepspeed_file,
                  "write a DeepSpeed config (ds_config.json)");
-  cmd.add_option("--export-accelerate", o.accelerate_file, "write an Accelerate config (YAML)");
+  cmd.add_option("--export-accelerate", o.accelerate_file,
+                 "write an Accelerate config (YAML): the best plan's, with FSDP2 when it is an "
+                 "FSDP2 layout Accelerate runs, else the best data-parallel plan's");
   cmd.add_option("--save-plan", o.plan_file, "write the plan (JSON) for dtplan run");
   cmd.add_option("--export-torchtitan", o.torchtitan_file,
                  "write the best FSDP2 layout as a torchtitan job config");

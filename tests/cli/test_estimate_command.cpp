@@ -351,3 +351,24 @@ TEST_CASE(
   CHECK_THAT(text, Catch::Matchers::Contains("\ndata_parallel_shard_degree = 16\n"));
   CHECK_THAT(text, Catch::Matchers::Contains("\nfsdp_reshard_after_forward = \"always\"\n"));
 }
+
+TEST_CASE("estimate --export-accelerate writes an FSDP2 layout as an Accelerate config") {
+  const auto file = std::filesystem::temp_directory_path() / "dtplan-test-accelerate-fsdp2.yaml";
+  std::filesystem::remove(file);
+  const auto r = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu",
+                      "H100-SXM", "--strategy", "fsdp2", "--tp", "2", "--micro-batch", "1",
+                      "--seq-len", "8192", "--export-accelerate", file.string()});
+  REQUIRE(r.code == 0);
+  std::ifstream in(file);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  CHECK_THAT(text, Contains("  fsdp_version: 2\n") && Contains("num_processes: 8\n") &&
+                       Contains("  parallelism_config_tp_size: 2\n") &&
+                       Contains("  parallelism_config_dp_shard_size: 4\n"));
+  // A Megatron-LM layout is not something Accelerate runs: refused, nothing written.
+  std::filesystem::remove(file);
+  const auto bad = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu",
+                        "H100-SXM", "--tp", "2", "--export-accelerate", file.string()});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--export-accelerate: the layout runs under megatron"));
+  CHECK_FALSE(std::filesystem::exists(file));
+}

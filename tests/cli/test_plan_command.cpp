@@ -480,3 +480,21 @@ TEST_CASE("plan at 128K tokens: context-parallel layouts fit, --export-megatron 
   CHECK_FALSE(std::filesystem::exists(saved));
   CHECK_FALSE(std::filesystem::exists(megatron));
 }
+
+TEST_CASE("plan --export-accelerate writes the best plan with FSDP2 when it is an FSDP2 layout") {
+  const auto acc = temp("fsdp2-accelerate.yaml");
+  std::filesystem::remove(acc);
+  // Only FSDP2 layouts Accelerate runs: no pipeline, no sequence parallelism.
+  const auto r = run(with(
+      {"--strategy", "fsdp2", "--pp", "1", "--sp", "off", "--export-accelerate", acc.string()}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("best: fsdp2") && Contains("wrote Accelerate config (FSDP2): "));
+  const auto text = read(acc);
+  CHECK_THAT(text, Contains("distributed_type: FSDP\n") && Contains("  fsdp_version: 2\n") &&
+                       Contains("parallelism_config:\n"));
+  // With the data-parallel strategies in the search the best here is FSDP1's SHARD_GRAD_OP,
+  // which the same flag writes as before (fsdp_sharding_strategy, no fsdp_version).
+  std::filesystem::remove(acc);
+  REQUIRE(run(with({"--export-accelerate", acc.string()})).code == 0);
+  CHECK_THAT(read(acc), Contains("fsdp_sharding_strategy: SHARD_GRAD_OP"));
+}
