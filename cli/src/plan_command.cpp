@@ -157,7 +157,12 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
       add_framework(cost::parse_framework(name));
       continue;
     }
-    const auto s = parse_strategy(name);
+    Strategy s = Strategy::ddp;
+    try {
+      s = parse_strategy(name);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; or a layout framework: megatron, fsdp2");
+    }
     if (std::find(r.strategies.begin(), r.strategies.end(), s) == r.strategies.end())
       r.strategies.push_back(s);
   }

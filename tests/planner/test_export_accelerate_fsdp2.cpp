@@ -48,7 +48,9 @@ std::map<std::string, std::string> parsed(const std::string& yaml) {
     INFO(section << "." << key);
     CHECK(kKeys.at(section).count(key) == 1);
     const auto value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string();
-    out[(section.empty() ? "" : section + ".") + key] = value;
+    std::string name = section.empty() ? key : section;
+    if (!section.empty()) name.append(".").append(key);
+    out[name] = value;
     if (!nested && value.empty()) section = key;
   }
   return out;
@@ -125,7 +127,7 @@ TEST_CASE("Accelerate FSDP2: blocks kept gathered, full recompute, one node, all
 
 TEST_CASE("Accelerate FSDP2: what Accelerate cannot run is refused with the reason") {
   const auto m = llama();
-  auto refused = [&](cost::Layout3D l, const std::string& why) {
+  auto refused = [&](const cost::Layout3D& l, const std::string& why) {
     CHECK_THROWS_WITH(planner::accelerate_fsdp2_config(m, l, 8, {}),
                       Contains("--export-accelerate: ") && Contains(why));
   };
