@@ -74,8 +74,8 @@ QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) 
   const auto* d = c.data_parallel ? &*c.data_parallel : nullptr;
   auto* conf = new QStandardItem(entry_text(c));
   conf->setData(conf->text(), Qt::UserRole);
+  conf->setToolTip(conf->text());
   return {number(double(i + 1), 0),
-          conf,
           number(static_cast<double>(c.gpus()), 0),
           number(static_cast<double>(l ? l->tp : 1), 0),
           number(static_cast<double>(l ? l->cp : 1), 0),
@@ -85,7 +85,8 @@ QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) 
           number(c.samples_per_s(), 1),
           number(c.mfu() * 100, 1),
           text_item(std::string(name_of(d ? d->checkpointing : l->recompute))),
-          text_item(d ? std::string(name_of(d->offload)) : "none")};
+          text_item(d ? std::string(name_of(d->offload)) : "none"),
+          conf};  // last: the long text stretches, the figures stay in view
 }
 
 }  // namespace
@@ -104,11 +105,12 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   table_->setModel(proxy);
   table_->setSortingEnabled(true);
   table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setWordWrap(false);  // one line per entry; the configuration scrolls, not the figures
   pareto_ = new QChartView(split);
   pareto_->setRenderHint(QPainter::Antialiasing);
   split->addWidget(table_);
   split->addWidget(pareto_);
-  split->setSizes({700, 500});
+  split->setSizes({950, 450});  // the table holds the figures and each layout in words
   layout->addWidget(split, 3);
   layout->addWidget(new QLabel(
       "Rejected configurations and layouts, nearest misses first (at most 500; dtplan plan "
@@ -141,9 +143,9 @@ int PlanView::rejected_rows() const {
 void PlanView::show_analysis(const Analysis& a) {
   last_ = a;
   ranked_->clear();
-  ranked_->setHorizontalHeaderLabels({"#", "configuration", "GPUs", "tp", "cp", "pp", "GiB/GPU",
-                                      "step (s)", "samples/s", "MFU %", "checkpointing",
-                                      "offload"});
+  ranked_->setHorizontalHeaderLabels({"#", "GPUs", "tp", "cp", "pp", "GiB/GPU", "step (s)",
+                                      "samples/s", "MFU %", "checkpointing", "offload",
+                                      "configuration"});
   const auto& r = a.plan;
   for (std::size_t i = 0; i < r.ranked.size(); ++i)
     ranked_->appendRow(ranked_row(i, r.ranked[i]));
@@ -166,6 +168,11 @@ void PlanView::show_analysis(const Analysis& a) {
                  .arg(n.layouts_evaluated)
                  .arg(r.rejected.size())
            : QString("nothing fits: see the rejected configurations"));
+  if (best && best->layout && r.data_parallel.best) {
+    summary_->setText(summary_->text() +
+                      QString("; the export buttons hold the best data-parallel plan (%1)")
+                          .arg(config_text(*r.data_parallel.best)));
+  }
 }
 
 void PlanView::show_pareto(const planner::UnifiedPlan& r) {

@@ -10,6 +10,7 @@
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
+#include "pareto.hpp"
 
 namespace dtplan::planner::detail {
 
@@ -422,18 +423,11 @@ void Search::rank() {
 }
 
 void Search::pareto() {
-  auto by_memory = feasible_;
-  std::stable_sort(by_memory.begin(), by_memory.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.memory != b.memory) return a.memory < b.memory;
-    return a.objective < b.objective;
-  });
-  double best = std::numeric_limits<double>::infinity();
-  for (const auto& c : by_memory) {
-    if (c.objective < best) {
-      result_.pareto.push_back(c);
-      exact_memory(result_.pareto.back());
-      best = c.objective;
-    }
+  for (const auto* c : pareto_front(
+           feasible_, [](const Candidate& c) { return c.memory; },
+           [](const Candidate& c) { return c.objective; })) {
+    result_.pareto.push_back(*c);
+    exact_memory(result_.pareto.back());
   }
 }
 

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <set>
 #include <tuple>
 
 #include "dtplan/model/error.hpp"
+#include "pareto.hpp"
 
 namespace dtplan::planner {
 namespace {
@@ -220,7 +220,7 @@ std::vector<std::int64_t> counts_of(const Request3D& r, std::int64_t cluster) {
   if (!r.gpu_counts.empty()) return r.gpu_counts;
   const std::int64_t gpus = r.gpus > 0 ? r.gpus : cluster;
   if (gpus > cluster) {
-    throw Error("--gpus " + std::to_string(gpus) + ": the cluster has " + std::to_string(cluster));
+    throw Error("gpus " + std::to_string(gpus) + ": the cluster has " + std::to_string(cluster));
   }
   return {gpus};
 }
@@ -263,21 +263,35 @@ void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
 }
 
 void pareto(const std::vector<Candidate3D>& fits, Result3D& out) {
-  std::vector<const Candidate3D*> by_memory;
-  by_memory.reserve(fits.size());
-  for (const auto& c : fits)
-    by_memory.push_back(&c);
-  std::stable_sort(by_memory.begin(), by_memory.end(), [](const auto* a, const auto* b) {
-    if (a->memory.total() != b->memory.total()) return a->memory.total() < b->memory.total();
-    return a->objective < b->objective;
-  });
-  double best = std::numeric_limits<double>::infinity();
-  for (const auto* c : by_memory) {
-    if (c->objective < best) {
-      out.pareto.push_back(*c);
-      best = c->objective;
-    }
+  const auto front = detail::pareto_front(
+      fits, [](const Candidate3D& c) { return c.memory.total(); },
+      [](const Candidate3D& c) { return c.objective; });
+  for (const auto* c : front)
+    out.pareto.push_back(*c);
+}
+
+// A layout over memory: rejected, and the nearest miss of its framework if it is one.
+void over_memory(const cost::Layout3D& l, const cost::Memory3D& mem, cost::Model3D& model,
+                 Result3D& out) {
+  ++out.out_of_memory;
+  const double total = static_cast<double>(mem.total().value);
+  out.rejected.push_back(
+      {{l, mem, {}, 0}, Reason::out_of_memory, (total - out.usable_bytes) / double(1LL << 30)});
+  const auto found = out.nearest_miss_of_framework.find(l.framework);
+  if (found != out.nearest_miss_of_framework.end() &&
+      total >= double(found->second.memory.total().value)) {
+    return;
   }
+  out.nearest_miss_of_framework[l.framework] = Candidate3D{l, mem, model.time(l), 0};
+}
+
+// The least over memory of all frameworks, when nothing fits.
+std::optional<Candidate3D> nearest_of_all(const Result3D& out) {
+  std::optional<Candidate3D> nearest;
+  for (const auto& [framework, miss] : out.nearest_miss_of_framework) {
+    if (!nearest || miss.memory.total() < nearest->memory.total()) nearest = miss;
+  }
+  return nearest;
 }
 
 }  // namespace
@@ -290,7 +304,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   if (!m.transformer) {
     throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
   }
-  if (r.global_batch < 1) throw Error("--global-batch: a positive number of samples");
+  if (r.global_batch < 1) throw Error("global batch: a positive number of samples");
   const auto counts = counts_of(r, t.gpu_count());
   std::int64_t seq = r.seq_len;
   sequence_length(m, seq);
@@ -304,19 +318,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     const auto mem = cost::memory_3d(m, l, overheads);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
-      ++out.out_of_memory;
-      out.rejected.push_back(
-          {{l, mem, {}, 0}, Reason::out_of_memory, (total - out.usable_bytes) / double(1LL << 30)});
-      auto nearer = [total](const std::optional<Candidate3D>& c) {
-        return !c || total < double(c->memory.total().value);
-      };
-      const auto found = out.nearest_miss_of_framework.find(l.framework);
-      const bool framework_nearer = found == out.nearest_miss_of_framework.end() ||
-                                    total < double(found->second.memory.total().value);
-      if (!nearer(out.nearest_miss) && !framework_nearer) return;
-      const Candidate3D miss{l, mem, model.time(l), 0};
-      if (nearer(out.nearest_miss)) out.nearest_miss = miss;
-      if (framework_nearer) out.nearest_miss_of_framework[l.framework] = miss;
+      over_memory(l, mem, model, out);
       return;
     }
     Candidate3D c{l, mem, model.time(l), 0};
@@ -349,7 +351,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.fit = static_cast<std::int64_t>(fits.size());
   rank(fits, r, out);
   pareto(fits, out);
-  if (!out.ranked.empty()) out.nearest_miss.reset();
+  if (out.ranked.empty()) out.nearest_miss = nearest_of_all(out);
   for (const auto& [framework, best] : out.best_of_framework)
     out.nearest_miss_of_framework.erase(framework);
   out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

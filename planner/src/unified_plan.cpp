@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/error.hpp"
+#include "pareto.hpp"
 
 namespace dtplan::planner {
 
@@ -136,16 +136,10 @@ void merge(UnifiedPlan& p, std::int64_t top_k) {
     ranked.resize(static_cast<std::size_t>(top_k));
   p.ranked = std::move(ranked);
   // The front of the union is the front of the two fronts.
-  std::stable_sort(front.begin(), front.end(), [](const auto& a, const auto& b) {
-    if (a.memory() != b.memory()) return a.memory() < b.memory();
-    return a.objective() < b.objective();
-  });
-  double best = std::numeric_limits<double>::infinity();
-  for (auto& c : front) {
-    if (c.objective() < best) {
-      best = c.objective();
-      p.pareto.push_back(std::move(c));
-    }
+  for (const auto* c : detail::pareto_front(
+           front, [](const LayoutChoice& c) { return c.memory(); },
+           [](const LayoutChoice& c) { return c.objective(); })) {
+    p.pareto.push_back(*c);
   }
 }
 
