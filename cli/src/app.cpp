@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
-#include "interrupt.hpp"
+#include "dtplan/runtime/interrupt.hpp"
 
 namespace dtplan::cli {
 
@@ -25,6 +25,25 @@ std::string parse_error_message(const CLI::ParseError& e) {
     return m[1].str() + " given " + times + " (give it once)";
   }
   return what;
+}
+
+// Library request fields by the flag that sets them: "global_batch" is --global-batch; the
+// fields whose flag reads differently are listed.
+std::string flag_of(const std::string& field) {
+  static const std::map<std::string, std::string> kDifferent{
+      {"top_k", "--top"},
+      {"max_gpus", "--gpus"},
+      {"max_run_s", "--max-hours"},
+      {"time_budget_s", "--time-budget"},
+      {"micro_batches", "--micro-batch"},
+      {"strategies", "--strategy"},
+  };
+  if (const auto it = kDifferent.find(field); it != kDifferent.end()) return it->second;
+  std::string flag = "--" + field;
+  for (auto& ch : flag) {
+    if (ch == '_') ch = '-';
+  }
+  return flag;
 }
 
 }  // namespace
@@ -73,9 +92,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     for (auto* sub : app.get_subcommands()) {
       return runners.at(sub->get_name())(RunContext{out, err, args});
     }
-  } catch (const Interrupted& e) {
+  } catch (const runtime::Interrupted& e) {
     err << "dtplan: " << e.what() << '\n';
     return e.exit_code();
+  } catch (const FieldError& e) {
+    err << "dtplan: error: " << e.render(flag_of) << '\n';
+    return 1;
   } catch (const Error& e) {
     err << "dtplan: error: " << e.what() << '\n';
     return 1;

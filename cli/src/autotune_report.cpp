@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "autotune_log.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/exports.hpp"
+#include "dtplan/runtime/autotune_log.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
 #include "table.hpp"
@@ -16,7 +16,7 @@
 namespace dtplan::cli {
 namespace {
 
-std::string also_of(const Space& sp, const std::string& key) {
+std::string also_of(const runtime::TuneSpace& sp, const std::string& key) {
   const auto it = sp.planned.find(key);
   if (it == sp.planned.end()) return "(not in this search)";
   std::vector<std::string> names;
@@ -32,8 +32,8 @@ std::string also_of(const Space& sp, const std::string& key) {
 
 // The plan of the best measured configuration: `prefer_deepspeed` picks a ZeRO strategy among
 // those the runtime executes the same way (DeepSpeed runs ZeRO, not FSDP).
-std::optional<Plan> best_plan(const AutotuneOptions& o, const Space& sp, const std::string& key,
-                              bool prefer_deepspeed) {
+std::optional<Plan> best_plan(const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                              const std::string& key, bool prefer_deepspeed) {
   const auto it = sp.planned.find(key);
   if (it == sp.planned.end()) return std::nullopt;
   for (const auto& c : it->second) {
@@ -46,7 +46,8 @@ std::optional<Plan> best_plan(const AutotuneOptions& o, const Space& sp, const s
 
 }  // namespace
 
-Exports export_best(const AutotuneOptions& o, const Space& sp, const std::string& key) {
+Exports export_best(const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                    const std::string& key) {
   Exports e;
   planner::LaunchOptions launch;
   if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
@@ -81,9 +82,9 @@ Exports export_best(const AutotuneOptions& o, const Space& sp, const std::string
   return e;
 }
 
-void print_report(std::ostream& out, const AutotuneOptions& o, const Space& sp,
-                  const TuneOutcome& r, std::size_t resumed, const cost::HardwareProfile& p,
-                  const Exports& ex) {
+void print_report(std::ostream& out, const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                  const runtime::TuneOutcome& r, std::size_t resumed,
+                  const cost::HardwareProfile& p, const Exports& ex) {
   out << "dtplan autotune: " << o.model.model << " at scale " << o.scale << ", global batch "
       << o.global_batch << ", " << o.np << " ranks (" << o.backend
       << ")\n  candidates: " << sp.candidates.size()
@@ -133,8 +134,9 @@ void print_report(std::ostream& out, const AutotuneOptions& o, const Space& sp,
     out << "  " << l << "\n";
 }
 
-nlohmann::json report_json(const AutotuneOptions& o, const Space& sp, const TuneOutcome& r,
-                           const Exports& ex, const RunContext& ctx) {
+nlohmann::json report_json(const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                           const runtime::TuneOutcome& r, const Exports& ex,
+                           const RunContext& ctx) {
   auto j = report_preamble("autotune", ctx.args);
   j["candidates"] = sp.candidates.size();
   j["stop_reason"] = r.stop_reason;

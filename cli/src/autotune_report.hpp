@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "autotune_search.hpp"
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "dtplan/planner/planner.hpp"
+#include "dtplan/runtime/autotune.hpp"
 
 namespace dtplan::cli {
 
@@ -43,15 +43,6 @@ struct AutotuneOptions {
   bool json = false;
 };
 
-struct Space {
-  std::vector<TuneCandidate> candidates;
-  std::map<std::string, std::vector<planner::Candidate>> planned;  // by key, planner order
-  planner::PlanRequest request;
-  std::int64_t gpus_per_node = 1;
-  std::int64_t planner_configs = 0;
-  ModelDesc model;
-};
-
 struct Exports {
   std::vector<std::string> lines;
   std::vector<std::string> written;
@@ -59,11 +50,11 @@ struct Exports {
 
 // Writes --export-deepspeed / --save-plan for the best key and gathers --export-launch lines
 // (nothing for a resumed key outside this search).
-Exports export_best(const AutotuneOptions& o, const Space& sp, const std::string& key);
-void print_report(std::ostream& out, const AutotuneOptions& o, const Space& sp,
-                  const TuneOutcome& r, std::size_t resumed, const cost::HardwareProfile& p,
-                  const Exports& ex);
-nlohmann::json report_json(const AutotuneOptions& o, const Space& sp, const TuneOutcome& r,
-                           const Exports& ex, const RunContext& ctx);
+Exports export_best(const AutotuneOptions& o, const runtime::TuneSpace& sp, const std::string& key);
+void print_report(std::ostream& out, const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                  const runtime::TuneOutcome& r, std::size_t resumed,
+                  const cost::HardwareProfile& p, const Exports& ex);
+nlohmann::json report_json(const AutotuneOptions& o, const runtime::TuneSpace& sp,
+                           const runtime::TuneOutcome& r, const Exports& ex, const RunContext& ctx);
 
 }  // namespace dtplan::cli

@@ -9,7 +9,7 @@
 
 #include "commands.hpp"
 #include "dtplan/model/error.hpp"
-#include "launcher.hpp"
+#include "dtplan/runtime/launcher.hpp"
 
 namespace dtplan::cli {
 namespace {
@@ -24,7 +24,7 @@ int run_run(const RunCommandOptions& o, const RunContext& ctx) {
   if (o.np < 1) throw Error("--np " + std::to_string(o.np) + ": must be >= 1");
   std::vector<std::string> run_args{"--plan", o.plan};
   run_args.insert(run_args.end(), o.forwarded.begin(), o.forwarded.end());
-  auto args = mpirun_argv(o.np, run_args);
+  auto args = runtime::mpirun_argv(o.np, run_args);
   std::string shown;
   for (const auto& a : args)
     shown += (shown.empty() ? "" : " ") + a;

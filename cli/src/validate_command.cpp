@@ -14,9 +14,9 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/measurement.hpp"
 #include "dtplan/runtime/run_job.hpp"
+#include "dtplan/runtime/trials.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
-#include "runtime_trials.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {

@@ -19,6 +19,7 @@
 #include "dtplan/model/file_output.hpp"
 #include "gui_options.hpp"
 #include "inputs_panel.hpp"
+#include "workflow_dialogs.hpp"
 
 namespace dtplan::gui {
 namespace {
@@ -84,6 +85,46 @@ void MainWindow::build_menus() {
   file->addAction("Export view as S&VG...", this, [this] { export_view(true); });
   file->addSeparator();
   file->addAction("&Quit", this, [this] { close(); });
+  auto* tools = menuBar()->addMenu("&Tools");
+  tools->addAction("&Calibrate this machine...", this, [this] { ask_and_calibrate(); });
+  tools->addAction("&Autotune by measurement...", this, [this] { ask_and_autotune(); });
+}
+
+WorkflowResult MainWindow::calibrate(const CalibrateChoice& c, const ProgressObserver& observe) {
+  auto r = run_with_progress(
+      this, "Calibrating this machine",
+      [c](const runtime::ProgressFn& p) { return calibrate_to_file(c, p); }, observe);
+  if (r.status == WorkflowResult::Status::done) {
+    auto s = inputs_->session();
+    s.profile = c.out;
+    inputs_->set_session(s);
+    recompute();
+  }
+  return r;
+}
+
+WorkflowResult MainWindow::autotune(const AutotuneChoice& c, const ProgressObserver& observe) {
+  const auto s = inputs_->session();
+  return run_with_progress(
+      this, "Autotuning by measurement",
+      [s, c](const runtime::ProgressFn& p) { return autotune_session(s, c, p); }, observe);
+}
+
+void MainWindow::ask_and_calibrate() {
+  if (const auto c = ask_calibrate(this)) report("Calibrate", calibrate(*c));
+}
+
+void MainWindow::ask_and_autotune() {
+  if (const auto c = ask_autotune(this, inputs_->session())) report("Autotune", autotune(*c));
+}
+
+void MainWindow::report(const QString& title, const WorkflowResult& r) {
+  const auto text = QString::fromStdString(r.text);
+  if (r.status == WorkflowResult::Status::failed) {
+    QMessageBox::warning(this, title, text);
+  } else {
+    QMessageBox::information(this, title, text);  // done, or cancelled with what was kept
+  }
 }
 
 void MainWindow::recompute() {

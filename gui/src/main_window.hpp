@@ -1,6 +1,7 @@
 // dtplan-gui's window: the inputs on the left, the views in tabs; recomputation off the UI
 // thread (QtConcurrent) on every input change, stale results dropped; File menu for sessions,
-// measurements and exporting the current view as PNG or SVG.
+// measurements and exporting the current view as PNG or SVG; Tools menu for calibration and
+// autotuning through the runtime library (workflows.hpp).
 #pragma once
 
 #include <QMainWindow>
@@ -9,6 +10,7 @@
 
 #include "analysis.hpp"
 #include "views.hpp"
+#include "workflows.hpp"
 
 class QTabWidget;
 class QLabel;
@@ -40,6 +42,11 @@ class MainWindow : public QMainWindow {
   // Waits for the background computation in flight, if any, and shows its result.
   void wait_for_recompute();
 
+  // The Tools menu's workflows, under a progress dialog (public for tests). A profile that
+  // calibration wrote becomes the session's, and the views are computed again with it.
+  WorkflowResult calibrate(const CalibrateChoice& c, const ProgressObserver& observe = {});
+  WorkflowResult autotune(const AutotuneChoice& c, const ProgressObserver& observe = {});
+
   static void save_png(QWidget* w, const QString& path);
   static void save_svg(QWidget* w, const QString& path);
 
@@ -51,6 +58,9 @@ class MainWindow : public QMainWindow {
   void save_session_as();
   void open_measurement();
   void export_view(bool svg);
+  void ask_and_calibrate();
+  void ask_and_autotune();
+  void report(const QString& title, const WorkflowResult& r);
 
   InputsPanel* inputs_ = nullptr;
   QTabWidget* tabs_ = nullptr;

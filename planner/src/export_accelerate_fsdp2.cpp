@@ -10,7 +10,7 @@ namespace dtplan::planner {
 std::optional<std::string> accelerate_fsdp2_problem(const cost::Layout3D& l) {
   if (l.framework != cost::Framework::fsdp2) {
     return "the layout runs under " + std::string(cost::name_of(l.framework)) +
-           ", not FSDP2 (--framework fsdp2)";
+           ", not FSDP2 ({framework} fsdp2)";
   }
   if (l.pp > 1) return "Accelerate has no pipeline parallelism: the layout needs pp 1";
   if (l.cp > 1 && l.cp_comm == cost::CpComm::a2a) {
@@ -30,8 +30,8 @@ std::optional<std::string> accelerate_fsdp2_problem(const cost::Layout3D& l) {
 
 std::string accelerate_fsdp2_config(const ModelDesc& m, const cost::Layout3D& l,
                                     std::int64_t gpus_per_node, const LaunchOptions& o) {
-  if (const auto why = accelerate_fsdp2_problem(l)) throw Error("--export-accelerate: " + *why);
-  if (gpus_per_node < 1) throw Error("--export-accelerate: GPUs per node must be positive");
+  if (const auto why = accelerate_fsdp2_problem(l)) throw FieldError("export_accelerate", *why);
+  if (gpus_per_node < 1) throw FieldError("export_accelerate", "GPUs per node must be positive");
   const std::int64_t shard = l.shard_ranks() / l.cp;  // FSDP shards over dp_shard x cp
   const std::int64_t nodes = (l.gpus() + gpus_per_node - 1) / gpus_per_node;
   std::ostringstream y;

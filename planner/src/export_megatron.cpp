@@ -63,9 +63,9 @@ void stage_split(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
   const bool middle_even = p < 3 || std::all_of(layers.begin() + 1, layers.end() - 1,
                                                 [&](auto n) { return n == layers[1]; });
   if (!middle_even) {
-    throw Error(
-        "--export-megatron: Megatron-LM sets the first and last stages' layers and splits "
-        "the rest evenly; this layout's stages differ in the middle");
+    throw FieldError("export_megatron",
+                     "Megatron-LM sets the first and last stages' layers and splits the rest "
+                     "evenly; this layout's stages differ in the middle");
   }
   add(a, "--decoder-first-pipeline-num-layers", layers.front());
   add(a, "--decoder-last-pipeline-num-layers", layers.back());
@@ -81,8 +81,8 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
     const auto schedule = l.pipeline_schedule();
     if (schedule != cost::PipelineSchedule::one_f_one_b &&
         schedule != cost::PipelineSchedule::interleaved) {
-      throw Error("--export-megatron: schedule " + std::string(cost::name_of(schedule)) +
-                  ": Megatron-LM runs 1F1B and interleaved 1F1B");
+      throw FieldError("export_megatron", "schedule " + std::string(cost::name_of(schedule)) +
+                                              ": Megatron-LM runs 1F1B and interleaved 1F1B");
     }
     if (l.interleave > 1) add(a, "--num-virtual-stages-per-pipeline-rank", l.interleave);
     stage_split(a, s, l);
@@ -108,11 +108,12 @@ void training(Args& a, const cost::Layout3D& l) {
 
 std::vector<std::string> megatron_arguments(const ModelDesc& m, const cost::Layout3D& l) {
   if (!m.transformer) {
-    throw Error("--export-megatron: model " + m.name + " has no layer shapes");
+    throw FieldError("export_megatron", "model " + m.name + " has no layer shapes");
   }
   if (l.framework != cost::Framework::megatron) {
-    throw Error("--export-megatron: the layout runs under " +
-                std::string(cost::name_of(l.framework)) + ", not Megatron-LM");
+    throw FieldError(
+        "export_megatron",
+        "the layout runs under " + std::string(cost::name_of(l.framework)) + ", not Megatron-LM");
   }
   Args a;
   model_shape(a, *m.transformer, l.seq_len);

@@ -10,7 +10,7 @@ namespace dtplan::planner {
 namespace {
 
 [[noreturn]] void refuse(const std::string& why) {
-  throw Error("--export-torchtitan: " + why);
+  throw FieldError("export_torchtitan", why);
 }
 
 // torch.distributed.pipelining's schedule names.
@@ -34,10 +34,10 @@ std::string schedule_name(cost::PipelineSchedule s) {
 void check(const cost::Layout3D& l) {
   if (l.framework != cost::Framework::fsdp2) {
     refuse("the layout runs under " + std::string(cost::name_of(l.framework)) +
-           ", not FSDP2 (--framework fsdp2)");
+           ", not FSDP2 ({framework} fsdp2)");
   }
   if (l.tp > 1 && !l.sequence_parallel) {
-    refuse("torchtitan's tensor parallelism always shards the norms' sequence: add --sp");
+    refuse("torchtitan's tensor parallelism always shards the norms' sequence: add {sp}");
   }
   if (l.cp > 1 && l.cp_comm == cost::CpComm::a2a) {
     refuse("torchtitan's context parallelism rotates K/V (allgather or alltoall), not Ulysses");

@@ -167,20 +167,21 @@ PlanResult plan(const ModelDesc& m, const Topology& t, const InterconnectTable& 
                 const GpuSpec& gpu, const PlanRequest& r, const cost::ComputeConstants& k,
                 const cost::OverheadConstants& overheads, std::shared_ptr<cost::CommContext> comm) {
   if (r.objective == Objective::cost && !(r.price_per_gpu_hour > 0)) {
-    throw Error("--objective cost needs --price-per-gpu-hour (a positive price)");
+    throw FieldError("price_per_gpu_hour", "a positive price is needed for {objective} cost");
   }
   if (!(r.headroom >= 0.0 && r.headroom < 1.0)) {
-    throw Error("--headroom: a fraction of GPU memory in [0, 1), got " +
-                std::to_string(r.headroom));
+    throw FieldError("headroom",
+                     "a fraction of GPU memory in [0, 1), got " + std::to_string(r.headroom));
   }
-  if (r.top_k < 1) throw Error("--top: must be a positive integer");
-  if (r.max_gpus < 0) throw Error("--gpus: must be a positive integer");
-  if (r.max_run_s < 0) throw Error("--max-hours: must be positive");
+  if (r.top_k < 1) throw FieldError("top_k", "must be a positive integer");
+  if (r.max_gpus < 0) throw FieldError("max_gpus", "must be a positive integer");
+  if (r.max_run_s < 0) throw FieldError("max_run_s", "must be positive");
   if (r.max_run_s > 0 && r.steps == 0 && r.samples == 0) {
-    throw Error("--max-hours needs the run's length: --steps, or --dataset-size and --epochs");
+    throw FieldError("max_run_s",
+                     "needs the run's length: {steps}, or {dataset_size} and {epochs}");
   }
   for (const auto mb : r.micro_batches) {
-    if (mb < 1) throw Error("--micro-batch: must be positive integers");
+    if (mb < 1) throw FieldError("micro_batches", "must be positive integers");
   }
   if (!comm) comm = std::make_shared<cost::CommContext>(t);
   return detail::Search({m, t, table, gpu, r, k, overheads, std::move(comm)}).run();

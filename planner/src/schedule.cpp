@@ -9,24 +9,28 @@ namespace dtplan::planner {
 
 void check_schedule_request(const ScheduleRequest& r) {
   if (r.steps > 0 && r.dataset_size > 0) {
-    throw Error("--steps and --dataset-size: give the number of steps or the dataset, not both");
+    throw FieldError("steps", "give the number of steps or the {dataset_size}, not both");
   }
-  if (r.dataset_size < 0 || r.steps < 0) throw Error("--dataset-size/--steps: must be positive");
+  if (r.dataset_size < 0 || r.steps < 0)
+    throw FieldError(r.steps < 0 ? "steps" : "dataset_size", "must be positive");
   if (r.dataset_size > 0 && !(r.epochs > 0)) {
-    throw Error("--dataset-size needs --epochs (a positive number)");
+    throw FieldError("epochs", "a positive number is needed with {dataset_size}");
   }
-  if (r.dataset_size == 0 && r.epochs != 0) throw Error("--epochs needs --dataset-size");
+  if (r.dataset_size == 0 && r.epochs != 0) throw FieldError("epochs", "needs {dataset_size}");
   if (r.dataset_size > 1'000'000'000'000'000 || r.epochs > 1e6 || r.steps > 1'000'000'000'000) {
-    throw Error(
-        "--dataset-size/--epochs/--steps: beyond the supported range (1e15 samples, 1e6 "
-        "epochs, 1e12 steps)");
+    throw FieldError(r.steps > 1'000'000'000'000 ? "steps"
+                     : r.epochs > 1e6            ? "epochs"
+                                                 : "dataset_size",
+                     "beyond the supported range (1e15 samples, 1e6 epochs, 1e12 steps)");
   }
   if (!(r.warmup_ratio >= 0.0 && r.warmup_ratio < 1.0)) {
-    throw Error("--warmup-ratio: a fraction in [0, 1)");
+    throw FieldError("warmup_ratio", "a fraction in [0, 1)");
   }
-  if (r.base_lr && !(*r.base_lr > 0)) throw Error("--base-lr: must be positive");
-  if (r.base_lr && r.base_global_batch < 1) throw Error("--base-lr needs --base-global-batch");
-  if (!r.base_lr && r.base_global_batch != 0) throw Error("--base-global-batch needs --base-lr");
+  if (r.base_lr && !(*r.base_lr > 0)) throw FieldError("base_lr", "must be positive");
+  if (r.base_lr && r.base_global_batch < 1)
+    throw FieldError("base_global_batch", "needed with {base_lr}");
+  if (!r.base_lr && r.base_global_batch != 0)
+    throw FieldError("base_lr", "needed with {base_global_batch}");
 }
 
 Schedule make_schedule(const ScheduleRequest& r, std::int64_t global_batch, std::int64_t grad_accum,

@@ -50,7 +50,7 @@ Search::Search(const Inputs& in) : in_(in), goal_(goal_of(in.request)) {
   if (!m.transformer && !m.layers) {
     throw Error("the planner needs layer shapes to time compute: give --model, not --params");
   }
-  if (in.request.global_batch < 1) throw Error("--global-batch: must be a positive integer");
+  if (in.request.global_batch < 1) throw FieldError("global_batch", "must be a positive integer");
   sequence_length(m, in.request.seq_len);  // a request-level error, before any search
   result_.capacity = in.gpu.memory;
   result_.usable = Bytes{static_cast<std::int64_t>(
@@ -90,7 +90,7 @@ void Search::set_axes() {
   offloads_ = r.offloads.empty() ? all_of(kOffloads) : r.offloads;
   const auto& t = in_.topology;
   dps_ = gpu_counts(t.gpus_per_node(), t.nodes(), r.max_gpus > 0 ? r.max_gpus : t.gpu_count());
-  if (dps_.empty()) throw Error("--gpus: no GPU count to search");
+  if (dps_.empty()) throw FieldError("max_gpus", "no GPU count to search");
 }
 
 TrainingConfig Search::config(std::size_t s, std::size_t p, std::size_t d, std::size_t c,

@@ -138,7 +138,7 @@ TEST_CASE("plan bad input: one line naming the problem") {
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Contains("unknown GPU 'A100-80'"));
   r = run(with({"--steps", "100", "--dataset-size", "1000", "--epochs", "1"}));
-  CHECK_THAT(r.err, Contains("--steps and --dataset-size"));
+  CHECK_THAT(r.err, Contains("--steps: give the number of steps or the --dataset-size, not both"));
   r = run(with({"--headroom", "1.5"}));
   CHECK_THAT(r.err, Contains("--headroom"));
   r = run(with({"--strategy", "zero4"}));

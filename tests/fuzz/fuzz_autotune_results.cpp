@@ -2,7 +2,7 @@
 // them; each line of the input is one trial.
 #include <string>
 
-#include "autotune_log.hpp"
+#include "dtplan/runtime/autotune_log.hpp"
 #include "fuzz_support.hpp"
 
 DTPLAN_FUZZ_TARGET(text) {
@@ -12,7 +12,7 @@ DTPLAN_FUZZ_TARGET(text) {
     const auto line = text.substr(0, end);
     ++line_no;
     dtplan::fuzz::expect_value_or_error([&] {
-      dtplan::cli::trial_from_line(std::string(line), "<fuzz>:" + std::to_string(line_no));
+      dtplan::runtime::trial_from_line(std::string(line), "<fuzz>:" + std::to_string(line_no));
     });
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);

@@ -129,7 +129,7 @@ TEST_CASE("Accelerate FSDP2: what Accelerate cannot run is refused with the reas
   const auto m = llama();
   auto refused = [&](const cost::Layout3D& l, const std::string& why) {
     CHECK_THROWS_WITH(planner::accelerate_fsdp2_config(m, l, 8, {}),
-                      Contains("--export-accelerate: ") && Contains(why));
+                      Contains("export_accelerate: ") && Contains(why));
   };
   auto l = fsdp2(2, 1, 4);
   l.framework = cost::Framework::megatron;

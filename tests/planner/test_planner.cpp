@@ -255,19 +255,19 @@ TEST_CASE("each strategy's outcome: its best and how far behind, or its nearest 
   }
 }
 
-TEST_CASE("bad requests are refused with the flag named") {
+TEST_CASE("bad requests are refused with the field named") {
   const Fixture f("gpt2", "pcie-split-8", 1, "A100-80GB");
   auto r = request(0, 512);
-  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--global-batch"));
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("global_batch: "));
   r = request(8, 512);
   r.objective = Objective::cost;
-  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--price-per-gpu-hour"));
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("price_per_gpu_hour: "));
   r = request(8, 512);
   r.headroom = 1.0;
-  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--headroom"));
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("headroom: "));
   r = request(8, 512);
   r.top_k = 0;
-  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--top"));
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("top_k: "));
   CHECK_THROWS_WITH(parse_objective("fastest"), Catch::Contains("unknown objective 'fastest'") &&
                                                     Catch::Contains("throughput"));
   const auto params = model_from_param_count(1'000'000'000, "--params");
@@ -336,5 +336,5 @@ TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
   REQUIRE(none.suggestions.size() == 1);
   CHECK_THAT(none.suggestions.front(), Catch::Contains("misses --max-hours"));
   r.steps = 0;
-  CHECK_THROWS_WITH(f.run(r), Catch::Contains("--max-hours needs"));
+  CHECK_THROWS_WITH(f.run(r), Catch::Contains("max_run_s: needs"));
 }

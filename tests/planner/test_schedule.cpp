@@ -37,24 +37,25 @@ TEST_CASE("given steps, linear LR scaling to the planned batch") {
   CHECK(*s.scaled_lr == Approx(1.2e-3));  // 3e-4 x 1024 / 256
 }
 
-TEST_CASE("inconsistent schedule requests name the flags") {
+TEST_CASE("inconsistent schedule requests name the fields") {
   ScheduleRequest r;
   r.steps = 10;
   r.dataset_size = 100;
   r.epochs = 1;
-  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("--steps and --dataset-size"));
+  CHECK_THROWS_WITH(check_schedule_request(r),
+                    Catch::Contains("steps: give the number of steps or the dataset_size"));
   r = {};
   r.dataset_size = 100;
-  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("--epochs"));
+  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("epochs: "));
   r = {};
   r.epochs = 2;
-  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("--epochs needs --dataset-size"));
+  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("epochs: needs dataset_size"));
   r = {};
   r.base_lr = 1e-4;
-  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("--base-global-batch"));
+  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("base_global_batch: "));
   r = {};
   r.warmup_ratio = 1.0;
-  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("--warmup-ratio"));
+  CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("warmup_ratio: "));
   r = {};
   r.steps = -1;
   CHECK_THROWS_WITH(check_schedule_request(r), Catch::Contains("must be positive"));

@@ -54,7 +54,7 @@ if "$bin/dtplan" autotune "${other[@]}" --resume > /dev/null 2> other.txt; then
 fi
 grep -q 'tuned a different job' other.txt
 if "$bin/dtplan" calibrate --backend tpu --out x.json 2> bad.txt; then exit 1; fi
-grep -q -- "--backend tpu: expected cpu or cuda" bad.txt
+grep -q -- "--backend: tpu: expected cpu or cuda" bad.txt
 # Without --seq-len the model's maximum (GPT-2: 1,024 positions) is what the trials run and the
 # results record; it used to be passed on as 0 and every trial's plan was refused.
 "$bin/dtplan" autotune --model gpt2 --global-batch 4 --np 2 --scale 0.05 --profile profile.json \

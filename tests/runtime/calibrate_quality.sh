@@ -26,7 +26,7 @@ if "$bin/dtplan" calibrate "${cal[@]}" --max-spread 0 --out good.json --work-dir
 fi
 grep -q "warning: repeated calls of one microbenchmark differ by" c2.err
 grep -q "warning: the profile is marked noisy" c2.err
-grep -q -- "--out good.json: not replaced: it holds a profile not marked noisy (created .*GEMM fit error" c2.err
+grep -q -- "--out: good.json: not replaced: it holds a profile not marked noisy (created .*GEMM fit error" c2.err
 grep -q "Pass --force to replace it" c2.err
 cmp -s good.json before.json
 # --force replaces it, marked noisy; a noisy profile is then replaced without --force.

@@ -1,8 +1,9 @@
-// The one exception type dtplan libraries throw. Its message is complete and user-facing:
-// it names the input (file:line, key path, flag) and the problem. Only cli/ and gui/ turn it
-// into an exit code or a dialog.
+// The exception types dtplan libraries throw. Their messages are complete and user-facing:
+// they name the input (file:line, key path, request field) and the problem. Only cli/ and
+// gui/ turn them into an exit code or a dialog.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -11,6 +12,25 @@ namespace dtplan {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A problem with one field of a library request (PlanRequest::headroom, CalibrateRequest::np).
+// Libraries name fields, not command-line flags: the problem text refers to other fields as
+// {name}, and each front end renders names its own way (the CLI as its flags, the GUI as its
+// input labels). what() renders them as the field names themselves.
+class FieldError : public Error {
+ public:
+  using NameFn = std::function<std::string(const std::string& field)>;
+
+  FieldError(std::string field, std::string problem);
+  const std::string& field() const { return field_; }
+  const std::string& problem() const { return problem_; }
+  // "FIELD: PROBLEM", the field and every {name} in the problem passed through `name_of`.
+  std::string render(const NameFn& name_of) const;
+
+ private:
+  std::string field_;
+  std::string problem_;
 };
 
 }  // namespace dtplan

@@ -9,12 +9,12 @@
 #include <fstream>
 #include <set>
 
-#include "autotune_log.hpp"
-#include "autotune_search.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/runtime/autotune_log.hpp"
+#include "dtplan/runtime/autotune_search.hpp"
 
 using namespace dtplan;
-using namespace dtplan::cli;
+using namespace dtplan::runtime;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -193,7 +193,8 @@ TEST_CASE("results file: header, appended trials, resume, mismatch and a cut-off
     f.append(a);
     f.append(failed);
   }
-  CHECK_THROWS_WITH(ResultsFile(path, header, false), Contains("exists: pass --resume"));
+  // The library names its fields; the CLI renders {resume} as --resume (test_workflows).
+  CHECK_THROWS_WITH(ResultsFile(path, header, false), Contains("exists: pass resume to continue"));
   {
     // "created" may differ: it is when the first run started.
     ResultsFile f(path, {{"model", "gpt2"}, {"np", 2}, {"created", "later"}}, true);

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
-// dtplan-run beside the running dtplan executable (build/bin/); throws when it is missing.
+// The dtplan-run to start: $DTPLAN_RUN when set, else the one beside the running executable
+// (build/bin/); throws when it is missing.
 std::string dtplan_run_path();
 
 // mpirun -np N [--oversubscribe] [--allow-run-as-root] dtplan-run ARGS...; for one rank,
@@ -31,4 +32,4 @@ ChildResult run_child(const std::vector<std::string>& argv,
 // "[i/n]" in a dtplan-run progress line: (i, n), or (0, 0) when the line has none.
 std::pair<int, int> progress_of(const std::string& line);
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -8,7 +8,7 @@
 
 #include <stdexcept>
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 // Not a dtplan::Error: it must pass through code that turns errors into failed trials.
 class Interrupted : public std::runtime_error {
@@ -31,6 +31,10 @@ class InterruptScope {
   InterruptScope& operator=(const InterruptScope&) = delete;
 };
 
+// As if SIGINT had arrived, from any thread: a front end's Cancel button stops the workflow
+// the same way Ctrl-C does (the child job is stopped, Interrupted thrown). No effect outside a
+// scope.
+void request_interrupt();
 // The signal caught in the current scope, 0 when none.
 int interrupt_signal();
 // Throws Interrupted when a signal was caught.
@@ -38,4 +42,4 @@ void throw_if_interrupted();
 // Readable once a signal was caught (for poll); -1 outside a scope.
 int interrupt_fd();
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -1,5 +1,5 @@
 // Autotuning results file (see autotune_log.hpp).
-#include "autotune_log.hpp"
+#include "dtplan/runtime/autotune_log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/number_range.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 nlohmann::json trial_json(const TrialRecord& t) {
   nlohmann::json j{{"type", "trial"},
@@ -73,8 +73,8 @@ TrialRecord trial_from_line(const std::string& line, const std::string& where) {
 namespace {
 
 [[noreturn]] void fail_io(const std::filesystem::path& path, const std::string& what) {
-  throw Error("--results " + path.string() + ": cannot " + what + " (" + std::strerror(errno) +
-              ")");
+  throw FieldError("results",
+                   path.string() + ": cannot " + what + " (" + std::strerror(errno) + ")");
 }
 
 // An exclusive lock on the whole file, or an error naming the process that holds it.
@@ -89,9 +89,9 @@ void lock_or_refuse(int fd, const std::filesystem::path& path) {
   if (fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK) {
     who = "process " + std::to_string(holder.l_pid);
   }
-  throw Error("--results " + path.string() + ": in use by " + who +
-              " (another dtplan autotune on the same file); wait for it to finish, or choose "
-              "another --results file");
+  throw FieldError("results", path.string() + ": in use by " + who +
+                                  " (another dtplan autotune on the same file); wait for it to "
+                                  "finish, or choose another {results} file");
 }
 
 std::string read_all(int fd, const std::filesystem::path& path) {
@@ -120,9 +120,10 @@ void check_header(const nlohmann::json& j, const nlohmann::json& header,
   for (const auto& [key, value] : header.items()) {
     if (key == "created") continue;
     if (!j.contains(key) || j[key] != value) {
-      throw Error("--resume: " + path.string() + " tuned a different job: its \"" + key + "\" is " +
-                  (j.contains(key) ? j[key].dump() : "missing") + ", this run's " + value.dump() +
-                  " (use another --results file)");
+      throw FieldError("resume", path.string() + " tuned a different job: its \"" + key + "\" is " +
+                                     (j.contains(key) ? j[key].dump() : "missing") +
+                                     ", this run's " + value.dump() +
+                                     " (use another {results} file)");
     }
   }
 }
@@ -172,12 +173,12 @@ Previous parse_previous(const std::string& text, const std::filesystem::path& pa
       throw Error(where + ": trial \"" + t.key + "\" was already measured on line " +
                   std::to_string(seen->second) +
                   " (two tuners wrote this file at once?); keep one of the two lines, or start "
-                  "a new --results file");
+                  "a new results file");
     }
     if (t.measured_s) measured_on[t.key] = number;
     out.trials.push_back(std::move(t));
   }
-  if (number == 0) throw Error("--resume: " + path.string() + " is empty");
+  if (number == 0) throw FieldError("resume", path.string() + " is empty");
   return out;
 }
 
@@ -187,15 +188,16 @@ ResultsFile::ResultsFile(const std::filesystem::path& path, const nlohmann::json
                          bool resume)
     : path_(path) {
   if (std::filesystem::is_directory(path)) {
-    throw Error("--results " + path.string() + ": is a directory, not a results file");
+    throw FieldError("results", path.string() + ": is a directory, not a results file");
   }
   fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   const bool created = fd_ >= 0;
   if (!created) {
     if (errno != EEXIST) fail_io(path, "create it");
     if (!resume) {
-      throw Error("--results " + path.string() +
-                  " exists: pass --resume to continue it, or choose another file");
+      throw FieldError(
+          "results",
+          path.string() + " exists: pass {resume} to continue it, or choose another file");
     }
     fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd_ < 0) fail_io(path, "open it");
@@ -229,6 +231,7 @@ ResultsFile::~ResultsFile() {
 void ResultsFile::append(const TrialRecord& t) {
   write_all(fd_, trial_json(t).dump() + "\n", path_);
   if (fsync(fd_) != 0) fail_io(path_, "sync");
+  ++appended_;
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

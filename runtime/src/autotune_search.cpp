@@ -1,11 +1,11 @@
 // The autotuning loop (see autotune_search.hpp).
-#include "autotune_search.hpp"
+#include "dtplan/runtime/autotune_search.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 namespace {
 
 struct Search {
@@ -146,4 +146,4 @@ TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwarePro
   return out;
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -1,5 +1,5 @@
 // Child processes for dtplan-run (see launcher.hpp).
-#include "launcher.hpp"
+#include "dtplan/runtime/launcher.hpp"
 
 #include <poll.h>
 #include <spawn.h>
@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -16,18 +17,25 @@
 #include <optional>
 
 #include "dtplan/model/error.hpp"
-#include "interrupt.hpp"
+#include "dtplan/runtime/interrupt.hpp"
 
 extern char** environ;
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 std::string dtplan_run_path() {
+  if (const char* given = std::getenv("DTPLAN_RUN"); given != nullptr && *given != '\0') {
+    if (!std::filesystem::is_regular_file(given)) {
+      throw Error(std::string("DTPLAN_RUN=") + given + ": no such file (the dtplan-run to start)");
+    }
+    return given;
+  }
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const auto beside = self.parent_path() / "dtplan-run";
   if (ec || !std::filesystem::exists(beside)) {
-    throw Error("cannot find dtplan-run beside " + self.string() + " (build it: tools/setup.sh)");
+    throw Error("cannot find dtplan-run beside " + self.string() +
+                " (build it: tools/setup.sh, or name it in DTPLAN_RUN)");
   }
   return beside.string();
 }
@@ -193,4 +201,4 @@ std::pair<int, int> progress_of(const std::string& line) {
   }
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "autotune_search.hpp"
+#include "dtplan/runtime/autotune_search.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 nlohmann::json trial_json(const TrialRecord& t);
 // One trial line (checked: types, unknown keys); throws naming `where` and the key.
@@ -40,12 +40,15 @@ class ResultsFile {
   const std::string& repair_note() const { return repair_note_; }
   // One line, flushed and synced before returning.
   void append(const TrialRecord& t);
+  // Trials appended by this process.
+  std::size_t appended() const { return appended_; }
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
   std::vector<TrialRecord> previous_;
   std::string repair_note_;
+  std::size_t appended_ = 0;
 };
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

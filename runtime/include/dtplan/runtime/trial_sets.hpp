@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime_trials.hpp"
+#include "dtplan/runtime/trials.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 std::vector<RuntimeConfig> calibration_set(const std::string& backend);
 std::vector<RuntimeConfig> accuracy_set(const std::string& backend);
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

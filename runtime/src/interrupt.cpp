@@ -1,9 +1,10 @@
 // SIGINT / SIGTERM for job-running commands (see interrupt.hpp).
-#include "interrupt.hpp"
+#include "dtplan/runtime/interrupt.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -11,10 +12,13 @@
 
 #include "dtplan/model/error.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
+// Atomic, not only volatile: a GUI's Cancel (request_interrupt) sets it on one thread while
+// the workflow reads it on another. A lock-free atomic is safe in a signal handler.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 int g_wake[2] = {-1, -1};  // the self-pipe: the handler writes, poll() reads
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
@@ -22,7 +26,8 @@ bool g_int_caught = false;
 
 extern "C" void on_signal(int sig) {
   const int saved = errno;  // the interrupted code may be about to read errno
-  if (g_signal == 0) g_signal = sig;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, sig);  // the first signal wins
   const char byte = 1;
   if (g_wake[1] >= 0) (void)!write(g_wake[1], &byte, 1);  // non-blocking: a full pipe is fine
   errno = saved;
@@ -60,16 +65,20 @@ InterruptScope::~InterruptScope() {
   g_signal = 0;
 }
 
+void request_interrupt() {
+  if (g_wake[1] >= 0) on_signal(SIGINT);
+}
+
 int interrupt_signal() {
   return g_signal;
 }
 
 void throw_if_interrupted() {
-  if (g_signal != 0) throw Interrupted(g_signal);
+  if (const int sig = g_signal.load(); sig != 0) throw Interrupted(sig);
 }
 
 int interrupt_fd() {
   return g_wake[0];
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

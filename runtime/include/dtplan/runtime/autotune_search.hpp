@@ -16,9 +16,9 @@
 
 #include "dtplan/cost/calibration.hpp"
 #include "dtplan/cost/profile_step.hpp"
-#include "runtime_trials.hpp"
+#include "dtplan/runtime/trials.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 struct TuneCandidate {
   std::string key;  // what the runtime executes: "zero2 mb 8 x 1 sync"
@@ -77,4 +77,4 @@ TuneOutcome tune(const std::vector<TuneCandidate>& candidates, cost::HardwarePro
 // The best measured trial, if any succeeded.
 const TrialRecord* best_trial(const std::vector<TrialRecord>& trials);
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -13,7 +13,7 @@
 #include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/measurement.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 // One executable configuration: a model preset at a scale, strategy, batch shape.
 struct RuntimeConfig {
@@ -47,6 +47,17 @@ cost::RuntimeRun runtime_run_of(const RuntimeConfig& c, const TrialSettings& s);
 
 using LineFn = std::function<void(const std::string&)>;
 
+// Where a long workflow (calibrate, accuracy, autotune) stands: `done` of `total` steps, what
+// runs now, and the estimated seconds left (< 0: unknown). Front ends draw it (a terminal bar,
+// a progress dialog); a callback may throw Interrupted to stop between steps.
+struct WorkProgress {
+  double done = 0;
+  double total = 0;
+  std::string what;
+  double eta_s = -1;
+};
+using ProgressFn = std::function<void(const WorkProgress&)>;
+
 // Writes the plan to work_dir/NAME.plan.json, runs dtplan-run, reads work_dir/NAME.json.
 // Throws dtplan::Error with the configuration and dtplan-run's last lines when it fails.
 runtime::Measurement run_trial(const RuntimeConfig& c, const std::string& name,
@@ -56,10 +67,11 @@ runtime::Measurement run_trial(const RuntimeConfig& c, const std::string& name,
 cost::StepSample step_sample_of(const std::string& label, const runtime::Measurement& m,
                                 const cost::HardwareProfile& p);
 
-// The hardware profile --profile names; errors name the flag.
-cost::HardwareProfile profile_from_flag(const std::string& path);
+// The hardware profile at `path`; errors are FieldErrors naming the field "profile".
+cost::HardwareProfile load_profile_field(const std::string& path);
 
 // A work directory: `given` (created) or a fresh one under the system's temporary directory.
+// Errors name the field "work_dir".
 std::filesystem::path work_dir_of(const std::string& given, const char* purpose);
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -1,5 +1,5 @@
 // Trials through dtplan-run (see runtime_trials.hpp).
-#include "runtime_trials.hpp"
+#include "dtplan/runtime/trials.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,10 +9,10 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/runtime/launcher.hpp"
 #include "dtplan/runtime/run_job.hpp"
-#include "launcher.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 
 std::string RuntimeConfig::label() const {
   std::ostringstream s;
@@ -93,11 +93,11 @@ cost::StepSample step_sample_of(const std::string& label, const runtime::Measure
                            med.comm_wait_s + med.optimizer_s);
 }
 
-cost::HardwareProfile profile_from_flag(const std::string& path) {
+cost::HardwareProfile load_profile_field(const std::string& path) {
   try {
     return cost::load_profile(path);
   } catch (const Error& e) {
-    throw Error(std::string("--profile: ") + e.what() + " (make one with dtplan calibrate)");
+    throw FieldError("profile", std::string(e.what()) + " (make one with dtplan calibrate)");
   }
 }
 
@@ -105,7 +105,7 @@ std::filesystem::path work_dir_of(const std::string& given, const char* purpose)
   if (!given.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(given, ec);
-    if (ec) throw Error("--work-dir " + given + ": " + ec.message());
+    if (ec) throw FieldError("work_dir", given + ": " + ec.message());
     return given;
   }
   auto templ =
@@ -117,4 +117,4 @@ std::filesystem::path work_dir_of(const std::string& given, const char* purpose)
   return templ;
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime

@@ -1,7 +1,7 @@
 // Calibration and accuracy configurations (see trial_sets.hpp).
-#include "trial_sets.hpp"
+#include "dtplan/runtime/trial_sets.hpp"
 
-namespace dtplan::cli {
+namespace dtplan::runtime {
 namespace {
 
 RuntimeConfig config(const char* model, double scale, std::int64_t seq, Strategy s,
@@ -53,4 +53,4 @@ std::vector<RuntimeConfig> accuracy_set(const std::string& backend) {
           config("gpt2-large", 0.03, 128, Strategy::dp, 2, 1)};
 }
 
-}  // namespace dtplan::cli
+}  // namespace dtplan::runtime
