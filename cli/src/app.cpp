@@ -9,6 +9,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/runtime/interrupt.hpp"
+#include "format.hpp"
 
 namespace dtplan::cli {
 
@@ -25,25 +26,6 @@ std::string parse_error_message(const CLI::ParseError& e) {
     return m[1].str() + " given " + times + " (give it once)";
   }
   return what;
-}
-
-// Library request fields by the flag that sets them: "global_batch" is --global-batch; the
-// fields whose flag reads differently are listed.
-std::string flag_of(const std::string& field) {
-  static const std::map<std::string, std::string> kDifferent{
-      {"top_k", "--top"},
-      {"max_gpus", "--gpus"},
-      {"max_run_s", "--max-hours"},
-      {"time_budget_s", "--time-budget"},
-      {"micro_batches", "--micro-batch"},
-      {"strategies", "--strategy"},
-  };
-  if (const auto it = kDifferent.find(field); it != kDifferent.end()) return it->second;
-  std::string flag = "--" + field;
-  for (auto& ch : flag) {
-    if (ch == '_') ch = '-';
-  }
-  return flag;
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+
+#include "dtplan/model/error.hpp"
 
 namespace dtplan::cli {
 
@@ -49,6 +52,27 @@ std::string duration(double s) {
   if (s < 7200.0) return fixed(s / 60.0, 1) + " min";
   if (s < 172800.0) return fixed(s / 3600.0, 1) + " h";
   return fixed(s / 86400.0, 1) + " days";
+}
+
+std::string flag_of(const std::string& field) {
+  static const std::map<std::string, std::string> kDifferent{
+      {"top_k", "--top"},
+      {"max_gpus", "--gpus"},
+      {"max_run_s", "--max-hours"},
+      {"time_budget_s", "--time-budget"},
+      {"micro_batches", "--micro-batch"},
+      {"strategies", "--strategy"},
+  };
+  if (const auto it = kDifferent.find(field); it != kDifferent.end()) return it->second;
+  std::string flag = "--" + field;
+  for (auto& ch : flag) {
+    if (ch == '_') ch = '-';
+  }
+  return flag;
+}
+
+std::string with_flags(const std::string& text) {
+  return render_fields(text, flag_of);
 }
 
 }  // namespace dtplan::cli

@@ -25,6 +25,11 @@ std::string gib(Bytes b);
 std::string percent(double fraction);
 // +4.5%, -0.3% (relative errors)
 std::string signed_percent(double fraction);
+// The flag that sets a library request field: "global_batch" is --global-batch; the fields
+// whose flag reads differently (top_k is --top) are listed in format.cpp.
+std::string flag_of(const std::string& field);
+// A library text with {field} markers (suggestions, notes) with the fields as flags.
+std::string with_flags(const std::string& text);
 // A duration for people: 3.2 h, 5.1 days
 std::string duration(double s);
 

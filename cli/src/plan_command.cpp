@@ -362,12 +362,12 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
         extras);
     if (data_parallel_exports) {
       if (const auto note = planner::layout_beats_exports_note(plan, request.objective))
-        extras.notes.push_back(*note);
+        extras.notes.push_back(with_flags(*note));
     }
   }
   if (const auto note = planner::idle_gpus_note(result, request.global_batch);
       note && plan.best() && plan.best()->data_parallel) {
-    extras.notes.push_back(*note);
+    extras.notes.push_back(with_flags(*note));
   }
   if (accelerate_layout) {
     files.push_back({o.accelerate_file,

@@ -603,7 +603,9 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                 {"search_configs_per_s", rate(res.search_s)},
                 {"overall_configs_per_s", rate(res.elapsed_s)}};
   j["layout_search"] = layout_search_json(plan);
-  j["suggestions"] = plan.suggestions;
+  j["suggestions"] = nlohmann::json::array();
+  for (const auto& s : plan.suggestions)
+    j["suggestions"].push_back(with_flags(s));
   j["schedule"] = extras.schedule ? schedule_json(*extras.schedule) : nlohmann::json(nullptr);
   j["written"] = nlohmann::json::object();
   for (const auto& [what, path] : extras.written)
@@ -641,7 +643,7 @@ void print_no_plan(std::ostream& out, const PlanReportContext& ctx) {
   print_rejected(out, ctx);
   out << "\nnothing fits; what would:\n";
   for (const auto& s : ctx.plan.suggestions)
-    out << "  - " << s << '\n';
+    out << "  - " << with_flags(s) << '\n';
 }
 
 }  // namespace dtplan::cli

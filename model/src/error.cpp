@@ -28,6 +28,11 @@ std::string same(const std::string& field) {
 
 }  // namespace
 
+std::string render_fields(const std::string& text,
+                          const std::function<std::string(const std::string&)>& name_of) {
+  return substitute(text, name_of);
+}
+
 FieldError::FieldError(std::string field, std::string problem)
     : Error(field + ": " + substitute(problem, same)),
       field_(std::move(field)),

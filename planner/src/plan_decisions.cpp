@@ -44,7 +44,7 @@ std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objec
          "data-parallel plan, " +
          std::string(name_of(dp.strategy)) + " on " + std::to_string(dp.dp) + " GPUs, " +
          one_decimal(p.behind_pct(dp.objective)) + "% " + behind_word(objective) + "; " +
-         (framework == cost::Framework::megatron ? "--export-megatron" : "--export-torchtitan") +
+         (framework == cost::Framework::megatron ? "{export_megatron}" : "{export_torchtitan}") +
          " writes the layout";
 }
 
@@ -63,7 +63,7 @@ std::optional<std::string> idle_gpus_note(const PlanResult& result, std::int64_t
                      std::to_string(result.best->dp) + "; on " + std::to_string(largest) + " GPUs ";
   text += below > 0 ? std::to_string(below) + " or " + std::to_string(below + largest)
                     : std::to_string(largest);
-  return text + " would be reachable (--global-batch)";
+  return text + " would be reachable ({global_batch})";
 }
 
 CandidateEstimator::CandidateEstimator(const ModelDesc& m, const Topology& t,

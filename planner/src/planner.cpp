@@ -239,8 +239,8 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   }
   if (closest) {
     out.push_back("configurations fit, but the fastest (" + describe(closest->config) +
-                  ") misses --max-hours by " + std::to_string(std::llround(closest->amount)) +
-                  " h: more GPUs (--nodes) or a later deadline");
+                  ") misses {max_run_s} by " + std::to_string(std::llround(closest->amount)) +
+                  " h: more GPUs ({nodes}) or a later deadline");
     return out;  // memory is not what stops the plan
   }
   const Rejected* host = nullptr;
@@ -251,7 +251,7 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
     out.push_back("configurations fit the GPUs with offload (" + describe(host->config) +
                   "), but need " + format_gib(host->config.host_memory) +
                   " of host memory per node; " + format_gib(result.host_capacity) +
-                  " per node (--host-memory)");
+                  " per node ({host_memory})");
   }
   const auto* leanest = leanest_out_of_memory(result);
   if (!leanest) {
@@ -263,16 +263,16 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   const auto& r = in.request;
   out.push_back("the leanest configuration (" + describe(c) + ") needs " + format_gib(c.memory) +
                 " per GPU; " + format_gib(result.usable) + " are usable on " + in.gpu.name);
-  if (c.micro_batch > 1) out.emplace_back("a smaller micro-batch (--micro-batch 1)");
+  if (c.micro_batch > 1) out.emplace_back("a smaller micro-batch ({micro_batch} 1)");
   // What the request's filters kept out of the search.
   if (in.model.transformer && excludes(r.checkpointing, Checkpointing::full)) {
-    out.emplace_back("activation checkpointing: allow --checkpointing full");
+    out.emplace_back("activation checkpointing: allow {checkpointing} full");
   }
   if (excludes(r.offloads, Offload::optimizer_and_params)) {
-    out.emplace_back("offload to host memory: allow --offload optimizer+params (zero3, FSDP)");
+    out.emplace_back("offload to host memory: allow {offload} optimizer+params (zero3, FSDP)");
   }
   if (excludes(r.strategies, Strategy::zero3) && excludes(r.strategies, Strategy::fsdp_full)) {
-    out.emplace_back("a strategy that shards parameters: --strategy zero3 or fsdp-full");
+    out.emplace_back("a strategy that shards parameters: {strategy} zero3 or fsdp-full");
   }
   // Long sequences: activations grow with the tokens a GPU holds; context parallelism splits
   // them (from 8K tokens, where each rank still keeps 4K).
@@ -280,11 +280,11 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
       sequence_length(in.model, r.seq_len) >= 2 * kMinTokensPerContextRank) {
     out.emplace_back(
         "context parallelism: cp GPUs share each sequence and each keeps seq/cp tokens of "
-        "activations (dtplan estimate --cp; the tensor x context x pipeline layouts below)");
+        "activations ({cp}; the tensor x context x pipeline layouts below)");
   }
   if (const auto dp = gpus_that_fit(in, c, result.usable); dp > 0) {
     out.push_back("more GPUs: the same configuration fits on " + std::to_string(dp) +
-                  " GPUs (--nodes " + std::to_string(ceil_div(dp, in.topology.gpus_per_node())) +
+                  " GPUs ({nodes} " + std::to_string(ceil_div(dp, in.topology.gpus_per_node())) +
                   ")");
   } else {
     out.emplace_back("more GPUs would not help: what is not sharded does not fit on its own");
@@ -292,8 +292,8 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   const auto needed = Bytes{static_cast<std::int64_t>(
       std::ceil(static_cast<double>(c.memory.value) / (1.0 - r.headroom)))};
   out.push_back("a GPU with at least " + format_gib(needed) +
-                " (--gpu), a shorter --seq-len, "
-                "or less --headroom");
+                " ({gpu}), a shorter {seq_len}, "
+                "or less {headroom}");
   return out;
 }
 

@@ -185,7 +185,7 @@ void suggest(UnifiedPlan& p) {
   std::snprintf(figures, sizeof figures, "%.2f GiB per GPU of %.2f GiB usable", need, usable);
   p.suggestions.push_back("the nearest tensor x context x pipeline layout (" +
                           cost::describe(miss.layout) + ") needs " + figures +
-                          ": more GPUs, a shorter sequence or less --headroom");
+                          ": more GPUs, a shorter sequence or less {headroom}");
 }
 
 }  // namespace

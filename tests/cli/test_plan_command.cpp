@@ -224,6 +224,7 @@ TEST_CASE("nothing fits: exit 1, the rejections and what would fit") {
   CHECK_THAT(r.out, Contains("nothing fits; what would:") &&
                         Contains("--offload optimizer+params") &&
                         Contains("--strategy zero3 or fsdp-full"));
+  CHECK_THAT(r.out, !Contains("{"));  // every field marker rendered as its flag
   CHECK_THAT(r.err, Contains("no configuration fits A100-40GB"));
 }
 

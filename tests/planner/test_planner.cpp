@@ -212,8 +212,8 @@ TEST_CASE("nothing fits: suggestions name what would, with the GPU count that fi
   for (const auto& s : res.suggestions)
     all += s + "\n";
   CHECK_THAT(all, Catch::Contains("leanest configuration") && Catch::Contains("zero3") &&
-                      Catch::Contains("--checkpointing full") &&
-                      Catch::Contains("--offload optimizer+params") &&
+                      Catch::Contains("{checkpointing} full") &&
+                      Catch::Contains("{offload} optimizer+params") &&
                       Catch::Contains("more GPUs would not help"));
   // With checkpointing the sharded states are what is too big: more GPUs would do.
   r.checkpointing = {Checkpointing::full};
@@ -334,7 +334,7 @@ TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
   const auto none = f.run(r);
   CHECK_FALSE(none.best);
   REQUIRE(none.suggestions.size() == 1);
-  CHECK_THAT(none.suggestions.front(), Catch::Contains("misses --max-hours"));
+  CHECK_THAT(none.suggestions.front(), Catch::Contains("misses {max_run_s}"));
   r.steps = 0;
   CHECK_THROWS_WITH(f.run(r), Catch::Contains("max_run_s: needs"));
 }

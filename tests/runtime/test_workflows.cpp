@@ -51,6 +51,10 @@ TEST_CASE("a FieldError names its field and renders every {field} the front end'
   CHECK(e.render(flag_style) == "--global_batch: 9: not a multiple of --np 2 (--np ranks)");
   // An unclosed brace is text, not a field.
   CHECK(FieldError("x", "a {b").render(flag_style) == "--x: a {b");
+  // Suggestions and notes carry the same markers without being errors.
+  CHECK(render_fields("less {headroom} or {nodes} 2", flag_style) ==
+        "less --headroom or --nodes 2");
+  CHECK(render_fields("no fields", flag_style) == "no fields");
 }
 
 TEST_CASE("calibrate requests are checked field by field before anything runs") {

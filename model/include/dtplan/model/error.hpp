@@ -18,6 +18,13 @@ class Error : public std::runtime_error {
 // Libraries name fields, not command-line flags: the problem text refers to other fields as
 // {name}, and each front end renders names its own way (the CLI as its flags, the GUI as its
 // input labels). what() renders them as the field names themselves.
+class FieldError;
+
+// `text` with every {name} in it passed through `name_of` (a library's message or suggestion
+// that refers to request fields, rendered by a front end).
+std::string render_fields(const std::string& text,
+                          const std::function<std::string(const std::string&)>& name_of);
+
 class FieldError : public Error {
  public:
   using NameFn = std::function<std::string(const std::string& field)>;

@@ -26,6 +26,7 @@ ExportChoice deepspeed_choice(const PlanResult& best, Objective objective);
 std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective);
 
 // When the batch kept GPUs idle: the batches that would use the most GPUs searched.
+// Both notes mark fields as {name} (render_fields).
 std::optional<std::string> idle_gpus_note(const PlanResult& r, std::int64_t global_batch);
 
 // The full step estimate of a data-parallel candidate under the request's fixed choices.

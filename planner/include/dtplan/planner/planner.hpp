@@ -136,9 +136,10 @@ struct PlanResult {
   double elapsed_s = 0;
   double search_s = 0;  // after the caches were built
   Bytes capacity;
-  Bytes usable;                          // capacity minus headroom
-  Bytes host_capacity;                   // host RAM per node the offloaded states must fit
-  std::vector<std::string> suggestions;  // when nothing fits: what would
+  Bytes usable;         // capacity minus headroom
+  Bytes host_capacity;  // host RAM per node the offloaded states must fit
+  // When nothing fits: what would. {name} marks a request or input field (render_fields).
+  std::vector<std::string> suggestions;
 };
 
 // Whether a rejection stands for one evaluated configuration (out of memory, past the

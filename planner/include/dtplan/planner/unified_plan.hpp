@@ -79,7 +79,8 @@ struct UnifiedPlan {
   std::vector<LayoutChoice> ranked;      // best objective first, up to top_k
   std::vector<LayoutChoice> pareto;      // fewest bytes first, each better than all that use less
   std::vector<RejectedChoice> rejected;  // every entry not chosen, both families
-  std::vector<std::string> suggestions;  // when nothing fits: what would
+  // When nothing fits: what would. {name} marks a request or input field (render_fields).
+  std::vector<std::string> suggestions;
   double elapsed_s = 0;
   const LayoutChoice* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
   // The best of the ranking, as a percentage: how far `objective` is behind it.
