@@ -62,6 +62,7 @@ std::string flag_of(const std::string& field) {
       {"time_budget_s", "--time-budget"},
       {"micro_batches", "--micro-batch"},
       {"strategies", "--strategy"},
+      {"sequence_parallel", "--sp"},
   };
   if (const auto it = kDifferent.find(field); it != kDifferent.end()) return it->second;
   std::string flag = "--" + field;

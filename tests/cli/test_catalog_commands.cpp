@@ -17,7 +17,7 @@ nlohmann::json run_json(const std::string& command) {
 
 TEST_CASE("models lists every preset with its exact count") {
   const auto j = run_json("models");
-  CHECK(j["models"].size() == 13);
+  CHECK(j["models"].size() == 14);
   int found = 0;
   for (const auto& m : j["models"]) {
     if (m["name"] == "llama-2-70b") {
@@ -32,8 +32,17 @@ TEST_CASE("models lists every preset with its exact count") {
       // (data/measurements/h100-torch/torch-ref.jsonl, "parameters").
       CHECK(m["params"] == 1'235'814'400);
     }
+    if (m["name"] == "llama-3.1-405b") {
+      ++found;
+      // Untied 128256 x 16384 embedding and LM head + 126 x (attention 16384 x (16384 + 2 x
+      // 1024 + 16384) + MLP 3 x 16384 x 53248 + two norms) + final norm = 405,853,388,800, the
+      // count Meta's model card rounds to 405B (by hand: 2 x 2,101,346,304 + 126 x
+      // 3,187,703,808 + 16,384).
+      CHECK(m["params"] == 405'853'388'800);
+      CHECK(m["shape"]["layers"] == 126);
+    }
   }
-  CHECK(found == 2);
+  CHECK(found == 3);
 }
 
 TEST_CASE("gpus lists the catalogue") {

@@ -187,7 +187,7 @@ TEST_CASE("estimate --schedule: the zero-bubble schedules shrink the bubble, ZB-
   r = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
            "--schedule", "zb-h1"});
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("--schedule zb-h1: needs --pp > 1"));
+  CHECK_THAT(r.err, Contains("--schedule: zb-h1 needs --pp > 1"));
 }
 
 TEST_CASE("estimate --pp-layers: an uneven split, written down and priced") {
@@ -243,7 +243,7 @@ TEST_CASE("estimate --cp: context parallelism splits the sequence, dp = GPUs / (
   CHECK_THAT(bad.err, Catch::Matchers::Contains("known: p2p, all_gather, a2a"));
   const auto uneven = run(args("3", "p2p"));
   CHECK(uneven.code == 1);
-  CHECK_THAT(uneven.err, Catch::Matchers::Contains("not divisible by tp x cp x pp = 6"));
+  CHECK_THAT(uneven.err, Catch::Matchers::Contains("is not divisible by --tp x --cp x --pp = 6"));
 }
 
 namespace {

@@ -295,8 +295,8 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
                                "megatron or fsdp2"));
   bad = run({"memory", "--model", "gpt2", "--tp", "0", "--gpus", "8"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--tp 0, --pp 1, --cp 1, --interleave 1: sizes are positive"));
+  CHECK_THAT(bad.err, Contains("--tp: 0 is not a size: sizes are positive integers"));
   bad = run({"memory", "--model", "gpt2", "--tp", "3", "--gpus", "8"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--gpus 8: not divisible by tp x cp x pp = 3"));
+  CHECK_THAT(bad.err, Contains("--gpus: 8 is not divisible by --tp x --cp x --pp = 3"));
 }

@@ -1,0 +1,51 @@
+// A layout as a front end names it: sizes, and the framework, sharding, schedule and CP
+// exchange by name (the flags of `dtplan estimate`/`dtplan memory`, the GUI's inputs). Turned
+// into a cost::Layout3D here, once, so the CLI and the GUI agree on defaults and on what is
+// refused; problems are FieldErrors naming the LayoutSpec field (tp, pp, cp, interleave,
+// cp_comm, framework, sharding, dp_shard, schedule, pp_layers, sequence_parallel) or the
+// training field (gpus) they concern.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/training.hpp"
+
+namespace dtplan::planner {
+
+struct LayoutSpec {
+  std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;
+  std::string cp_comm = "p2p";
+  std::string framework;      // empty: megatron, or the strategy when it names a framework
+  std::string sharding;       // empty: the framework's own (optimizer; FSDP2 parameters)
+  std::int64_t dp_shard = 0;  // ranks a state is sharded over; 0: all dp x cp
+  std::string schedule;       // empty: Megatron's own (1F1B, interleaved when interleave > 1)
+  std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
+  bool sequence_parallel = false;
+};
+
+// Whether a strategy name is a layout framework (megatron, fsdp2) rather than a data-parallel
+// strategy (ddp, zero3, fsdp-full, ...).
+bool is_layout_framework(std::string_view strategy);
+
+// Whether the spec (or a framework named as the strategy) describes a layout rather than a
+// data-parallel strategy on its own.
+bool wants_layout(const LayoutSpec& s, std::string_view strategy);
+
+// The data-parallel size the spec leaves of `gpus`: gpus / (tp x cp x pp). Throws a
+// FieldError when a size is not positive or does not divide.
+std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus);
+
+// The layout of `c` (its GPUs, GPUs per node, micro-batch, sequence, checkpointing and
+// precision) under the spec, with `micro_batches` per pipeline per step, its stage split
+// resolved. Throws a FieldError naming the field that breaks a rule (sizes, GPUs not divisible
+// by tp x cp x pp, a framework named twice), or dtplan::Error for the model's and the
+// schedule's own rules (cost::check_layout).
+cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const ModelDesc& m,
+                         const TrainingConfig& c, std::int64_t micro_batches);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,101 @@
+// Layouts from their names (see layout_spec.hpp).
+#include "dtplan/planner/layout_spec.hpp"
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::planner {
+
+bool is_layout_framework(std::string_view strategy) {
+  return strategy == "megatron" || strategy == "fsdp2";
+}
+
+bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
+  return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.interleave != 1 || s.sequence_parallel ||
+         !s.schedule.empty() || !s.pp_layers.empty() || !s.framework.empty() ||
+         !s.sharding.empty() || s.dp_shard != 0 || is_layout_framework(strategy);
+}
+
+namespace {
+
+cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
+  if (!s.framework.empty() && is_layout_framework(strategy) && s.framework != strategy) {
+    throw FieldError("framework", s.framework + " and {strategies} " + std::string(strategy) +
+                                      " both name the framework: name it once");
+  }
+  if (!s.framework.empty()) return cost::parse_framework(s.framework);
+  return is_layout_framework(strategy) ? cost::parse_framework(strategy)
+                                       : cost::Framework::megatron;
+}
+
+void check_size(const char* field, std::int64_t value) {
+  if (value < 1) {
+    throw FieldError(field, std::to_string(value) + " is not a size: sizes are positive integers");
+  }
+}
+
+void check_sizes(const LayoutSpec& s) {
+  check_size("tp", s.tp);
+  check_size("pp", s.pp);
+  check_size("cp", s.cp);
+  check_size("interleave", s.interleave);
+  if (s.dp_shard < 0) {
+    throw FieldError("dp_shard", std::to_string(s.dp_shard) +
+                                     " is not a size: a positive "
+                                     "integer, or 0 for all dp x cp");
+  }
+  if (s.cp == 1 && s.cp_comm != "p2p") {
+    throw FieldError("cp_comm", s.cp_comm + " needs {cp} > 1 (no context parallelism here)");
+  }
+  if (!s.schedule.empty() && s.pp == 1) {
+    throw FieldError("schedule", s.schedule + " needs {pp} > 1 (no pipeline here)");
+  }
+  if (s.sequence_parallel && s.tp == 1) {
+    throw FieldError("sequence_parallel",
+                     "needs {tp} > 1 (it splits the tensor-parallel "
+                     "activations)");
+  }
+}
+
+}  // namespace
+
+std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus) {
+  check_sizes(s);
+  const std::int64_t model_parallel = s.tp * s.cp * s.pp;
+  if (gpus % model_parallel != 0) {
+    throw FieldError("gpus", std::to_string(gpus) + " is not divisible by {tp} x {cp} x {pp} = " +
+                                 std::to_string(model_parallel));
+  }
+  return gpus / model_parallel;
+}
+
+cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const ModelDesc& m,
+                         const TrainingConfig& c, std::int64_t micro_batches) {
+  if (!m.transformer) {
+    throw FieldError("tp", "model " + m.name + " has no layer shapes: a layout needs them");
+  }
+  cost::Layout3D l;
+  l.dp = layout_dp(s, c.dp_size);
+  l.tp = s.tp;
+  l.pp = s.pp;
+  l.cp = s.cp;
+  l.cp_comm = cost::parse_cp_comm(s.cp_comm);
+  l.framework = framework_of(s, strategy);
+  l.sharding = !s.sharding.empty()                     ? cost::parse_dp_sharding(s.sharding)
+               : l.framework == cost::Framework::fsdp2 ? cost::DpSharding::parameters
+                                                       : cost::DpSharding::optimizer;
+  l.shard_group = s.dp_shard;
+  l.interleave = s.interleave;
+  if (!s.schedule.empty()) l.schedule = cost::parse_schedule(s.schedule);
+  l.sequence_parallel = s.sequence_parallel;
+  l.stage_layers = s.pp_layers;
+  l.micro_batch = c.micro_batch;
+  l.micro_batches = micro_batches;
+  l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
+  l.recompute = c.checkpointing;
+  l.precision = c.precision;
+  cost::check_layout(*m.transformer, l, c.gpus_per_node);
+  l.stage_layers = cost::layers_per_stage(*m.transformer, l);  // the split, resolved
+  return l;
+}
+
+}  // namespace dtplan::planner
