@@ -31,7 +31,7 @@ struct EstimateOptions {
   TrainingOptions training;
   TopologyOptions topology;
   ComputeOptions compute;
-  std::string strategy = "ddp";
+  std::string strategy;  // empty: ddp, or megatron when layout flags are given
   std::optional<std::int64_t> grad_accum;
   std::optional<std::int64_t> global_batch;
   double straggler = 1.0;
@@ -105,7 +105,9 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
                 std::to_string(t.gpu_count()) + " GPUs (add --nodes)");
   }
   auto c = training_config(training);
-  if (!is_layout_framework(o.strategy)) c.strategy = parse_strategy(o.strategy);
+  if (!is_layout_framework(o.strategy)) {
+    c.strategy = parse_strategy(o.strategy.empty() ? "ddp" : o.strategy);
+  }
   return c;
 }
 
@@ -235,8 +237,10 @@ Command register_estimate_command(CLI::App& app) {
       ->default_str("all");
   cmd->get_option("--gpu")->required();
   cmd->add_option("--strategy", o->strategy,
-                  join(strategy_names(), "|") + ", or a layout framework: megatron|fsdp2")
-      ->capture_default_str();
+                  join(strategy_names(), "|") +
+                      ", or a layout framework: megatron|fsdp2 (default: ddp; megatron with "
+                      "--tp/--pp/--cp/...)")
+      ->default_str("ddp");
   cmd->add_option("--grad-accum", o->grad_accum, "micro-steps per optimizer step (default 1)");
   cmd->add_option("--global-batch", o->global_batch,
                   "samples per optimizer step; sets the accumulation");

@@ -47,11 +47,6 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
   if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }
-  if (o.strategy != "all" && !is_layout_framework(o.strategy)) {
-    throw Error("--strategy " + o.strategy +
-                " with --tp/--pp/--cp/...: a layout runs under megatron or fsdp2 (--strategy "
-                "megatron|fsdp2, or --framework)");
-  }
   sequence_length(model, config.seq_len);
   const auto l =
       layout_of(o.layout, o.strategy == "all" ? "" : o.strategy, model, config, o.grad_accum);

@@ -18,6 +18,11 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
 namespace {
 
 cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
+  if (!strategy.empty() && !is_layout_framework(strategy)) {
+    throw FieldError("strategies", std::string(strategy) +
+                                       " is a data-parallel strategy; a layout ({tp}, {pp}, "
+                                       "{cp}, ...) runs under megatron or fsdp2");
+  }
   if (!s.framework.empty() && is_layout_framework(strategy) && s.framework != strategy) {
     throw FieldError("framework", s.framework + " and {strategies} " + std::string(strategy) +
                                       " both name the framework: name it once");

@@ -291,8 +291,8 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
         Approx(8.0 * double(params) / 4).epsilon(1e-6));
   auto bad = run({"memory", "--model", "gpt2", "--strategy", "zero3", "--tp", "2", "--gpus", "8"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--strategy zero3 with --tp/--pp/--cp/...: a layout runs under "
-                               "megatron or fsdp2"));
+  CHECK_THAT(bad.err, Contains("--strategy: zero3 is a data-parallel strategy; a layout (--tp, "
+                               "--pp, --cp, ...) runs under megatron or fsdp2"));
   bad = run({"memory", "--model", "gpt2", "--tp", "0", "--gpus", "8"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--tp: 0 is not a size: sizes are positive integers"));

@@ -63,8 +63,7 @@ TEST_CASE("Layout spec: the framework's sharding, and the strategy naming it") {
   // torchtitan's FSDP2 shards parameters by default (fully_shard); megatron the optimizer.
   CHECK(planner::layout_of(s, "fsdp2", m, config(8, 8, 4096), 1).sharding ==
         cost::DpSharding::parameters);
-  CHECK(planner::layout_of(s, "zero3", m, config(8, 8, 4096), 1).framework ==
-        cost::Framework::megatron);
+  CHECK(planner::layout_of(s, "", m, config(8, 8, 4096), 1).framework == cost::Framework::megatron);
   s.sharding = "gradients";
   s.dp_shard = 2;
   const auto hybrid = planner::layout_of(s, "fsdp2", m, config(8, 8, 4096), 1);
@@ -95,6 +94,7 @@ TEST_CASE("Layout spec: each broken rule names its field") {
   CHECK(with([](auto& s) { s.sequence_parallel = true; }) == "sequence_parallel");
   CHECK(with([](auto& s) { s.tp = 3; }) == "gpus");  // 8 GPUs, tp 3
   CHECK(with([](auto& s) { s.framework = "megatron"; }, "fsdp2") == "framework");
+  CHECK(with([](auto& s) { s.tp = 2; }, "zero3") == "strategies");
   try {
     planner::LayoutSpec s;
     s.tp = 3;
