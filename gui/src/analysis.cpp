@@ -8,10 +8,12 @@
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/profile_step.hpp"
+#include "dtplan/cost/trace.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/layout_spec.hpp"
 #include "dtplan/runtime/measurement.hpp"
 
 namespace dtplan::gui {
@@ -34,7 +36,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
                 std::to_string(t.gpu_count()));
   }
   TrainingConfig c;
-  c.strategy = parse_strategy(s.strategy);
+  if (!planner::is_layout_framework(s.strategy)) c.strategy = parse_strategy(s.strategy);
   c.precision = parse_precision(s.precision);
   c.optimizer = parse_optimizer(s.optimizer);
   c.dp_size = s.gpus;
@@ -126,6 +128,46 @@ cost::StepEstimate step_of(const Inputs& in) {
   return cost::estimate_step(in.model, in.config, o, in.gpu, in.k, in.overheads, {all, node});
 }
 
+bool is_layout(const Session& s) {
+  return planner::wants_layout(s.layout, s.strategy);
+}
+
+// The session's layout (under the framework its strategy names), or a FieldError naming the
+// input that breaks a rule (a data-parallel strategy with layout inputs among them).
+LayoutAnalysis layout_of(const Inputs& in, const Session& s) {
+  LayoutAnalysis out;
+  out.layout = planner::layout_of(s.layout, s.strategy, in.model, in.config, s.grad_accum);
+  out.memory = cost::memory_3d(in.model, out.layout, in.overheads);
+  out.time = cost::time_3d(in.model, out.layout, *in.topology, in.table, in.gpu, in.k);
+  out.timeline = cost::timeline_3d(out.layout, out.time);
+  using cost::DpSharding;
+  using cost::Framework;
+  for (const auto& [framework, sharding] : {std::pair{Framework::megatron, DpSharding::none},
+                                            {Framework::megatron, DpSharding::optimizer},
+                                            {Framework::fsdp2, DpSharding::gradients},
+                                            {Framework::fsdp2, DpSharding::parameters}}) {
+    auto l = out.layout;
+    l.framework = framework;
+    l.sharding = sharding;
+    try {
+      cost::check_layout(*in.model.transformer, l, in.config.gpus_per_node);
+      out.by_sharding.push_back(
+          {framework, sharding, cost::memory_3d(in.model, l, in.overheads), {}});
+    } catch (const Error& e) {
+      out.by_sharding.push_back({framework, sharding, {}, e.what()});  // e.g. hybrid under Megatron
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> notes_of(const planner::UnifiedPlan& p, const planner::PlanRequest& r) {
+  std::vector<std::string> out;
+  if (auto note = planner::layout_beats_exports_note(p, r.objective)) out.push_back(*note);
+  if (auto note = planner::idle_gpus_note(p.data_parallel, r.global_batch)) out.push_back(*note);
+  out.insert(out.end(), p.suggestions.begin(), p.suggestions.end());
+  return out;
+}
+
 planner::PlanRequest request_of(const Inputs& in, const Session& s) {
   planner::PlanRequest r;
   r.global_batch = s.global_batch;
@@ -180,11 +222,55 @@ Plan plan_file_of(const Analysis& a, const planner::Candidate& c) {
                             {s.model, s.topology, s.nodes, a.gpus_per_node, s.gpu});
 }
 
-std::vector<std::pair<std::string, Bytes>> components_of(const cost::MemoryComponents& m) {
+NamedComponents components_of(const cost::MemoryComponents& m) {
   return {{"weights", m.weights},      {"master weights", m.master_weights},
           {"gradients", m.gradients},  {"optimizer states", m.optimizer_states},
           {"buckets", m.grad_buckets}, {"activations", m.activations},
           {"buffers", m.buffers},      {"overhead", m.overhead}};
+}
+
+NamedComponents components_of(const cost::Memory3D& m) {
+  return {{"weights", m.weights},
+          {"gradients", m.gradients},
+          {"optimizer states", m.optimizer_states},
+          {"activations", m.activations},
+          {"logits", m.logits},
+          {"buffers", m.buffers},
+          {"overhead", m.overhead}};
+}
+
+Bytes MemoryColumn::total() const {
+  Bytes sum{0};
+  for (const auto& [name, bytes] : components)
+    sum.value += bytes.value;
+  return sum;
+}
+
+std::vector<MemoryColumn> memory_columns(const Analysis& a) {
+  std::vector<MemoryColumn> out;
+  if (a.layout) {
+    for (const auto& bar : a.layout->by_sharding) {
+      out.push_back({std::string(cost::name_of(bar.framework)) + ", sharding " +
+                         std::string(cost::name_of(bar.sharding)),
+                     components_of(bar.memory), bar.not_applicable});
+    }
+    return out;
+  }
+  for (const auto& bar : a.memory)
+    out.push_back({std::string(name_of(bar.strategy)), components_of(bar.gpu), bar.not_applicable});
+  return out;
+}
+
+const std::vector<cost::TimelineEvent>& timeline_of(const Analysis& a) {
+  return a.layout ? a.layout->timeline : a.step.timeline;
+}
+
+double step_seconds(const Analysis& a) {
+  return a.layout ? a.layout->time.step_s : a.step.times.step_s;
+}
+
+double samples_per_second(const Analysis& a) {
+  return a.layout ? a.layout->time.samples_per_s : a.step.samples_per_s;
 }
 
 Analysis analyse(const Session& s) {
@@ -194,14 +280,20 @@ Analysis analyse(const Session& s) {
   a.model = in.model;
   a.params = in.model.params;
   a.capacity_bytes = static_cast<double>(in.gpu.memory.value);
-  a.memory = memory_bars(in);
   a.topology = picture_of(in);
-  try {
-    a.step = step_of(in);
-  } catch (const Error& e) {
-    // The session's strategy cannot run here (DataParallel on several nodes): the other views
-    // still show the session, and the planner searches the strategies that can.
-    a.problems.push_back(std::string("timeline: ") + e.what());
+  if (is_layout(s)) {
+    // A layout that breaks a rule is the session's error (the form names the input); the
+    // data-parallel bars and step do not describe it.
+    a.layout = layout_of(in, s);
+  } else {
+    a.memory = memory_bars(in);
+    try {
+      a.step = step_of(in);
+    } catch (const Error& e) {
+      // The session's strategy cannot run here (DataParallel on several nodes): the other
+      // views still show the session, and the planner searches the strategies that can.
+      a.problems.push_back(std::string("timeline: ") + e.what());
+    }
   }
   a.gpus_per_node = in.topology->gpus_per_node();
   a.plan_request = request_of(in, s);
@@ -210,6 +302,7 @@ Analysis analyse(const Session& s) {
     request.plan = a.plan_request;
     a.plan = planner::plan_layouts(in.model, *in.topology, in.table, in.gpu, request, in.k,
                                    in.overheads);
+    a.plan_notes = notes_of(a.plan, a.plan_request);
   } catch (const std::exception& e) {
     a.problems.push_back(std::string("plan: ") + e.what());
   }

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/routing.hpp"
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/plan.hpp"
+#include "dtplan/planner/plan_decisions.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/unified_plan.hpp"
 #include "session.hpp"
@@ -60,16 +62,43 @@ struct ValidationRow {
   double error() const { return (predicted_step_s - measured_step_s) / measured_step_s; }
 };
 
+// The memory of the session's sizes (tp, cp, pp, dp, micro-batches, recompute) under one
+// framework and sharding of model states over dp x cp.
+struct LayoutMemoryBar {
+  cost::Framework framework = cost::Framework::megatron;
+  cost::DpSharding sharding = cost::DpSharding::none;
+  cost::Memory3D memory;       // zero when not applicable
+  std::string not_applicable;  // why the framework cannot shard that way here
+};
+
+// A session that describes a layout (tensor, pipeline or context parallel, or megatron/fsdp2
+// as the strategy), computed as dtplan estimate --tp/--pp/--cp computes it.
+struct LayoutAnalysis {
+  cost::Layout3D layout;  // its stage split resolved
+  cost::Memory3D memory;  // the heaviest stage's GPU
+  cost::Time3D time;
+  std::vector<cost::TimelineEvent> timeline;  // cost::timeline_3d: a stream per kind of work
+  // Megatron-LM without and with its distributed optimizer, FSDP2 sharding gradients and
+  // parameters: the shardings each framework offers.
+  std::vector<LayoutMemoryBar> by_sharding;
+};
+
 struct Analysis {
   Session session;
   ModelDesc model;
   std::int64_t params = 0;
   double capacity_bytes = 0;      // the GPU's memory
-  std::vector<MemoryBar> memory;  // every strategy, the session's configuration
+  std::vector<MemoryBar> memory;  // every strategy, the session's configuration (data-parallel)
   TopologyPicture topology;
-  cost::StepEstimate step;    // the session's strategy; empty (and a problem) when it cannot run
-  planner::UnifiedPlan plan;  // data-parallel strategies and layouts, ranked together
+  // The data-parallel strategies (a data-parallel session; empty for a layout).
+  cost::StepEstimate step;  // the session's strategy; empty (and a problem) when it cannot run
+  std::optional<LayoutAnalysis> layout;  // a layout session's figures
+  planner::UnifiedPlan plan;             // data-parallel strategies and layouts, ranked together
   planner::PlanRequest plan_request;
+  // What the plan says beyond its ranking: the planner's notes (exports holding another plan,
+  // idle GPUs) and, when nothing fits, its suggestions; {field} marks name request fields
+  // (labels.hpp renders them as the form's labels).
+  std::vector<std::string> plan_notes;
   std::int64_t gpus_per_node = 1;
   std::vector<ValidationRow> validation;
   std::vector<std::string> problems;  // per view, what could not be computed and why
@@ -83,6 +112,23 @@ Analysis analyse(const Session& s);
 Plan plan_file_of(const Analysis& a, const planner::Candidate& c);
 
 // The components of a memory bar, in stacking order, with their names.
-std::vector<std::pair<std::string, Bytes>> components_of(const cost::MemoryComponents& m);
+using NamedComponents = std::vector<std::pair<std::string, Bytes>>;
+NamedComponents components_of(const cost::MemoryComponents& m);
+NamedComponents components_of(const cost::Memory3D& m);
+
+// One column of the memory view: a data-parallel strategy, or the session's layout with one
+// sharding of its model states.
+struct MemoryColumn {
+  std::string label;
+  NamedComponents components;  // all zero when not applicable
+  std::string not_applicable;
+  Bytes total() const;
+};
+std::vector<MemoryColumn> memory_columns(const Analysis& a);
+
+// The step the timeline view draws: the layout's, or the data-parallel strategy's.
+const std::vector<cost::TimelineEvent>& timeline_of(const Analysis& a);
+double step_seconds(const Analysis& a);
+double samples_per_second(const Analysis& a);
 
 }  // namespace dtplan::gui

@@ -1,11 +1,14 @@
 // Inputs form (see inputs_panel.hpp).
 #include "inputs_panel.hpp"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpressionValidator>
 #include <QSpinBox>
 
 #include "dtplan/model/data_dir.hpp"
@@ -46,6 +49,28 @@ QStringList names(const std::array<NamedValue<T>, N>& table) {
   for (const auto& row : table)
     out << QString::fromUtf8(row.name.data(), static_cast<int>(row.name.size()));
   return out;
+}
+
+// The combo boxes whose empty choice means "the default": shown as "(default)".
+constexpr const char* kDefault = "(default)";
+
+std::string chosen(const QComboBox* box) {
+  const auto text = box->currentText().toStdString();
+  return text == kDefault ? std::string() : text;
+}
+
+std::vector<std::int64_t> layer_counts(const QString& text) {
+  std::vector<std::int64_t> out;
+  for (const auto& part : text.split(',', Qt::SkipEmptyParts))
+    out.push_back(part.trimmed().toLongLong());
+  return out;
+}
+
+QString layer_text(const std::vector<std::int64_t>& counts) {
+  QStringList parts;
+  for (auto n : counts)
+    parts << QString::number(n);
+  return parts.join(',');
 }
 
 void select(QComboBox* box, const std::string& text) {
@@ -98,7 +123,9 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("topology", topo_row);
   form->addRow("nodes", nodes_ = spin(1, 4096));
   form->addRow("GPUs", gpus_ = spin(1, 65536));
-  form->addRow("strategy", strategy_ = combo(to_list(strategy_names()), false));
+  form->addRow("strategy", strategy_ = combo(to_list(strategy_names()) << "megatron"
+                                                                       << "fsdp2",
+                                             false));
   form->addRow("precision", precision_ = combo(names(kPrecisions), false));
   form->addRow("optimizer", optimizer_ = combo(names(kOptimizers), false));
   form->addRow("micro-batch", micro_batch_ = spin(1, 65536));
@@ -107,7 +134,32 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("checkpointing", checkpointing_ = combo(names(kCheckpointings), false));
   form->addRow("offload", offload_ = combo(names(kOffloads), false));
   form->addRow("global batch (plan)", global_batch_ = spin(1, 1 << 24));
+  add_layout_rows(form);
   set_session(Session{});
+}
+
+void InputsPanel::add_layout_rows(QFormLayout* form) {
+  form->addRow("tensor parallel", tp_ = spin(1, 1'000'000));
+  form->addRow("pipeline stages", pp_ = spin(1, 1'000'000));
+  form->addRow("context parallel", cp_ = spin(1, 1'000'000));
+  form->addRow("chunks per GPU", interleave_ = spin(1, 1'000'000));
+  sequence_parallel_ = new QCheckBox(this);
+  connect(sequence_parallel_, &QCheckBox::toggled, this, [this] { changed(); });
+  form->addRow("sequence parallel", sequence_parallel_);
+  form->addRow("CP exchange", cp_comm_ = combo({"p2p", "all_gather", "a2a"}, false));
+  form->addRow("schedule",
+               schedule_ = combo(
+                   {kDefault, "1f1b", "interleaved", "gpipe", "zb-h1", "zb-h2", "zbv"}, false));
+  form->addRow("sharding", sharding_ = combo(
+                               {kDefault, "none", "optimizer", "gradients", "parameters"}, false));
+  form->addRow("shard group", dp_shard_ = spin(0, 1'000'000));
+  dp_shard_->setSpecialValueText("all dp x cp");
+  pp_layers_ = new QLineEdit(this);
+  pp_layers_->setPlaceholderText("e.g. 7,8,8,7 (default: the rule)");
+  pp_layers_->setValidator(
+      new QRegularExpressionValidator(QRegularExpression("[0-9]{0,6}(,[0-9]{1,6})*,?"), this));
+  connect(pp_layers_, &QLineEdit::textChanged, this, [this] { changed(); });
+  form->addRow("layers per stage", pp_layers_);
 }
 
 Session InputsPanel::session() const {
@@ -126,6 +178,17 @@ Session InputsPanel::session() const {
   s.checkpointing = checkpointing_->currentText().toStdString();
   s.offload = offload_->currentText().toStdString();
   s.global_batch = global_batch_->value();
+  s.layout.framework.clear();  // the strategy names it (set_session moved it there)
+  s.layout.tp = tp_->value();
+  s.layout.pp = pp_->value();
+  s.layout.cp = cp_->value();
+  s.layout.interleave = interleave_->value();
+  s.layout.sequence_parallel = sequence_parallel_->isChecked();
+  s.layout.cp_comm = cp_comm_->currentText().toStdString();
+  s.layout.schedule = chosen(schedule_);
+  s.layout.sharding = chosen(sharding_);
+  s.layout.dp_shard = dp_shard_->value();
+  s.layout.pp_layers = layer_counts(pp_layers_->text());
   return s;
 }
 
@@ -137,7 +200,10 @@ void InputsPanel::set_session(const Session& s) {
   select(topology_, s.topology);
   nodes_->setValue(static_cast<int>(s.nodes));
   gpus_->setValue(static_cast<int>(s.gpus));
-  select(strategy_, s.strategy);
+  // The form names a layout's framework as its strategy.
+  const bool framework_apart =
+      !s.layout.framework.empty() && s.strategy != "megatron" && s.strategy != "fsdp2";
+  select(strategy_, framework_apart ? s.layout.framework : s.strategy);
   select(precision_, s.precision);
   select(optimizer_, s.optimizer);
   micro_batch_->setValue(static_cast<int>(s.micro_batch));
@@ -146,6 +212,16 @@ void InputsPanel::set_session(const Session& s) {
   select(checkpointing_, s.checkpointing);
   select(offload_, s.offload);
   global_batch_->setValue(static_cast<int>(s.global_batch));
+  tp_->setValue(static_cast<int>(s.layout.tp));
+  pp_->setValue(static_cast<int>(s.layout.pp));
+  cp_->setValue(static_cast<int>(s.layout.cp));
+  interleave_->setValue(static_cast<int>(s.layout.interleave));
+  sequence_parallel_->setChecked(s.layout.sequence_parallel);
+  select(cp_comm_, s.layout.cp_comm);
+  select(schedule_, s.layout.schedule.empty() ? kDefault : s.layout.schedule);
+  select(sharding_, s.layout.sharding.empty() ? kDefault : s.layout.sharding);
+  dp_shard_->setValue(static_cast<int>(s.layout.dp_shard));
+  pp_layers_->setText(layer_text(s.layout.pp_layers));
   loading_ = false;
 }
 

@@ -1,6 +1,9 @@
-// The inputs form: model, GPU, topology, nodes and GPUs, strategy, precision, micro-batch,
-// accumulation, sequence length, checkpointing, offload and the planner's global batch. Every
-// change calls on_change (the window recomputes).
+// The inputs form: model, GPU, topology, nodes and GPUs, strategy (a data-parallel one, or
+// megatron|fsdp2 for a layout), precision, micro-batch, accumulation, sequence length,
+// checkpointing, offload and the planner's global batch; then the layout: tensor, pipeline and
+// context parallel sizes, chunks per GPU, sequence parallel, CP exchange, schedule, sharding,
+// shard group and layers per stage. The labels are the ones labels.hpp renders fields as.
+// Every change calls on_change (the window recomputes).
 #pragma once
 
 #include <QWidget>
@@ -8,7 +11,10 @@
 
 #include "session.hpp"
 
+class QCheckBox;
 class QComboBox;
+class QFormLayout;
+class QLineEdit;
 class QSpinBox;
 
 namespace dtplan::gui {
@@ -23,10 +29,15 @@ class InputsPanel : public QWidget {
  private:
   QComboBox* combo(const QStringList& items, bool editable);
   QSpinBox* spin(int lo, int hi);
+  void add_layout_rows(QFormLayout* form);
   void changed();
   QComboBox *model_, *gpu_, *topology_, *strategy_, *precision_, *optimizer_, *checkpointing_,
       *offload_;
   QSpinBox *nodes_, *gpus_, *micro_batch_, *grad_accum_, *seq_len_, *global_batch_;
+  QSpinBox *tp_, *pp_, *cp_, *interleave_, *dp_shard_;
+  QComboBox *cp_comm_, *schedule_, *sharding_;
+  QCheckBox* sequence_parallel_;
+  QLineEdit* pp_layers_;
   Session extra_;  // what the form does not show (measurements, profile)
   bool loading_ = false;
 };

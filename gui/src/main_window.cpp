@@ -19,6 +19,7 @@
 #include "dtplan/model/file_output.hpp"
 #include "gui_options.hpp"
 #include "inputs_panel.hpp"
+#include "labels.hpp"
 #include "workflow_dialogs.hpp"
 
 namespace dtplan::gui {
@@ -28,7 +29,7 @@ Outcome compute(const Session& s) {
   try {
     return {analyse(s), {}};
   } catch (const std::exception& e) {
-    return {std::nullopt, e.what()};
+    return {std::nullopt, message_of(e)};
   }
 }
 
@@ -161,8 +162,8 @@ void MainWindow::apply(const Outcome& o) {
   QString text = QString("%1: %2 parameters; step %3 s, %4 samples/s")
                      .arg(QString::fromStdString(a.session.model))
                      .arg(a.params)
-                     .arg(a.step.times.step_s, 0, 'f', 3)
-                     .arg(a.step.samples_per_s, 0, 'f', 1);
+                     .arg(step_seconds(a), 0, 'f', 3)
+                     .arg(samples_per_second(a), 0, 'f', 1);
   for (const auto& p : a.problems)
     text += "; " + QString::fromStdString(p);
   status_->setText(text);

@@ -21,6 +21,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/exports.hpp"
+#include "labels.hpp"
 #include "views.hpp"
 
 namespace dtplan::gui {
@@ -96,6 +97,10 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   layout->addWidget(summary_);
+  notes_ = new QLabel(this);
+  notes_->setWordWrap(true);
+  notes_->setStyleSheet("color: #8a4b00");
+  layout->addWidget(notes_);
   auto* split = new QSplitter(Qt::Horizontal, this);
   ranked_ = new QStandardItemModel(this);
   auto* proxy = new QSortFilterProxyModel(this);
@@ -167,12 +172,16 @@ void PlanView::show_analysis(const Analysis& a) {
                  .arg(n.data_parallel_evaluated)
                  .arg(n.layouts_evaluated)
                  .arg(r.rejected.size())
-           : QString("nothing fits: see the rejected configurations"));
-  if (best && best->layout && r.data_parallel.best) {
-    summary_->setText(summary_->text() +
-                      QString("; the export buttons hold the best data-parallel plan (%1)")
-                          .arg(config_text(*r.data_parallel.best)));
-  }
+           : QString("nothing fits; what would (and the rejected configurations below):"));
+  QStringList notes;
+  for (const auto& note : a.plan_notes)
+    notes << QString::fromUtf8("\u2022 ") + QString::fromStdString(with_labels(note));
+  notes_->setText(notes.join("\n"));
+  notes_->setVisible(!notes.isEmpty());
+}
+
+QString PlanView::notes_text() const {
+  return notes_->text();
 }
 
 void PlanView::show_pareto(const planner::UnifiedPlan& r) {

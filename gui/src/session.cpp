@@ -7,6 +7,42 @@
 
 namespace dtplan::gui {
 
+namespace {
+
+nlohmann::json layout_json(const planner::LayoutSpec& l) {
+  return {{"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"interleave", l.interleave},
+          {"cp_comm", l.cp_comm},
+          {"framework", l.framework},
+          {"sharding", l.sharding},
+          {"dp_shard", l.dp_shard},
+          {"schedule", l.schedule},
+          {"pp_layers", l.pp_layers},
+          {"sequence_parallel", l.sequence_parallel}};
+}
+
+// The bounds of the CLI's layout flags' checks; names are checked where the layout is built.
+planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
+  planner::LayoutSpec l;
+  l.tp = r.integer("tp", 1, 1'000'000);
+  l.pp = r.integer("pp", 1, 1'000'000);
+  l.cp = r.integer("cp", 1, 1'000'000);
+  l.interleave = r.integer("interleave", 1, 1'000'000);
+  l.cp_comm = r.string("cp_comm");
+  l.framework = r.string("framework");
+  l.sharding = r.string("sharding");
+  l.dp_shard = r.integer("dp_shard", 0, 1'000'000);
+  l.schedule = r.string("schedule");
+  l.pp_layers = r.integers("pp_layers");
+  l.sequence_parallel = r.boolean("sequence_parallel");
+  r.reject_unknown_keys();
+  return l;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Session& s) {
   return {{"schema_version", 1},
           {"model", s.model},
@@ -24,7 +60,8 @@ nlohmann::json to_json(const Session& s) {
           {"offload", s.offload},
           {"global_batch", s.global_batch},
           {"measurements", s.measurements},
-          {"profile", s.profile}};
+          {"profile", s.profile},
+          {"layout", layout_json(s.layout)}};
 }
 
 namespace {
@@ -50,6 +87,8 @@ Session session_from_reader(const ObjectReader& r) {
   s.global_batch = r.integer("global_batch", 1, 100'000'000);
   s.measurements = r.strings("measurements");
   s.profile = r.string("profile");
+  // Sessions saved before layouts existed have none: the data-parallel strategy alone.
+  if (const auto layout = r.optional_object("layout")) s.layout = layout_from_reader(*layout);
   r.reject_unknown_keys();
   return s;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dtplan/planner/layout_spec.hpp"
+
 namespace dtplan::gui {
 
 struct Session {
@@ -17,7 +19,7 @@ struct Session {
   std::string topology = "pcie-split-8";  // preset, JSON file or nvidia-smi topo -m text
   std::int64_t nodes = 1;
   std::int64_t gpus = 8;
-  std::string strategy = "fsdp-grad-op";
+  std::string strategy = "fsdp-grad-op";  // a data-parallel strategy, or megatron|fsdp2
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::int64_t micro_batch = 16;
@@ -28,6 +30,10 @@ struct Session {
   std::int64_t global_batch = 512;        // the planner's target
   std::vector<std::string> measurements;  // dtplan-run measurement files (validation view)
   std::string profile;                    // hardware profile for them; empty: the bundled one
+  // Tensor, pipeline and context parallelism (the flags of dtplan estimate): with any of them,
+  // or megatron|fsdp2 as the strategy, the session is a layout over gpus / (tp x cp x pp)
+  // data-parallel ranks, with grad_accum micro-batches per pipeline per step.
+  planner::LayoutSpec layout;
 };
 
 nlohmann::json to_json(const Session& s);

@@ -1,21 +1,138 @@
-// Timeline view: one step as a Gantt chart per stream (see views.hpp).
+// Timeline view: one step as a Gantt chart, a lane per stream (see views.hpp).
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
 #include <algorithm>
 
+#include "dtplan/cost/layout_text.hpp"
 #include "views.hpp"
 
 namespace dtplan::gui {
 
 namespace {
 
+constexpr double kWidth = 1100, kLane = 90, kLeft = 140, kTop = 60;
+
 QColor color_of(const std::string& stream, const std::string& name) {
-  if (stream != "compute") return QColor(214, 39, 40);
+  if (stream == "tensor parallel") return QColor(214, 39, 40);
+  if (stream == "context parallel") return QColor(227, 119, 194);
+  if (stream == "pipeline")
+    return name.rfind("bubble", 0) == 0 ? QColor(199, 199, 199) : QColor(140, 86, 75);
+  if (stream == "data parallel") return QColor(23, 190, 207);
+  if (stream != "compute") return QColor(214, 39, 40);  // communication
   if (name.find("forward + backward") != std::string::npos) return QColor(148, 103, 189);
   if (name.find("forward") != std::string::npos) return QColor(31, 119, 180);
   if (name.find("backward") != std::string::npos) return QColor(255, 127, 14);
   if (name.find("optimizer") != std::string::npos) return QColor(44, 160, 44);
   return QColor(148, 103, 189);
+}
+
+// The top of a stream's lane.
+double lane_y(const QStringList& lanes, const std::string& stream) {
+  return kTop + kLane * static_cast<double>(lanes.indexOf(QString::fromStdString(stream)));
+}
+
+// The streams in the order they first appear.
+QStringList lanes_of(const std::vector<cost::TimelineEvent>& events) {
+  QStringList out;
+  for (const auto& e : events) {
+    const auto name = QString::fromStdString(e.stream);
+    if (!out.contains(name)) out << name;
+  }
+  return out;
+}
+
+// The lanes greyed out with why, when the session's strategy cannot run here (analysis.cpp put
+// the reason in problems), instead of a blank view.
+void draw_not_applicable(QGraphicsScene* s, const Analysis& a) {
+  std::string why = "no step to draw";
+  for (const auto& p : a.problems) {
+    if (p.rfind("timeline: ", 0) == 0) why = p.substr(10);
+  }
+  s->addRect(kLeft, kTop, kWidth, 2 * kLane, QPen(Qt::gray), QBrush(QColor(225, 225, 225)));
+  auto* text = s->addSimpleText(QString("%1: not applicable to this session\n%2")
+                                    .arg(QString::fromStdString(a.session.strategy))
+                                    .arg(QString::fromStdString(why)));
+  text->setPos(kLeft + 10, kTop + kLane - 20);
+}
+
+// Communication the compute stream does not hide, hatched over its own lane.
+void hatch_exposed(QGraphicsScene* s, const std::vector<cost::TimelineEvent>& events,
+                   const QStringList& lanes, const std::function<double(double)>& x) {
+  std::vector<std::pair<double, double>> busy;
+  for (const auto& e : events) {
+    if (e.stream == "compute") busy.push_back({e.start_s, e.end_s});
+  }
+  std::sort(busy.begin(), busy.end());
+  for (const auto& e : events) {
+    if (e.stream == "compute" || e.name.rfind("bubble", 0) == 0) continue;
+    const double y = lane_y(lanes, e.stream) + 8;
+    const auto hatch = [&](double from, double to) {
+      s->addRect(x(from), y, std::max(1.0, x(to) - x(from)), kLane - 16, QPen(Qt::black),
+                 QBrush(Qt::black, Qt::BDiagPattern));
+    };
+    double from = e.start_s;
+    for (const auto& [b0, b1] : busy) {
+      if (b1 <= from || b0 >= e.end_s) continue;
+      if (b0 > from) hatch(from, b0);
+      from = std::max(from, b1);
+    }
+    if (from < e.end_s) hatch(from, e.end_s);
+  }
+}
+
+QString title_of(const Analysis& a) {
+  const auto& s = a.session;
+  if (a.layout) {
+    const auto& t = a.layout->time;
+    return QString(
+               "%1, %2\nstep %3 ms = %4 micro-batches x %5 ms + bubble %6 + data parallel "
+               "%7 + optimizer %8 ms")
+        .arg(QString::fromStdString(s.model))
+        .arg(QString::fromStdString(cost::describe(a.layout->layout)))
+        .arg(t.step_s * 1e3, 0, 'f', 1)
+        .arg(a.layout->layout.micro_batches)
+        .arg(t.microbatch_s * 1e3, 0, 'f', 2)
+        .arg(t.bubble_s * 1e3, 0, 'f', 1)
+        .arg(t.dp_sync_s * 1e3, 0, 'f', 1)
+        .arg(t.optimizer_s * 1e3, 0, 'f', 1);
+  }
+  const auto& tm = a.step.times;
+  return QString(
+             "%1, %2: step %3 ms = compute %4 + exposed communication %5 + optimizer %6 ms; "
+             "hidden communication %7 ms; %8 micro-steps")
+      .arg(QString::fromStdString(s.model))
+      .arg(QString::fromStdString(s.strategy))
+      .arg(tm.step_s * 1e3, 0, 'f', 1)
+      .arg(tm.compute_s * 1e3, 0, 'f', 1)
+      .arg(tm.exposed_comm_s * 1e3, 0, 'f', 1)
+      .arg(tm.optimizer_s * 1e3, 0, 'f', 1)
+      .arg(tm.hidden_comm_s * 1e3, 0, 'f', 1)
+      .arg(s.grad_accum);
+}
+
+void draw_legend(QGraphicsScene* s, double y, bool layout) {
+  std::vector<std::pair<const char*, const char*>> legend{{"forward + backward", "compute"},
+                                                          {"optimizer", "compute"}};
+  if (layout) {
+    legend.insert(legend.end(), {{"tensor parallel", "tensor parallel"},
+                                 {"context parallel", "context parallel"},
+                                 {"pipeline sends", "pipeline"},
+                                 {"bubble", "pipeline"},
+                                 {"data parallel", "data parallel"}});
+  } else {
+    legend.insert(legend.begin(), {{"forward", "compute"}, {"backward", "compute"}});
+    legend.emplace_back("communication", "communication");
+  }
+  double lx = kLeft;
+  for (const auto& [name, stream] : legend) {
+    s->addRect(lx, y, 14, 14, QPen(Qt::NoPen), QBrush(color_of(stream, name)));
+    auto* text = s->addSimpleText(name);
+    text->setPos(lx + 20, y - 2);
+    lx += 20 + text->boundingRect().width() + 24;
+  }
+  s->addRect(kLeft, y + 30, 14, 14, QPen(Qt::black), QBrush(Qt::black, Qt::BDiagPattern));
+  s->addSimpleText("exposed communication (the compute stream is idle)")
+      ->setPos(kLeft + 20, y + 28);
 }
 
 }  // namespace
@@ -30,36 +147,20 @@ void TimelineView::show_analysis(const Analysis& a) {
   auto* s = scene();
   s->clear();
   drawn_events_ = 0;
-  const auto& events = a.step.timeline;
+  const auto& events = timeline_of(a);
   double end = 0;
   for (const auto& e : events)
     end = std::max(end, e.end_s);
-  const double width = 1100, lane = 110, left = 140, top = 60;
-  if (end <= 0) {
-    // The session's strategy cannot run here (analysis.cpp put the reason in problems): the
-    // lanes greyed out, with why, instead of a blank view.
-    std::string why = "no step to draw";
-    for (const auto& p : a.problems) {
-      if (p.rfind("timeline: ", 0) == 0) why = p.substr(10);
-    }
-    s->addRect(left, top, width, 2 * lane, QPen(Qt::gray), QBrush(QColor(225, 225, 225)));
-    auto* text = s->addSimpleText(QString("%1: not applicable to this session\n%2")
-                                      .arg(QString::fromStdString(a.session.strategy))
-                                      .arg(QString::fromStdString(why)));
-    text->setPos(left + 10, top + lane - 20);
-    return;
-  }
-  const auto x = [&](double t) { return left + width * t / end; };
-  const std::vector<std::string> lanes{"compute", "communication"};
-  for (std::size_t i = 0; i < lanes.size(); ++i) {
-    auto* label = s->addSimpleText(QString::fromStdString(lanes[i]));
-    label->setPos(10, top + lane * static_cast<double>(i) + 20);
-  }
+  lanes_ = lanes_of(events);
+  if (end <= 0) return draw_not_applicable(s, a);
+  const auto x = [&](double t) { return kLeft + kWidth * t / end; };
+  for (int i = 0; i < lanes_.size(); ++i)
+    s->addSimpleText(lanes_[i])->setPos(10, kTop + kLane * i + kLane / 2 - 8);
   for (const auto& e : events) {
-    const auto row = e.stream == "compute" ? 0 : 1;
-    auto* r =
-        s->addRect(x(e.start_s), top + lane * row + 8, std::max(1.0, x(e.end_s) - x(e.start_s)),
-                   lane - 16, QPen(Qt::white), QBrush(color_of(e.stream, e.name)));
+    if (!(e.end_s > e.start_s)) continue;  // nothing to draw
+    const double y = lane_y(lanes_, e.stream);
+    auto* r = s->addRect(x(e.start_s), y + 8, std::max(1.0, x(e.end_s) - x(e.start_s)), kLane - 16,
+                         QPen(Qt::white), QBrush(color_of(e.stream, e.name)));
     r->setToolTip(QString("%1: %2 .. %3 ms")
                       .arg(QString::fromStdString(e.name))
                       .arg(e.start_s * 1e3, 0, 'f', 2)
@@ -68,73 +169,22 @@ void TimelineView::show_analysis(const Analysis& a) {
     auto* name = s->addSimpleText(QString::fromStdString(e.name));
     if (name->boundingRect().width() + 8 < x(e.end_s) - x(e.start_s)) {
       name->setBrush(Qt::white);
-      name->setPos(x(e.start_s) + 4, top + lane * row + lane / 2 - 8);
+      name->setPos(x(e.start_s) + 4, y + kLane / 2 - 8);
     } else {
       delete name;
     }
     ++drawn_events_;
   }
-  // Communication the compute stream does not hide, hatched over the communication lane.
-  std::vector<std::pair<double, double>> busy;
-  for (const auto& e : events) {
-    if (e.stream == "compute") busy.push_back({e.start_s, e.end_s});
-  }
-  std::sort(busy.begin(), busy.end());
-  for (const auto& e : events) {
-    if (e.stream == "compute") continue;
-    double from = e.start_s;
-    for (const auto& [b0, b1] : busy) {
-      if (b1 <= from || b0 >= e.end_s) continue;
-      if (b0 > from) {
-        s->addRect(x(from), top + lane + 8, x(b0) - x(from), lane - 16, QPen(Qt::black),
-                   QBrush(Qt::black, Qt::BDiagPattern));
-      }
-      from = std::max(from, b1);
-    }
-    if (from < e.end_s) {
-      s->addRect(x(from), top + lane + 8, std::max(1.0, x(e.end_s) - x(from)), lane - 16,
-                 QPen(Qt::black), QBrush(Qt::black, Qt::BDiagPattern));
-    }
-  }
-  // Time axis: ten ticks.
-  for (int i = 0; i <= 10; ++i) {
+  hatch_exposed(s, events, lanes_, x);
+  const double bottom = kTop + kLane * static_cast<double>(lanes_.size());
+  for (int i = 0; i <= 10; ++i) {  // time axis: ten ticks
     const double t = end * i / 10;
-    s->addLine(x(t), top + 2 * lane, x(t), top + 2 * lane + 6);
-    auto* tick = s->addSimpleText(QString("%1 ms").arg(t * 1e3, 0, 'f', 1));
-    tick->setPos(x(t) - 20, top + 2 * lane + 8);
+    s->addLine(x(t), bottom, x(t), bottom + 6);
+    s->addSimpleText(QString("%1 ms").arg(t * 1e3, 0, 'f', 1))->setPos(x(t) - 20, bottom + 8);
   }
-  const auto& tm = a.step.times;
-  auto* title = s->addSimpleText(
-      QString("%1, %2: step %3 ms = compute %4 + exposed communication %5 + optimizer %6 ms; "
-              "hidden communication %7 ms; %8 micro-steps")
-          .arg(QString::fromStdString(a.session.model))
-          .arg(QString::fromStdString(a.session.strategy))
-          .arg(tm.step_s * 1e3, 0, 'f', 1)
-          .arg(tm.compute_s * 1e3, 0, 'f', 1)
-          .arg(tm.exposed_comm_s * 1e3, 0, 'f', 1)
-          .arg(tm.optimizer_s * 1e3, 0, 'f', 1)
-          .arg(tm.hidden_comm_s * 1e3, 0, 'f', 1)
-          .arg(a.session.grad_accum));
-  title->setPos(10, 10);
-  const char* legend[][2] = {{"forward", "compute"},
-                             {"backward", "compute"},
-                             {"forward + backward (middle micro-steps)", "compute"},
-                             {"optimizer", "compute"},
-                             {"communication", "communication"}};
-  double lx = left;
-  for (const auto& entry : legend) {
-    s->addRect(lx, top + 2 * lane + 40, 14, 14, QPen(Qt::NoPen),
-               QBrush(color_of(entry[1], entry[0])));
-    auto* text = s->addSimpleText(entry[0]);
-    text->setPos(lx + 20, top + 2 * lane + 38);
-    lx += 20 + text->boundingRect().width() + 30;
-  }
-  auto* hatch = s->addRect(left, top + 2 * lane + 70, 14, 14, QPen(Qt::black),
-                           QBrush(Qt::black, Qt::BDiagPattern));
-  (void)hatch;
-  s->addSimpleText("exposed communication (the compute stream is idle)")
-      ->setPos(left + 20, top + 2 * lane + 68);
-  s->setSceneRect(0, 0, left + width + 40, top + 2 * lane + 100);
+  s->addSimpleText(title_of(a))->setPos(10, 10);
+  draw_legend(s, bottom + 40, a.layout.has_value());
+  s->setSceneRect(0, 0, kLeft + kWidth + 40, bottom + 100);
 }
 
 }  // namespace dtplan::gui

@@ -19,15 +19,17 @@ class QLabel;
 
 namespace dtplan::gui {
 
-// Stacked bars per strategy (components in GiB) against the GPU's capacity.
+// Stacked bars (components in GiB) against the GPU's capacity: one per data-parallel strategy,
+// or, for a layout session, the heaviest stage's GPU under each sharding of model states
+// (memory_columns in analysis.hpp).
 class MemoryView : public QChartView {
  public:
   explicit MemoryView(QWidget* parent = nullptr);
   void show_analysis(const Analysis& a);
-  // GiB drawn per component (rows) and strategy (columns, the analysis' order).
+  // GiB drawn per component (rows) and column (memory_columns' order).
   const std::map<std::string, std::vector<double>>& drawn_gib() const { return drawn_; }
   double capacity_gib() const { return capacity_gib_; }
-  // The category labels, in the analysis' order; "<strategy> (n/a)" where it cannot run.
+  // The column labels, in memory_columns' order; "<label> (n/a)" where it cannot run.
   const QStringList& categories() const { return categories_; }
 
  private:
@@ -48,15 +50,19 @@ class TopologyView : public QGraphicsView {
   std::size_t drawn_links_ = 0;
 };
 
-// One training step as a Gantt chart per stream (compute, communication).
+// One training step as a Gantt chart, one lane per stream in the order the streams first
+// appear: compute and communication for a data-parallel strategy; compute, tensor parallel,
+// context parallel, pipeline and data parallel for a layout (cost::timeline_3d).
 class TimelineView : public QGraphicsView {
  public:
   explicit TimelineView(QWidget* parent = nullptr);
   void show_analysis(const Analysis& a);
   std::size_t drawn_events() const { return drawn_events_; }
+  const QStringList& lanes() const { return lanes_; }
 
  private:
   std::size_t drawn_events_ = 0;
+  QStringList lanes_;
 };
 
 // The planner's ranked table (sortable), the memory/throughput Pareto scatter, the rejected
@@ -67,6 +73,8 @@ class PlanView : public QWidget {
   void show_analysis(const Analysis& a);
   int ranked_rows() const;
   int rejected_rows() const;
+  // The planner's notes and suggestions as shown, fields named by the form's labels.
+  QString notes_text() const;
 
  private:
   void show_pareto(const planner::UnifiedPlan& r);
@@ -78,6 +86,7 @@ class PlanView : public QWidget {
   QChartView* pareto_ = nullptr;
   QTableWidget* rejected_ = nullptr;
   QLabel* summary_ = nullptr;
+  QLabel* notes_ = nullptr;
   Analysis last_;
 };
 

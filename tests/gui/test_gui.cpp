@@ -11,10 +11,14 @@
 
 #include "analysis.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/trace.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/layout_spec.hpp"
 #include "gui_options.hpp"
 #include "inputs_panel.hpp"
+#include "labels.hpp"
 #include "main_window.hpp"
 #include "views.hpp"
 
@@ -69,6 +73,42 @@ void render_every_view(const Session& s) {
     QCOMPARE(img.height(), 800);
     QVERIFY2(ink(img) > 0.01, name);
   }
+}
+
+// Llama 2 13B on two DGX H100 under Megatron-LM: tp 2 x cp 2 x pp 2 x dp 2, sequence 8192,
+// 8 micro-batches per pipeline, selective recompute, K/V all-gathered as Llama 3 does (not
+// overlapped, so every kind of stream has exposed work in the step; ring attention's exchange
+// hides behind attention here).
+Session layout_session() {
+  Session s;
+  s.model = "llama-2-13b";
+  s.gpu = "H100-SXM";
+  s.topology = "dgx-h100";
+  s.nodes = 2;
+  s.gpus = 16;
+  s.strategy = "megatron";
+  s.micro_batch = 1;
+  s.grad_accum = 8;
+  s.seq_len = 8192;
+  s.checkpointing = "selective";
+  s.global_batch = 64;
+  s.layout.tp = 2;
+  s.layout.cp = 2;
+  s.layout.pp = 2;
+  s.layout.sequence_parallel = true;
+  s.layout.cp_comm = "all_gather";
+  return s;
+}
+
+// The error a session's computation reports, as the window shows it.
+std::string window_error(const Session& s) {
+  MainWindow w(s);
+  try {
+    w.show_now(s);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -226,12 +266,133 @@ class TestGui : public QObject {
     QVERIFY(!b.memory[1].not_applicable.empty());
   }
 
+  // Issue 15: the memory and timeline views show any layout, with a lane per stream.
+  void a_layout_session_shows_its_memory_and_streams() {
+    const auto s = layout_session();
+    const auto a = analyse(s);
+    QVERIFY(a.layout.has_value());
+    QVERIFY(a.memory.empty());  // the data-parallel bars do not describe a layout
+    // The same layout built through the library directly.
+    const auto data = resolve_data_dir("");
+    const auto model = load_model("llama-2-13b", data / "models");
+    const auto table = InterconnectTable::load(data / "interconnect.json");
+    const auto topo =
+        Topology::build(load_node_template("dgx-h100", data / "topologies"), 2, table);
+    TrainingConfig c;
+    c.dp_size = 16;
+    c.gpus_per_node = 8;
+    c.micro_batch = 1;
+    c.seq_len = 8192;
+    c.checkpointing = Checkpointing::selective;
+    c.precision = Precision::bf16;
+    const auto l = planner::layout_of(s.layout, "megatron", model, c, 8);
+    QCOMPARE(l.dp, std::int64_t{2});
+    const auto overheads = cost::load_overheads(data / "overheads.json");
+    const auto mem = cost::memory_3d(model, l, overheads);
+    const auto time =
+        cost::time_3d(model, l, topo, table, GpuCatalog::load(data / "gpus.json").find("H100-SXM"),
+                      cost::load_compute_constants(data / "compute.json"));
+    QCOMPARE(a.layout->memory.total().value, mem.total().value);
+    QCOMPARE(a.layout->time.step_s, time.step_s);
+    // One column per framework and sharding it offers: Megatron-LM without and with the
+    // distributed optimizer, FSDP2 sharding gradients (reshard_after_forward=False) and
+    // parameters.
+    MemoryView memory;
+    memory.show_analysis(a);
+    QCOMPARE(memory.categories(),
+             QStringList({"megatron, sharding none", "megatron, sharding optimizer",
+                          "fsdp2, sharding gradients", "fsdp2, sharding parameters"}));
+    QCOMPARE(memory.drawn_gib().at("activations")[1],
+             static_cast<double>(mem.activations.value) / 1073741824.0);
+    // The distributed optimizer divides the fp32 master weights and Adam moments by the dp x cp
+    // ranks that hold the same weights: 2 x 2 = 4 (Megatron-LM docs, "Distributed Optimizer").
+    const auto& none = a.layout->by_sharding[0].memory;
+    const auto& sharded = a.layout->by_sharding[1].memory;
+    QVERIFY(std::abs(static_cast<double>(none.optimizer_states.value) /
+                         static_cast<double>(sharded.optimizer_states.value) -
+                     4.0) < 1e-6);
+    QCOMPARE(sharded.weights.value, none.weights.value);
+    // A lane per stream, in the order the step uses them.
+    TimelineView timeline;
+    timeline.show_analysis(a);
+    QCOMPARE(timeline.lanes(), QStringList({"compute", "tensor parallel", "context parallel",
+                                            "pipeline", "data parallel"}));
+    std::size_t drawable = 0;
+    for (const auto& e : cost::timeline_3d(l, time))
+      drawable += e.end_s > e.start_s ? 1 : 0;
+    QCOMPARE(timeline.drawn_events(), drawable);
+    render_every_view(s);
+  }
+
+  void layout_inputs_go_through_the_form_and_errors_name_its_labels() {
+    auto s = layout_session();
+    s.layout.schedule = "interleaved";
+    s.layout.interleave = 5;  // 40 layers over 2 stages x 5 chunks
+    s.layout.pp_layers = {20, 20};
+    InputsPanel form;
+    form.set_session(s);
+    QCOMPARE(to_json(form.session()), to_json(s));
+    // The framework set apart in a session file moves to the form's strategy.
+    auto apart = s;
+    apart.strategy = "ddp";
+    apart.layout.framework = "fsdp2";
+    form.set_session(apart);
+    QCOMPARE(form.session().strategy, std::string("fsdp2"));
+    QVERIFY(form.session().layout.framework.empty());
+    // Errors name the form's inputs, not the library's fields or the CLI's flags.
+    auto bad = layout_session();
+    bad.strategy = "zero3";
+    QCOMPARE(window_error(bad),
+             std::string("\"strategy\": zero3 is a data-parallel strategy; a layout (\"tensor "
+                         "parallel\", \"pipeline stages\", \"context parallel\", ...) runs "
+                         "under megatron or fsdp2"));
+    bad = layout_session();
+    bad.layout.tp = 3;
+    bad.layout.cp = 1;
+    bad.layout.cp_comm = "p2p";
+    bad.layout.pp = 1;
+    QCOMPARE(window_error(bad), std::string("\"GPUs\": 16 is not divisible by \"tensor "
+                                            "parallel\" x \"context parallel\" x \"pipeline "
+                                            "stages\" = 3"));
+  }
+
+  void plan_notes_name_the_forms_inputs() {
+    // Llama 2 70B on 8 x A100-80GB in one PCIe box: nothing fits, the planner suggests more
+    // nodes, a smaller micro-batch, ... (dtplan plan prints the same with flags).
+    Session s;
+    s.model = "llama-2-70b";
+    s.seq_len = 4096;
+    const auto a = analyse(s);
+    QVERIFY(a.plan.best() == nullptr);
+    QVERIFY(!a.plan_notes.empty());
+    PlanView view;
+    view.show_analysis(a);
+    const auto text = view.notes_text();
+    QVERIFY2(!text.contains('{'), qPrintable(text));
+    QVERIFY2(text.contains("(\"micro-batch\" 1)"), qPrintable(text));
+    QVERIFY2(text.contains("(\"nodes\" 2)"), qPrintable(text));
+    QCOMPARE(with_labels("{global_batch}"), std::string("\"global batch (plan)\""));
+  }
+
   void sessions_round_trip_and_bad_keys_are_named() {
     Session s;
     s.model = "llama-2-7b";
     s.micro_batch = 2;
     s.measurements = {"a.json"};
     QCOMPARE(to_json(session_from_json(to_json(s), "test")), to_json(s));
+    const auto layout = layout_session();
+    QCOMPARE(to_json(session_from_json(to_json(layout), "test")), to_json(layout));
+    auto old = to_json(layout);
+    old.erase("layout");  // a session saved before layouts: the data-parallel strategy alone
+    QCOMPARE(session_from_json(old, "test").layout.tp, std::int64_t{1});
+    auto typo = to_json(layout);
+    typo["layout"]["tpp"] = 2;
+    try {
+      session_from_json(typo, "test");
+      QFAIL("an unknown layout key must be refused");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("tpp") != std::string::npos, e.what());
+    }
     auto j = to_json(s);
     j["micro_batchh"] = 3;
     try {

@@ -1,0 +1,60 @@
+// Field names as the GUI's input labels (see labels.hpp).
+#include "labels.hpp"
+
+#include <map>
+
+#include "dtplan/model/error.hpp"
+
+namespace dtplan::gui {
+
+std::string label_of(const std::string& field) {
+  // The labels of inputs_panel.cpp's form, by the request fields they set.
+  static const std::map<std::string, std::string> kLabels{
+      {"model", "model"},
+      {"gpu", "GPU"},
+      {"topology", "topology"},
+      {"nodes", "nodes"},
+      {"gpus", "GPUs"},
+      {"max_gpus", "GPUs"},
+      {"strategies", "strategy"},
+      {"strategy", "strategy"},
+      {"precision", "precision"},
+      {"precisions", "precision"},
+      {"optimizer", "optimizer"},
+      {"micro_batch", "micro-batch"},
+      {"micro_batches", "micro-batch"},
+      {"grad_accum", "accumulation"},
+      {"seq_len", "sequence (0: max)"},
+      {"checkpointing", "checkpointing"},
+      {"offload", "offload"},
+      {"offloads", "offload"},
+      {"global_batch", "global batch (plan)"},
+      {"tp", "tensor parallel"},
+      {"tps", "tensor parallel"},
+      {"pp", "pipeline stages"},
+      {"pps", "pipeline stages"},
+      {"cp", "context parallel"},
+      {"cps", "context parallel"},
+      {"cp_comm", "CP exchange"},
+      {"interleave", "chunks per GPU"},
+      {"sequence_parallel", "sequence parallel"},
+      {"schedule", "schedule"},
+      {"framework", "strategy"},
+      {"sharding", "sharding"},
+      {"dp_shard", "shard group"},
+      {"pp_layers", "layers per stage"},
+  };
+  const auto it = kLabels.find(field);
+  return "\"" + (it == kLabels.end() ? field : it->second) + "\"";
+}
+
+std::string with_labels(const std::string& text) {
+  return render_fields(text, label_of);
+}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* f = dynamic_cast<const FieldError*>(&e)) return f->render(label_of);
+  return e.what();
+}
+
+}  // namespace dtplan::gui
