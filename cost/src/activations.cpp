@@ -183,8 +183,8 @@ Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int6
 }
 
 ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c) {
-  if (c.micro_batch < 1) throw Error("--micro-batch: must be a positive integer");
-  if (c.seq_len < 0) throw Error("--seq-len: must be a positive integer");
+  if (c.micro_batch < 1) throw FieldError("micro_batch", "must be a positive integer");
+  if (c.seq_len < 0) throw FieldError("seq_len", "must be a positive integer");
   if (m.transformer) return transformer_activations(*m.transformer, c);
   if (m.layers) return layer_list_activations(*m.layers, c);
   return {};

@@ -130,14 +130,15 @@ CommModel::CommModel(const Topology& t, const InterconnectTable& table, std::int
   }
   context_->bind(table);
   if (gpus < 1 || gpus > t.gpu_count()) {
-    throw Error("--gpus " + std::to_string(gpus) + ": the topology has " +
-                std::to_string(t.gpu_count()) + " GPUs (" + std::to_string(t.nodes()) +
-                " node(s) of " + std::to_string(t.gpus_per_node()) + ")");
+    throw FieldError("gpus", std::to_string(gpus) + ", but the topology has " +
+                                 std::to_string(t.gpu_count()) + " GPUs (" +
+                                 std::to_string(t.nodes()) + " node(s) of " +
+                                 std::to_string(t.gpus_per_node()) + ")");
   }
   if (gpus > t.gpus_per_node() && gpus % t.gpus_per_node() != 0) {
-    throw Error("--gpus " + std::to_string(gpus) +
-                ": across nodes use whole nodes (a multiple of " +
-                std::to_string(t.gpus_per_node()) + ")");
+    throw FieldError("gpus", std::to_string(gpus) +
+                                 " spans nodes: across nodes use whole nodes (a multiple of " +
+                                 std::to_string(t.gpus_per_node()) + ")");
   }
 }
 
@@ -215,9 +216,10 @@ CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
     names.reserve(allowed.size());
     for (const auto x : allowed)
       names.emplace_back(name_of(x));
-    throw Error("--algorithm " + std::string(name_of(a)) + " does not apply to " +
-                std::string(name_of(c)) + " on " + std::to_string(n_) +
-                " GPUs of this topology (applicable: " + join(names, ", ") + ")");
+    throw FieldError("algorithm", std::string(name_of(a)) + " does not apply to " +
+                                      std::string(name_of(c)) + " on " + std::to_string(n_) +
+                                      " GPUs of this topology (applicable: " + join(names, ", ") +
+                                      ")");
   }
   if (c == Collective::all_to_all && n_ > kMaxAllToAllGpus) {
     throw Error("all-to-all is modelled pair by pair, up to " + std::to_string(kMaxAllToAllGpus) +

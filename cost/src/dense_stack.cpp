@@ -26,7 +26,7 @@ std::int64_t block_params(const DenseStack& s) {
 
 DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_t seq_len) {
   if (!(scale > 0 && scale <= 1)) {
-    throw Error("--scale " + std::to_string(scale) + ": must be in (0, 1]");
+    throw FieldError("scale", std::to_string(scale) + " is not in (0, 1]");
   }
   if (seq_len < 1) throw Error("sequence length " + std::to_string(seq_len) + ": must be >= 1");
   DenseStack s;

@@ -249,9 +249,9 @@ StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, con
   auto c = config;  // memory depends on the accumulation (FSDP's no_sync)
   c.grad_accum = o.micro_steps;
   c.no_sync = o.no_sync;
-  if (o.micro_steps < 1) throw Error("--grad-accum: must be a positive integer");
+  if (o.micro_steps < 1) throw FieldError("grad_accum", "must be a positive integer");
   if (!(o.straggler_slowdown >= 1.0) || o.straggler_slowdown > 100.0) {
-    throw Error("--straggler: a slowdown factor from 1 to 100");
+    throw FieldError("straggler", "a slowdown factor from 1 to 100");
   }
   StepEstimate e;
   e.memory = estimate_memory(m, c, overheads);

@@ -65,8 +65,8 @@ bool supports_no_sync(Strategy s) {
 
 void check_supported(const TrainingConfig& c) {
   const auto& t = traits_of(c.strategy);
-  if (c.dp_size < 1) throw Error("--gpus: must be a positive integer");
-  if (c.gpus_per_node < 1) throw Error("--gpus-per-node: must be a positive integer");
+  if (c.dp_size < 1) throw FieldError("gpus", "must be a positive integer");
+  if (c.gpus_per_node < 1) throw FieldError("gpus_per_node", "must be a positive integer");
   if (t.single_process && c.dp_size > c.gpus_per_node) {
     throw Error(strategy_label(c.strategy) + ": DataParallel runs in one process on one node; " +
                 "--gpus " + std::to_string(c.dp_size) + " exceeds --gpus-per-node " +

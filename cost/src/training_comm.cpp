@@ -253,7 +253,7 @@ class Builder {
 TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
                                     std::int64_t micro_steps, bool no_sync, CommModels models,
                                     const OverheadConstants& k) {
-  if (micro_steps < 1) throw Error("--grad-accum: must be a positive integer");
+  if (micro_steps < 1) throw FieldError("grad_accum", "must be a positive integer");
   if (k.zero_reduce_bucket_elements < 1) {
     throw Error("overhead constant zero_reduce_bucket_elements: must be a positive count, got " +
                 std::to_string(k.zero_reduce_bucket_elements));

@@ -15,6 +15,7 @@
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/planner/layout_spec.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "labels.hpp"
 
 namespace dtplan::gui {
 namespace {
@@ -75,7 +76,7 @@ std::vector<MemoryBar> memory_bars(const Inputs& in) {
     try {
       out.push_back({st, cost::estimate_memory(in.model, c, in.overheads).gpu, {}});
     } catch (const Error& e) {
-      out.push_back({st, {}, e.what()});  // e.g. DataParallel on more than one node
+      out.push_back({st, {}, message_of(e)});  // e.g. DataParallel on more than one node
     }
   }
   return out;
@@ -154,7 +155,8 @@ LayoutAnalysis layout_of(const Inputs& in, const Session& s) {
       out.by_sharding.push_back(
           {framework, sharding, cost::memory_3d(in.model, l, in.overheads), {}});
     } catch (const Error& e) {
-      out.by_sharding.push_back({framework, sharding, {}, e.what()});  // e.g. hybrid under Megatron
+      out.by_sharding.push_back(
+          {framework, sharding, {}, message_of(e)});  // e.g. hybrid under Megatron
     }
   }
   return out;
@@ -292,7 +294,7 @@ Analysis analyse(const Session& s) {
     } catch (const Error& e) {
       // The session's strategy cannot run here (DataParallel on several nodes): the other
       // views still show the session, and the planner searches the strategies that can.
-      a.problems.push_back(std::string("timeline: ") + e.what());
+      a.problems.push_back("timeline: " + message_of(e));
     }
   }
   a.gpus_per_node = in.topology->gpus_per_node();
@@ -304,7 +306,7 @@ Analysis analyse(const Session& s) {
                                    in.overheads);
     a.plan_notes = notes_of(a.plan, a.plan_request);
   } catch (const std::exception& e) {
-    a.problems.push_back(std::string("plan: ") + e.what());
+    a.problems.push_back("plan: " + message_of(e));
   }
   validate(s, in.data, a);
   return a;

@@ -30,5 +30,5 @@ TEST_CASE("scale shrinks head dimension, MLP and vocabulary, keeps heads and lay
   CHECK(s.gated);
   CHECK_FALSE(s.tied);
   CHECK_THROWS_WITH(cost::dense_stack_of(*m.transformer, 1.5, 64),
-                    Catch::Contains("--scale") && Catch::Contains("(0, 1]"));
+                    Catch::Contains("scale: 1.5") && Catch::Contains("is not in (0, 1]"));
 }

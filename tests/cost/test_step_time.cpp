@@ -131,11 +131,11 @@ TEST_CASE("an estimate: throughput, MFU from the model FLOPs, straggler, bad opt
   CHECK(slow.times.compute_s == Approx(1.5 * e.times.compute_s));
   o.straggler_slowdown = 0.5;
   CHECK_THROWS_WITH(estimate_step(m, c, o, gpu, k, ov, {all, node}),
-                    Catch::Contains("--straggler"));
+                    Catch::Contains("straggler: a slowdown factor from 1 to 100"));
   o.straggler_slowdown = 1.0;
   o.micro_steps = 0;
   CHECK_THROWS_WITH(estimate_step(m, c, o, gpu, k, ov, {all, node}),
-                    Catch::Contains("--grad-accum"));
+                    Catch::Contains("grad_accum: must be a positive integer"));
 }
 
 TEST_CASE("offload: the updated parameters come back over PCIe once per step") {
