@@ -15,6 +15,7 @@
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/number_range.hpp"
+#include "dtplan/planner/cluster_inputs.hpp"
 #include "dtplan/planner/exports.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/runtime/autotune_log.hpp"
@@ -57,14 +58,8 @@ runtime::AutotuneRequest request_of(const AutotuneOptions& o) {
 
 runtime::TuneSpace search_space(const AutotuneOptions& o, const runtime::AutotuneRequest& r,
                                 const runtime::TrialSettings& s) {
-  const auto data = data_dir_of(o.model);
-  TopologyOptions topo;
-  topo.topology = o.topology;
-  const auto loaded = load_topology(topo, data);
-  const auto gpu = find_gpu(o.gpu, data, "--gpu");
-  const auto compute = compute_constants_of({}, data);
-  const auto overheads = cost::load_overheads(data / "overheads.json");
-  return runtime::search_space(r, {loaded.topology, loaded.table, gpu, compute, overheads}, s);
+  const planner::ClusterInputs c(data_dir_of(o.model), {o.topology, 1, o.gpu});
+  return runtime::search_space(r, {c.topology, c.table, c.gpu, c.compute, c.overheads}, s);
 }
 
 int run_autotune(AutotuneOptions o, const RunContext& ctx) {

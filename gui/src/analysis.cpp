@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/compute_time.hpp"
@@ -13,6 +14,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/cluster_inputs.hpp"
 #include "dtplan/planner/layout_spec.hpp"
 #include "dtplan/runtime/measurement.hpp"
 #include "labels.hpp"
@@ -23,11 +25,7 @@ namespace {
 struct Inputs {
   std::filesystem::path data;
   ModelDesc model;
-  InterconnectTable table;
-  std::optional<Topology> topology;
-  GpuSpec gpu;
-  cost::ComputeConstants k;
-  cost::OverheadConstants overheads;
+  std::unique_ptr<const planner::ClusterInputs> cluster;  // topology, table, GPU, constants
   TrainingConfig config;
 };
 
@@ -56,13 +54,9 @@ Inputs load_inputs(const Session& s) {
   Inputs in;
   in.data = resolve_data_dir("");
   in.model = load_model(s.model, in.data / "models");
-  in.table = InterconnectTable::load(in.data / "interconnect.json");
-  in.topology.emplace(
-      Topology::build(load_node_template(s.topology, in.data / "topologies"), s.nodes, in.table));
-  in.gpu = GpuCatalog::load(in.data / "gpus.json").find(s.gpu);
-  in.k = cost::load_compute_constants(in.data / "compute.json");
-  in.overheads = cost::load_overheads(in.data / "overheads.json");
-  in.config = config_of(s, in.model, *in.topology);
+  in.cluster = std::make_unique<const planner::ClusterInputs>(
+      in.data, planner::ClusterNames{s.topology, s.nodes, s.gpu});
+  in.config = config_of(s, in.model, in.cluster->topology);
   return in;
 }
 
@@ -74,7 +68,7 @@ std::vector<MemoryBar> memory_bars(const Inputs& in) {
     auto c = in.config;
     c.strategy = st;
     try {
-      out.push_back({st, cost::estimate_memory(in.model, c, in.overheads).gpu, {}});
+      out.push_back({st, cost::estimate_memory(in.model, c, in.cluster->overheads).gpu, {}});
     } catch (const Error& e) {
       out.push_back({st, {}, message_of(e)});  // e.g. DataParallel on more than one node
     }
@@ -83,7 +77,7 @@ std::vector<MemoryBar> memory_bars(const Inputs& in) {
 }
 
 TopologyPicture picture_of(const Inputs& in) {
-  const auto& t = *in.topology;
+  const auto& t = in.cluster->topology;
   const auto& g = t.graph();
   TopologyPicture p;
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
@@ -97,7 +91,7 @@ TopologyPicture picture_of(const Inputs& in) {
     p.links.push_back({boost::source(e, g), boost::target(e, g), g[e].link_class,
                        g[e].effective_Bps(), 0, false});
   }
-  cost::CommModel comm(t, in.table, in.config.dp_size);
+  cost::CommModel comm(t, in.cluster->table, in.config.dp_size);
   const auto& rings = comm.rings();
   p.ring = rings.rings.front();
   p.channels = rings.rings.size();
@@ -119,14 +113,16 @@ TopologyPicture picture_of(const Inputs& in) {
 }
 
 cost::StepEstimate step_of(const Inputs& in) {
-  const auto& t = *in.topology;
+  const auto& t = in.cluster->topology;
   cost::StepOptions o;
   o.micro_steps = in.config.grad_accum;
   o.no_sync = in.config.no_sync;
   const auto context = std::make_shared<cost::CommContext>(t);
-  cost::CommModel all(t, in.table, in.config.dp_size, context);
-  cost::CommModel node(t, in.table, std::min(in.config.dp_size, t.gpus_per_node()), context);
-  return cost::estimate_step(in.model, in.config, o, in.gpu, in.k, in.overheads, {all, node});
+  cost::CommModel all(t, in.cluster->table, in.config.dp_size, context);
+  cost::CommModel node(t, in.cluster->table, std::min(in.config.dp_size, t.gpus_per_node()),
+                       context);
+  return cost::estimate_step(in.model, in.config, o, in.cluster->gpu, in.cluster->compute,
+                             in.cluster->overheads, {all, node});
 }
 
 bool is_layout(const Session& s) {
@@ -138,8 +134,9 @@ bool is_layout(const Session& s) {
 LayoutAnalysis layout_of(const Inputs& in, const Session& s) {
   LayoutAnalysis out;
   out.layout = planner::layout_of(s.layout, s.strategy, in.model, in.config, s.grad_accum);
-  out.memory = cost::memory_3d(in.model, out.layout, in.overheads);
-  out.time = cost::time_3d(in.model, out.layout, *in.topology, in.table, in.gpu, in.k);
+  out.memory = cost::memory_3d(in.model, out.layout, in.cluster->overheads);
+  out.time = cost::time_3d(in.model, out.layout, in.cluster->topology, in.cluster->table,
+                           in.cluster->gpu, in.cluster->compute);
   out.timeline = cost::timeline_3d(out.layout, out.time);
   using cost::DpSharding;
   using cost::Framework;
@@ -153,7 +150,7 @@ LayoutAnalysis layout_of(const Inputs& in, const Session& s) {
     try {
       cost::check_layout(*in.model.transformer, l, in.config.gpus_per_node);
       out.by_sharding.push_back(
-          {framework, sharding, cost::memory_3d(in.model, l, in.overheads), {}});
+          {framework, sharding, cost::memory_3d(in.model, l, in.cluster->overheads), {}});
     } catch (const Error& e) {
       out.by_sharding.push_back(
           {framework, sharding, {}, message_of(e)});  // e.g. hybrid under Megatron
@@ -281,7 +278,7 @@ Analysis analyse(const Session& s) {
   a.session = s;
   a.model = in.model;
   a.params = in.model.params;
-  a.capacity_bytes = static_cast<double>(in.gpu.memory.value);
+  a.capacity_bytes = static_cast<double>(in.cluster->gpu.memory.value);
   a.topology = picture_of(in);
   if (is_layout(s)) {
     // A layout that breaks a rule is the session's error (the form names the input); the
@@ -297,13 +294,14 @@ Analysis analyse(const Session& s) {
       a.problems.push_back("timeline: " + message_of(e));
     }
   }
-  a.gpus_per_node = in.topology->gpus_per_node();
+  a.gpus_per_node = in.cluster->topology.gpus_per_node();
   a.plan_request = request_of(in, s);
   try {
     planner::LayoutRequest request;
     request.plan = a.plan_request;
-    a.plan = planner::plan_layouts(in.model, *in.topology, in.table, in.gpu, request, in.k,
-                                   in.overheads);
+    a.plan =
+        planner::plan_layouts(in.model, in.cluster->topology, in.cluster->table, in.cluster->gpu,
+                              request, in.cluster->compute, in.cluster->overheads);
     a.plan_notes = notes_of(a.plan, a.plan_request);
   } catch (const std::exception& e) {
     a.problems.push_back("plan: " + message_of(e));

@@ -19,6 +19,7 @@
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/model/training.hpp"
+#include "dtplan/planner/cluster_inputs.hpp"
 #include "dtplan/runtime/autotune.hpp"
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/interrupt.hpp"
@@ -158,13 +159,10 @@ std::string autotune_session(const Session& s, const AutotuneChoice& c,
   r = runtime::checked(r);
   const auto profile = runtime::autotune_profile(s.profile, r);
   const auto settings = runtime::trial_settings(r, runtime::work_dir_of("", "autotune"));
-  const auto table = InterconnectTable::load(data / "interconnect.json");
-  const auto topology =
-      Topology::build(load_node_template(s.topology, data / "topologies"), s.nodes, table);
-  const auto gpu = GpuCatalog::load(data / "gpus.json").find(s.gpu);
-  const auto compute = cost::load_compute_constants(data / "compute.json");
-  const auto overheads = cost::load_overheads(data / "overheads.json");
-  const auto space = runtime::search_space(r, {topology, table, gpu, compute, overheads}, settings);
+  const planner::ClusterInputs cluster(data, {s.topology, s.nodes, s.gpu});
+  const auto space = runtime::search_space(
+      r, {cluster.topology, cluster.table, cluster.gpu, cluster.compute, cluster.overheads},
+      settings);
   runtime::ResultsFile results(c.results, runtime::results_header(r, runtime::utc_timestamp()),
                                c.resume);
   const auto outcome = runtime::autotune(r, space, profile, settings, results, progress);

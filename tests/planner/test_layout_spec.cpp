@@ -1,9 +1,10 @@
-// Tests for planner/src/layout_spec.cpp: a layout from the names a front end uses, its
-// defaults, and errors that name the field.
+// Tests for planner/src/layout_spec.cpp and cluster_inputs.cpp: a layout and a cluster from the
+// names a front end uses, their defaults, and errors that name the field.
 #include <catch2/catch.hpp>
 
 #include "cluster_fixture.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/planner/cluster_inputs.hpp"
 #include "dtplan/planner/layout_spec.hpp"
 
 using namespace dtplan;
@@ -102,4 +103,15 @@ TEST_CASE("Layout spec: each broken rule names its field") {
   } catch (const FieldError& e) {
     CHECK(e.problem() == "8 is not divisible by {tp} x {cp} x {pp} = 3");
   }
+}
+
+TEST_CASE("Cluster inputs by name: loaded and owned, missing names refused by field") {
+  const auto data = resolve_data_dir("");
+  const planner::ClusterInputs c(data, {"dgx-h100", 2, "H100-SXM"});
+  CHECK(c.topology.gpu_count() == 16);  // two DGX H100 of 8 GPUs
+  CHECK(c.topology.gpus_per_node() == 8);
+  CHECK(c.gpu.name == "H100-SXM");
+  CHECK(field_of([&] { planner::ClusterInputs(data, {"", 1, "H100-SXM"}); }) == "topology");
+  CHECK(field_of([&] { planner::ClusterInputs(data, {"dgx-h100", 0, "H100-SXM"}); }) == "nodes");
+  CHECK(field_of([&] { planner::ClusterInputs(data, {"dgx-h100", 1, ""}); }) == "gpu");
 }
