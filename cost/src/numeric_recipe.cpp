@@ -84,9 +84,9 @@ NumericRecipe numeric_recipe(Precision p, Optimizer o, bool fsdp, bool single_pr
   return r;
 }
 
-NumericRecipe megatron_recipe(Precision p) {
+NumericRecipe megatron_recipe(Precision p, Optimizer o) {
   NumericRecipe r;
-  r.optimizer = optimizer_state(Optimizer::adam);
+  r.optimizer = optimizer_state(o);
   if (!is_mixed(p)) {
     r.description = "fp32";
     return r;
@@ -102,8 +102,8 @@ NumericRecipe megatron_recipe(Precision p) {
   return r;
 }
 
-NumericRecipe fsdp2_recipe(Precision p) {
-  auto r = numeric_recipe(p, Optimizer::adamw, true, false, false);
+NumericRecipe fsdp2_recipe(Precision p, Optimizer o) {
+  auto r = numeric_recipe(p, o, true, false, false);
   if (!is_mixed(p)) return r;
   r.gradient_comm = ElementType::fp32;
   r.description = "FSDP2 MixedPrecisionPolicy: " + std::string(name_of(r.compute)) +

@@ -68,7 +68,8 @@ std::int64_t tokens_per_rank(const Layout3D& l) {
 
 // The numeric recipe of a layout's framework.
 NumericRecipe recipe_of(const Layout3D& l) {
-  return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision) : megatron_recipe(l.precision);
+  return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision, l.optimizer)
+                                         : megatron_recipe(l.precision, l.optimizer);
 }
 
 // Per parameter, each state's bytes on one rank: divided by the shard ranks where the layout
@@ -127,6 +128,15 @@ std::string_view name_of(Framework f) {
 }
 Framework parse_framework(std::string_view text) {
   return value_in(kFrameworks, text, "framework");
+}
+
+std::optional<std::string> optimizer_problem(Framework f, Optimizer o) {
+  const bool adam = o == Optimizer::adam || o == Optimizer::adamw;
+  const bool sgd = o == Optimizer::sgd || o == Optimizer::sgd_momentum;
+  if (adam || (f == Framework::megatron && sgd)) return std::nullopt;
+  return "optimizer " + std::string(name_of(o)) + ": " +
+         (f == Framework::megatron ? "Megatron-LM runs adam (AdamW) or sgd (--optimizer)"
+                                   : "torchtitan runs Adam or AdamW ([optimizer] name)");
 }
 
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {
@@ -218,6 +228,7 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
   if (l.shard_group > 0 && l.shard_group != ranks && l.framework == Framework::megatron) {
     fail("hybrid sharding (a shard group smaller than dp x cp) needs framework fsdp2");
   }
+  if (const auto why = optimizer_problem(l.framework, l.optimizer)) fail(*why);
 }
 
 }  // namespace

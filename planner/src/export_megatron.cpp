@@ -102,6 +102,11 @@ void training(Args& a, const cost::Layout3D& l) {
   if (type == "bf16") a.emplace_back("--bf16");
   if (type == "fp16") a.emplace_back("--fp16");
   if (l.sharding == cost::DpSharding::optimizer) a.emplace_back("--use-distributed-optimizer");
+  // --optimizer adam is Megatron-LM's AdamW (decoupled weight decay); sgd keeps a momentum
+  // buffer unless --sgd-momentum is 0.
+  const bool sgd = l.optimizer == Optimizer::sgd || l.optimizer == Optimizer::sgd_momentum;
+  add(a, "--optimizer", sgd ? "sgd" : "adam");
+  if (l.optimizer == Optimizer::sgd) add(a, "--sgd-momentum", 0);
 }
 
 }  // namespace

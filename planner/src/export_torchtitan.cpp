@@ -88,7 +88,8 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
   std::ostringstream o;
   o << "# torchtitan job config for " << m.name << " on " << l.gpus() << " GPUs: tp " << l.tp
     << " x cp " << l.cp << " x pp " << l.pp << " x dp " << l.dp << ", FSDP2 (written by dtplan)\n"
-    << "# Add [model] (name, flavor, tokenizer), [optimizer], [lr_scheduler] and the dataset;\n"
+    << "# Add [model] (name, flavor, tokenizer), the optimizer's lr, [lr_scheduler] and the\n"
+    << "# dataset;\n"
     << "# run: torchrun --nproc_per_node=... -m torchtitan.train --job.config_file FILE\n\n"
     << "[training]\n"
     << "local_batch_size = " << local << "\n"
@@ -96,6 +97,8 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
     << "seq_len = " << l.seq_len << "\n"
     << "mixed_precision_param = \"" << (is_mixed(l.precision) ? "bfloat16" : "float32") << "\"\n"
     << "mixed_precision_reduce = \"float32\"\n\n"
+    << "[optimizer]\n"
+    << "name = \"" << (l.optimizer == Optimizer::adam ? "Adam" : "AdamW") << "\"\n\n"
     << "[parallelism]\n"
     << "data_parallel_replicate_degree = " << l.dp / shard << "\n"
     << "data_parallel_shard_degree = " << shard << "\n"

@@ -123,7 +123,8 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           {"no_sync", true},
           {"recompute", std::string(name_of(l.recompute))},
           {"offload", "none"},
-          {"precision", std::string(name_of(l.precision))}};
+          {"precision", std::string(name_of(l.precision))},
+          {"optimizer", std::string(name_of(l.optimizer))}};
 }
 
 }  // namespace

@@ -98,6 +98,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
   l.recompute = c.checkpointing;
   l.precision = c.precision;
+  l.optimizer = c.optimizer;
   cost::check_layout(*m.transformer, l, c.gpus_per_node);
   l.stage_layers = cost::layers_per_stage(*m.transformer, l);  // the split, resolved
   return l;

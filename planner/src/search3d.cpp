@@ -97,6 +97,7 @@ void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit
       continue;
     }
     if (framework == Framework::fsdp2 && l.dp * l.cp == 1) continue;  // nothing to shard
+    if (cost::optimizer_problem(framework, r.optimizer)) continue;
     l.framework = framework;
     l.sharding = sharding;
     for_each_schedule(r, l, visit);
@@ -149,6 +150,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.seq_len = sp.seq;
             l.recompute = rc;
             l.precision = r.precision;
+            l.optimizer = r.optimizer;
             l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
             for_each_state_sharding(r, l, visit);
           }

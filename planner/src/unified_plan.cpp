@@ -77,6 +77,15 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
   if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
     return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";
   }
+  const auto runs = [&](cost::Framework f) {
+    const bool allowed = r.frameworks.empty() || std::find(r.frameworks.begin(), r.frameworks.end(),
+                                                           f) != r.frameworks.end();
+    return allowed && !cost::optimizer_problem(f, p.optimizer);
+  };
+  if (!runs(cost::Framework::megatron) && !runs(cost::Framework::fsdp2)) {
+    return "no layout framework runs optimizer " + std::string(name_of(p.optimizer)) +
+           " (Megatron-LM: adam, adamw, sgd, sgd-momentum; torchtitan: adam, adamw)";
+  }
   return {};
 }
 
@@ -99,6 +108,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.schedules = r.schedules;
   x.recompute = p.checkpointing;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
+  x.optimizer = p.optimizer;
   x.headroom = p.headroom;
   x.top_k = p.top_k;
   x.goal = goal_of(p);

@@ -106,6 +106,31 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(headless.logits.value == 0);
 }
 
+TEST_CASE("the layout's optimizer sets its states, and each framework runs its own") {
+  const auto m = small_model();
+  // The last stage of tp 2, pp 2, dp 8 holds 41,588,736 parameters (the test above). Its
+  // optimizer-sharded states per parameter are fp32 main weights + the optimizer's fp32
+  // tensors, over dp 8: Adam(W) (4 + 8)/8, SGD with momentum (4 + 4)/8, plain SGD 4/8.
+  constexpr std::int64_t n = 41588736;
+  auto l = layout(2, 2, 8);
+  l.optimizer = Optimizer::sgd_momentum;
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == n);
+  l.optimizer = Optimizer::sgd;
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == n / 2);
+  CHECK(memory_3d(m, l, OverheadConstants{}).weights.value == 2 * n);  // unchanged
+  // Megatron-LM's --optimizer is adam or sgd; torchtitan's [optimizer] name Adam or AdamW.
+  CHECK_NOTHROW(check_layout(*m.transformer, l, 8));
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8),
+                    Contains("optimizer sgd: torchtitan runs Adam or AdamW"));
+  l.framework = Framework::megatron;
+  l.sharding = DpSharding::optimizer;
+  l.optimizer = Optimizer::adam8bit;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8),
+                    Contains("optimizer adam8bit: Megatron-LM runs adam (AdamW) or sgd"));
+}
+
 TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)") {
   const auto m = small_model();
   auto l = layout(1, 4, 1);

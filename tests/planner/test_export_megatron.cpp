@@ -49,6 +49,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--bf16", false},
     {"--fp16", false},
     {"--use-distributed-optimizer", false},
+    {"--optimizer", true},  // adam, sgd
+    {"--sgd-momentum", true},
 };
 
 // The arguments as flag -> value ("" for switches), checking each flag is documented and
@@ -166,6 +168,20 @@ TEST_CASE("Megatron-LM arguments: uneven stages as the embedding-and-loss rule o
   CHECK(b.at("--decoder-first-pipeline-num-layers") == "3");
   CHECK(b.at("--decoder-last-pipeline-num-layers") == "3");
   CHECK(b.count("--account-for-embedding-in-pipeline-split") == 0);
+}
+
+TEST_CASE("Megatron-LM arguments: the optimizer, adam or sgd with its momentum") {
+  const auto m = load_model("llama-3-8b", resolve_data_dir("") / "models");
+  auto l = layout(2, 1, 1, 4);
+  CHECK(parsed(planner::megatron_arguments(m, l)).at("--optimizer") == "adam");  // AdamW
+  l.optimizer = Optimizer::sgd_momentum;  // Megatron-LM's --sgd-momentum defaults to 0.9
+  auto a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.at("--optimizer") == "sgd");
+  CHECK(a.count("--sgd-momentum") == 0);
+  l.optimizer = Optimizer::sgd;  // no momentum buffer
+  a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.at("--optimizer") == "sgd");
+  CHECK(a.at("--sgd-momentum") == "0");
 }
 
 TEST_CASE("Megatron-LM arguments: schedules it does not run are refused, the file is bash") {

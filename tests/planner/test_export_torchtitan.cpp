@@ -1,5 +1,5 @@
 // torchtitan job configs, key by key against the dataclasses of torchtitan's
-// torchtitan/config/job_config.py (Training, Parallelism, ActivationCheckpoint).
+// torchtitan/config/job_config.py (Training, Parallelism, ActivationCheckpoint, Optimizer).
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -23,6 +23,7 @@ const std::map<std::string, std::set<std::string>> kKeys{
       "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
       "pipeline_parallel_layers_per_stage", "pipeline_parallel_split_points"}},
     {"activation_checkpoint", {"mode", "selective_ac_option"}},
+    {"optimizer", {"name"}},
 };
 
 // "section.key" -> the value as written, checking each key is one torchtitan documents.
@@ -91,6 +92,9 @@ TEST_CASE("torchtitan config: FSDP x TP x PP as torchtitan's Llama 3.1 405B (FSD
   CHECK(a.at("training.mixed_precision_param") == "\"bfloat16\"");
   CHECK(a.at("training.mixed_precision_reduce") == "\"float32\"");
   CHECK(a.at("activation_checkpoint.mode") == "\"full\"");
+  CHECK(a.at("optimizer.name") == "\"AdamW\"");
+  l.optimizer = Optimizer::adam;
+  CHECK(parsed(planner::torchtitan_config(llama(128), l)).at("optimizer.name") == "\"Adam\"");
 }
 
 TEST_CASE("torchtitan config: hybrid sharding with context parallelism, uneven split points") {

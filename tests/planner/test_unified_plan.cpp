@@ -122,6 +122,22 @@ TEST_CASE("restrictions apply to both families, and leaving out both is an error
   CHECK_FALSE(p.layouts);
   CHECK_THAT(p.layouts_left_out, Catch::Contains("mixed precision"));
 
+  // 8-bit Adam is neither Megatron-LM's nor torchtitan's; SGD is Megatron-LM's only.
+  r = request(64, 1024);
+  r.plan.optimizer = Optimizer::adam8bit;
+  p = c.plan(r);
+  CHECK_FALSE(p.layouts);
+  CHECK_THAT(p.layouts_left_out, Catch::Contains("no layout framework runs optimizer adam8bit"));
+  r = request(64, 1024);
+  r.plan.optimizer = Optimizer::sgd_momentum;
+  p = c.plan(r);
+  REQUIRE(p.layouts);
+  CHECK_FALSE(p.layouts->ranked.empty());
+  for (const auto& e : p.layouts->ranked) {
+    CHECK(e.layout.framework == cost::Framework::megatron);
+    CHECK(e.layout.optimizer == Optimizer::sgd_momentum);
+  }
+
   r = request(64, 1024);
   r.strategies_named = true;
   r.plan.strategies = {Strategy::ddp};

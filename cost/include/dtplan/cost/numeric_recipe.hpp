@@ -72,11 +72,11 @@ ElementType compute_element(Precision p);
 // `fp32_grad_accumulation`: 16-bit weights with an fp32 gradient buffer.
 NumericRecipe numeric_recipe(Precision p, Optimizer o, bool fsdp, bool single_process,
                              bool fp32_grad_accumulation);
-// Megatron-LM's recipe (above) with Adam; fp32 when `p` is fp32.
-NumericRecipe megatron_recipe(Precision p);
-// FSDP2 as torchtitan runs it with AdamW: MixedPrecisionPolicy(param_dtype=bf16,
+// Megatron-LM's recipe (above) with its optimizer's states; fp32 when `p` is fp32.
+NumericRecipe megatron_recipe(Precision p, Optimizer o = Optimizer::adam);
+// FSDP2 as torchtitan runs it (AdamW by default): MixedPrecisionPolicy(param_dtype=bf16,
 // reduce_dtype=fp32) -- fp32 sharded parameters and gradients, bf16 gathers, fp32
 // reduce-scatters (torchtitan's training.mixed_precision_reduce defaults to float32).
-NumericRecipe fsdp2_recipe(Precision p);
+NumericRecipe fsdp2_recipe(Precision p, Optimizer o = Optimizer::adamw);
 
 }  // namespace dtplan::cost

@@ -101,6 +101,11 @@ enum class Framework { megatron, fsdp2 };
 std::string_view name_of(Framework f);
 Framework parse_framework(std::string_view text);
 
+// Why `f` does not run optimizer `o`, or nullopt: Megatron-LM's --optimizer is adam (decoupled
+// weight decay, AdamW) or sgd (with --sgd-momentum); torchtitan's [optimizer] name is Adam or
+// AdamW. 8-bit Adam is neither's.
+std::optional<std::string> optimizer_problem(Framework f, Optimizer o);
+
 struct Layout3D {
   std::int64_t tp = 1, pp = 1, dp = 1;
   std::int64_t cp = 1;  // context parallel: each rank holds seq_len / cp tokens
@@ -117,6 +122,7 @@ struct Layout3D {
   std::int64_t seq_len = 0;
   Checkpointing recompute = Checkpointing::none;
   Precision precision = Precision::bf16;
+  Optimizer optimizer = Optimizer::adamw;    // its states (optimizer_problem: what each runs)
   std::optional<PipelineSchedule> schedule;  // none: Megatron's own (1F1B, interleaved if v > 1)
   // Layers of each pipeline stage (all its chunks), first to last; empty: layers_per_stage's
   // rule.
