@@ -106,23 +106,7 @@ std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
 }  // namespace
 
 RuntimeMode runtime_mode(Strategy s) {
-  switch (s) {
-    case Strategy::ddp:
-    case Strategy::fsdp_no_shard:
-      return RuntimeMode::ddp;
-    case Strategy::dp:
-      return RuntimeMode::dp;
-    case Strategy::zero1:
-      return RuntimeMode::zero1;
-    case Strategy::zero2:
-    case Strategy::fsdp_grad_op:
-      return RuntimeMode::zero2;
-    case Strategy::zero3:
-    case Strategy::fsdp_full:
-      return RuntimeMode::zero3;
-    case Strategy::fsdp_hybrid:
-      break;
-  }
+  if (const auto mode = traits_of(s).runtime) return *mode;
   throw Error("strategy " + std::string(name_of(s)) +
               ": not executed by dtplan-run yet (it needs a 2-D process grid); run fsdp-full "
               "or zero3 instead");

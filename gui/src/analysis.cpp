@@ -9,6 +9,7 @@
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/profile_step.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/cost/trace.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
@@ -62,9 +63,8 @@ Inputs load_inputs(const Session& s) {
 
 std::vector<MemoryBar> memory_bars(const Inputs& in) {
   std::vector<MemoryBar> out;
-  for (auto st : {Strategy::ddp, Strategy::dp, Strategy::zero1, Strategy::zero2, Strategy::zero3,
-                  Strategy::fsdp_no_shard, Strategy::fsdp_grad_op, Strategy::fsdp_full,
-                  Strategy::fsdp_hybrid}) {
+  for (const auto& traits : cost::all_strategy_traits()) {  // the registry's order
+    const auto st = traits.strategy;
     auto c = in.config;
     c.strategy = st;
     try {

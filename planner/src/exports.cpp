@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::planner {
@@ -10,19 +11,11 @@ namespace dtplan::planner {
 namespace {
 
 int zero_stage(Strategy s) {
-  switch (s) {
-    case Strategy::zero1:
-      return 1;
-    case Strategy::zero2:
-    case Strategy::fsdp_grad_op:
-      return 2;
-    case Strategy::zero3:
-    case Strategy::fsdp_full:
-    case Strategy::fsdp_hybrid:
-      return 3;
-    default:
-      return 0;
-  }
+  return cost::traits_of(s).zero_stage;
+}
+
+bool runs_on_deepspeed(Strategy s) {
+  return cost::traits_of(s).framework == "deepspeed";
 }
 
 bool fp16(Precision p) {
@@ -153,9 +146,7 @@ DeepSpeedExport deepspeed_config(const Plan& p, const LaunchOptions& o) {
                         : ""));
   }
   const int stage = j["zero_optimization"]["stage"].get<int>();
-  if (t.strategy == Strategy::ddp || t.strategy == Strategy::dp ||
-      t.strategy == Strategy::fsdp_no_shard || t.strategy == Strategy::fsdp_full ||
-      t.strategy == Strategy::fsdp_grad_op || t.strategy == Strategy::fsdp_hybrid) {
+  if (!runs_on_deepspeed(t.strategy)) {
     out.notes.push_back("the plan uses " + std::string(name_of(t.strategy)) +
                         "; the DeepSpeed equivalent is ZeRO stage " + std::to_string(stage));
   }
@@ -218,9 +209,9 @@ std::vector<std::string> deepspeed_lines(const Plan& p, const LaunchOptions& o) 
 
 std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
   const auto& t = p.training;
-  const bool fsdp = t.strategy == Strategy::fsdp_full || t.strategy == Strategy::fsdp_grad_op ||
-                    t.strategy == Strategy::fsdp_hybrid || t.strategy == Strategy::fsdp_no_shard;
-  const bool zero = zero_stage(t.strategy) > 0 && !fsdp;
+  const auto& traits = cost::traits_of(t.strategy);
+  const bool fsdp = traits.fsdp;
+  const bool zero = runs_on_deepspeed(t.strategy);
   const auto nodes = nodes_used(p);
   std::ostringstream y;
   y << "# Accelerate config written by dtplan for " << p.model << " (" << name_of(t.strategy)
@@ -234,10 +225,7 @@ std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
     << "\n";
   y << "downcast_bf16: 'no'\n";
   if (fsdp) {
-    const char* sharding = t.strategy == Strategy::fsdp_full      ? "FULL_SHARD"
-                           : t.strategy == Strategy::fsdp_grad_op ? "SHARD_GRAD_OP"
-                           : t.strategy == Strategy::fsdp_hybrid  ? "HYBRID_SHARD"
-                                                                  : "NO_SHARD";
+    const auto sharding = traits.fsdp_sharding;
     y << "fsdp_config:\n"
       << "  fsdp_activation_checkpointing: "
       << (t.checkpointing == Checkpointing::full ? "true" : "false") << "\n"
@@ -281,8 +269,7 @@ std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
 }
 
 bool uses_deepspeed(const Plan& p) {
-  const auto s = p.training.strategy;
-  return s == Strategy::zero1 || s == Strategy::zero2 || s == Strategy::zero3;
+  return runs_on_deepspeed(p.training.strategy);
 }
 
 std::vector<std::string> accelerate_notes(const Plan& p) {

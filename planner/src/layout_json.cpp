@@ -52,22 +52,7 @@ nlohmann::json to_json(const Candidate3D& c) {
 }
 
 std::string framework_of(Strategy s) {
-  switch (s) {
-    case Strategy::dp:
-      return "torch-dataparallel";
-    case Strategy::ddp:
-      return "torch-ddp";
-    case Strategy::zero1:
-    case Strategy::zero2:
-    case Strategy::zero3:
-      return "deepspeed";
-    case Strategy::fsdp_full:
-    case Strategy::fsdp_grad_op:
-    case Strategy::fsdp_hybrid:
-    case Strategy::fsdp_no_shard:
-      return "fsdp1";
-  }
-  return "fsdp1";
+  return std::string(cost::traits_of(s).framework);
 }
 
 std::string sharding_of(Strategy s) {

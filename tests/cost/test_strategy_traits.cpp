@@ -62,3 +62,34 @@ TEST_CASE("unsupported configurations are refused with the reason") {
   c.strategy = Strategy::ddp;
   CHECK_NOTHROW(check_supported(c));
 }
+
+TEST_CASE("the registry: who runs each strategy, its ZeRO equivalent and how dtplan-run runs it") {
+  // PyTorch's FSDP docs (ShardingStrategy): FULL_SHARD as ZeRO-3, SHARD_GRAD_OP as ZeRO-2,
+  // NO_SHARD as DDP, HYBRID_SHARD full sharding inside a node; DeepSpeed's stages 1-3.
+  const auto rows = all_strategy_traits();
+  REQUIRE(rows.size() == kStrategies.size());
+  CHECK(traits_of(Strategy::zero2).framework == "deepspeed");
+  CHECK(traits_of(Strategy::zero2).zero_stage == 2);
+  CHECK(traits_of(Strategy::fsdp_grad_op).framework == "fsdp1");
+  CHECK(traits_of(Strategy::fsdp_grad_op).fsdp_sharding == "SHARD_GRAD_OP");
+  CHECK(traits_of(Strategy::fsdp_grad_op).zero_stage == 2);
+  CHECK(traits_of(Strategy::fsdp_full).zero_stage == 3);
+  CHECK(traits_of(Strategy::fsdp_no_shard).zero_stage == 0);
+  CHECK(traits_of(Strategy::ddp).fsdp_sharding.empty());
+  // dtplan-run runs FSDP modes as the ZeRO stage they match, hybrid not at all (yet).
+  CHECK(traits_of(Strategy::fsdp_grad_op).runtime == RuntimeMode::zero2);
+  CHECK(traits_of(Strategy::fsdp_no_shard).runtime == RuntimeMode::ddp);
+  CHECK_FALSE(traits_of(Strategy::fsdp_hybrid).runtime.has_value());
+  // no_sync: DDP's and FSDP's context manager, ZeRO-1's boundary reduction; not DataParallel,
+  // nor ZeRO-2/3, which partition gradients as backward produces them.
+  for (const auto& t : rows) {
+    INFO(name_of(t.strategy));
+    const bool expected = t.strategy != Strategy::dp && t.strategy != Strategy::zero2 &&
+                          t.strategy != Strategy::zero3;
+    CHECK(t.no_sync == expected);
+    CHECK(supports_no_sync(t.strategy) == expected);
+    // FSDP's rows and only they name a ShardingStrategy; DeepSpeed's name a stage >= 1.
+    CHECK(t.fsdp == !t.fsdp_sharding.empty());
+    if (t.framework == "deepspeed") CHECK(t.zero_stage >= 1);
+  }
+}

@@ -12,13 +12,13 @@
 
 #include "dtplan/cost/dense_stack.hpp"
 #include "dtplan/cost/hardware_profile.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/training.hpp"
 
 namespace dtplan::cost {
 
-// How dtplan-run executes a strategy: FSDP modes run as the ZeRO stage (or DDP) they match.
-enum class RuntimeMode { ddp, dp, zero1, zero2, zero3 };
-// Throws for fsdp-hybrid, which needs a 2-D process grid.
+// How dtplan-run executes a strategy (the registry's runtime column): FSDP modes run as the
+// ZeRO stage (or DDP) they match. Throws for fsdp-hybrid, which needs a 2-D process grid.
 RuntimeMode runtime_mode(Strategy s);
 // Whether dtplan-run skips gradient synchronisation before the last micro-step: DDP-like
 // strategies when the plan asks for no_sync, and ZeRO-1 always (it reduces at the

@@ -1,11 +1,18 @@
-// What each data-parallel strategy does to per-GPU memory: which model-state components it
-// shards across the data-parallel group, which parameters it holds unsharded while it
-// computes, which gradient buffers it needs, and which offload modes the real
-// implementation offers. One row per strategy.
+// The strategy registry: one row per data-parallel strategy with everything that differs
+// between them -- which model-state components it shards across the data-parallel group,
+// which parameters it holds unsharded while it computes, which gradient buffers it needs,
+// which offload modes the real implementation offers, whether gradient synchronisation can
+// wait for the last micro-step, who runs it (the framework, DeepSpeed's ZeRO stage with the
+// same sharding, FSDP's ShardingStrategy) and how dtplan-run executes it. The memory model,
+// the planner, the exports, the runtime and the GUI read this table; the collectives each
+// strategy issues per micro-step and per step are composed in training_comm.cpp from it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "dtplan/model/training.hpp"
 
@@ -27,6 +34,10 @@ enum class ParamGather {
   whole_model,     // FSDP SHARD_GRAD_OP: everything, from forward to the end of backward
 };
 
+// How dtplan-run executes a strategy (trainer.hpp): the runtime's own algorithm with the same
+// collectives and memory.
+enum class RuntimeMode { ddp, dp, zero1, zero2, zero3 };
+
 struct StrategyTraits {
   Strategy strategy;
   bool shards_optimizer;  // optimizer states and fp32 master weights
@@ -39,12 +50,21 @@ struct StrategyTraits {
   bool hybrid;          // shard group = the GPUs of one node
   bool offload_optimizer_ok;
   bool offload_params_ok;
+  // Gradient synchronisation deferrable to the last micro-step (DDP's and FSDP's no_sync,
+  // ZeRO-1's boundary-only reduction); DataParallel, ZeRO-2 and ZeRO-3 cannot.
+  bool no_sync;
+  std::string_view framework;          // torch-dataparallel, torch-ddp, deepspeed, fsdp1
+  int zero_stage;                      // DeepSpeed's stage with the same sharding (0: none)
+  std::string_view fsdp_sharding;      // FSDP's ShardingStrategy; empty outside FSDP
+  std::optional<RuntimeMode> runtime;  // none: dtplan-run does not execute it yet
 };
 
 const StrategyTraits& traits_of(Strategy s);
 
-// Whether gradient synchronisation can be deferred to the last micro-step (DDP's and FSDP's
-// no_sync, ZeRO-1's boundary-only reduction); DataParallel, ZeRO-2 and ZeRO-3 cannot.
+// Every row, in the order of kStrategies (model/training.hpp).
+std::span<const StrategyTraits> all_strategy_traits();
+
+// traits_of(s).no_sync.
 bool supports_no_sync(Strategy s);
 
 // GPUs that each sharded component is split across: the data-parallel size, or the GPUs of a
