@@ -77,11 +77,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const runtime::Interrupted& e) {
     err << "dtplan: " << e.what() << '\n';
     return e.exit_code();
-  } catch (const FieldError& e) {
-    err << "dtplan: error: " << e.render(flag_of) << '\n';
-    return 1;
   } catch (const Error& e) {
-    err << "dtplan: error: " << e.what() << '\n';
+    err << "dtplan: error: " << rendered(e, flag_of) << '\n';
     return 1;
   } catch (const std::exception& e) {
     err << "dtplan: internal error: " << e.what() << '\n';

@@ -64,9 +64,9 @@ std::string reason_text(Reason reason, double amount, const std::string& detail,
     case Reason::slower:
       return fixed(amount, 1) + "% " + behind_word(o);
     case Reason::batch_unreachable:
-      return "batch not reachable: " + detail;
+      return "batch not reachable: " + with_flags(detail);
     case Reason::unsupported:
-      return "unsupported: " + detail;
+      return "unsupported: " + with_flags(detail);
     case Reason::past_deadline:
       return "misses --max-hours by " + fixed(amount, 1) + " h";
   }
@@ -358,7 +358,7 @@ void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice
       ++it->second;
   }
   for (const auto& [detail, count] : reasons) {
-    out << "  unsupported (" << count << "x): " << detail << '\n';
+    out << "  unsupported (" << count << "x): " << with_flags(detail) << '\n';
   }
 }
 

@@ -193,7 +193,7 @@ std::int64_t shard_degree(const TrainingConfig& c) {
   if (c.dp_size % group != 0) {
     throw Error(strategy_label(c.strategy) + ": data-parallel size " + std::to_string(c.dp_size) +
                 " is not a multiple of the " + std::to_string(group) +
-                " GPUs per node that form a shard group (--gpus / --gpus-per-node)");
+                " GPUs per node that form a shard group ({gpus} / {gpus_per_node})");
   }
   return group;
 }
@@ -212,20 +212,20 @@ void check_supported(const TrainingConfig& c) {
   if (c.gpus_per_node < 1) throw FieldError("gpus_per_node", "must be a positive integer");
   if (t.single_process && c.dp_size > c.gpus_per_node) {
     throw Error(strategy_label(c.strategy) + ": DataParallel runs in one process on one node; " +
-                "--gpus " + std::to_string(c.dp_size) + " exceeds --gpus-per-node " +
+                "{gpus} " + std::to_string(c.dp_size) + " exceeds {gpus_per_node} " +
                 std::to_string(c.gpus_per_node));
   }
   if (c.offload == Offload::optimizer && !t.offload_optimizer_ok) {
-    throw Error(strategy_label(c.strategy) + ": --offload optimizer needs zero1, zero2 or zero3 " +
+    throw Error(strategy_label(c.strategy) + ": {offload} optimizer needs zero1, zero2 or zero3 " +
                 "(FSDP offloads parameters and optimizer together: optimizer+params)");
   }
   if (c.offload == Offload::optimizer_and_params && !t.offload_params_ok) {
-    throw Error(strategy_label(c.strategy) + ": --offload optimizer+params needs zero3 or an " +
+    throw Error(strategy_label(c.strategy) + ": {offload} optimizer+params needs zero3 or an " +
                 "FSDP sharding strategy");
   }
   const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
   if (autocast && c.strategy != Strategy::dp && c.strategy != Strategy::ddp) {
-    throw Error(strategy_label(c.strategy) + ": --precision " + std::string(name_of(c.precision)) +
+    throw Error(strategy_label(c.strategy) + ": {precision} " + std::string(name_of(c.precision)) +
                 " (torch.autocast) is modelled for dp and ddp; ZeRO and FSDP keep their own "
                 "mixed-precision copies: use fp16 or bf16");
   }

@@ -53,8 +53,7 @@ std::string with_labels(const std::string& text) {
 }
 
 std::string message_of(const std::exception& e) {
-  if (const auto* f = dynamic_cast<const FieldError*>(&e)) return f->render(label_of);
-  return e.what();
+  return rendered(e, label_of);
 }
 
 }  // namespace dtplan::gui

@@ -15,8 +15,8 @@ std::string label_of(const std::string& field);
 // `text` with every {field} marker rendered as label_of(field).
 std::string with_labels(const std::string& text);
 
-// The message of an exception: a FieldError as "LABEL: PROBLEM" with the problem's markers
-// rendered, anything else its what().
+// The message of an exception: a FieldError as "LABEL: PROBLEM", and the {field} markers of
+// any message rendered as labels.
 std::string message_of(const std::exception& e);
 
 }  // namespace dtplan::gui

@@ -230,7 +230,7 @@ void PlanView::show_rejected(const planner::UnifiedPlan& r) {
     rejected_->setItem(
         row, 1,
         new QTableWidgetItem(QString::fromStdString(std::string(planner::name_of(x.reason)))));
-    QString detail = QString::fromStdString(x.detail);
+    QString detail = QString::fromStdString(with_labels(x.detail));
     if (x.reason == planner::Reason::out_of_memory)
       detail = QString("%1 GiB over").arg(x.amount, 0, 'f', 2);
     rejected_->setItem(row, 2, new QTableWidgetItem(detail));

@@ -42,4 +42,9 @@ std::string FieldError::render(const NameFn& name_of) const {
   return name_of(field_) + ": " + substitute(problem_, name_of);
 }
 
+std::string rendered(const std::exception& e, const FieldError::NameFn& name_of) {
+  if (const auto* f = dynamic_cast<const FieldError*>(&e)) return f->render(name_of);
+  return substitute(e.what(), name_of);
+}
+
 }  // namespace dtplan

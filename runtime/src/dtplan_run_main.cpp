@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
         std::printf("measurement written to %s\n", options.out_path.c_str());
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtplan-run: rank %d: %s\n", world.rank(), e.what());
+    // A plan's fields by their own names (the plan file's keys).
+    const auto message = dtplan::rendered(e, [](const std::string& f) { return f; });
+    std::fprintf(stderr, "dtplan-run: rank %d: %s\n", world.rank(), message.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }

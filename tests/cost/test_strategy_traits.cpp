@@ -47,7 +47,7 @@ TEST_CASE("unsupported configurations are refused with the reason") {
   c.strategy = Strategy::ddp;
   c.offload = Offload::optimizer;
   CHECK_THROWS_WITH(check_supported(c),
-                    Contains("--offload optimizer needs zero1, zero2 or zero3"));
+                    Contains("{offload} optimizer needs zero1, zero2 or zero3"));
   c.strategy = Strategy::zero2;
   c.offload = Offload::optimizer_and_params;
   CHECK_THROWS_WITH(check_supported(c), Contains("needs zero3 or an FSDP"));

@@ -72,7 +72,9 @@ bool supports_no_sync(Strategy s);
 std::int64_t shard_degree(const TrainingConfig& c);
 
 // Throws dtplan::Error if the configuration is not one the strategy supports (offload mode,
-// hybrid divisibility, single-process limits, autocast outside dp/ddp).
+// hybrid divisibility, single-process limits, autocast outside dp/ddp); the message marks the
+// training fields it names as {offload}, {precision}, {gpus}, {gpus_per_node}
+// (dtplan::rendered).
 void check_supported(const TrainingConfig& c);
 
 }  // namespace dtplan::cost

@@ -40,4 +40,10 @@ class FieldError : public Error {
   std::string problem_;
 };
 
+// The message of any exception as a front end shows it: a FieldError rendered (its field and
+// the {name} markers of its problem through `name_of`), any other exception's what() with its
+// {name} markers rendered (library rules that mention request fields, such as an offload mode
+// a strategy does not offer).
+std::string rendered(const std::exception& e, const FieldError::NameFn& name_of);
+
 }  // namespace dtplan
