@@ -12,6 +12,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 
 namespace dtplan::cli {
@@ -125,7 +126,7 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
                                                      {all, node}, overheads));
     } catch (const Error& e) {
       if (o.strategy != "all") throw;
-      skipped.emplace_back(row.value, e.what());
+      skipped.emplace_back(row.value, rendered(e, flag_of));
     }
   }
   const TrainingCommContext report{m, c, t, o.grad_accum, !o.sync_every_micro_step};

@@ -10,6 +10,7 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/layout_json.hpp"
+#include "format.hpp"
 #include "json_output.hpp"
 #include "layout_options.hpp"
 #include "layout_report.hpp"
@@ -114,7 +115,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
     try {
       estimates.push_back(estimate_one(model, config, row.value, overheads, gpu, host));
     } catch (const Error& e) {
-      skipped.push_back({row.value, e.what()});
+      skipped.push_back({row.value, rendered(e, flag_of)});
     }
   }
   if (estimates.empty()) throw Error("no strategy applies: " + skipped.front().reason);

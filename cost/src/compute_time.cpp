@@ -83,7 +83,7 @@ ComputeConstants load_compute_constants(const std::filesystem::path& path) {
 }
 
 void apply_compute_override(ComputeConstants& k, std::string_view assignment) {
-  const std::string where = "--compute '" + std::string(assignment) + "'";
+  const std::string where = "{compute} '" + std::string(assignment) + "'";
   const auto a = parse_assignment(assignment, where);
   set_field(k, a.key, a.value, where);
 }
@@ -106,7 +106,7 @@ class Timer {
         e_(static_cast<double>(bytes_per_element(compute_element(p)))) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
-                  " tensor-core peak: choose another --precision");
+                  " tensor-core peak: choose another {precision}");
     }
   }
   double element_bytes() const { return e_; }
@@ -261,8 +261,8 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
   if (m.transformer) return transformer_compute(*m.transformer, c, time, k);
   if (m.layers) return layer_list_compute(*m.layers, c, time, k);
   throw Error("model '" + m.name +
-              "': compute time needs layer shapes (give --model, not "
-              "--params)");
+              "': compute time needs layer shapes (give {model}, not "
+              "{params})");
 }
 
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,

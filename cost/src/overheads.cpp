@@ -79,7 +79,7 @@ OverheadConstants load_overheads(const std::filesystem::path& path) {
 }
 
 void apply_override(OverheadConstants& k, std::string_view assignment) {
-  const std::string where = "--overhead '" + std::string(assignment) + "'";
+  const std::string where = "{overhead} '" + std::string(assignment) + "'";
   const auto a = parse_assignment(assignment, where);
   set_value(k, a.key, a.value, where);
 }

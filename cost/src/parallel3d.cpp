@@ -166,7 +166,7 @@ std::optional<std::string> stage_split_problem(const TransformerSpec& m, const L
          " layers do not divide into pp x interleave = " + std::to_string(p * v) +
          " chunks, nor do " + std::to_string(layers) +
          " + 2 (the embedding and the loss counted as layers, as Megatron-LM can); give the "
-         "layers of each stage (--pp-layers)";
+         "layers of each stage ({pp_layers})";
 }
 
 std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layout3D& l) {

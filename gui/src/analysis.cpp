@@ -208,7 +208,7 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
       row.measured_peak_bytes = static_cast<double>(m.memory.front().peak_bytes);
       a.validation.push_back(row);
     } catch (const std::exception& e) {
-      a.problems.push_back("validation: " + file + ": " + e.what());
+      a.problems.push_back("validation: " + file + ": " + message_of(e));
     }
   }
 }

@@ -8,7 +8,8 @@
 namespace dtplan::gui {
 
 std::string label_of(const std::string& field) {
-  // The labels of inputs_panel.cpp's form, by the request fields they set.
+  // The labels of inputs_panel.cpp's form and of the Tools dialogs, by the request fields they
+  // set.
   static const std::map<std::string, std::string> kLabels{
       {"model", "model"},
       {"gpu", "GPU"},
@@ -43,6 +44,14 @@ std::string label_of(const std::string& field) {
       {"sharding", "sharding"},
       {"dp_shard", "shard group"},
       {"pp_layers", "layers per stage"},
+      // The Tools menu's dialogs (workflow_dialogs.cpp).
+      {"backend", "backend"},
+      {"np", "ranks"},
+      {"scale", "model width"},
+      {"out", "profile file"},
+      {"results", "results file"},
+      {"max_trials", "at most trials"},
+      {"steps", "measured steps per trial"},
   };
   const auto it = kLabels.find(field);
   return "\"" + (it == kLabels.end() ? field : it->second) + "\"";

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "gui_options.hpp"
+#include "labels.hpp"
 #include "main_window.hpp"
 
 int main(int argc, char** argv) {
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
     }
     return dtplan::gui::render_screenshot(window, *options);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtplan-gui: %s\n", e.what());
+    std::fprintf(stderr, "dtplan-gui: %s\n", dtplan::gui::message_of(e).c_str());
     return 1;
   }
 }

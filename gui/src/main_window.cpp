@@ -227,7 +227,7 @@ void MainWindow::open_session() {
     inputs_->set_session(load_session(f.toStdString()));
     recompute();
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Open session", e.what());
+    QMessageBox::warning(this, "Open session", QString::fromStdString(message_of(e)));
   }
 }
 
@@ -238,7 +238,7 @@ void MainWindow::save_session_as() {
   try {
     save_session(inputs_->session(), f.toStdString());
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Save session", e.what());
+    QMessageBox::warning(this, "Save session", QString::fromStdString(message_of(e)));
   }
 }
 
@@ -262,7 +262,7 @@ void MainWindow::export_view(bool svg) {
   try {
     svg ? save_svg(tabs_->currentWidget(), f) : save_png(tabs_->currentWidget(), f);
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Export view", e.what());
+    QMessageBox::warning(this, "Export view", QString::fromStdString(message_of(e)));
   }
 }
 

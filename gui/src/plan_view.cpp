@@ -251,7 +251,7 @@ void PlanView::export_deepspeed() {
         planner::deepspeed_config(plan_file_of(last_, *last_.plan.data_parallel.best), o);
     write_file_atomically(path.toStdString(), ds.config.dump(2) + "\n", "DeepSpeed config");
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Export DeepSpeed config", e.what());
+    QMessageBox::warning(this, "Export DeepSpeed config", QString::fromStdString(message_of(e)));
   }
 }
 

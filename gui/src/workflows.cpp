@@ -23,6 +23,7 @@
 #include "dtplan/runtime/autotune.hpp"
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/interrupt.hpp"
+#include "labels.hpp"
 
 namespace dtplan::gui {
 namespace {
@@ -36,7 +37,7 @@ WorkflowResult guarded(const Work& work, const runtime::ProgressFn& progress) {
   } catch (const runtime::Interrupted&) {
     return {Status::cancelled, "cancelled: the job in flight was stopped"};
   } catch (const std::exception& e) {
-    return {Status::failed, e.what()};
+    return {Status::failed, message_of(e)};
   }
 }
 

@@ -40,16 +40,16 @@ std::int64_t parse_param_count(std::string_view text) {
       !body.empty() && body.find_first_not_of("0123456789.eE+-") == std::string::npos;
   const auto value = plain ? parse_number(body) : std::nullopt;
   if (!value) {
-    throw Error("--params '" + original +
+    throw Error("{params} '" + original +
                 "': not a parameter count (examples: 124439808, 7.5e9, 7.5B, 350M)");
   }
   const double exact = *value * scale;
   const double count = std::round(exact);
   if (std::fabs(exact - count) > 1e-9 * std::max(1.0, exact)) {
-    throw Error("--params '" + original + "': not a whole number of parameters");
+    throw Error("{params} '" + original + "': not a whole number of parameters");
   }
-  if (count < 1.0) throw Error("--params '" + original + "': must be a positive count");
-  if (count >= 9.2e18) throw Error("--params '" + original + "': beyond a 64-bit count");
+  if (count < 1.0) throw Error("{params} '" + original + "': must be a positive count");
+  if (count >= 9.2e18) throw Error("{params} '" + original + "': beyond a 64-bit count");
   return static_cast<std::int64_t>(count);
 }
 
@@ -163,7 +163,7 @@ ModelDesc load_model(const std::string& name_or_path, const std::filesystem::pat
 std::int64_t sequence_length(const ModelDesc& m, std::int64_t seq_len) {
   if (!m.transformer) {
     if (seq_len > 0) {
-      throw Error("--seq-len " + std::to_string(seq_len) + ": model '" + m.name +
+      throw Error("{seq_len} " + std::to_string(seq_len) + ": model '" + m.name +
                   "' has no sequence (a layer list or a bare parameter count)");
     }
     return 0;

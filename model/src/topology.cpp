@@ -105,7 +105,7 @@ class TopologyBuilder {
  private:
   void check_node() {
     const auto& n = t_.node_;
-    if (t_.nodes_ < 1) throw Error("--nodes: must be a positive integer");
+    if (t_.nodes_ < 1) throw Error("{nodes}: must be a positive integer");
     if (n.gpu_count() == 0) throw Error(n.origin + ": the node has no GPUs");
     std::set<std::string> ids;
     std::map<std::string, DeviceKind> kinds;
@@ -134,11 +134,11 @@ class TopologyBuilder {
       check_link_kind(l, *cls, kinds.at(l.from), kinds.at(l.to));
     }
     if (t_.nodes_ > 1 && !n.network) {
-      throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) +
+      throw Error(n.origin + ": {nodes} " + std::to_string(t_.nodes_) +
                   " needs a \"network\" section (NIC link class) in the node topology");
     }
     if (t_.nodes_ > 1 && n.nic_count() == 0) {
-      throw Error(n.origin + ": --nodes " + std::to_string(t_.nodes_) + " needs NICs in the node");
+      throw Error(n.origin + ": {nodes} " + std::to_string(t_.nodes_) + " needs NICs in the node");
     }
   }
 

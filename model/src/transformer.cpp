@@ -320,7 +320,7 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
 std::int64_t sequence_length(const TransformerSpec& t, std::int64_t seq_len) {
   const std::int64_t s = seq_len > 0 ? seq_len : t.max_positions;
   if (t.positions == PositionKind::learned && s > t.max_positions) {
-    throw Error("--seq-len " + std::to_string(s) + ": longer than the model's " +
+    throw Error("{seq_len} " + std::to_string(s) + ": longer than the model's " +
                 std::to_string(t.max_positions) + " learned positions");
   }
   return s;

@@ -48,7 +48,7 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 Search::Search(const Inputs& in) : in_(in), goal_(goal_of(in.request)) {
   const auto& m = in.model;
   if (!m.transformer && !m.layers) {
-    throw Error("the planner needs layer shapes to time compute: give --model, not --params");
+    throw Error("the planner needs layer shapes to time compute: give {model}, not {params}");
   }
   if (in.request.global_batch < 1) throw FieldError("global_batch", "must be a positive integer");
   sequence_length(m, in.request.seq_len);  // a request-level error, before any search

@@ -108,7 +108,8 @@ void TestGuiWorkflows::bad_settings_come_back_naming_the_field() {
   c.request.backend = "tpu";
   auto r = w.calibrate(c);
   QCOMPARE(static_cast<int>(r.status), static_cast<int>(Status::failed));
-  QVERIFY2(r.text.find("backend: tpu: expected cpu or cuda") != std::string::npos, r.text.c_str());
+  QVERIFY2(r.text.find("\"backend\": tpu: expected cpu or cuda") != std::string::npos,
+           r.text.c_str());
   c = quick_calibration(dir.path());  // a directory is no profile file
   r = w.calibrate(c);
   QCOMPARE(static_cast<int>(r.status), static_cast<int>(Status::failed));
@@ -116,7 +117,7 @@ void TestGuiWorkflows::bad_settings_come_back_naming_the_field() {
   AutotuneChoice a;
   a.results = "";
   r = w.autotune(a);
-  QVERIFY2(r.text.find("results: name the file") != std::string::npos, r.text.c_str());
+  QVERIFY2(r.text.find("\"results file\": name the file") != std::string::npos, r.text.c_str());
 }
 
 void TestGuiWorkflows::autotune_measures_trials_and_logs_them() {

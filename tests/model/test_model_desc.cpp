@@ -80,7 +80,7 @@ TEST_CASE("parameter counts parse with suffixes") {
     INFO(bad);
     CHECK_THROWS_AS(parse_param_count(bad), Error);
   }
-  CHECK_THROWS_WITH(parse_param_count("0"), Contains("--params '0': must be a positive count"));
+  CHECK_THROWS_WITH(parse_param_count("0"), Contains("{params} '0': must be a positive count"));
 }
 
 TEST_CASE("unknown presets list close names") {
