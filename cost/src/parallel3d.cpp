@@ -134,7 +134,7 @@ std::optional<std::string> optimizer_problem(Framework f, Optimizer o) {
   const bool adam = o == Optimizer::adam || o == Optimizer::adamw;
   const bool sgd = o == Optimizer::sgd || o == Optimizer::sgd_momentum;
   if (adam || (f == Framework::megatron && sgd)) return std::nullopt;
-  return "optimizer " + std::string(name_of(o)) + ": " +
+  return "{optimizer} " + std::string(name_of(o)) + ": " +
          (f == Framework::megatron ? "Megatron-LM runs adam (AdamW) or sgd (--optimizer)"
                                    : "torchtitan runs Adam or AdamW ([optimizer] name)");
 }

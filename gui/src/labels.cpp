@@ -39,11 +39,16 @@ std::string label_of(const std::string& field) {
       {"cp_comm", "CP exchange"},
       {"interleave", "chunks per GPU"},
       {"sequence_parallel", "sequence parallel"},
+      {"sp", "sequence parallel"},
       {"schedule", "schedule"},
       {"framework", "strategy"},
       {"sharding", "sharding"},
       {"dp_shard", "shard group"},
       {"pp_layers", "layers per stage"},
+      // Exports the GUI has no button for: the CLI writes them.
+      {"export_megatron", "dtplan plan --export-megatron"},
+      {"export_torchtitan", "dtplan plan --export-torchtitan"},
+      {"export_accelerate", "dtplan plan --export-accelerate"},
       // The Tools menu's dialogs (workflow_dialogs.cpp).
       {"backend", "backend"},
       {"np", "ranks"},

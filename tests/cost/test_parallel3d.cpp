@@ -123,12 +123,12 @@ TEST_CASE("the layout's optimizer sets its states, and each framework runs its o
   l.framework = Framework::fsdp2;
   l.sharding = DpSharding::parameters;
   CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8),
-                    Contains("optimizer sgd: torchtitan runs Adam or AdamW"));
+                    Contains("{optimizer} sgd: torchtitan runs Adam or AdamW"));
   l.framework = Framework::megatron;
   l.sharding = DpSharding::optimizer;
   l.optimizer = Optimizer::adam8bit;
   CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8),
-                    Contains("optimizer adam8bit: Megatron-LM runs adam (AdamW) or sgd"));
+                    Contains("{optimizer} adam8bit: Megatron-LM runs adam (AdamW) or sgd"));
 }
 
 TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)") {

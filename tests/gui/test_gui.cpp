@@ -373,6 +373,9 @@ class TestGui : public QObject {
     QVERIFY2(text.contains("(\"micro-batch\" 1)"), qPrintable(text));
     QVERIFY2(text.contains("(\"nodes\" 2)"), qPrintable(text));
     QCOMPARE(with_labels("{global_batch}"), std::string("\"global batch (plan)\""));
+    // An export the GUI has no button for points at the command that writes it.
+    QCOMPARE(with_labels("{export_torchtitan} writes the layout"),
+             std::string("\"dtplan plan --export-torchtitan\" writes the layout"));
   }
 
   void sessions_round_trip_and_bad_keys_are_named() {
