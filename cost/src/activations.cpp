@@ -15,9 +15,15 @@
 //   norms      2 * e*sbh (each norm's input)
 //
 // With e = 2, f = 4h, k = q = h, dropout and eager scores: 34*sbh + 5*as^2b.
+//
+// One GPU of a layout: q, k, f and a are its tensor-parallel rank's (divided by t); the
+// QKV, MLP and norm inputs and the dropout masks stay whole unless sequence parallelism
+// splits them t ways; s is its context-parallel rank's tokens.
 #include "dtplan/cost/activations.hpp"
 
 #include <map>
+#include <sstream>
+#include <string>
 
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
@@ -34,105 +40,114 @@ std::int64_t mul3(std::int64_t a, std::int64_t b, std::int64_t c) {
   return checked_mul(checked_mul(a, b, "activation bytes"), c, "activation bytes");
 }
 
-struct BlockTerms {
-  std::int64_t linear = 0;  // everything but the s^2 scores
-  std::int64_t scores = 0;  // the s^2 attention terms (eager) or log-sum-exp (flash)
-};
-
-BlockTerms block_terms(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,
-                       Attention attn) {
-  const std::int64_t e = element_bytes(p);
-  const std::int64_t sb = checked_mul(s, b, "activation bytes");
-  const std::int64_t sbh = mul3(sb, t.hidden_size, 1);
-  const std::int64_t sbq = checked_mul(sb, t.q_size(), "activation bytes");
-  const std::int64_t kv_width = attn == Attention::hf_eager ? t.q_size() : t.kv_size();
-  const std::int64_t sbk = checked_mul(sb, kv_width, "activation bytes");
-  const std::int64_t sbf = checked_mul(sb, t.ffn_size, "activation bytes");
-  const std::int64_t mask = t.hidden_dropout ? sbh : 0;
-  BlockTerms out;
-  out.linear = e * sbh + 2 * e * sbq + 2 * e * sbk + mask;  // attention
-  if (t.mlp == MlpKind::swiglu) {
-    out.linear += e * sbh + checked_mul(4 * e, sbf, "activation bytes") + mask;
-  } else {
-    out.linear += e * sbh + checked_mul(2 * e, sbf, "activation bytes") + mask;
-  }
-  out.linear += 2 * e * sbh;  // norms
-  const std::int64_t as2b = mul3(checked_mul(t.num_heads, s, "activation bytes"), s, b);
-  const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
-  switch (attn) {
-    case Attention::flash:
-      out.scores = mul3(4 * t.num_heads, s, b);
-      break;
-    case Attention::eager:
-      out.scores = checked_mul(e, as2b, "activation bytes") + dropout;
-      break;
-    case Attention::hf_eager: {
-      // The fp32 softmax output; then the 16-bit probabilities, or the dropout mask and output.
-      const std::int64_t probs = e == 4 ? 0 : checked_mul(e, as2b, "activation bytes");
-      out.scores = checked_mul(4, as2b, "activation bytes") + (dropout > 0 ? dropout : probs);
-      break;
-    }
-  }
-  return out;
+// x / t rounded up: a tensor-parallel rank's share of a width or of a token count.
+std::int64_t split(std::int64_t x, std::int64_t t) {
+  return (x + t - 1) / t;
 }
 
-ActivationEstimate transformer_activations(const TransformerSpec& t, const TrainingConfig& c) {
-  ActivationEstimate est;
-  est.modelled = true;
-  const std::int64_t s = sequence_length(t, c.seq_len);
-  est.seq_len = s;
-  const std::int64_t b = c.micro_batch;
-  const std::int64_t e = element_bytes(c.precision);
-  const std::int64_t sb = checked_mul(s, b, "activation bytes");
-  const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
-  const auto block = block_terms(t, b, s, c.precision, c.attention);
-  const std::int64_t full_block = block.linear + block.scores;
-  const std::int64_t L = t.num_layers;
+void check_shape(const ActivationShape& a) {
+  if (a.micro_batch < 1) throw FieldError("micro_batch", "must be a positive integer");
+  if (a.tokens < 1) throw FieldError("seq_len", "must be a positive integer");
+  if (a.tp < 1) throw FieldError("tp", "must be a positive integer");
+  if (a.layers < 0) throw Error("activations: a negative number of layers");
+  if (!(a.in_flight >= 1)) throw Error("activations: fewer than one micro-batch in flight");
+}
 
-  auto add = [&est](std::string name, std::int64_t bytes) {
-    if (bytes > 0) est.terms.push_back({std::move(name), Bytes{bytes}});
+// `bytes` for each micro-batch in flight (a fraction under interleaving, rounded down).
+std::int64_t kept(std::int64_t bytes, double in_flight) {
+  const auto whole = static_cast<std::int64_t>(in_flight);
+  if (static_cast<double>(whole) == in_flight) return checked_mul(bytes, whole, "activation bytes");
+  return static_cast<std::int64_t>(static_cast<double>(bytes) * in_flight);
+}
+
+std::string layers_text(std::int64_t layers, double in_flight) {
+  std::string out = " x " + std::to_string(layers) + " layers";
+  if (in_flight == 1) return out;
+  std::ostringstream n;
+  n << in_flight;
+  return out + " x " + n.str() + " micro-batches in flight";
+}
+
+void add_term(ActivationEstimate& est, std::string name, std::int64_t bytes) {
+  if (bytes > 0) est.terms.push_back({std::move(name), Bytes{bytes}});
+}
+
+void add_blocks(const BlockActivations& block, const ActivationShape& a, ActivationEstimate& est) {
+  const std::int64_t full_block = block.linear.value + block.scores.value;
+  const std::string per = layers_text(a.layers, a.in_flight);
+  const auto all = [&](std::int64_t per_layer) {
+    return kept(checked_mul(per_layer, a.layers, "activation bytes"), a.in_flight);
   };
-  const std::string per = " x " + std::to_string(L) + " layers";
-  switch (c.checkpointing) {
+  switch (a.recompute) {
     case Checkpointing::none:
-      add("transformer blocks" + per, checked_mul(full_block, L, "activation bytes"));
+      add_term(est, "transformer blocks" + per, all(full_block));
       break;
     case Checkpointing::selective:
-      add("transformer blocks without attention scores" + per,
-          checked_mul(block.linear, L, "activation bytes"));
-      add("attention scores recomputed for one block", block.scores);
+      add_term(est, "transformer blocks without attention scores" + per, all(block.linear.value));
+      add_term(est, "attention scores recomputed for one block", block.scores.value);
       break;
     case Checkpointing::full:
-      add("block inputs (checkpoints)" + per, checked_mul(e * sbh, L, "activation bytes"));
-      add("one block recomputed during backward", full_block);
+      add_term(est, "block inputs (checkpoints)" + per, all(block.input.value));
+      add_term(est, "one block recomputed during backward", full_block);
       break;
   }
-  add("input token ids (int64)", 8 * sb);
-  if (t.embedding_dropout) add("embedding dropout mask", sbh);
-  if (t.embedding_norm) add("embedding norm input", e * sbh);
-  if (t.final_norm) add("final norm input", e * sbh);
-  if (t.head == HeadKind::causal_lm || t.head == HeadKind::masked_lm ||
-      t.head == HeadKind::pretraining) {
-    const std::int64_t sbv = checked_mul(sb, t.vocab_size, "activation bytes");
-    if (t.head != HeadKind::causal_lm) {
-      add("MLM transform: dense input, GELU input, LayerNorm input", 3 * e * sbh);
-    }
-    add("LM head input", e * sbh);
-    add("logits", checked_mul(e, sbv, "activation bytes"));
-    const std::int64_t fp32 = bytes_per_element(ElementType::fp32);
-    const std::int64_t upcast = is_mixed(c.precision) ? checked_mul(fp32, sbv, "bytes") : 0;
-    const std::int64_t log_softmax = checked_mul(fp32, sbv, "activation bytes");
-    add("fp32 logits for the loss", upcast);
-    add("log-softmax kept by cross-entropy (fp32)", log_softmax);
-    est.model_output = Bytes{checked_mul(e, sbv, "activation bytes")};
-    est.loss_bytes = Bytes{upcast + log_softmax};
-  } else {
-    est.model_output = Bytes{e * sbh};
+}
+
+// The first stage's inputs: token ids (every tensor-parallel rank looks all of them up) and
+// the embedding's dropout mask and norm input (split by sequence parallelism).
+void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
+                   std::int64_t sbh_rank, ActivationEstimate& est) {
+  const std::int64_t e = element_bytes(a.precision);
+  add_term(est, "input token ids (int64)", kept(8 * sb, a.in_flight));
+  if (t.embedding_dropout) add_term(est, "embedding dropout mask", kept(sbh_rank, a.in_flight));
+  if (t.embedding_norm) add_term(est, "embedding norm input", kept(e * sbh_rank, a.in_flight));
+}
+
+// The last stage's final norm, head and loss, for the one micro-batch whose backward follows
+// its forward there.
+void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
+              std::int64_t sbh_rank, ActivationEstimate& est) {
+  const std::int64_t e = element_bytes(a.precision);
+  if (t.final_norm) add_term(est, "final norm input", e * sbh_rank);
+  if (t.head != HeadKind::causal_lm && t.head != HeadKind::masked_lm &&
+      t.head != HeadKind::pretraining) {
+    est.model_output = Bytes{e * checked_mul(sb, t.hidden_size, "activation bytes")};
+    if (t.pooler) add_term(est, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
+    return;
   }
-  if (t.pooler) add("pooler input and output", 2 * e * b * t.hidden_size);
-  for (const auto& term : est.terms)
-    est.total += term.bytes;
-  return est;
+  const std::int64_t sbv = checked_mul(sb, split(t.vocab_size, a.tp), "activation bytes");
+  if (t.head != HeadKind::causal_lm) {
+    add_term(est, "MLM transform: dense input, GELU input, LayerNorm input", 3 * e * sbh_rank);
+  }
+  add_term(est, "LM head input", e * sbh_rank);
+  const std::int64_t logits = checked_mul(e, sbv, "activation bytes");
+  add_term(est, "logits", logits);
+  const std::int64_t fp32 = checked_mul(bytes_per_element(ElementType::fp32), sbv, "bytes");
+  std::int64_t loss = 0;
+  if (a.loss == LossKind::vocab_parallel) {
+    add_term(est, "fp32 softmax kept by the vocab-parallel cross-entropy", fp32);
+    loss = fp32;
+  } else {
+    const std::int64_t upcast = is_mixed(a.precision) ? fp32 : 0;
+    add_term(est, "fp32 logits for the loss", upcast);
+    add_term(est, "log-softmax kept by cross-entropy (fp32)", fp32);
+    loss = upcast + fp32;
+  }
+  est.model_output = Bytes{logits};
+  est.loss_bytes = Bytes{loss};
+  est.logits_and_loss = Bytes{logits + loss};
+  if (t.pooler) add_term(est, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
+}
+
+ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig& c) {
+  ActivationShape a;
+  a.micro_batch = c.micro_batch;
+  a.tokens = sequence_length(t, c.seq_len);
+  a.precision = c.precision;
+  a.attention = c.attention;
+  a.recompute = c.checkpointing;
+  a.layers = t.num_layers;
+  return a;
 }
 
 // Layer lists: tensor 0 is the input, tensor i+1 the output of layer i; views and in-place
@@ -176,16 +191,79 @@ ActivationEstimate layer_list_activations(const LayerListModel& m, const Trainin
 
 }  // namespace
 
+BlockActivations block_activations(const TransformerSpec& t, const ActivationShape& a) {
+  check_shape(a);
+  const std::int64_t e = element_bytes(a.precision), tp = a.tp;
+  const std::int64_t s = a.tokens, b = a.micro_batch;
+  const std::int64_t sb = checked_mul(s, b, "activation bytes");
+  const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
+  // A tensor-parallel rank's widths: 1/t of the heads (hf-eager repeats K and V to every
+  // query head) and of the MLP.
+  const std::int64_t q = split(t.q_size(), tp);
+  const std::int64_t kv = split(a.attention == Attention::hf_eager ? t.q_size() : t.kv_size(), tp);
+  const std::int64_t f = split(t.ffn_size, tp), heads = split(t.num_heads, tp);
+  const std::int64_t mask = t.hidden_dropout ? sbh : 0;
+  // Replicated over the tensor-parallel ranks unless sequence parallelism splits them: the
+  // inputs of the QKV projection, of the MLP and of the two norms, the two dropout masks.
+  const std::int64_t replicated = e * sbh + mask + e * sbh + mask + 2 * e * sbh;
+  // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
+  const std::int64_t mlp = checked_mul(t.mlp == MlpKind::swiglu ? 4 * e : 2 * e,
+                                       checked_mul(sb, f, "activation bytes"), "activation bytes");
+  const std::int64_t inner = 2 * e * checked_mul(sb, q, "activation bytes") +
+                             2 * e * checked_mul(sb, kv, "activation bytes") + mlp;
+  BlockActivations out;
+  out.linear = Bytes{inner + (a.sequence_parallel ? split(replicated, tp) : replicated)};
+  out.input = Bytes{a.sequence_parallel ? split(e * sbh, tp) : e * sbh};
+  const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
+  const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
+  switch (a.attention) {
+    case Attention::flash:
+      out.scores = Bytes{mul3(4 * heads, s, b)};
+      break;
+    case Attention::eager:
+      out.scores = Bytes{checked_mul(e, as2b, "activation bytes") + dropout};
+      break;
+    case Attention::hf_eager: {
+      // The fp32 softmax output; then the 16-bit probabilities, or the dropout mask and output.
+      const std::int64_t probs = e == 4 ? 0 : checked_mul(e, as2b, "activation bytes");
+      out.scores =
+          Bytes{checked_mul(4, as2b, "activation bytes") + (dropout > 0 ? dropout : probs)};
+      break;
+    }
+  }
+  return out;
+}
+
+ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationShape& a) {
+  ActivationEstimate est;
+  est.modelled = true;
+  est.seq_len = a.tokens;
+  add_blocks(block_activations(t, a), a, est);
+  const std::int64_t sb = checked_mul(a.tokens, a.micro_batch, "activation bytes");
+  const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
+  const std::int64_t sbh_rank = a.sequence_parallel ? split(sbh, a.tp) : sbh;
+  if (a.embedding) add_embedding(t, a, sb, sbh_rank, est);
+  if (a.head) add_head(t, a, sb, sbh_rank, est);
+  for (const auto& term : est.terms)
+    est.total += term.bytes;
+  return est;
+}
+
 Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,
                              Attention attn, bool keep_attention_scores) {
-  const auto block = block_terms(t, b, s, p, attn);
-  return Bytes{block.linear + (keep_attention_scores ? block.scores : 0)};
+  ActivationShape a;
+  a.micro_batch = b;
+  a.tokens = s;
+  a.precision = p;
+  a.attention = attn;
+  const auto block = block_activations(t, a);
+  return block.linear + (keep_attention_scores ? block.scores : Bytes{0});
 }
 
 ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c) {
   if (c.micro_batch < 1) throw FieldError("micro_batch", "must be a positive integer");
   if (c.seq_len < 0) throw FieldError("seq_len", "must be a positive integer");
-  if (m.transformer) return transformer_activations(*m.transformer, c);
+  if (m.transformer) return stage_activations(*m.transformer, whole_model_shape(*m.transformer, c));
   if (m.layers) return layer_list_activations(*m.layers, c);
   return {};
 }

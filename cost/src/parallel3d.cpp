@@ -182,21 +182,14 @@ std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layou
   return out;
 }
 
-double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
-                              Checkpointing r, bool fused_attention) {
-  const double td = static_cast<double>(t);
-  const double sbh = s * b * h;
-  if (r == Checkpointing::full) return 2 * sbh / (sp ? td : 1.0);
-  const bool scores = r == Checkpointing::none && !fused_attention;
-  const double attention = scores ? 5 * a * s / (h * td) : 0;
-  if (t == 1) return sbh * (34 + attention);
-  return sp ? sbh * (34 / td + attention) : sbh * (10 + 24 / td + attention);
-}
-
 namespace {
 
 template <class Fail>
 void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const Fail& fail) {
+  if (l.attention != Attention::flash) {
+    fail("context parallelism runs on fused attention kernels (Transformer Engine, SDPA), not " +
+         std::string(name_of(l.attention)) + " attention ({attention} flash)");
+  }
   if (l.seq_len % (2 * l.cp) != 0) {
     fail("sequence length " + std::to_string(l.seq_len) + " does not divide into 2 x cp = " +
          std::to_string(2 * l.cp) + " chunks (two per context-parallel rank, for causal balance)");
@@ -270,25 +263,6 @@ Bytes Memory3D::total() const {
 
 namespace {
 
-// The last stage's loss: the 16-bit logits of its rank's s/cp tokens over 1/t of the
-// vocabulary (the head is column-parallel; sequence parallelism gathers the tokens before it),
-// and the fp32 softmax Megatron-LM's vocab_parallel_cross_entropy computes from them and keeps
-// for backward -- one micro-batch at a time (its backward follows its forward on the last
-// stage). torchtitan casts the logits to fp32 before torch's cross-entropy, whose
-// log-softmax output is kept: 16-bit logits, the fp32 copy and the fp32 log-softmax.
-std::int64_t logits_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r) {
-  if (s.head != HeadKind::causal_lm && s.head != HeadKind::masked_lm &&
-      s.head != HeadKind::pretraining) {
-    return 0;
-  }
-  const std::int64_t vocab = (s.vocab_size + l.tp - 1) / l.tp;
-  const std::int64_t fp32 = bytes_per_element(ElementType::fp32);
-  const std::int64_t per_element =
-      r.activation_bytes() + (l.framework == Framework::fsdp2 ? 2 * fp32 : fp32);
-  return checked_mul(checked_mul(l.seq_len / l.cp * l.micro_batch, vocab, "logits bytes"),
-                     per_element, "logits bytes");
-}
-
 // FSDP2's transient copies: the block in use and the one prefetched, gathered in the compute
 // type (with gradients sharding every block of the stage stays gathered from forward to
 // backward), and one block's unsharded gradients in the reduce type before reduce-scatter.
@@ -300,6 +274,29 @@ std::int64_t fsdp_buffer_bytes(const TransformerSpec& s, const Layout3D& l, cons
   const double gathered = l.sharding == DpSharding::parameters ? 2 * block : stage_params;
   return static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()) +
                                    block * static_cast<double>(r.gradient_comm_bytes()));
+}
+
+// What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the
+// heads and MLP width, the micro-batches its schedule keeps in flight; the embedding's inputs
+// on the first stage, the head and the loss (Megatron-LM's vocab-parallel cross-entropy, or
+// torch's, as torchtitan runs it) on the last.
+ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t layers) {
+  ActivationShape a;
+  a.micro_batch = l.micro_batch;
+  a.tokens = tokens_per_rank(l);
+  a.precision = l.precision;
+  a.attention = l.attention;
+  a.recompute = l.recompute;
+  a.tp = l.tp;
+  a.sequence_parallel = l.sequence_parallel;
+  a.layers = layers;
+  a.in_flight =
+      l.pp == 1 ? 1.0
+                : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
+  a.embedding = i == 0;
+  a.head = i == l.pp - 1;
+  a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel : LossKind::torch;
+  return a;
 }
 
 // One stage's GPU: its parameters' states and the activations of the micro-batches it holds.
@@ -315,17 +312,10 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   out.gradients = Bytes{static_cast<std::int64_t>(n * per_param.gradients)};
   out.optimizer_states = Bytes{static_cast<std::int64_t>(n * per_param.optimizer)};
   if (l.framework == Framework::fsdp2) out.buffers = Bytes{fsdp_buffer_bytes(s, l, r, n)};
-  // Context parallelism runs on fused attention, and torchtitan on PyTorch's SDPA: no scores.
-  const bool fused = l.cp > 1 || l.framework == Framework::fsdp2;
-  const double layer = layer_activation_bytes(
-      static_cast<double>(tokens_per_rank(l)), double(l.micro_batch), double(s.hidden_size),
-      double(s.num_heads), l.tp, l.sequence_parallel, l.recompute, fused);
-  const double in_flight =
-      l.pp == 1 ? 1.0
-                : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
-  out.activations =
-      Bytes{static_cast<std::int64_t>(layer * static_cast<double>(layers) * in_flight)};
-  if (i == l.pp - 1) out.logits = Bytes{logits_bytes(s, l, r)};
+  const auto a = stage_activations(s, activation_shape(l, i, layers));
+  out.activation_terms = a.terms;
+  out.logits = a.logits_and_loss;
+  out.activations = a.total - a.logits_and_loss;
   out.overhead = Bytes{k.cuda_context_bytes};
   return out;
 }

@@ -97,6 +97,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.micro_batches = micro_batches;
   l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
   l.recompute = c.checkpointing;
+  l.attention = c.attention;
   l.precision = c.precision;
   l.optimizer = c.optimizer;
   cost::check_layout(*m.transformer, l, c.gpus_per_node);

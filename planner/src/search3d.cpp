@@ -57,9 +57,9 @@ std::vector<std::int64_t> context_sizes(const Request3D& r, std::int64_t seq) {
 
 // Ulysses needs the heads of a tensor-parallel rank to divide by cp.
 bool context_fits(const TransformerSpec& s, std::int64_t tp, std::int64_t cp, cost::CpComm c,
-                  std::int64_t seq) {
+                  std::int64_t seq, Attention attention) {
   if (cp == 1) return true;
-  if (seq % (2 * cp) != 0) return false;
+  if (seq % (2 * cp) != 0 || attention != Attention::flash) return false;
   return c != cost::CpComm::a2a ||
          ((s.num_heads / tp) % cp == 0 && (s.num_kv_heads / tp) % cp == 0);
 }
@@ -150,6 +150,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.seq_len = sp.seq;
             l.recompute = rc;
             l.precision = r.precision;
+            l.attention = r.attention;
             l.optimizer = r.optimizer;
             l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
             for_each_state_sharding(r, l, visit);
@@ -169,7 +170,7 @@ void enumerate(const Space& sp, Visit visit) {
     if (!allowed(r.tps, tp) || s.num_heads % tp || s.num_kv_heads % tp) continue;
     for (auto cp : sp.cps) {
       for (auto cc : sp.cp_comms) {
-        if (!context_fits(s, tp, cp, cc, sp.seq)) continue;
+        if (!context_fits(s, tp, cp, cc, sp.seq, r.attention)) continue;
         if (cp == 1 && cc != sp.cp_comms.front()) continue;  // no exchange to vary
         enumerate_pipelines(sp, tp, cp, cc, visit);
       }
@@ -189,7 +190,8 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
                              std::int64_t per_node, std::int64_t seq) {
   std::vector<std::int64_t> tps, pps, cps;
   for (const auto cp : context_sizes(r, seq)) {
-    if (cp >= 1 && seq % (2 * cp) == 0) cps.push_back(cp);
+    if (cp >= 1 && seq % (2 * cp) == 0 && (cp == 1 || r.attention == Attention::flash))
+      cps.push_back(cp);
   }
   for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
     if (allowed(r.tps, tp) && s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);

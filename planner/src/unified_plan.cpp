@@ -107,6 +107,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.sequence_parallel = r.sequence_parallel;
   x.schedules = r.schedules;
   x.recompute = p.checkpointing;
+  x.attention = p.attention;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
   x.optimizer = p.optimizer;
   x.headroom = p.headroom;

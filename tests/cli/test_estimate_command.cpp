@@ -178,7 +178,17 @@ TEST_CASE("estimate --schedule: the zero-bubble schedules shrink the bubble, ZB-
   // ZB-H2 holds 2p - 1 = 7 micro-batches against 1F1B's 4 (Qi et al. 2024, Table 2).
   CHECK(h2["memory"]["activations"].get<double>() ==
         Approx(f["memory"]["activations"].get<double>() * 7 / 4).epsilon(1e-9));
-  CHECK(h2["fits"] == false);  // 7 micro-batches of 4,096 tokens without recompute
+  // Eager attention keeps each layer's 16-bit scores, 2 B x 16 heads per rank x 4,096^2,
+  // instead of flash's fp32 log-sum-exp (4 B x 16 x 4,096): on the first stage, 8 layers of 7
+  // micro-batches.
+  auto eager = base;
+  eager.insert(eager.end(), {"--schedule", "zb-h2", "--attention", "eager"});
+  const auto e = run(eager);
+  REQUIRE(e.code == 0);
+  const auto h2e = nlohmann::json::parse(e.out)["parallel3d"];
+  CHECK(h2e["memory"]["activations"].get<std::int64_t>() -
+            h2["memory"]["activations"].get<std::int64_t>() ==
+        56LL * (2LL * 16 * 4096 * 4096 - 4LL * 16 * 4096));
   auto args = base;
   args.insert(args.end(), {"--schedule", "zbv"});
   auto r = run(args);
@@ -231,9 +241,14 @@ TEST_CASE("estimate --cp: context parallelism splits the sequence, dp = GPUs / (
   CHECK(j["cp_comm"] == "p2p");
   CHECK(j["dp"] == 2);              // 32 / (2 x 8)
   CHECK(j["micro_batches"] == 16);  // 32 / (2 x 1)
-  // 16,384 tokens per rank; with sequence parallelism 34 sbh / t per layer (Korthikanti Table
-  // 2, fused attention keeps no scores): 34 x 16384 x 4096 / 2 x 32 layers.
-  CHECK(j["memory"]["activations"] == 34LL * 16384 * 4096 / 2 * 32);
+  // 16,384 tokens per rank, sbh = 16384 x 4096. Per layer, 2-byte tensors, t = 2 with
+  // sequence parallelism: the QKV, MLP and two norm inputs 8 sbh / t = 4 sbh; Q and the
+  // output projection's input 2 x 2 x 4096 / t = 2 sbh; K and V 2 x 2 x 1024 / t = 0.5 sbh;
+  // SwiGLU's four 14336-wide tensors 4 x 2 x 7168 = 14 sbh; fused attention's fp32
+  // log-sum-exp 4 x 16 heads x 16384. Then the token ids (8 B x 16384) and the final norm
+  // and head inputs (2 x 2 sbh / t).
+  const std::int64_t sbh = 16384LL * 4096;
+  CHECK(j["memory"]["activations"] == 32 * (41 * sbh / 2 + 4 * 16 * 16384) + 8 * 16384 + 2 * sbh);
   // Ulysses cannot split 16 heads per tensor-parallel rank (4 key/value heads) over 8 ranks.
   const auto ulysses = run(args("8", "a2a"));
   CHECK(ulysses.code == 1);

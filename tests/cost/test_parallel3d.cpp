@@ -12,8 +12,49 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// GPT-3 175B's shapes (Korthikanti et al. 2022, Table 3): s 2048, h 12288, a 96.
-constexpr double s = 2048, h = 12288, a = 96, sbh = s * h;  // b = 1
+// GPT-3 175B's shapes (Korthikanti et al. 2022, Table 3): s 2048, h 12288, a 96, MLP 4h,
+// dropout on; Megatron's eager attention with a fused softmax.
+constexpr std::int64_t s = 2048, h = 12288, a = 96, sbh = s * h;  // b = 1
+
+TransformerSpec gpt3() {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = 51200;
+  t.hidden_size = h;
+  t.num_layers = 96;
+  t.num_heads = t.num_kv_heads = a;
+  t.head_dim = 128;
+  t.ffn_size = 4 * h;
+  t.max_positions = s;
+  t.attention_dropout = t.hidden_dropout = true;
+  return t;
+}
+
+// One micro-batch of GPT-3 on one GPU with t-way tensor parallelism.
+ActivationShape gpt3_shape(std::int64_t t, bool sp, std::int64_t b = 1) {
+  ActivationShape x;
+  x.micro_batch = b;
+  x.tokens = s;
+  x.attention = Attention::eager;
+  x.tp = t;
+  x.sequence_parallel = sp;
+  x.layers = 96;
+  return x;
+}
+
+Bytes kept_per_layer(const BlockActivations& b) {
+  return b.linear + b.scores;
+}
+
+// The small model below per layer and micro-batch, s = 1024 tokens, flash attention, no
+// dropout: replicated 8 sbh (QKV, MLP and two norm inputs, 2 B each), split 24 sbh (Q, the
+// output projection's input, K, V: 4 x 2 sbh; GELU input and fc2 input: 2 x 2 x 4 sbh),
+// and the fp32 log-sum-exp 4 a s b = 4 x 16 x 1024.
+constexpr std::int64_t kSmallLayer = 32LL * 1024 * 1024 + 4 * 16 * 1024;  // 33,619,968
+// The first stage's token ids of one micro-batch: 8 B x 1024.
+constexpr std::int64_t kTokenIds = 8 * 1024;
+// The last stage's final norm and LM head inputs of one micro-batch: 2 x 2 B x s x h.
+constexpr std::int64_t kHeadInputs = 4LL * 1024 * 1024;
 
 // A small GPT-style model: h 1024, 16 heads of 64, MLP 4096, 8 layers, vocabulary 32000,
 // learned positions (2048), biases, LayerNorm, tied embeddings.
@@ -58,22 +99,56 @@ Layout3D layout(std::int64_t tp, std::int64_t pp, std::int64_t dp) {
 }  // namespace
 
 TEST_CASE("per-layer activations follow Korthikanti et al. Table 2") {
+  const auto t = gpt3();
   // 5as/h = 5 x 96 x 2048 / 12288 = 80.
-  CHECK(layer_activation_bytes(s, 1, h, a, 1, false, Checkpointing::none) == Approx(114 * sbh));
+  CHECK(kept_per_layer(block_activations(t, gpt3_shape(1, false))).value == 114 * sbh);
   // t = 8: 10 + 24/8 + 80/8 = 23.
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::none) == Approx(23 * sbh));
+  const auto tp8 = block_activations(t, gpt3_shape(8, false));
+  CHECK(kept_per_layer(tp8).value == 23 * sbh);
   // t = 8 with sequence parallelism: 34/8 + 80/8 = 14.25.
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::none) == Approx(14.25 * sbh));
+  const auto sp8 = block_activations(t, gpt3_shape(8, true));
+  CHECK(kept_per_layer(sp8).value == 57 * sbh / 4);
   // Selective recompute drops the attention term: 34/8 = 4.25 with SP, 10 + 3 = 13 without.
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::selective) ==
-        Approx(4.25 * sbh));
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::selective) == Approx(13 * sbh));
+  CHECK(sp8.linear.value == 17 * sbh / 4);
+  CHECK(tp8.linear.value == 13 * sbh);
   // Full recompute keeps the layer input: 2sbh, split by t under sequence parallelism.
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, false, Checkpointing::full) == Approx(2 * sbh));
-  CHECK(layer_activation_bytes(s, 1, h, a, 8, true, Checkpointing::full) == Approx(0.25 * sbh));
+  CHECK(tp8.input.value == 2 * sbh);
+  CHECK(sp8.input.value == sbh / 4);
   // Linear in the micro-batch.
-  CHECK(layer_activation_bytes(s, 4, h, a, 8, true, Checkpointing::none) ==
-        Approx(4 * 14.25 * sbh));
+  CHECK(kept_per_layer(block_activations(t, gpt3_shape(8, true, 4))).value == 4 * 57 * sbh / 4);
+  // Fused attention keeps the fp32 log-sum-exp of a/t heads instead of the scores.
+  auto flash = gpt3_shape(8, false);
+  flash.attention = Attention::flash;
+  CHECK(kept_per_layer(block_activations(t, flash)).value == 13 * sbh + 4 * (a / 8) * s);
+}
+
+TEST_CASE("a GPU's activations: its stage's layers in flight, the embedding, the head") {
+  const auto t = gpt3();
+  auto x = gpt3_shape(8, true);
+  x.recompute = Checkpointing::selective;
+  x.layers = 12;
+  x.in_flight = 3;
+  x.head = false;
+  // 12 layers x 3 micro-batches x 4.25 sbh, one block's scores rebuilt (80/8 sbh), the token
+  // ids (8 B x s) of 3 micro-batches; GPT-3 has no embedding dropout in this spec.
+  const auto first = stage_activations(t, x);
+  CHECK(first.total.value == 12 * 3 * 17 * sbh / 4 + 10 * sbh + 3 * 8 * s);
+  CHECK(first.logits_and_loss.value == 0);
+  // The last stage: one micro-batch's final norm and head inputs (2 B x sbh/8 each under
+  // sequence parallelism), 16-bit logits over 51200/8 = 6400 words and Megatron's fp32
+  // softmax of them.
+  x.embedding = false;
+  x.head = true;
+  x.in_flight = 1;
+  x.loss = LossKind::vocab_parallel;
+  const auto last = stage_activations(t, x);
+  CHECK(last.logits_and_loss.value == s * 6400 * (2 + 4));
+  CHECK(last.total.value == 12 * 17 * sbh / 4 + 10 * sbh + 2 * 2 * sbh / 8 + s * 6400 * 6);
+  // Full recompute: 12 layer inputs per micro-batch in flight, one whole block rebuilt.
+  x.recompute = Checkpointing::full;
+  x.in_flight = 2;
+  x.head = false;
+  CHECK(stage_activations(t, x).total.value == 12 * 2 * sbh / 4 + 57 * sbh / 4);
 }
 
 TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parameter") {
@@ -132,18 +207,21 @@ TEST_CASE("the layout's optimizer sets its states, and each framework runs its o
 }
 
 TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)") {
-  const auto m = small_model();
+  // Without the LM head's logits the first stage, with the embedding and the most
+  // micro-batches in flight, is the heaviest.
+  auto m = small_model();
+  m.transformer->head = HeadKind::base;
   auto l = layout(1, 4, 1);
   l.micro_batches = 8;
-  const double per_layer = layer_activation_bytes(1024, 1, 1024, 16, 1, false, Checkpointing::none);
-  // 8 layers / 4 stages = 2 layers, 4 micro-batches in flight.
-  CHECK(double(memory_3d(m, l, {}).activations.value) == Approx(per_layer * 2 * 4).epsilon(1e-9));
+  // 8 layers / 4 stages = 2 layers, 4 micro-batches in flight on the first stage, with their
+  // token ids.
+  CHECK(memory_3d(m, l, {}).activations.value == (kSmallLayer * 2 + kTokenIds) * 4);
   l.interleave = 2;  // 1 + 3/8
   CHECK(double(memory_3d(m, l, {}).activations.value) ==
-        Approx(per_layer * 2 * 4 * 1.375).epsilon(1e-9));
+        Approx((kSmallLayer * 2 + kTokenIds) * 4 * 1.375).margin(2));
   l.interleave = 1;
   l.micro_batches = 2;  // fewer micro-batches than stages
-  CHECK(double(memory_3d(m, l, {}).activations.value) == Approx(per_layer * 2 * 2).epsilon(1e-9));
+  CHECK(memory_3d(m, l, {}).activations.value == (kSmallLayer * 2 + kTokenIds) * 2);
 }
 
 TEST_CASE("layout rules are checked and named") {
@@ -274,24 +352,28 @@ TEST_CASE("the heaviest stage sets memory: micro-batches in flight fall along th
   l.micro_batches = 8;
   const auto mem = memory_3d(m, l, k);
   CHECK(mem.stage == 0);
-  const double layer = layer_activation_bytes(1024, 1, 1024, 16, 1, false, Checkpointing::none);
-  CHECK(mem.activations.value == Approx(layer * 2 * 4).epsilon(1e-12));
-  // pp 5 on 8 layers: 8 + 2 = 10 divides by 5, so 1, 2, 2, 2, 1. Stage 1 (2 layers, 4 in
-  // flight: 8 layer-micro-batches) outweighs stage 0 (1 layer and the embedding, 5 in flight)
-  // here only if its activations exceed the embedding's states; compute both by hand.
+  CHECK(mem.activations.value == (kSmallLayer * 2 + kTokenIds) * 4);
+  const double layer = kSmallLayer;
+  // pp 5 on 8 layers: 8 + 2 = 10 divides by 5, so 1, 2, 2, 2, 1. Stage 0 holds 1 layer and
+  // the embedding with 5 micro-batches in flight; stage 1 2 layers with 4; stage 4 1 layer,
+  // the tied head's copy of the word embedding (Megatron keeps one on the last stage) and one
+  // micro-batch's head inputs, logits and fp32 softmax (1024 x 32,000 x 6 B). By hand:
   l = layout(1, 5, 1);
   l.micro_batches = 8;
   const auto split = layers_per_stage(*m.transformer, l);
   CHECK(split == std::vector<std::int64_t>{1, 2, 2, 2, 1});
   const double block = 12.0 * 1024 * 1024 + 13 * 1024;  // matrices, biases and norms
-  const double embedding = 32000.0 * 1024 + 2048.0 * 1024;
+  const double embedding = 32000.0 * 1024 + 2048.0 * 1024, head = 32000.0 * 1024;
   const double per_param = 2 + 4 + 12;  // bf16 weights, fp32 main grads, Adam (dp 1)
-  const double stage0 = (block + embedding) * per_param + layer * 1 * 5;
+  const double stage0 = (block + embedding) * per_param + (layer * 1 + kTokenIds) * 5;
   const double stage1 = 2 * block * per_param + layer * 2 * 4;
+  const double stage4 =
+      (block + head) * per_param + layer + kHeadInputs + 1024.0 * 32000 * 6;  // 1,050,978,304
   const auto heavy = memory_3d(m, l, k);
-  CHECK(heavy.stage == (stage1 > stage0 ? 1 : 0));
+  CHECK(heavy.stage == 4);  // the loss outweighs stage 0's 4 more micro-batches in flight
+  CHECK(stage4 > std::max(stage0, stage1));
   CHECK(static_cast<double>(heavy.total().value - heavy.overhead.value) ==
-        Approx(std::max(stage0, stage1)).epsilon(1e-6));
+        Approx(stage4).epsilon(1e-9));
   // Interleaved, per stage: Megatron's warm-up 2(p - i - 1) + (v - 1)p chunk micro-batches
   // plus one, over v: p = 4, v = 2 gives 5.5 on the first stage and 2.5 on the last.
   CHECK(stage_in_flight(PipelineSchedule::interleaved, 4, 2, 8, 0) == Approx(5.5));
@@ -362,12 +444,21 @@ TEST_CASE("context parallelism: s/cp tokens of activations, optimizer sharded ov
   const OverheadConstants overheads;
   auto one = context_parallel(1, CpComm::p2p);
   const auto two = context_parallel(2, CpComm::p2p);
-  // cp 1: sbh (34 + 5as/h) per layer (Korthikanti Table 2), s 2048, h 1024, a 16, 8 layers.
+  // cp 1 with eager attention, s 2048, h 1024, a 16, 8 layers, no dropout: 32 sbh and the
+  // 16-bit scores 2 a s^2 per layer; the token ids (8 s) and the final norm and head inputs
+  // (2 x 2 sbh) of the one stage.
+  one.attention = Attention::eager;
+  constexpr std::int64_t sbh2 = 2048LL * 1024;
   CHECK(memory_3d(small_model(), one, overheads).activations.value ==
-        8LL * 2048 * 1024 * (34 + 5 * 16 * 2048 / 1024));
-  // cp 2: 1024 tokens per rank; fused attention keeps no scores: 34 sbh.
+        8 * (32 * sbh2 + 2 * 16 * 2048LL * 2048) + 8 * 2048 + 4 * sbh2);
+  // Context parallelism runs on fused attention only.
+  one.cp = 2;
+  CHECK_THROWS_WITH(check_layout(*small_model().transformer, one, 8),
+                    Contains("fused attention") && Contains("({attention} flash)"));
+  one.cp = 1;
+  // cp 2: 1024 tokens per rank under flash attention (the layout's default).
   const auto mem = memory_3d(small_model(), two, overheads);
-  CHECK(mem.activations.value == 8LL * 1024 * 1024 * 34);
+  CHECK(mem.activations.value == 8 * kSmallLayer + kTokenIds + kHeadInputs);
   // Megatron's distributed optimizer shards main weights and moments (12 B) over dp x cp = 2.
   CHECK(mem.optimizer_states.value == mem.params_per_gpu * 12 / 2);
   CHECK(mem.weights.value == mem.params_per_gpu * 2);
@@ -455,8 +546,9 @@ TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 g
   CHECK(mem.optimizer_states.value == n * 8 / 4);
   // Two gathered bf16 blocks (in use, prefetched) and one block's fp32 gradients.
   CHECK(mem.buffers.value == kBlock * (2 * 2 + 4));
-  // PyTorch SDPA keeps no scores: 34 sbh per layer (s 1024, h 1024, 8 layers).
-  CHECK(mem.activations.value == 8LL * 1024 * 1024 * 34);
+  // PyTorch SDPA keeps no scores (s 1024, h 1024, 8 layers), its one stage the token ids and
+  // the final norm and head inputs.
+  CHECK(mem.activations.value == 8 * kSmallLayer + kTokenIds + kHeadInputs);
   // Logits in bf16, their fp32 copy and the fp32 log-softmax: 10 B x 1024 x 32,000.
   CHECK(mem.logits.value == 1024LL * 32000 * 10);
   // reshard_after_forward=False keeps every block gathered from forward to backward.

@@ -24,16 +24,64 @@ struct ActivationEstimate {
   std::vector<NamedBytes> terms;
   Bytes model_output;        // bytes of the model's output tensor per GPU (DataParallel gather)
   Bytes loss_bytes;          // what the loss keeps of that output (fp32 copy, log-softmax)
+  Bytes logits_and_loss;     // the LM head's logits and loss terms (0 without an LM head)
   std::int64_t seq_len = 0;  // the sequence length used (transformers)
 };
 
+// How the loss keeps the logits:
+//   torch           torch cross-entropy: an fp32 copy of 16-bit logits, and its fp32
+//                   log-softmax (over 1/t of the vocabulary with loss parallelism)
+//   vocab_parallel  Megatron-LM's vocab-parallel cross-entropy: the fp32 softmax of the
+//                   rank's 1/t of the vocabulary
+enum class LossKind { torch, vocab_parallel };
+
+// What one GPU keeps of a transformer: the blocks of its pipeline stage with 1/t of the heads
+// and MLP width, the tokens its context-parallel rank holds, and as many micro-batches as its
+// pipeline schedule keeps in flight. The whole model on one data-parallel GPU is the default
+// shape with `layers` = all of them.
+struct ActivationShape {
+  std::int64_t micro_batch = 1;
+  std::int64_t tokens = 0;  // of each sequence on this GPU (seq_len / cp), positive
+  Precision precision = Precision::bf16;
+  Attention attention = Attention::flash;
+  Checkpointing recompute = Checkpointing::none;
+  std::int64_t tp = 1;             // heads, key/value heads and MLP width split t ways
+  bool sequence_parallel = false;  // the tensor-parallel-replicated tensors split t ways too
+  std::int64_t layers = 0;         // transformer blocks on this GPU
+  double in_flight = 1;            // micro-batches whose block activations it keeps
+  bool embedding = true;           // the first stage: token ids, embedding dropout and norm
+  bool head = true;                // the last stage: final norm, head, logits and loss
+  LossKind loss = LossKind::torch;
+};
+
+// One block's activations for one micro-batch of `a`:
+//   linear  everything but the attention scores (kept unless recomputed)
+//   scores  the attention-score terms: s^2 tensors (eager) or the fp32 log-sum-exp (flash)
+//   input   the block's input, what full recomputation keeps as its checkpoint
+struct BlockActivations {
+  Bytes linear, scores, input;
+};
+
+// With 16-bit activations, GELU MLP of 4h, dropout on, eager attention and kv heads = heads,
+// linear + scores = s*b*h*(34 + 5*a*s/h) (Korthikanti et al., eq. 1); with t-way tensor
+// parallelism s*b*h*(10 + 24/t + 5*a*s/(h*t)), and with sequence parallelism
+// s*b*h*(34/t + 5*a*s/(h*t)) (ibid., Table 2).
+BlockActivations block_activations(const TransformerSpec& t, const ActivationShape& a);
+
+// Every term one GPU keeps at its peak (the start of the backward of its first micro-batch
+// in flight): per layer by recompute mode (none: linear + scores; selective: linear, and one
+// block's scores rebuilt in backward; full: the block inputs, and one block rebuilt), times
+// in_flight; the first stage's token ids and embedding tensors per micro-batch in flight; the
+// last stage's final norm, head input, logits and loss for one micro-batch.
+ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationShape& a);
+
 // Bytes one transformer block keeps for backward with no recomputation, for micro-batch b and
-// sequence s; without the attention-score terms if !keep_attention_scores. With 16-bit
-// activations, GELU MLP of 4h, dropout on, eager attention and kv heads = heads, this is
-// exactly s*b*h*(34 + 5*a*s/h) (Korthikanti et al., eq. 1).
+// sequence s on one GPU; without the attention-score terms if !keep_attention_scores.
 Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,
                              Attention attn, bool keep_attention_scores);
 
+// The whole model on one data-parallel GPU (stage_activations with every layer), or the
+// layers of a layer-list model.
 ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c);
 
 }  // namespace dtplan::cost

@@ -6,16 +6,22 @@
 //   divided by dp under the distributed optimizer (Megatron-LM docs, "Distributed Optimizer":
 //   18 B per parameter, 6 + 12/d with it). A GPU holds 1/t of its stage's matrices; norms are
 //   replicated; the first stage also holds 1/t of the embedding, the last the LM head.
-//   Activations per layer and micro-batch, 16-bit (Korthikanti et al. 2022, "Reducing
-//   Activation Recomputation in Large Transformer Models", Table 2; s sequence, b micro-batch,
-//   h hidden, a heads, t tensor-parallel size):
+//   Activations: the one activation model (activations.hpp, stage_activations) with the
+//   layout's shape -- per layer and micro-batch, 16-bit, Megatron's GPT with dropout and
+//   eager attention (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+//   Transformer Models", Table 2; s sequence, b micro-batch, h hidden, a heads, t
+//   tensor-parallel size):
 //     no parallelism                  sbh (34 + 5as/h)
 //     tensor parallel                 sbh (10 + 24/t + 5as/(ht))
 //     tensor + sequence parallel      sbh (34/t + 5as/(ht))
-//     selective recompute             the 5as/h terms dropped
+//     selective recompute             the 5as/h terms dropped (one block's rebuilt in backward)
 //     full recompute                  2sbh (the layer input; /t with sequence parallelism)
-//   The last stage adds the logits of one micro-batch: 16-bit logits over 1/t of the
-//   vocabulary and the fp32 softmax the vocabulary-parallel cross-entropy keeps (6 B each).
+//   generalised term by term to GQA, SwiGLU, no dropout and fused attention (which keeps an
+//   fp32 log-sum-exp, 4asb/t, instead of the scores). The first stage adds the token ids and
+//   embedding tensors of each micro-batch in flight; the last the final norm and head inputs
+//   and the logits of one micro-batch: 16-bit logits over 1/t of the vocabulary and the fp32
+//   softmax Megatron's vocab-parallel cross-entropy keeps (6 B each), or torch's fp32 copy
+//   and log-softmax under FSDP2 (10 B).
 //   The first stage holds the micro-batches its pipeline schedule keeps in flight
 //   (pipeline_schedule.hpp: min(p, m) of its L/p layers under 1F1B; p + (p - 1)/v under
 //   interleaving over v model chunks, Korthikanti et al. section 4.2.3).
@@ -40,9 +46,9 @@
 // sends are those of s/cp tokens; causal attention, split into 2 cp chunks with rank i
 // holding chunks i and 2cp - 1 - i, costs each rank 1/cp of the whole sequence's attention
 // (cp x the attention of s/cp tokens). CP runs on fused attention (Transformer Engine), so
-// no s x s scores are kept. Weights are replicated over cp: gradients are reduced, and the
-// distributed optimizer sharded, over dp x cp ranks. The K/V exchange per layer and
-// micro-batch (e element bytes, k = key/value width / t):
+// the layout's attention must be flash. Weights are replicated over cp: gradients are reduced, and
+// the distributed optimizer sharded, over dp x cp ranks. The K/V exchange per layer and micro-batch
+// (e element bytes, k = key/value width / t):
 //   p2p         cp - 1 ring steps of 2 (s/cp) b k e bytes, each hidden behind the attention
 //               of one chunk pair; exposed max(0, step - chunk attention) per step; backward
 //               moves K/V and their gradients (twice the bytes) behind the backward attention
@@ -60,6 +66,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dtplan/cost/activations.hpp"
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/pipeline_schedule.hpp"
@@ -121,6 +128,9 @@ struct Layout3D {
   std::int64_t micro_batches = 1;  // m, per pipeline per step
   std::int64_t seq_len = 0;
   Checkpointing recompute = Checkpointing::none;
+  // The attention kernel: flash (Transformer Engine's fused attention, PyTorch SDPA) keeps no
+  // s x s scores; context parallelism needs it.
+  Attention attention = Attention::flash;
   Precision precision = Precision::bf16;
   Optimizer optimizer = Optimizer::adamw;    // its states (optimizer_problem: what each runs)
   std::optional<PipelineSchedule> schedule;  // none: Megatron's own (1F1B, interleaved if v > 1)
@@ -149,11 +159,6 @@ std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layou
 // Why layers_per_stage has no answer, or nullopt.
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l);
 
-// Per-layer activation bytes of one micro-batch (the formulas above); `fused_attention`: the
-// attention kernel keeps no a x s x s scores (the 5as/h terms dropped).
-double layer_activation_bytes(double s, double b, double h, double a, std::int64_t t, bool sp,
-                              Checkpointing recompute, bool fused_attention = false);
-
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
 // p x v, t within a node, the sequence by 2 x cp (Megatron's load-balanced split: two chunks
 // per rank), heads per TP rank by cp under a2a, and the schedule's own rules (interleaving
@@ -164,7 +169,8 @@ struct Memory3D {
   std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
   std::int64_t params_per_gpu = 0;  // on that stage's GPU
   Bytes weights, gradients, optimizer_states, activations, overhead;
-  Bytes logits;   // the last stage's logits and loss softmax (one micro-batch)
+  Bytes logits;  // the last stage's logits and loss softmax (one micro-batch)
+  std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
   Bytes buffers;  // FSDP: gathered bf16 blocks and one block's unsharded fp32 gradients
   Bytes total() const;
 };

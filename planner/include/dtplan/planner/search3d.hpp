@@ -43,6 +43,8 @@ struct Request3D {
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;
   Precision precision = Precision::bf16;
+  // The attention kernel; context parallelism (cp > 1) needs flash.
+  Attention attention = Attention::flash;
   // Its states; frameworks that do not run it (cost::optimizer_problem) are left out.
   Optimizer optimizer = Optimizer::adamw;
   double headroom = 0.10;
