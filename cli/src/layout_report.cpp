@@ -9,11 +9,12 @@ void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost:
                          const std::optional<GpuSpec>& gpu, const std::string& indent) {
   out << indent << "memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
       << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
-      << " GiB, gradients " << gib(mem.gradients) << ", optimizer states "
-      << gib(mem.optimizer_states) << ", activations " << gib(mem.activations)
+      << " GiB, master weights " << gib(mem.master_weights) << ", gradients " << gib(mem.gradients)
+      << ", optimizer states " << gib(mem.optimizer_states) << ", activations "
+      << gib(mem.activations)
       << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
-      << (mem.buffers.value > 0 ? ", FSDP buffers " + gib(mem.buffers) : std::string())
-      << ", overhead " << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB";
+      << (mem.buffers.value > 0 ? ", buffers " + gib(mem.buffers) : std::string()) << ", overhead "
+      << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB";
   if (gpu) {
     out << " of " << gib(gpu->memory)
         << (mem.total().value > gpu->memory.value

@@ -61,6 +61,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
     for (const auto* timing : {"step_time_s", "samples_per_s", "tokens_per_s", "mfu", "time"})
       layout.erase(timing);  // memory only: nothing was timed
     layout["params_per_gpu"] = mem.params_per_gpu;
+    layout["details"] = planner::memory_details_json(mem);
     layout["global_batch"] = l.global_batch();
     layout["seq_len"] = l.seq_len;
     if (gpu) layout["fits"] = mem.total().value <= gpu->memory.value;

@@ -13,14 +13,14 @@ nlohmann::json components_json(const MemoryComponents& c) {
           {"overhead", c.overhead.value},         {"total", c.total().value}};
 }
 
+}  // namespace
+
 nlohmann::json terms_json(const std::vector<NamedBytes>& terms) {
   auto out = nlohmann::json::array();
   for (const auto& t : terms)
     out.push_back({{"name", t.name}, {"bytes", t.bytes.value}});
   return out;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const MemoryEstimate& e) {
   nlohmann::json j;

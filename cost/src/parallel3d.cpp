@@ -76,7 +76,7 @@ NumericRecipe recipe_of(const Layout3D& l) {
 // shards it. FSDP2 keeps every parameter sharded at rest (its modes differ in when blocks
 // are gathered), so its weights are always divided.
 struct StateBytes {
-  double weights = 0, gradients = 0, optimizer = 0;
+  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
 };
 
 StateBytes state_bytes(const NumericRecipe& r, const Layout3D& l) {
@@ -88,8 +88,8 @@ StateBytes state_bytes(const NumericRecipe& r, const Layout3D& l) {
   StateBytes b;
   b.weights = share(fsdp || l.sharding == DpSharding::parameters, r.parameter_bytes());
   b.gradients = share(fsdp || l.sharding >= DpSharding::gradients, r.gradient_bytes());
-  b.optimizer = share(l.sharding >= DpSharding::optimizer,
-                      r.main_weight_bytes() + r.optimizer.bytes_per_param());
+  b.master_weights = share(l.sharding >= DpSharding::optimizer, r.main_weight_bytes());
+  b.optimizer = share(l.sharding >= DpSharding::optimizer, r.optimizer.bytes_per_param());
   return b;
 }
 
@@ -257,8 +257,8 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
 }
 
 Bytes Memory3D::total() const {
-  return Bytes{weights.value + gradients.value + optimizer_states.value + activations.value +
-               logits.value + buffers.value + overhead.value};
+  return Bytes{weights.value + master_weights.value + gradients.value + optimizer_states.value +
+               activations.value + logits.value + buffers.value + overhead.value};
 }
 
 namespace {
@@ -266,14 +266,50 @@ namespace {
 // FSDP2's transient copies: the block in use and the one prefetched, gathered in the compute
 // type (with gradients sharding every block of the stage stays gathered from forward to
 // backward), and one block's unsharded gradients in the reduce type before reduce-scatter.
-std::int64_t fsdp_buffer_bytes(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r,
-                               double stage_params) {
+void add_fsdp_buffers(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r,
+                      double stage_params, Memory3D& out) {
   const auto b = block_params(s);
-  const std::int64_t block_params_per_rank = b.matrices / l.tp + b.replicated;
-  const auto block = static_cast<double>(block_params_per_rank);
-  const double gathered = l.sharding == DpSharding::parameters ? 2 * block : stage_params;
-  return static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()) +
-                                   block * static_cast<double>(r.gradient_comm_bytes()));
+  const std::int64_t block_per_rank = b.matrices / l.tp + b.replicated;  // whole parameters
+  const auto block = static_cast<double>(block_per_rank);
+  const bool reshard = l.sharding == DpSharding::parameters;
+  const double gathered = reshard ? 2 * block : stage_params;
+  out.buffer_terms.push_back(
+      {reshard ? "gathered bf16 blocks (the block in use and the prefetched one)"
+               : "gathered bf16 blocks of the stage, held from forward to backward",
+       Bytes{static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()))}});
+  out.buffer_terms.push_back(
+      {"one block's unsharded gradients before reduce-scatter",
+       Bytes{static_cast<std::int64_t>(block * static_cast<double>(r.gradient_comm_bytes()))}});
+}
+
+// The NCCL communicators a GPU of the layout uses, each with its own buffers: tensor
+// parallel, context parallel, the data-parallel (x cp) group, the pipeline's point-to-point
+// group, and under hybrid sharding the shard and the replica groups instead of one.
+std::int64_t communicators(const Layout3D& l) {
+  const std::int64_t dp_ranks = l.dp * l.cp;
+  const bool hybrid =
+      l.sharding != DpSharding::none && l.shard_group > 0 && l.shard_group < dp_ranks;
+  return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (hybrid ? 2 : 1) : 0) +
+         (l.pp > 1 ? 1 : 0);
+}
+
+void add_nccl_buffers(const Layout3D& l, const OverheadConstants& k, Memory3D& out) {
+  const std::int64_t n = communicators(l);
+  if (n == 0) return;
+  out.buffer_terms.push_back(
+      {"NCCL buffers (" + std::to_string(n) + " communicator" + (n > 1 ? "s" : "") + ")",
+       Bytes{checked_mul(n, k.nccl_bytes_per_communicator(), "NCCL buffers")}});
+}
+
+// The CUDA context and the caching allocator's slack over what is allocated, as for every
+// data-parallel strategy (memory.cpp).
+void add_overhead(const OverheadConstants& k, Memory3D& out) {
+  const Bytes allocated = out.total() - out.overhead;
+  const Bytes context{k.cuda_context_bytes};
+  const Bytes slack = fraction_of(allocated, k.allocator_slack_fraction);
+  out.overhead_terms = {{"CUDA context and library workspaces", context},
+                        {"allocator slack", slack}};
+  out.overhead = context + slack;
 }
 
 // What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the
@@ -310,13 +346,17 @@ Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t 
   const auto per_param = state_bytes(r, l);
   out.weights = Bytes{static_cast<std::int64_t>(n * per_param.weights)};
   out.gradients = Bytes{static_cast<std::int64_t>(n * per_param.gradients)};
+  out.master_weights = Bytes{static_cast<std::int64_t>(n * per_param.master_weights)};
   out.optimizer_states = Bytes{static_cast<std::int64_t>(n * per_param.optimizer)};
-  if (l.framework == Framework::fsdp2) out.buffers = Bytes{fsdp_buffer_bytes(s, l, r, n)};
+  if (l.framework == Framework::fsdp2) add_fsdp_buffers(s, l, r, n, out);
+  add_nccl_buffers(l, k, out);
+  for (const auto& term : out.buffer_terms)
+    out.buffers += term.bytes;
   const auto a = stage_activations(s, activation_shape(l, i, layers));
   out.activation_terms = a.terms;
   out.logits = a.logits_and_loss;
   out.activations = a.total - a.logits_and_loss;
-  out.overhead = Bytes{k.cuda_context_bytes};
+  add_overhead(k, out);
   return out;
 }
 

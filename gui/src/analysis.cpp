@@ -229,13 +229,10 @@ NamedComponents components_of(const cost::MemoryComponents& m) {
 }
 
 NamedComponents components_of(const cost::Memory3D& m) {
-  return {{"weights", m.weights},
-          {"gradients", m.gradients},
-          {"optimizer states", m.optimizer_states},
-          {"activations", m.activations},
-          {"logits", m.logits},
-          {"buffers", m.buffers},
-          {"overhead", m.overhead}};
+  return {{"weights", m.weights},         {"master weights", m.master_weights},
+          {"gradients", m.gradients},     {"optimizer states", m.optimizer_states},
+          {"activations", m.activations}, {"logits", m.logits},
+          {"buffers", m.buffers},         {"overhead", m.overhead}};
 }
 
 Bytes MemoryColumn::total() const {

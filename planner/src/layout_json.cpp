@@ -3,9 +3,16 @@
 
 #include <algorithm>
 
+#include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 
 namespace dtplan::planner {
+
+nlohmann::json memory_details_json(const cost::Memory3D& m) {
+  return {{"activations", cost::terms_json(m.activation_terms)},
+          {"buffers", cost::terms_json(m.buffer_terms)},
+          {"overhead", cost::terms_json(m.overhead_terms)}};
+}
 
 nlohmann::json to_json(const Candidate3D& c) {
   const auto& l = c.layout;
@@ -29,6 +36,7 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"memory_bytes", c.memory.total().value},
           {"memory",
            {{"weights", c.memory.weights.value},
+            {"master_weights", c.memory.master_weights.value},
             {"gradients", c.memory.gradients.value},
             {"optimizer_states", c.memory.optimizer_states.value},
             {"activations", c.memory.activations.value},

@@ -265,10 +265,20 @@ TEST_CASE("memory of a layout: Llama 2 70B, tp 8 x pp 4 x dp 4, the first stage 
   CHECK(j["params_per_gpu"] == params);
   CHECK(j["heaviest_stage"] == 0);
   // Megatron-LM: bf16 weights (2 B), fp32 main gradients (4 B), and 12 B of fp32 main weights
-  // and Adam moments sharded over dp 4 by the distributed optimizer (3 B).
+  // (4 B) and Adam moments (8 B) sharded over dp 4 by the distributed optimizer (3 B).
   CHECK(j["memory"]["weights"] == 2 * params);
   CHECK(j["memory"]["gradients"] == 4 * params);
-  CHECK(j["memory"]["optimizer_states"] == 3 * params);
+  CHECK(j["memory"]["master_weights"] == params);
+  CHECK(j["memory"]["optimizer_states"] == 2 * params);
+  // NCCL buffers of the tensor-parallel, data-parallel and pipeline communicators, each
+  // 16 channels x 2 connections x 9,633,792 B (data/overheads.json).
+  CHECK(j["memory"]["buffers"] == 3LL * 16 * 2 * 9'633'792);
+  CHECK(j["details"]["buffers"][0]["name"] == "NCCL buffers (3 communicators)");
+  // The CUDA context (512 MiB) and 5% allocator slack over everything allocated.
+  const std::int64_t allocated =
+      j["memory_bytes"].get<std::int64_t>() - j["memory"]["overhead"].get<std::int64_t>();
+  CHECK(j["memory"]["overhead"].get<double>() ==
+        Approx(536'870'912 + 0.05 * static_cast<double>(allocated)).margin(1));
   CHECK(j["dp"] == 4);
   CHECK(j["micro_batches"] == 32);
   CHECK(j["fits"] == true);

@@ -168,10 +168,13 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(mem.params_per_gpu == 41588736);
   CHECK(mem.weights.value == 2 * 41588736LL);
   CHECK(mem.gradients.value == 4 * 41588736LL);
-  // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs).
-  CHECK(mem.optimizer_states.value == 41588736LL * 3 / 2);
+  // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs), of
+  // which fp32 main weights 4 / 8 and Adam's moments 8 / 8.
+  CHECK(mem.master_weights.value == 41588736LL / 2);
+  CHECK(mem.optimizer_states.value == 41588736LL);
   l.sharding = DpSharding::none;
-  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 12 * 41588736LL);
+  CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == 4 * 41588736LL);
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 8 * 41588736LL);
   // Without the head's logits the first stage, with more parameters, would be the heaviest.
   auto encoder = m;
   encoder.transformer->head = HeadKind::base;
@@ -179,6 +182,41 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(headless.stage == 0);
   CHECK(headless.params_per_gpu == 43685888);
   CHECK(headless.logits.value == 0);
+}
+
+TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, allocator slack") {
+  // 2 channels x 2 connections x 100 B = 400 B per communicator; a 1,000 B context; half of
+  // what is allocated as slack (numbers chosen to be checked by hand).
+  OverheadConstants k;
+  k.cuda_context_bytes = 1000;
+  k.allocator_slack_fraction = 0.5;
+  k.nccl_channels = 2;
+  k.nccl_connections_per_channel = 2;
+  k.nccl_buffer_bytes_per_connection = 100;
+  const auto m = small_model();
+  const auto one = memory_3d(m, layout(1, 1, 1), k);
+  CHECK(one.buffers.value == 0);  // one GPU: no communicator
+  const std::int64_t allocated = one.total().value - one.overhead.value;
+  CHECK(one.overhead.value == 1000 + (allocated + 1) / 2);  // the slack rounds up
+  CHECK(one.overhead_terms.size() == 2);
+  // tp 2 x pp 2 x dp 2: the tensor-parallel, data-parallel and pipeline communicators.
+  const auto three = memory_3d(m, layout(2, 2, 2), k);
+  CHECK(three.buffers.value == 3 * 400);
+  CHECK(three.buffer_terms.at(0).name == "NCCL buffers (3 communicators)");
+  // + context parallelism: a fourth.
+  auto cp = layout(2, 2, 2);
+  cp.cp = 2;
+  CHECK(memory_3d(m, cp, k).buffers.value == 4 * 400);
+  // FSDP2 hybrid sharding over dp 4 in groups of 2: a shard and a replica communicator, and
+  // FSDP2's own buffers (two gathered bf16 blocks, one block's fp32 gradients).
+  auto hybrid = layout(1, 1, 4);
+  hybrid.framework = Framework::fsdp2;
+  hybrid.sharding = DpSharding::parameters;
+  hybrid.shard_group = 2;
+  const auto h = memory_3d(m, hybrid, k);
+  constexpr std::int64_t block = 12'590'080 + 6'144;
+  CHECK(h.buffers.value == block * (2 * 2 + 4) + 2 * 400);
+  CHECK(h.buffer_terms.size() == 3);
 }
 
 TEST_CASE("the layout's optimizer sets its states, and each framework runs its own") {
@@ -189,9 +227,11 @@ TEST_CASE("the layout's optimizer sets its states, and each framework runs its o
   constexpr std::int64_t n = 41588736;
   auto l = layout(2, 2, 8);
   l.optimizer = Optimizer::sgd_momentum;
-  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == n);
-  l.optimizer = Optimizer::sgd;
   CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == n / 2);
+  CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == n / 2);
+  l.optimizer = Optimizer::sgd;
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 0);
+  CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == n / 2);
   CHECK(memory_3d(m, l, OverheadConstants{}).weights.value == 2 * n);  // unchanged
   // Megatron-LM's --optimizer is adam or sgd; torchtitan's [optimizer] name Adam or AdamW.
   CHECK_NOTHROW(check_layout(*m.transformer, l, 8));
@@ -460,7 +500,8 @@ TEST_CASE("context parallelism: s/cp tokens of activations, optimizer sharded ov
   const auto mem = memory_3d(small_model(), two, overheads);
   CHECK(mem.activations.value == 8 * kSmallLayer + kTokenIds + kHeadInputs);
   // Megatron's distributed optimizer shards main weights and moments (12 B) over dp x cp = 2.
-  CHECK(mem.optimizer_states.value == mem.params_per_gpu * 12 / 2);
+  CHECK(mem.master_weights.value == mem.params_per_gpu * 4 / 2);
+  CHECK(mem.optimizer_states.value == mem.params_per_gpu * 8 / 2);
   CHECK(mem.weights.value == mem.params_per_gpu * 2);
   CHECK(two.gpus() == 2);
   one.dp = 2;

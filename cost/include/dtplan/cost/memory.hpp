@@ -74,4 +74,7 @@ FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu,
 // integers; capacity/fits/margin/gpu are null without a fit check.
 nlohmann::json to_json(const MemoryEstimate& e);
 
+// [{"name", "bytes"}, ...]: the terms of one component, as to_json's "details" lists them.
+nlohmann::json terms_json(const std::vector<NamedBytes>& terms);
+
 }  // namespace dtplan::cost

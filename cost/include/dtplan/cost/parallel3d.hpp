@@ -2,12 +2,14 @@
 // per-GPU memory and step time of a dp x tp x pp layout.
 //
 // Memory (mixed precision, Megatron's bf16 weights with an fp32 main-gradient buffer):
-//   weights 2 B + main gradients 4 B + Adam (fp32 master, m, v) 12 B per parameter, the 12 B
-//   divided by dp under the distributed optimizer (Megatron-LM docs, "Distributed Optimizer":
-//   18 B per parameter, 6 + 12/d with it). A GPU holds 1/t of its stage's matrices; norms are
-//   replicated; the first stage also holds 1/t of the embedding, the last the LM head.
-//   Activations: the one activation model (activations.hpp, stage_activations) with the
-//   layout's shape -- per layer and micro-batch, 16-bit, Megatron's GPT with dropout and
+//   weights 2 B + main gradients 4 B + fp32 master weights 4 B + Adam's m and v 8 B per
+//   parameter, the last 12 B divided by dp under the distributed optimizer (Megatron-LM
+//   docs, "Distributed Optimizer": 18 B per parameter, 6 + 12/d with it). Buffers and
+//   overhead as for every strategy (memory.hpp): NCCL's buffers per communicator the GPU
+//   uses (tp, cp, dp x cp, pp), the CUDA context and the allocator's slack. A GPU holds 1/t of its
+//   stage's matrices; norms are replicated; the first stage also holds 1/t of the embedding, the
+//   last the LM head. Activations: the one activation model (activations.hpp, stage_activations)
+//   with the layout's shape -- per layer and micro-batch, 16-bit, Megatron's GPT with dropout and
 //   eager attention (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 //   Transformer Models", Table 2; s sequence, b micro-batch, h hidden, a heads, t
 //   tensor-parallel size):
@@ -168,10 +170,16 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
 struct Memory3D {
   std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
   std::int64_t params_per_gpu = 0;  // on that stage's GPU
-  Bytes weights, gradients, optimizer_states, activations, overhead;
+  // The components every estimate names (memory.hpp's MemoryComponents): master weights are
+  // the fp32 main weights the optimizer updates (Megatron-LM's, inside its distributed
+  // optimizer); optimizer states the optimizer's own tensors.
+  Bytes weights, master_weights, gradients, optimizer_states, activations, overhead;
   Bytes logits;  // the last stage's logits and loss softmax (one micro-batch)
+  // FSDP2's gathered bf16 blocks and one block's unsharded fp32 gradients; NCCL's buffers
+  Bytes buffers;
   std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
-  Bytes buffers;  // FSDP: gathered bf16 blocks and one block's unsharded fp32 gradients
+  std::vector<NamedBytes> buffer_terms;
+  std::vector<NamedBytes> overhead_terms;  // CUDA context, allocator slack
   Bytes total() const;
 };
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k);

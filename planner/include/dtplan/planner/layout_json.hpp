@@ -14,6 +14,10 @@ namespace dtplan::planner {
 // A tensor x context x pipeline layout: its shape, memory by component and step by part.
 nlohmann::json to_json(const Candidate3D& c);
 
+// A layout's memory term by term, as the data-parallel estimate's "details":
+// {"activations": [{"name", "bytes"}, ...], "buffers": [...], "overhead": [...]}.
+nlohmann::json memory_details_json(const cost::Memory3D& m);
+
 // The layout of an entry: family, framework, sharding and the ranks it spans, dp, tp, pp, cp
 // (and its exchange), interleave, schedule, stage layers, sequence parallel, micro-batch,
 // accumulation, recompute, offload, precision. `gpus_per_node` sizes hybrid shard groups.
