@@ -261,20 +261,17 @@ class Builder {
                  bytes_of(m_.params, layout_.gradient_bytes(), "replica gradients"));
     }
     if (c_.dp_size > 1) {
-      const std::int64_t comms = t_.hybrid && c_.dp_size > e_.shard_degree ? 2 : 1;
-      add_buffer(
-          "NCCL buffers (" + std::to_string(comms) + " communicator" + (comms > 1 ? "s" : "") + ")",
-          Bytes{checked_mul(comms, k_.nccl_bytes_per_communicator(), "NCCL buffers")});
+      auto nccl = nccl_buffers(t_.hybrid && c_.dp_size > e_.shard_degree ? 2 : 1, k_);
+      add_buffer(std::move(nccl.name), nccl.bytes);
     }
   }
 
   void overhead() {
-    const Bytes context{k_.cuda_context_bytes};
-    const Bytes allocated = e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers;
-    const Bytes slack = fraction_of(allocated, k_.allocator_slack_fraction);
-    e_.overhead_terms = {{"CUDA context and library workspaces", context},
-                         {"allocator slack", slack}};
-    e_.gpu.overhead = context + slack;
+    e_.overhead_terms =
+        overhead_terms(e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers, k_);
+    e_.gpu.overhead = Bytes{0};
+    for (const auto& term : e_.overhead_terms)
+      e_.gpu.overhead += term.bytes;
   }
 
   void notes() {

@@ -10,6 +10,7 @@
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/named_value.hpp"
+#include "state_layout.hpp"
 
 namespace dtplan::cost {
 namespace {
@@ -294,22 +295,17 @@ std::int64_t communicators(const Layout3D& l) {
 }
 
 void add_nccl_buffers(const Layout3D& l, const OverheadConstants& k, Memory3D& out) {
-  const std::int64_t n = communicators(l);
-  if (n == 0) return;
-  out.buffer_terms.push_back(
-      {"NCCL buffers (" + std::to_string(n) + " communicator" + (n > 1 ? "s" : "") + ")",
-       Bytes{checked_mul(n, k.nccl_bytes_per_communicator(), "NCCL buffers")}});
+  if (const std::int64_t n = communicators(l); n > 0)
+    out.buffer_terms.push_back(nccl_buffers(n, k));
 }
 
 // The CUDA context and the caching allocator's slack over what is allocated, as for every
 // data-parallel strategy (memory.cpp).
 void add_overhead(const OverheadConstants& k, Memory3D& out) {
-  const Bytes allocated = out.total() - out.overhead;
-  const Bytes context{k.cuda_context_bytes};
-  const Bytes slack = fraction_of(allocated, k.allocator_slack_fraction);
-  out.overhead_terms = {{"CUDA context and library workspaces", context},
-                        {"allocator slack", slack}};
-  out.overhead = context + slack;
+  out.overhead_terms = overhead_terms(out.total() - out.overhead, k);
+  out.overhead = Bytes{0};
+  for (const auto& term : out.overhead_terms)
+    out.overhead += term.bytes;
 }
 
 // What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the

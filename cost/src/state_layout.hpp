@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/activations.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
@@ -30,5 +31,13 @@ struct GatherUnits {
 };
 
 GatherUnits gather_units(const ModelDesc& m);
+
+// NCCL's buffers of `communicators` communicators, each nccl_bytes_per_communicator(), as the
+// buffer term every estimate lists ("NCCL buffers (2 communicators)").
+NamedBytes nccl_buffers(std::int64_t communicators, const OverheadConstants& k);
+
+// What every GPU pays beyond its tensors: the CUDA context and library workspaces, and the
+// caching allocator's slack, allocator_slack_fraction of the `allocated` bytes.
+std::vector<NamedBytes> overhead_terms(Bytes allocated, const OverheadConstants& k);
 
 }  // namespace dtplan::cost
