@@ -21,6 +21,7 @@
 #include "json_output.hpp"
 #include "layout_options.hpp"
 #include "layout_report.hpp"
+#include "memory_report.hpp"
 
 namespace dtplan::cli {
 
@@ -198,6 +199,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   cost::CommModel all(t, loaded.table, c.dp_size, context);
   cost::CommModel node(t, loaded.table, std::min(c.dp_size, t.gpus_per_node()), context);
   auto e = cost::estimate_step(model, c, options, gpu, k, overheads, {all, node});
+  e.memory = with_flags(std::move(e.memory));
   const auto host = host_memory_of(o.training.host_memory);
   e.memory.fit = cost::check_fit(e.memory, gpu, host.value_or(t.node().host_memory_or_default()));
   write_trace(o, cost::chrome_trace(e.timeline, "dtplan estimate: " + model.name + ", " +

@@ -34,7 +34,7 @@ cost::MemoryEstimate estimate_one(const ModelDesc& m, TrainingConfig c, Strategy
                                   const cost::OverheadConstants& k,
                                   const std::optional<GpuSpec>& gpu, Bytes host_memory) {
   c.strategy = s;
-  auto e = cost::estimate_memory(m, c, k);
+  auto e = with_flags(cost::estimate_memory(m, c, k));
   if (gpu) e.fit = cost::check_fit(e, *gpu, host_memory);
   return e;
 }

@@ -110,6 +110,14 @@ void print_shared_notes(std::ostream& out, const std::vector<cost::MemoryEstimat
 
 }  // namespace
 
+cost::MemoryEstimate with_flags(cost::MemoryEstimate e) {
+  for (auto& note : e.notes)
+    note = with_flags(note);
+  for (auto& [component, text] : e.explain)
+    text = with_flags(text);
+  return e;
+}
+
 void print_memory_header(std::ostream& out, const MemoryReportContext& ctx,
                          const std::string& strategy_text, std::int64_t seq_len) {
   const auto& c = ctx.config;

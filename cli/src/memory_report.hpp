@@ -23,6 +23,9 @@ struct MemoryReportContext {
   bool host_assumed = false;         // not given: kDefaultHostMemory
 };
 
+// The estimate with the {field} markers of its notes and explanations as the CLI's flags.
+cost::MemoryEstimate with_flags(cost::MemoryEstimate e);
+
 void print_memory_header(std::ostream& out, const MemoryReportContext& ctx,
                          const std::string& strategy_text, std::int64_t seq_len);
 void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,

@@ -93,8 +93,8 @@ double HardwareProfile::collective_time_s(const std::string& kind, std::int64_t 
     }
   }
   throw Error("hardware profile (" + hardware + "): no measured " + kind + " over " +
-              std::to_string(ranks) + " ranks; calibrate with dtplan calibrate --np " +
-              std::to_string(ranks));
+              std::to_string(ranks) + " ranks; calibrate a profile over them ({np} " +
+              std::to_string(ranks) + ")");
 }
 
 const std::vector<std::string>& known_backends() {
@@ -115,8 +115,8 @@ std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
   auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
   if (!std::filesystem::exists(p)) {
     throw Error("no bundled hardware profile " + p.string() + " for " + backend + " with " + n +
-                " ranks; make one with dtplan calibrate --backend " + backend + " --np " + n +
-                " --out profile.json and pass --profile profile.json");
+                " ranks; calibrate one ({backend} " + backend + " {np} " + n +
+                " {out} profile.json) and pass it as {profile}");
   }
   return p;
 }

@@ -143,7 +143,7 @@ class Builder {
             " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
             " micro-steps; " +
             std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +
-            "--sync-every-micro-step avoids it");
+            "{sync_every_micro_step} avoids it");
   }
 
   // ZeRO-Offload keeps the master copy, optimizer states and an fp32 gradient partition on the
@@ -291,7 +291,7 @@ class Builder {
     if (!e_.activations_modelled) {
       e_.notes.push_back(
           "activations and gathered units are not modelled for a bare parameter "
-          "count; give --model for layer shapes");
+          "count; give {model} for layer shapes");
     }
     if (m_.transformer && m_.transformer->positions == PositionKind::rotary &&
         e_.seq_len > m_.transformer->max_positions) {
@@ -314,7 +314,7 @@ class Builder {
     const Bytes scores{checked_mul((with - without).value, t.num_layers, "activation bytes")};
     if (scores.value * 10 < e_.gpu.activations.value) return;
     e_.notes.push_back("materialised attention scores are " + format_gib(scores) +
-                       " of the activations; --attention flash (FlashAttention, PyTorch SDPA) "
+                       " of the activations; {attention} flash (FlashAttention, PyTorch SDPA) "
                        "keeps none of them");
   }
 

@@ -73,12 +73,22 @@ TEST_CASE("one strategy in detail explains each component") {
                       "--precision", "fp32", "--optimizer", "adam"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("(1/8 shard)") && Contains("8 B/param") &&
-                        Contains("activations and gathered units are not modelled"));
+                        Contains("activations and gathered units are not modelled") &&
+                        Contains("give --model for layer shapes"));
   const auto j =
       nlohmann::json::parse(run({"memory", "--params", "1e9", "--gpus", "8", "--strategy", "zero2",
                                  "--precision", "fp32", "--optimizer", "adam", "--json"})
                                 .out);
   CHECK(j["per_gpu"]["model_states"] == 5'500'000'000);
+  // The library marks the field its note names; the CLI shows its flag, in JSON too.
+  CHECK_THAT(j["notes"].dump(), Contains("give --model for layer shapes"));
+  // FSDP's no_sync with accumulation: the gradients' explanation names the flag that avoids it.
+  const auto f =
+      nlohmann::json::parse(run({"memory", "--model", "gpt2", "--gpus", "8", "--strategy",
+                                 "fsdp-full", "--grad-accum", "4", "--json"})
+                                .out);
+  CHECK_THAT(f["explain"]["gradients"].get<std::string>(),
+             Contains("--sync-every-micro-step avoids it"));
   CHECK(j["fits"].is_null());
   CHECK(j["per_cpu"]["total"] == 0);
 }

@@ -2,6 +2,8 @@
 // naming the file, the field (a JSON pointer) and the problem, before anything is compared.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
 
@@ -49,6 +51,21 @@ TEST_CASE("validate: a measurement's unknown backend is named with the known one
   CHECK_THAT(r.err, Contains("measurement_backend_tpu.json:2: /backend: unknown backend 'tpu'") &&
                         Contains("known: cpu, cuda"));
   CHECK(r.err.find("calibrate") == std::string::npos);
+}
+
+TEST_CASE("validate: without a bundled profile, says how to calibrate one in the CLI's flags") {
+  // The bundled measurement relabelled as a CUDA run: no cuda-2ranks profile ships.
+  nlohmann::json m;
+  std::ifstream(kMeasured / "measurement.json") >> m;
+  m["backend"] = "cuda";
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-validate-cuda.json";
+  std::ofstream(path) << m.dump();
+  const auto r = validate(kMeasured / "plan.json", path);
+  std::filesystem::remove(path);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("no bundled hardware profile") &&
+                        Contains("calibrate one (--backend cuda --np 2 --out profile.json) and "
+                                 "pass it as --profile"));
 }
 
 TEST_CASE("validate: absurd numbers in a profile name the field") {

@@ -3,6 +3,7 @@
 // precision): with a = 1e9 parameters and n = 8 GPUs, DDP fp32 20a, DDP mixed 18a,
 // ZeRO-1 4a + 4a + 8a/n, ZeRO-2 4a + 12a/n, ZeRO-3 16a/n; mixed ZeRO-1 4a + 12a/n,
 // ZeRO-2 2a + 14a/n, ZeRO-3 16a/n; DDP with gradient_as_bucket_view 16a.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -266,6 +267,14 @@ TEST_CASE("FSDP's no_sync holds unsharded gradients across micro-steps, DDP's do
     CHECK(estimate(c).gpu.gradients.value == 4 * a / 8);
     c.grad_accum = 4;
     CHECK(estimate(c).gpu.gradients.value == 4 * a / 8 + 2 * a);
+    c.grad_accum = 4;
+    c.no_sync = true;
+    // The explanation names the training field that avoids it, for a front end to render.
+    const auto e = estimate(c);
+    const auto it = std::find_if(e.explain.begin(), e.explain.end(),
+                                 [](const auto& x) { return x.first == "gradients"; });
+    REQUIRE(it != e.explain.end());
+    CHECK_THAT(it->second, Catch::Matchers::Contains("{sync_every_micro_step} avoids it"));
     c.no_sync = false;
     CHECK(estimate(c).gpu.gradients.value == 4 * a / 8);
   }

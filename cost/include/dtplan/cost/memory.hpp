@@ -54,7 +54,9 @@ struct MemoryEstimate {
   std::vector<NamedBytes> activation_terms;
   std::vector<NamedBytes> buffer_terms;
   std::vector<NamedBytes> overhead_terms;
-  std::vector<std::pair<std::string, std::string>> explain;  // component -> how it is derived
+  // Component -> how it is derived, and notes; both may mark training fields as {field}
+  // (dtplan::render_fields: a front end names them its own way).
+  std::vector<std::pair<std::string, std::string>> explain;
   std::vector<std::string> notes;
   bool activations_modelled = false;
   std::int64_t seq_len = 0;
