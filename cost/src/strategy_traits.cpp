@@ -11,6 +11,118 @@ namespace {
 
 using GB = GradientBuffer;
 using PG = ParamGather;
+using C = Collective;
+using A = Algorithm;
+using M = MessageSplit;
+using P = Payload;
+using W = CommWhen;
+using Ph = CommPhase;
+
+// The collectives of each strategy per step. DataParallel replicates the module from GPU 0
+// before every forward and reduces the gradients to it (torch.nn.DataParallel); DDP
+// all-reduces bucketed gradients during backward (DistributedDataParallel's Reducer); ZeRO-1/2
+// reduce-scatter DeepSpeed's reduce buckets and all-gather the updated weights after the step
+// (ZeRO-1 only at the accumulation boundary); ZeRO-3 and FSDP gather each unit's parameters in
+// forward and again in backward and reduce-scatter its gradients (SHARD_GRAD_OP keeps them
+// gathered until backward ends; HYBRID_SHARD does all that inside a node and all-reduces the
+// gradient shards across nodes); NO_SHARD all-reduces each unit's gradients.
+constexpr std::array<CollectiveRule, 2> kDataParallelOps{{
+    {.name = "weights broadcast from GPU 0 (replicate)",
+     .collective = C::broadcast,
+     .algorithm = A::ps,
+     .messages = M::whole_model,
+     .payload = P::weights,
+     .when = W::every_micro_step,
+     .phase = Ph::before_forward},
+    {.name = "gradients reduced to GPU 0",
+     .collective = C::reduce,
+     .algorithm = A::ps,
+     .messages = M::whole_model,
+     .payload = P::gradients,
+     .when = W::every_micro_step,
+     .phase = Ph::after_backward},
+}};
+constexpr std::array<CollectiveRule, 1> kDdpOps{{
+    {.name = "gradient all-reduce (DDP buckets)",
+     .collective = C::all_reduce,
+     .algorithm = A::automatic,
+     .messages = M::ddp_buckets,
+     .payload = P::gradients,
+     .when = W::deferrable,
+     .phase = Ph::backward},
+}};
+constexpr CollectiveRule zero_reduce_scatter(CommWhen when) {
+  return {.name = "gradient reduce-scatter (reduce buckets)",
+          .collective = C::reduce_scatter,
+          .algorithm = A::automatic,
+          .messages = M::zero_buckets,
+          .payload = P::gradients,
+          .when = when,
+          .phase = Ph::backward};
+}
+constexpr CollectiveRule kZeroWeightsGather{.name = "updated weights all-gather",
+                                            .collective = C::all_gather,
+                                            .algorithm = A::automatic,
+                                            .messages = M::zero_buckets,
+                                            .payload = P::weights,
+                                            .when = W::once_per_step,
+                                            .phase = Ph::after_step};
+constexpr std::array<CollectiveRule, 2> kZero1Ops{
+    {zero_reduce_scatter(W::deferrable), kZeroWeightsGather}};
+constexpr std::array<CollectiveRule, 2> kZero2Ops{
+    {zero_reduce_scatter(W::every_micro_step), kZeroWeightsGather}};
+constexpr CollectiveRule gather(CommPhase phase, CommGroup group = CommGroup::data_parallel,
+                                bool deferred_by_no_sync = false) {
+  return {.name = phase == Ph::forward ? "weights all-gather in forward"
+                                       : "weights all-gather in backward",
+          .collective = C::all_gather,
+          .algorithm = A::automatic,
+          .messages = M::units,
+          .payload = P::weights,
+          .when = W::every_micro_step,
+          .phase = phase,
+          .group = group,
+          .deferred_by_no_sync = deferred_by_no_sync};
+}
+constexpr CollectiveRule unit_reduce_scatter(CommWhen when,
+                                             CommGroup group = CommGroup::data_parallel) {
+  return {.name = "gradient reduce-scatter",
+          .collective = C::reduce_scatter,
+          .algorithm = A::automatic,
+          .messages = M::units,
+          .payload = P::gradients,
+          .when = when,
+          .phase = Ph::backward,
+          .group = group};
+}
+constexpr std::array<CollectiveRule, 3> kZero3Ops{
+    {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::every_micro_step)}};
+constexpr std::array<CollectiveRule, 3> kFsdpFullOps{
+    {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::deferrable)}};
+constexpr std::array<CollectiveRule, 2> kFsdpGradOpOps{
+    {gather(Ph::forward, CommGroup::data_parallel, true), unit_reduce_scatter(W::deferrable)}};
+constexpr std::array<CollectiveRule, 4> kFsdpHybridOps{{
+    gather(Ph::forward, CommGroup::node),
+    gather(Ph::backward, CommGroup::node),
+    unit_reduce_scatter(W::deferrable, CommGroup::node),
+    {.name = "gradient shard all-reduce across nodes",
+     .collective = C::all_reduce,
+     .algorithm = A::ring,
+     .messages = M::unit_shards,
+     .payload = P::gradients,
+     .when = W::deferrable,
+     .phase = Ph::backward,
+     .group = CommGroup::replicas},
+}};
+constexpr std::array<CollectiveRule, 1> kFsdpNoShardOps{{
+    {.name = "gradient all-reduce (per FSDP unit)",
+     .collective = C::all_reduce,
+     .algorithm = A::automatic,
+     .messages = M::units,
+     .payload = P::gradients,
+     .when = W::deferrable,
+     .phase = Ph::backward},
+}};
 
 // The registry (strategy_traits.hpp). Sources: DeepSpeed's ZeRO stages (Rajbhandari et al.
 // 2020; DeepSpeed docs, "ZeRO"), PyTorch FSDP's ShardingStrategy (FULL_SHARD ~ ZeRO-3,
@@ -32,7 +144,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "torch-dataparallel",
      .zero_stage = 0,
      .fsdp_sharding = "",
-     .runtime = RuntimeMode::dp},
+     .runtime = RuntimeMode::dp,
+     .collectives = kDataParallelOps,
+     .no_sync_refusal = "DataParallel has no no_sync"},
     {.strategy = Strategy::ddp,
      .shards_optimizer = false,
      .shards_gradients = false,
@@ -48,7 +162,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "torch-ddp",
      .zero_stage = 0,
      .fsdp_sharding = "",
-     .runtime = RuntimeMode::ddp},
+     .runtime = RuntimeMode::ddp,
+     .collectives = kDdpOps,
+     .no_sync_refusal = ""},
     {.strategy = Strategy::zero1,
      .shards_optimizer = true,
      .shards_gradients = false,
@@ -64,7 +180,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "deepspeed",
      .zero_stage = 1,
      .fsdp_sharding = "",
-     .runtime = RuntimeMode::zero1},
+     .runtime = RuntimeMode::zero1,
+     .collectives = kZero1Ops,
+     .no_sync_refusal = ""},
     {.strategy = Strategy::zero2,
      .shards_optimizer = true,
      .shards_gradients = true,
@@ -80,7 +198,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "deepspeed",
      .zero_stage = 2,
      .fsdp_sharding = "",
-     .runtime = RuntimeMode::zero2},
+     .runtime = RuntimeMode::zero2,
+     .collectives = kZero2Ops,
+     .no_sync_refusal = "ZeRO-2 partitions gradients"},
     {.strategy = Strategy::zero3,
      .shards_optimizer = true,
      .shards_gradients = true,
@@ -96,7 +216,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "deepspeed",
      .zero_stage = 3,
      .fsdp_sharding = "",
-     .runtime = RuntimeMode::zero3},
+     .runtime = RuntimeMode::zero3,
+     .collectives = kZero3Ops,
+     .no_sync_refusal = "ZeRO-3 partitions gradients"},
     {.strategy = Strategy::fsdp_full,
      .shards_optimizer = true,
      .shards_gradients = true,
@@ -112,7 +234,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "fsdp1",
      .zero_stage = 3,
      .fsdp_sharding = "FULL_SHARD",
-     .runtime = RuntimeMode::zero3},
+     .runtime = RuntimeMode::zero3,
+     .collectives = kFsdpFullOps,
+     .no_sync_refusal = ""},
     {.strategy = Strategy::fsdp_grad_op,
      .shards_optimizer = true,
      .shards_gradients = true,
@@ -128,7 +252,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "fsdp1",
      .zero_stage = 2,
      .fsdp_sharding = "SHARD_GRAD_OP",
-     .runtime = RuntimeMode::zero2},
+     .runtime = RuntimeMode::zero2,
+     .collectives = kFsdpGradOpOps,
+     .no_sync_refusal = ""},
     {.strategy = Strategy::fsdp_hybrid,
      .shards_optimizer = true,
      .shards_gradients = true,
@@ -144,7 +270,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "fsdp1",
      .zero_stage = 3,
      .fsdp_sharding = "HYBRID_SHARD",
-     .runtime = std::nullopt},
+     .runtime = std::nullopt,
+     .collectives = kFsdpHybridOps,
+     .no_sync_refusal = ""},
     {.strategy = Strategy::fsdp_no_shard,
      .shards_optimizer = false,
      .shards_gradients = false,
@@ -160,7 +288,9 @@ constexpr std::array<StrategyTraits, 9> kTraits{{
      .framework = "fsdp1",
      .zero_stage = 0,
      .fsdp_sharding = "NO_SHARD",
-     .runtime = RuntimeMode::ddp},
+     .runtime = RuntimeMode::ddp,
+     .collectives = kFsdpNoShardOps,
+     .no_sync_refusal = ""},
 }};
 
 // The table lists every strategy of kStrategies, in its order.
@@ -172,6 +302,15 @@ constexpr bool registry_complete() {
   return true;
 }
 static_assert(registry_complete(), "strategy registry out of step with kStrategies");
+
+// A strategy that cannot defer gradient synchronisation says why, and only such a one.
+constexpr bool refusals_consistent() {
+  for (const auto& t : kTraits) {
+    if (t.no_sync == !t.no_sync_refusal.empty() || t.collectives.empty()) return false;
+  }
+  return true;
+}
+static_assert(refusals_consistent(), "no_sync and no_sync_refusal disagree, or no collectives");
 
 std::string strategy_label(Strategy s) {
   return "strategy " + std::string(name_of(s));

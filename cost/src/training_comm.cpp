@@ -64,53 +64,10 @@ class Builder {
   }
 
   TrainingComm build() {
-    const std::int64_t wb = layout_.parameter_comm_bytes();  // what is gathered
-    const std::int64_t gb = layout_.gradient_comm_bytes();   // what is reduced
-    const std::int64_t zero_bucket = zero_bucket_;  // DeepSpeed reduce/allgather_bucket_size
     const auto units = unit_messages(m_);
-    switch (c_.strategy) {
-      case Strategy::dp:
-        add("weights broadcast from GPU 0 (replicate)", Collective::broadcast, Algorithm::ps,
-            {{m_.params, 1}}, wb, CommWhen::every_micro_step, CommPhase::before_forward);
-        add("gradients reduced to GPU 0", Collective::reduce, Algorithm::ps, {{m_.params, 1}}, gb,
-            CommWhen::every_micro_step, CommPhase::after_backward);
-        no_sync_unsupported("DataParallel has no no_sync");
-        break;
-      case Strategy::ddp:
-        add("gradient all-reduce (DDP buckets)", Collective::all_reduce, Algorithm::automatic,
-            ddp_buckets(gb), gb, CommWhen::deferrable, CommPhase::backward);
-        break;
-      case Strategy::fsdp_no_shard:
-        add("gradient all-reduce (per FSDP unit)", Collective::all_reduce, Algorithm::automatic,
-            units, gb, CommWhen::deferrable, CommPhase::backward);
-        break;
-      case Strategy::zero1:
-      case Strategy::zero2:
-        add("gradient reduce-scatter (reduce buckets)", Collective::reduce_scatter,
-            Algorithm::automatic, buckets(m_.params, zero_bucket), gb,
-            c_.strategy == Strategy::zero1 ? CommWhen::deferrable : CommWhen::every_micro_step,
-            CommPhase::backward);
-        add("updated weights all-gather", Collective::all_gather, Algorithm::automatic,
-            buckets(m_.params, zero_bucket), wb, CommWhen::once_per_step, CommPhase::after_step);
-        if (c_.strategy == Strategy::zero2) no_sync_unsupported("ZeRO-2 partitions gradients");
-        break;
-      case Strategy::zero3:
-        sharded_ops(units, wb, gb, true, false);
-        no_sync_unsupported("ZeRO-3 partitions gradients");
-        break;
-      case Strategy::fsdp_full:
-        sharded_ops(units, wb, gb, true, true);
-        break;
-      case Strategy::fsdp_grad_op:
-        // Under no_sync SHARD_GRAD_OP keeps the parameters unsharded between micro-steps
-        // (FSDP's _should_free_in_backward): one all-gather per optimizer step.
-        sharded_ops(units, wb, gb, false, true, nullptr,
-                    r_.no_sync ? CommWhen::deferrable : CommWhen::every_micro_step);
-        break;
-      case Strategy::fsdp_hybrid:
-        hybrid_ops(units, wb, gb);
-        break;
-    }
+    for (const auto& rule : t_.collectives)
+      price(rule, units);
+    if (!t_.no_sync) no_sync_unsupported(std::string(t_.no_sync_refusal));
     total();
     const bool fsdp_sharded = t_.fsdp && t_.shards_gradients;
     if (fsdp_sharded && r_.no_sync && r_.micro_steps > 1) {
@@ -123,6 +80,50 @@ class Builder {
 
  private:
   std::int64_t gb_bytes() const { return layout_.gradient_comm_bytes(); }
+
+  // The messages of a rule (strategy_traits.hpp).
+  Messages messages_of(MessageSplit split, const Messages& units) const {
+    switch (split) {
+      case MessageSplit::whole_model:
+        return {{m_.params, 1}};
+      case MessageSplit::ddp_buckets:
+        return ddp_buckets(gb_bytes());
+      case MessageSplit::zero_buckets:
+        return buckets(m_.params, zero_bucket_);
+      case MessageSplit::units:
+        return units;
+      case MessageSplit::unit_shards: {
+        // Each GPU of a node holds 1/g of every unit.
+        const auto g = models_.node.gpus();
+        Messages shards;
+        for (const auto& u : units)
+          shards.push_back({ceil_div(u.elements, g), u.count});
+        return shards;
+      }
+    }
+    return {};
+  }
+
+  // One rule priced on its group, in its payload's communication type.
+  void price(const CollectiveRule& rule, const Messages& units) {
+    const auto messages = messages_of(rule.messages, units);
+    const std::int64_t bytes = rule.payload == Payload::weights ? layout_.parameter_comm_bytes()
+                                                                : layout_.gradient_comm_bytes();
+    const CommWhen when = rule.deferred_by_no_sync && r_.no_sync ? CommWhen::deferrable : rule.when;
+    const std::string name(rule.name);
+    switch (rule.group) {
+      case CommGroup::data_parallel:
+        add(name, rule.collective, rule.algorithm, messages, bytes, when, rule.phase);
+        break;
+      case CommGroup::node:
+        add(name, rule.collective, rule.algorithm, messages, bytes, when, rule.phase,
+            &models_.node);
+        break;
+      case CommGroup::replicas:
+        across_replicas(name, messages, bytes, when, rule.phase);
+        break;
+    }
+  }
 
   // DDP's buckets: the first holds 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES), the rest at most
   // bucket_cap_mb; they are filled in reverse parameter order as gradients arrive.
@@ -141,38 +142,20 @@ class Builder {
     }
   }
 
-  // ZeRO-3 / FSDP: all-gather in forward (and again in backward unless the parameters stay
-  // gathered), reduce-scatter of the gradients; everything per unit.
-  void sharded_ops(const Messages& units, std::int64_t wb, std::int64_t gb, bool regather,
-                   bool no_sync_ok, CommModel* group = nullptr,
-                   CommWhen forward_gather = CommWhen::every_micro_step) {
-    add("weights all-gather in forward", Collective::all_gather, Algorithm::automatic, units, wb,
-        forward_gather, CommPhase::forward, group);
-    if (regather) {
-      add("weights all-gather in backward", Collective::all_gather, Algorithm::automatic, units, wb,
-          CommWhen::every_micro_step, CommPhase::backward, group);
-    }
-    add("gradient reduce-scatter", Collective::reduce_scatter, Algorithm::automatic, units, gb,
-        no_sync_ok ? CommWhen::deferrable : CommWhen::every_micro_step, CommPhase::backward, group);
-  }
-
-  void hybrid_ops(const Messages& units, std::int64_t wb, std::int64_t gb) {
-    const auto g = models_.node.gpus();
-    sharded_ops(units, wb, gb, true, true, &models_.node);
-    // Each shard (1/g of every unit) is all-reduced across the replica groups.
-    Messages shards;
-    for (const auto& u : units)
-      shards.push_back({ceil_div(u.elements, g), u.count});
+  // An all-reduce of each shard across the replica groups: GPU i of every node, one ring per
+  // rail.
+  void across_replicas(const std::string& name, const Messages& shards, std::int64_t bytes,
+                       CommWhen when, CommPhase phase) {
     CommOp op;
-    op.name = "gradient shard all-reduce across nodes";
+    op.name = name;
     op.collective = Collective::all_reduce;
     const auto replicas = models_.all.nodes();
     op.group = std::to_string(replicas) + " replicas across nodes (per GPU of a node)";
-    op.gradient_sync = true;
-    op.when = CommWhen::deferrable;
-    op.phase = CommPhase::backward;
+    op.gradient_sync = when == CommWhen::deferrable;
+    op.when = when;
+    op.phase = phase;
     for (const auto& s : shards) {
-      const Bytes size = bytes_of(s.elements, gb, "message bytes");
+      const Bytes size = bytes_of(s.elements, bytes, "message bytes");
       const auto e = models_.all.replica_all_reduce(size);
       count(op, size, s.count, e.time_s, bus_factor(Collective::all_reduce, replicas));
       op.algorithm = replicas > 1 ? "ring per rail" : "none (one node)";

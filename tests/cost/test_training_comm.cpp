@@ -164,3 +164,25 @@ TEST_CASE("DataParallel under autocast replicates and reduces fp32 tensors") {
   CHECK(r.ops[0].bytes.value == 4 * a);
   CHECK(r.ops[1].bytes.value == 4 * a);
 }
+
+TEST_CASE("the registry's collectives are the ops priced, in order, for every strategy") {
+  Fixture f(2);  // two nodes: hybrid sharding's across-node all-reduce has replicas
+  for (const auto& t : all_strategy_traits()) {
+    if (t.single_process) continue;  // DataParallel runs on one node (its own test below)
+    const auto r = f.run(t.strategy, 4, true);
+    REQUIRE(r.ops.size() == t.collectives.size());
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+      CHECK(r.ops[i].name == t.collectives[i].name);
+      CHECK(r.ops[i].collective == t.collectives[i].collective);
+      CHECK(r.ops[i].phase == t.collectives[i].phase);
+    }
+    CHECK(r.no_sync_supported == t.no_sync);
+  }
+  // ZeRO-1 reduces at the accumulation boundary only, ZeRO-2 in every micro-step (DeepSpeed:
+  // stage 2 partitions the gradients as they are produced): 4 micro-steps, 1 vs 4 runs.
+  CHECK(f.run(Strategy::zero1, 4, true).ops[0].runs == 1);
+  CHECK(f.run(Strategy::zero2, 4, true).ops[0].runs == 4);
+  const auto z2 = f.run(Strategy::zero2, 4, true);
+  CHECK_THAT(z2.notes.at(0), Contains("zero2 synchronises gradients every micro-step (ZeRO-2 "
+                                      "partitions gradients)"));
+}

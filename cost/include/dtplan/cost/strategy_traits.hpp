@@ -3,9 +3,10 @@
 // which parameters it holds unsharded while it computes, which gradient buffers it needs,
 // which offload modes the real implementation offers, whether gradient synchronisation can
 // wait for the last micro-step, who runs it (the framework, DeepSpeed's ZeRO stage with the
-// same sharding, FSDP's ShardingStrategy) and how dtplan-run executes it. The memory model,
-// the planner, the exports, the runtime and the GUI read this table; the collectives each
-// strategy issues per micro-step and per step are composed in training_comm.cpp from it.
+// same sharding, FSDP's ShardingStrategy), how dtplan-run executes it, and the collectives it
+// issues per micro-step and per optimizer step. The memory model, the collectives'
+// pricing (training_comm.cpp), the planner, the exports, the runtime and the GUI read this
+// table.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "dtplan/cost/collectives.hpp"
 #include "dtplan/model/training.hpp"
 
 namespace dtplan::cost {
@@ -32,6 +34,47 @@ enum class ParamGather {
   root_and_units,  // FSDP FULL/HYBRID: the root unit (embeddings, head) stays gathered from
                    // forward to backward, plus the block in use and the prefetched block
   whole_model,     // FSDP SHARD_GRAD_OP: everything, from forward to the end of backward
+};
+
+// When a collective runs: every micro-step, once per optimizer step, or every micro-step unless
+// no_sync defers it (gradient synchronisation: to the last micro-step; SHARD_GRAD_OP's
+// forward all-gather: to the first).
+enum class CommWhen { every_micro_step, once_per_step, deferrable };
+
+// What computation a collective can hide behind: none (before forward, after backward, after
+// the optimizer step), or the forward or backward pass it runs alongside.
+enum class CommPhase { before_forward, forward, backward, after_backward, after_step };
+
+// The messages a collective is issued as.
+enum class MessageSplit {
+  whole_model,   // one message of every parameter (DataParallel)
+  ddp_buckets,   // DDP's buckets: 1 MiB first, then bucket_cap_mb each, in reverse order
+  zero_buckets,  // DeepSpeed's reduce / all-gather buckets (zero_reduce_bucket_elements)
+  units,         // one per gathered unit (FSDP unit, ZeRO-3 module; gather_units)
+  unit_shards,   // 1/g of each unit, g the GPUs of a node (hybrid sharding's shards)
+};
+
+// What a collective moves, in its recipe's communication type: the parameters (gathered,
+// broadcast) or the gradients (reduced).
+enum class Payload { weights, gradients };
+
+// The GPUs a collective spans: the data-parallel group, the GPUs of one node (hybrid
+// sharding's shard group), or the same GPU of every node (hybrid sharding's replicas).
+enum class CommGroup { data_parallel, node, replicas };
+
+// One collective a strategy issues in each step.
+struct CollectiveRule {
+  std::string_view name;  // "gradient all-reduce (DDP buckets)"
+  Collective collective;
+  Algorithm algorithm;
+  MessageSplit messages;
+  Payload payload;
+  CommWhen when;
+  CommPhase phase;
+  CommGroup group = CommGroup::data_parallel;
+  // Runs once per optimizer step under no_sync (FSDP SHARD_GRAD_OP keeps the parameters
+  // gathered between micro-steps), else `when`.
+  bool deferred_by_no_sync = false;
 };
 
 // How dtplan-run executes a strategy (trainer.hpp): the runtime's own algorithm with the same
@@ -57,6 +100,10 @@ struct StrategyTraits {
   int zero_stage;                      // DeepSpeed's stage with the same sharding (0: none)
   std::string_view fsdp_sharding;      // FSDP's ShardingStrategy; empty outside FSDP
   std::optional<RuntimeMode> runtime;  // none: dtplan-run does not execute it yet
+  // The collectives of one step (training_comm.hpp prices them), and why no_sync cannot defer
+  // them when `no_sync` is false.
+  std::span<const CollectiveRule> collectives;
+  std::string_view no_sync_refusal;
 };
 
 const StrategyTraits& traits_of(Strategy s);

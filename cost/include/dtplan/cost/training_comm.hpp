@@ -21,19 +21,11 @@
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
 
 namespace dtplan::cost {
-
-// When an op runs: every micro-step, once per optimizer step, or every micro-step unless
-// no_sync defers it (gradient synchronisation: to the last micro-step; SHARD_GRAD_OP's
-// forward all-gather: to the first).
-enum class CommWhen { every_micro_step, once_per_step, deferrable };
-
-// What computation an op can hide behind: none (before forward, after backward, after the
-// optimizer step), or the forward or backward pass it runs alongside.
-enum class CommPhase { before_forward, forward, backward, after_backward, after_step };
 
 struct CommOp {
   std::string name;  // "gradient all-reduce (DDP buckets)"
