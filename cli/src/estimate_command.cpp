@@ -166,6 +166,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["seq_len"] = l.seq_len;
     j["parallel3d"]["params_per_gpu"] = mem.params_per_gpu;
     j["parallel3d"]["details"] = planner::memory_details_json(mem);
+    add_explanations(j["parallel3d"], mem);
     j["parallel3d"]["fits"] = mem.total().value <= gpu.memory.value;
     ctx.out << report_text(j);
     return 0;

@@ -1,9 +1,20 @@
 // A layout in text (see layout_report.hpp).
 #include "layout_report.hpp"
 
+#include "dtplan/planner/layout_json.hpp"
 #include "format.hpp"
 
 namespace dtplan::cli {
+
+void add_explanations(nlohmann::json& j, const cost::Memory3D& mem) {
+  auto explain = planner::memory_explain_json(mem);
+  for (auto& [component, text] : explain.items())
+    text = with_flags(text.get<std::string>());
+  j["explain"] = explain;
+  j["notes"] = nlohmann::json::array();
+  for (const auto& note : mem.notes)
+    j["notes"].push_back(with_flags(note));
+}
 
 void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost::Memory3D& mem,
                          const std::optional<GpuSpec>& gpu, const std::string& indent) {
@@ -23,6 +34,8 @@ void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost:
                 : std::string());
   }
   out << "\n";
+  for (const auto& note : mem.notes)
+    out << indent << "note: " << with_flags(note) << "\n";
 }
 
 void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,

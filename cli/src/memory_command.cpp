@@ -62,6 +62,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
       layout.erase(timing);  // memory only: nothing was timed
     layout["params_per_gpu"] = mem.params_per_gpu;
     layout["details"] = planner::memory_details_json(mem);
+    add_explanations(layout, mem);
     layout["global_batch"] = l.global_batch();
     layout["seq_len"] = l.seq_len;
     if (gpu) layout["fits"] = mem.total().value <= gpu->memory.value;

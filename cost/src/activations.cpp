@@ -24,6 +24,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
@@ -68,27 +69,31 @@ std::string layers_text(std::int64_t layers, double in_flight) {
   return out + " x " + n.str() + " micro-batches in flight";
 }
 
-void add_term(ActivationEstimate& est, std::string name, std::int64_t bytes) {
-  if (bytes > 0) est.terms.push_back({std::move(name), Bytes{bytes}});
+// Adds a term to the total and, when the shape wants names, to the list of terms.
+void add_term(ActivationEstimate& est, const ActivationShape& a, std::string_view name,
+              std::int64_t bytes, std::string_view suffix = {}) {
+  if (bytes <= 0) return;
+  est.total += Bytes{bytes};
+  if (a.named) est.terms.push_back({std::string(name).append(suffix), Bytes{bytes}});
 }
 
 void add_blocks(const BlockActivations& block, const ActivationShape& a, ActivationEstimate& est) {
   const std::int64_t full_block = block.linear.value + block.scores.value;
-  const std::string per = layers_text(a.layers, a.in_flight);
+  const std::string per = a.named ? layers_text(a.layers, a.in_flight) : std::string();
   const auto all = [&](std::int64_t per_layer) {
     return kept(checked_mul(per_layer, a.layers, "activation bytes"), a.in_flight);
   };
   switch (a.recompute) {
     case Checkpointing::none:
-      add_term(est, "transformer blocks" + per, all(full_block));
+      add_term(est, a, "transformer blocks", all(full_block), per);
       break;
     case Checkpointing::selective:
-      add_term(est, "transformer blocks without attention scores" + per, all(block.linear.value));
-      add_term(est, "attention scores recomputed for one block", block.scores.value);
+      add_term(est, a, "transformer blocks without attention scores", all(block.linear.value), per);
+      add_term(est, a, "attention scores recomputed for one block", block.scores.value);
       break;
     case Checkpointing::full:
-      add_term(est, "block inputs (checkpoints)" + per, all(block.input.value));
-      add_term(est, "one block recomputed during backward", full_block);
+      add_term(est, a, "block inputs (checkpoints)", all(block.input.value), per);
+      add_term(est, a, "one block recomputed during backward", full_block);
       break;
   }
 }
@@ -98,9 +103,9 @@ void add_blocks(const BlockActivations& block, const ActivationShape& a, Activat
 void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
                    std::int64_t sbh_rank, ActivationEstimate& est) {
   const std::int64_t e = element_bytes(a.precision);
-  add_term(est, "input token ids (int64)", kept(8 * sb, a.in_flight));
-  if (t.embedding_dropout) add_term(est, "embedding dropout mask", kept(sbh_rank, a.in_flight));
-  if (t.embedding_norm) add_term(est, "embedding norm input", kept(e * sbh_rank, a.in_flight));
+  add_term(est, a, "input token ids (int64)", kept(8 * sb, a.in_flight));
+  if (t.embedding_dropout) add_term(est, a, "embedding dropout mask", kept(sbh_rank, a.in_flight));
+  if (t.embedding_norm) add_term(est, a, "embedding norm input", kept(e * sbh_rank, a.in_flight));
 }
 
 // The last stage's final norm, head and loss, for the one micro-batch whose backward follows
@@ -108,35 +113,36 @@ void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int6
 void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
               std::int64_t sbh_rank, ActivationEstimate& est) {
   const std::int64_t e = element_bytes(a.precision);
-  if (t.final_norm) add_term(est, "final norm input", e * sbh_rank);
+  if (t.final_norm) add_term(est, a, "final norm input", e * sbh_rank);
   if (t.head != HeadKind::causal_lm && t.head != HeadKind::masked_lm &&
       t.head != HeadKind::pretraining) {
     est.model_output = Bytes{e * checked_mul(sb, t.hidden_size, "activation bytes")};
-    if (t.pooler) add_term(est, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
+    if (t.pooler)
+      add_term(est, a, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
     return;
   }
   const std::int64_t sbv = checked_mul(sb, split(t.vocab_size, a.tp), "activation bytes");
   if (t.head != HeadKind::causal_lm) {
-    add_term(est, "MLM transform: dense input, GELU input, LayerNorm input", 3 * e * sbh_rank);
+    add_term(est, a, "MLM transform: dense input, GELU input, LayerNorm input", 3 * e * sbh_rank);
   }
-  add_term(est, "LM head input", e * sbh_rank);
+  add_term(est, a, "LM head input", e * sbh_rank);
   const std::int64_t logits = checked_mul(e, sbv, "activation bytes");
-  add_term(est, "logits", logits);
+  add_term(est, a, "logits", logits);
   const std::int64_t fp32 = checked_mul(bytes_per_element(ElementType::fp32), sbv, "bytes");
   std::int64_t loss = 0;
   if (a.loss == LossKind::vocab_parallel) {
-    add_term(est, "fp32 softmax kept by the vocab-parallel cross-entropy", fp32);
+    add_term(est, a, "fp32 softmax kept by the vocab-parallel cross-entropy", fp32);
     loss = fp32;
   } else {
     const std::int64_t upcast = is_mixed(a.precision) ? fp32 : 0;
-    add_term(est, "fp32 logits for the loss", upcast);
-    add_term(est, "log-softmax kept by cross-entropy (fp32)", fp32);
+    add_term(est, a, "fp32 logits for the loss", upcast);
+    add_term(est, a, "log-softmax kept by cross-entropy (fp32)", fp32);
     loss = upcast + fp32;
   }
   est.model_output = Bytes{logits};
   est.loss_bytes = Bytes{loss};
   est.logits_and_loss = Bytes{logits + loss};
-  if (t.pooler) add_term(est, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
+  if (t.pooler) add_term(est, a, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
 }
 
 ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig& c) {
@@ -244,8 +250,6 @@ ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationS
   const std::int64_t sbh_rank = a.sequence_parallel ? split(sbh, a.tp) : sbh;
   if (a.embedding) add_embedding(t, a, sb, sbh_rank, est);
   if (a.head) add_head(t, a, sb, sbh_rank, est);
-  for (const auto& term : est.terms)
-    est.total += term.bytes;
   return est;
 }
 

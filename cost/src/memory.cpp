@@ -40,16 +40,14 @@ std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements) {
 
 class Builder {
  public:
-  Builder(const ModelDesc& m, const TrainingConfig& c, const OverheadConstants& k)
-      : m_(m), c_(c), k_(k), t_(traits_of(c.strategy)) {
-    check_supported(c);
-    layout_ = layout_for(c, t_);
-    units_ = gather_units(m);
+  Builder(const ModelDesc& m, const TrainingConfig& c, const StateView& v,
+          const OverheadConstants& k)
+      : m_(m), c_(c), k_(k), v_(v), t_(v.traits), layout_(v.recipe), units_(v.units) {
     e_.strategy = c.strategy;
-    e_.params = m.params;
-    e_.shard_degree = shard_degree(c);
+    e_.params = v.params;
+    e_.shard_degree = v.shard_degree;
     e_.recipe = layout_.description;
-    shard_elements_ = ceil_div(m.params, e_.shard_degree);
+    shard_elements_ = ceil_div(v.params, e_.shard_degree);
   }
 
   MemoryEstimate build() {
@@ -59,16 +57,14 @@ class Builder {
     activations();
     buffers();
     overhead();
-    notes();
+    if (v_.explain) notes();
     e_.cpu_per_node = Bytes{checked_mul(e_.cpu.total().value, ranks_per_node(), "host bytes")};
     return e_;
   }
 
  private:
-  std::int64_t elements(bool sharded) const { return sharded ? shard_elements_ : m_.params; }
-  std::int64_t ranks_per_node() const {
-    return t_.single_process ? 1 : std::min(c_.dp_size, c_.gpus_per_node);
-  }
+  std::int64_t elements(bool sharded) const { return sharded ? shard_elements_ : v_.params; }
+  std::int64_t ranks_per_node() const { return v_.ranks_per_node; }
   void append_explain(const std::string& component, const std::string& text) {
     for (auto& [key, existing] : e_.explain) {
       if (key == component) existing += text;
@@ -95,34 +91,43 @@ class Builder {
 
   void model_states() {
     const auto& l = layout_;
-    const auto n = e_.shard_degree;
     auto& g = e_.gpu;
     g.weights = bytes_of(elements(t_.shards_weights), l.parameter_bytes(), "weights");
+    g.master_weights =
+        bytes_of(elements(t_.shards_optimizer), l.main_weight_bytes(), "master weights");
+    g.gradients = bytes_of(elements(t_.shards_gradients), l.gradient_bytes(), "gradients");
+    g.optimizer_states = optimizer_bytes(c_.optimizer, elements(t_.shards_optimizer), k_);
+    g.grad_buckets =
+        ddp_buckets() ? bytes_of(v_.params, l.gradient_bytes(), "gradient buckets") : Bytes{0};
+    if (v_.explain) explain_model_states();
+  }
+
+  bool ddp_buckets() const {
+    return t_.gradient_buffer == GradientBuffer::ddp_buckets && !c_.grad_bucket_view;
+  }
+
+  void explain_model_states() {
+    const auto& l = layout_;
+    const auto n = e_.shard_degree;
     explain("weights", std::to_string(l.parameter_bytes()) + " B (" +
                            std::string(name_of(l.parameter)) + ") " +
                            sharding_text(t_.shards_weights, n, elements(t_.shards_weights)));
-    g.master_weights =
-        bytes_of(elements(t_.shards_optimizer), l.main_weight_bytes(), "master weights");
     explain("master_weights",
             l.main_weight_bytes() == 0
                 ? "none: the optimizer updates the fp32 weights directly"
                 : std::to_string(l.main_weight_bytes()) + " B (" +
                       std::string(name_of(*l.main_weight)) + ") " +
                       sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
-    g.gradients = bytes_of(elements(t_.shards_gradients), l.gradient_bytes(), "gradients");
     explain("gradients", std::to_string(l.gradient_bytes()) + " B (" +
                              std::string(name_of(l.gradient)) + ") " +
                              sharding_text(t_.shards_gradients, n, elements(t_.shards_gradients)));
-    g.optimizer_states = optimizer_bytes(c_.optimizer, elements(t_.shards_optimizer), k_);
     explain("optimizer_states",
             optimizer_explain(c_.optimizer, k_) + " " +
                 sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
-    const bool buckets = t_.gradient_buffer == GradientBuffer::ddp_buckets && !c_.grad_bucket_view;
-    g.grad_buckets =
-        buckets ? bytes_of(m_.params, l.gradient_bytes(), "gradient buckets") : Bytes{0};
     explain("grad_buckets",
-            buckets ? std::to_string(l.gradient_bytes()) + " B x " + format_thousands(m_.params) +
-                          " params: DDP copies gradients into buckets"
+            ddp_buckets()
+                ? std::to_string(l.gradient_bytes()) + " B x " + format_thousands(v_.params) +
+                      " params: DDP copies gradients into buckets"
             : t_.gradient_buffer == GradientBuffer::ddp_buckets
                 ? "none: gradient_as_bucket_view makes gradients views of the buckets"
                 : "none: this strategy keeps no bucketed gradient copy");
@@ -131,15 +136,14 @@ class Builder {
   // FSDP's no_sync accumulates full, unsharded gradients (in the compute dtype) on every GPU
   // until the last micro-step; with CPU offload FSDP accumulates only this way.
   void unsharded_accumulation() {
-    if (!(t_.fsdp && t_.shards_gradients && c_.no_sync && c_.grad_accum > 1 &&
-          supports_no_sync(c_.strategy))) {
+    if (!(t_.fsdp && t_.shards_gradients && c_.no_sync && c_.grad_accum > 1 && t_.no_sync)) {
       return;
     }
-    const auto full = bytes_of(m_.params, layout_.compute_bytes(), "unsharded gradients");
+    const auto full = bytes_of(v_.params, layout_.compute_bytes(), "unsharded gradients");
     e_.gpu.gradients = e_.gpu.gradients + full;
     append_explain(
         "gradients",
-        "; + " + std::to_string(layout_.compute_bytes()) + " B x " + format_thousands(m_.params) +
+        "; + " + std::to_string(layout_.compute_bytes()) + " B x " + format_thousands(v_.params) +
             " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
             " micro-steps; " +
             std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +
@@ -182,7 +186,7 @@ class Builder {
   }
 
   void activations() {
-    const auto a = estimate_activations(m_, c_);
+    const auto& a = v_.activations;
     e_.activations_modelled = a.modelled;
     e_.seq_len = a.seq_len;
     e_.activation_terms = a.terms;
@@ -190,36 +194,54 @@ class Builder {
     activations_ = a;
   }
 
-  void add_buffer(std::string name, Bytes bytes) {
+  // `name()` is called only when the estimate is explained (a search needs the bytes alone).
+  template <class Name>
+  void add_buffer(const Name& name, Bytes bytes) {
     if (bytes.value <= 0) return;
-    e_.buffer_terms.push_back({std::move(name), bytes});
+    if (v_.explain) e_.buffer_terms.push_back({name(), bytes});
     e_.gpu.buffers += bytes;
   }
 
   // Parameters held unsharded in the compute type while computing.
   void gathered_parameters() {
     const std::int64_t cb = layout_.compute_bytes();
-    const std::string type(name_of(layout_.compute));
+    const std::string_view type = name_of(layout_.compute);
     const auto& b = units_.blocks;
     const std::int64_t two = b.empty() ? 0 : b[0] + (b.size() > 1 ? b[1] : 0);
     switch (t_.gather) {
       case ParamGather::units:
         if (units_.known) {
-          add_buffer("gathered " + type + " parameters (module in use + prefetched module)",
-                     bytes_of(std::max(two, units_.root), cb, "gathered parameters"));
+          add_buffer(
+              [&] {
+                return std::string("gathered " + std::string(type) +
+                                   " parameters (module in use + prefetched module)");
+              },
+              bytes_of(std::max(two, units_.root), cb, "gathered parameters"));
         }
         break;
       case ParamGather::root_and_units:
         if (units_.known) {
-          add_buffer("gathered " + type + " root unit (embeddings, head), held forward to backward",
-                     bytes_of(units_.root, cb, "gathered parameters"));
-          add_buffer("gathered " + type + " blocks (unit in use + prefetched unit)",
-                     bytes_of(two, cb, "gathered parameters"));
+          add_buffer(
+              [&] {
+                return std::string("gathered " + std::string(type) +
+                                   " root unit (embeddings, head), held forward to backward");
+              },
+              bytes_of(units_.root, cb, "gathered parameters"));
+          add_buffer(
+              [&] {
+                return std::string("gathered " + std::string(type) +
+                                   " blocks (unit in use + prefetched unit)");
+              },
+              bytes_of(two, cb, "gathered parameters"));
         }
         break;
       case ParamGather::whole_model:
-        add_buffer("unsharded " + type + " parameters, held from forward to the end of backward",
-                   bytes_of(m_.params, cb, "unsharded parameters"));
+        add_buffer(
+            [&] {
+              return std::string("unsharded " + std::string(type) +
+                                 " parameters, held from forward to the end of backward");
+            },
+            bytes_of(v_.params, cb, "unsharded parameters"));
         break;
       case ParamGather::none:
         break;
@@ -228,23 +250,35 @@ class Builder {
         layout_.kind == RecipeKind::autocast ||
         (layout_.kind == RecipeKind::fsdp_mixed && t_.gather == ParamGather::none);
     if (mixed_unsharded_copy) {
-      add_buffer(type + " copies of the weights, cached from forward to backward",
-                 bytes_of(m_.params, cb, "weight copies"));
+      add_buffer(
+          [&] {
+            return std::string(type) + " copies of the weights, cached from forward to backward";
+          },
+          bytes_of(v_.params, cb, "weight copies"));
     }
   }
 
+  // One unit's gradients wait, unsharded and in the reduce type, for their reduce-scatter
+  // (FSDP MixedPrecision reduces in the compute type; FSDP2 as torchtitan runs it in fp32).
   void gradient_buffers() {
-    const std::int64_t cb = layout_.compute_bytes();
+    const std::int64_t rb = layout_.gradient_comm_bytes();
     if (t_.gradient_buffer == GradientBuffer::unit_gradients && units_.known) {
       const auto largest = std::max(units_.root, units_.blocks.empty() ? 0 : units_.blocks[0]);
-      add_buffer("one unit's unsharded " + std::string(name_of(layout_.compute)) +
-                     " gradients before reduction",
-                 bytes_of(largest, cb, "unit gradients"));
+      add_buffer(
+          [&] {
+            return "one unit's unsharded " + std::string(name_of(layout_.gradient_comm)) +
+                   " gradients before reduction";
+          },
+          bytes_of(largest, rb, "unit gradients"));
     }
     if (t_.gradient_buffer == GradientBuffer::zero_bucket) {
-      const auto bucket = std::min(m_.params, k_.zero_reduce_bucket_elements);
-      add_buffer("ZeRO contiguous reduce bucket (" + format_thousands(bucket) + " elements)",
-                 bytes_of(bucket, layout_.gradient_bytes(), "reduce bucket"));
+      const auto bucket = std::min(v_.params, k_.zero_reduce_bucket_elements);
+      add_buffer(
+          [&] {
+            return std::string("ZeRO contiguous reduce bucket (" + format_thousands(bucket) +
+                               " elements)");
+          },
+          bytes_of(bucket, layout_.gradient_bytes(), "reduce bucket"));
     }
   }
 
@@ -253,25 +287,26 @@ class Builder {
     gradient_buffers();
     if (t_.single_process && c_.dp_size > 1) {
       const auto n = c_.dp_size;
-      add_buffer("rank 0: outputs gathered from " + std::to_string(n) + " replicas",
-                 Bytes{checked_mul(activations_.model_output.value, n, "gathered outputs")});
-      add_buffer("rank 0: loss over the other replicas' outputs",
+      add_buffer(
+          [&] {
+            return std::string("rank 0: outputs gathered from " + std::to_string(n) + " replicas");
+          },
+          Bytes{checked_mul(activations_.model_output.value, n, "gathered outputs")});
+      add_buffer([&] { return std::string("rank 0: loss over the other replicas' outputs"); },
                  Bytes{checked_mul(activations_.loss_bytes.value, n - 1, "loss activations")});
-      add_buffer("rank 0: replica gradients awaiting reduction",
-                 bytes_of(m_.params, layout_.gradient_bytes(), "replica gradients"));
+      add_buffer([&] { return std::string("rank 0: replica gradients awaiting reduction"); },
+                 bytes_of(v_.params, layout_.gradient_bytes(), "replica gradients"));
     }
-    if (c_.dp_size > 1) {
-      auto nccl = nccl_buffers(t_.hybrid && c_.dp_size > e_.shard_degree ? 2 : 1, k_);
-      add_buffer(std::move(nccl.name), nccl.bytes);
+    if (v_.communicators > 0) {
+      const auto bytes = nccl_bytes(v_.communicators, k_);
+      add_buffer([&] { return nccl_buffers(v_.communicators, k_).name; }, bytes);
     }
   }
 
   void overhead() {
-    e_.overhead_terms =
-        overhead_terms(e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers, k_);
-    e_.gpu.overhead = Bytes{0};
-    for (const auto& term : e_.overhead_terms)
-      e_.gpu.overhead += term.bytes;
+    const Bytes allocated = e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers;
+    e_.gpu.overhead = overhead_bytes(allocated, k_);
+    if (v_.explain) e_.overhead_terms = overhead_terms(allocated, k_);
   }
 
   void notes() {
@@ -302,7 +337,7 @@ class Builder {
 
   // Materialised attention scores grow with s^2; say how much they are.
   void attention_note() {
-    if (!m_.transformer || c_.attention == Attention::flash ||
+    if (!m_.transformer || !v_.whole_model || c_.attention == Attention::flash ||
         c_.checkpointing != Checkpointing::none) {
       return;
     }
@@ -321,20 +356,42 @@ class Builder {
   const ModelDesc& m_;
   const TrainingConfig& c_;
   const OverheadConstants& k_;
+  const StateView& v_;
   const StrategyTraits& t_;
-  NumericRecipe layout_;
-  GatherUnits units_;
+  const NumericRecipe& layout_;
+  const GatherUnits& units_;
   MemoryEstimate e_;
   std::int64_t shard_elements_ = 0;
   ActivationEstimate activations_;
 };
 
+// The whole model on each data-parallel GPU, as the strategy's registry row lays it out.
+StateView data_parallel_view(const ModelDesc& m, const TrainingConfig& c) {
+  check_supported(c);
+  StateView v;
+  v.traits = traits_of(c.strategy);
+  v.recipe = layout_for(c, v.traits);
+  v.params = m.params;
+  v.shard_degree = shard_degree(c);
+  v.units = gather_units(m);
+  v.activations = estimate_activations(m, c);
+  if (c.dp_size > 1) v.communicators = v.traits.hybrid && c.dp_size > v.shard_degree ? 2 : 1;
+  v.ranks_per_node = v.traits.single_process ? 1 : std::min(c.dp_size, c.gpus_per_node);
+  return v;
+}
+
 }  // namespace
+
+MemoryEstimate estimate_view_memory(const ModelDesc& m, const TrainingConfig& c, const StateView& v,
+                                    const OverheadConstants& k) {
+  return Builder(m, c, v, k).build();
+}
 
 MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
                                const OverheadConstants& k) {
   if (m.params <= 0) throw Error("model '" + m.name + "' has no parameters");
-  return Builder(m, c, k).build();
+  const auto view = data_parallel_view(m, c);
+  return estimate_view_memory(m, c, view, k);
 }
 
 FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu,

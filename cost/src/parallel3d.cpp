@@ -5,9 +5,11 @@
 #include <array>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/named_value.hpp"
 #include "state_layout.hpp"
@@ -43,14 +45,20 @@ BlockParams block_params(const TransformerSpec& s) {
 std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                           std::int64_t layers) {
   const auto b = block_params(s);
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
   const std::int64_t blocks = layers * (b.matrices / l.tp + b.replicated);
-  const std::int64_t embedding =
-      s.vocab_size * s.hidden_size / l.tp +
-      (s.positions == PositionKind::learned ? s.max_positions * s.hidden_size : 0);
-  const std::int64_t head = s.vocab_size * s.hidden_size / l.tp;
-  if (l.pp == 1) return blocks + embedding + (s.tied_embeddings ? 0 : head);
+  // The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
+  // and token types and an embedding norm whole.
+  const std::int64_t embedding = s.vocab_size * h / l.tp +
+                                 (s.positions == PositionKind::learned ? s.max_positions * h : 0) +
+                                 s.type_vocab_size * h + (s.embedding_norm ? norm : 0);
+  // The last stage: the final norm and 1/t of the LM head.
+  const std::int64_t final_norm = s.final_norm ? norm : 0;
+  const std::int64_t head = s.vocab_size * h / l.tp;
+  if (l.pp == 1) return blocks + embedding + final_norm + (s.tied_embeddings ? 0 : head);
   // Megatron keeps a copy of tied word embeddings on the last stage for the head.
-  return blocks + (i == 0 ? embedding : 0) + (i == l.pp - 1 ? head : 0);
+  return blocks + (i == 0 ? embedding : 0) + (i == l.pp - 1 ? final_norm + head : 0);
 }
 
 // The stage with the most parameters on one GPU (the last on ties: it carries the head).
@@ -71,27 +79,6 @@ std::int64_t tokens_per_rank(const Layout3D& l) {
 NumericRecipe recipe_of(const Layout3D& l) {
   return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision, l.optimizer)
                                          : megatron_recipe(l.precision, l.optimizer);
-}
-
-// Per parameter, each state's bytes on one rank: divided by the shard ranks where the layout
-// shards it. FSDP2 keeps every parameter sharded at rest (its modes differ in when blocks
-// are gathered), so its weights are always divided.
-struct StateBytes {
-  double weights = 0, gradients = 0, master_weights = 0, optimizer = 0;
-};
-
-StateBytes state_bytes(const NumericRecipe& r, const Layout3D& l) {
-  const auto ranks = static_cast<double>(l.shard_ranks());
-  const bool fsdp = l.framework == Framework::fsdp2;
-  const auto share = [&](bool sharded, std::int64_t bytes) {
-    return static_cast<double>(bytes) / (sharded ? ranks : 1.0);
-  };
-  StateBytes b;
-  b.weights = share(fsdp || l.sharding == DpSharding::parameters, r.parameter_bytes());
-  b.gradients = share(fsdp || l.sharding >= DpSharding::gradients, r.gradient_bytes());
-  b.master_weights = share(l.sharding >= DpSharding::optimizer, r.main_weight_bytes());
-  b.optimizer = share(l.sharding >= DpSharding::optimizer, r.optimizer.bytes_per_param());
-  return b;
 }
 
 constexpr std::array<NamedValue<CpComm>, 3> kCpComms{{
@@ -264,25 +251,6 @@ Bytes Memory3D::total() const {
 
 namespace {
 
-// FSDP2's transient copies: the block in use and the one prefetched, gathered in the compute
-// type (with gradients sharding every block of the stage stays gathered from forward to
-// backward), and one block's unsharded gradients in the reduce type before reduce-scatter.
-void add_fsdp_buffers(const TransformerSpec& s, const Layout3D& l, const NumericRecipe& r,
-                      double stage_params, Memory3D& out) {
-  const auto b = block_params(s);
-  const std::int64_t block_per_rank = b.matrices / l.tp + b.replicated;  // whole parameters
-  const auto block = static_cast<double>(block_per_rank);
-  const bool reshard = l.sharding == DpSharding::parameters;
-  const double gathered = reshard ? 2 * block : stage_params;
-  out.buffer_terms.push_back(
-      {reshard ? "gathered bf16 blocks (the block in use and the prefetched one)"
-               : "gathered bf16 blocks of the stage, held from forward to backward",
-       Bytes{static_cast<std::int64_t>(gathered * static_cast<double>(r.parameter_comm_bytes()))}});
-  out.buffer_terms.push_back(
-      {"one block's unsharded gradients before reduce-scatter",
-       Bytes{static_cast<std::int64_t>(block * static_cast<double>(r.gradient_comm_bytes()))}});
-}
-
 // The NCCL communicators a GPU of the layout uses, each with its own buffers: tensor
 // parallel, context parallel, the data-parallel (x cp) group, the pipeline's point-to-point
 // group, and under hybrid sharding the shard and the replica groups instead of one.
@@ -292,20 +260,6 @@ std::int64_t communicators(const Layout3D& l) {
       l.sharding != DpSharding::none && l.shard_group > 0 && l.shard_group < dp_ranks;
   return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (hybrid ? 2 : 1) : 0) +
          (l.pp > 1 ? 1 : 0);
-}
-
-void add_nccl_buffers(const Layout3D& l, const OverheadConstants& k, Memory3D& out) {
-  if (const std::int64_t n = communicators(l); n > 0)
-    out.buffer_terms.push_back(nccl_buffers(n, k));
-}
-
-// The CUDA context and the caching allocator's slack over what is allocated, as for every
-// data-parallel strategy (memory.cpp).
-void add_overhead(const OverheadConstants& k, Memory3D& out) {
-  out.overhead_terms = overhead_terms(out.total() - out.overhead, k);
-  out.overhead = Bytes{0};
-  for (const auto& term : out.overhead_terms)
-    out.overhead += term.bytes;
 }
 
 // What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the
@@ -331,41 +285,111 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   return a;
 }
 
-// One stage's GPU: its parameters' states and the activations of the micro-batches it holds.
-Memory3D stage_memory(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                      std::int64_t layers, const OverheadConstants& k) {
+// How a layout's framework holds model states, as a strategy registry row would: Megatron-LM
+// keeps bf16 parameters and fp32 main gradients whole and shards the fp32 main weights and
+// optimizer states with its distributed optimizer; FSDP2 keeps every state sharded and gathers
+// blocks in bf16 (the block in use and the prefetched one, or every block of the stage from
+// forward to backward with reshard_after_forward=False), holding one block's fp32 gradients
+// for the reduce-scatter of every micro-batch.
+StrategyTraits layout_traits(const Layout3D& l) {
+  const bool fsdp = l.framework == Framework::fsdp2;
+  return {.strategy = Strategy::ddp,  // unused: the layout is not a data-parallel strategy
+          .shards_optimizer = fsdp || l.sharding >= DpSharding::optimizer,
+          .shards_gradients = fsdp,
+          .shards_weights = fsdp,
+          .gather = !fsdp                                  ? ParamGather::none
+                    : l.sharding == DpSharding::parameters ? ParamGather::units
+                                                           : ParamGather::whole_model,
+          .gradient_buffer = fsdp ? GradientBuffer::unit_gradients : GradientBuffer::none,
+          .fsdp = fsdp,
+          .single_process = false,
+          .hybrid = l.shard_group > 0 && l.shard_group < l.dp * l.cp,
+          .offload_optimizer_ok = false,
+          .offload_params_ok = false,
+          .no_sync = false,
+          .framework = name_of(l.framework),
+          .zero_stage = 0,
+          .fsdp_sharding = "",
+          .runtime = std::nullopt,
+          .collectives = {},
+          .no_sync_refusal = ""};
+}
+
+// The training settings the memory model reads, for a layout: dp x cp ranks hold the same
+// weights; micro-batches accumulate into the gradients, reduced once per step (Megatron-LM)
+// or in every micro-batch (FSDP2).
+TrainingConfig layout_training(const Layout3D& l) {
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.optimizer = l.optimizer;
+  c.dp_size = l.dp * l.cp;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len;
+  c.checkpointing = l.recompute;
+  c.attention = l.attention;
+  c.grad_accum = l.micro_batches;
+  c.no_sync = false;
+  return c;
+}
+
+// The GPU of stage `i`: its parameters (its blocks' tensor-parallel share, the embedding or
+// the head), sharded over dp x cp (or the shard group), its blocks as FSDP2's units.
+StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                     std::int64_t layers, bool explained) {
+  StateView v;
+  v.traits = layout_traits(l);
+  v.recipe = recipe_of(l);
+  v.params = stage_params(s, l, i, layers);
+  v.shard_degree = l.shard_ranks();
+  const auto b = block_params(s);
+  v.units.blocks.assign(static_cast<std::size_t>(layers), b.matrices / l.tp + b.replicated);
+  v.units.known = true;
+  auto shape = activation_shape(l, i, layers);
+  shape.named = explained;
+  v.activations = stage_activations(s, shape);
+  v.communicators = communicators(l);
+  // Host memory holds no offloaded state of a layout; one rank per node keeps the per-node
+  // total that of one GPU.
+  v.ranks_per_node = 1;
+  v.whole_model = false;
+  v.explain = explained;
+  return v;
+}
+
+Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
+                      const OverheadConstants& k, bool explained) {
+  const auto view = stage_view(*m.transformer, l, i, layers, explained);
+  auto e = estimate_view_memory(m, layout_training(l), view, k);
   Memory3D out;
   out.stage = i;
-  out.params_per_gpu = stage_params(s, l, i, layers);
-  const double n = static_cast<double>(out.params_per_gpu);
-  const auto r = recipe_of(l);
-  const auto per_param = state_bytes(r, l);
-  out.weights = Bytes{static_cast<std::int64_t>(n * per_param.weights)};
-  out.gradients = Bytes{static_cast<std::int64_t>(n * per_param.gradients)};
-  out.master_weights = Bytes{static_cast<std::int64_t>(n * per_param.master_weights)};
-  out.optimizer_states = Bytes{static_cast<std::int64_t>(n * per_param.optimizer)};
-  if (l.framework == Framework::fsdp2) add_fsdp_buffers(s, l, r, n, out);
-  add_nccl_buffers(l, k, out);
-  for (const auto& term : out.buffer_terms)
-    out.buffers += term.bytes;
-  const auto a = stage_activations(s, activation_shape(l, i, layers));
-  out.activation_terms = a.terms;
-  out.logits = a.logits_and_loss;
-  out.activations = a.total - a.logits_and_loss;
-  add_overhead(k, out);
+  out.params_per_gpu = view.params;
+  out.weights = e.gpu.weights;
+  out.master_weights = e.gpu.master_weights;
+  out.gradients = e.gpu.gradients;
+  out.optimizer_states = e.gpu.optimizer_states;
+  out.logits = view.activations.logits_and_loss;
+  out.activations = e.gpu.activations - out.logits;
+  out.buffers = e.gpu.buffers;
+  out.overhead = e.gpu.overhead;
+  out.activation_terms = std::move(e.activation_terms);
+  out.buffer_terms = std::move(e.buffer_terms);
+  out.overhead_terms = std::move(e.overhead_terms);
+  out.explain = std::move(e.explain);
+  out.notes = std::move(e.notes);
   return out;
 }
 
 }  // namespace
 
-Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k) {
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                   bool explained) {
   const auto& s = spec_of(m);
   const auto layers = layers_per_stage(s, l);
   // The heaviest GPU: earlier stages hold more micro-batches, the first and last the
   // embedding and the head, and uneven splits move layers between them.
   Memory3D heaviest;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    auto stage = stage_memory(s, l, static_cast<std::int64_t>(i), layers[i], k);
+    auto stage = stage_memory(m, l, static_cast<std::int64_t>(i), layers[i], k, explained);
     if (i == 0 || stage.total().value > heaviest.total().value) heaviest = stage;
   }
   return heaviest;

@@ -55,15 +55,23 @@ GatherUnits gather_units(const ModelDesc& m) {
   return u;
 }
 
+Bytes nccl_bytes(std::int64_t communicators, const OverheadConstants& k) {
+  return Bytes{checked_mul(communicators, k.nccl_bytes_per_communicator(), "NCCL buffers")};
+}
+
 NamedBytes nccl_buffers(std::int64_t communicators, const OverheadConstants& k) {
   return {"NCCL buffers (" + std::to_string(communicators) + " communicator" +
               (communicators > 1 ? "s" : "") + ")",
-          Bytes{checked_mul(communicators, k.nccl_bytes_per_communicator(), "NCCL buffers")}};
+          nccl_bytes(communicators, k)};
 }
 
 std::vector<NamedBytes> overhead_terms(Bytes allocated, const OverheadConstants& k) {
   return {{"CUDA context and library workspaces", Bytes{k.cuda_context_bytes}},
           {"allocator slack", fraction_of(allocated, k.allocator_slack_fraction)}};
+}
+
+Bytes overhead_bytes(Bytes allocated, const OverheadConstants& k) {
+  return Bytes{k.cuda_context_bytes} + fraction_of(allocated, k.allocator_slack_fraction);
 }
 
 }  // namespace dtplan::cost

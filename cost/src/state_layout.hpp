@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dtplan/cost/activations.hpp"
+#include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
@@ -32,12 +33,36 @@ struct GatherUnits {
 
 GatherUnits gather_units(const ModelDesc& m);
 
+// What one GPU holds, whoever lays the model out: the parameters on it before data-parallel
+// sharding (the whole model, or a pipeline stage's tensor-parallel share), how the strategy or
+// framework shards and gathers them (its registry row, or a layout's equivalent), the units
+// it gathers, its activations and the communicators it uses. memory.cpp prices it.
+struct StateView {
+  StrategyTraits traits;
+  NumericRecipe recipe;
+  std::int64_t params = 0;
+  std::int64_t shard_degree = 1;  // ranks a sharded state is split over
+  GatherUnits units;
+  ActivationEstimate activations;
+  std::int64_t communicators = 0;  // NCCL communicators, each with its buffers
+  std::int64_t ranks_per_node = 1;
+  bool whole_model = true;  // the model's own attention-score note applies
+  bool explain = true;      // false: the figures alone (a search), no explanations or notes
+};
+
+// Memory of the GPU `v` describes; `c` gives the optimizer, micro-steps, no_sync, offload,
+// bucket and attention settings and the data-parallel size.
+MemoryEstimate estimate_view_memory(const ModelDesc& m, const TrainingConfig& c, const StateView& v,
+                                    const OverheadConstants& k);
+
 // NCCL's buffers of `communicators` communicators, each nccl_bytes_per_communicator(), as the
 // buffer term every estimate lists ("NCCL buffers (2 communicators)").
 NamedBytes nccl_buffers(std::int64_t communicators, const OverheadConstants& k);
+Bytes nccl_bytes(std::int64_t communicators, const OverheadConstants& k);
 
 // What every GPU pays beyond its tensors: the CUDA context and library workspaces, and the
 // caching allocator's slack, allocator_slack_fraction of the `allocated` bytes.
 std::vector<NamedBytes> overhead_terms(Bytes allocated, const OverheadConstants& k);
+Bytes overhead_bytes(Bytes allocated, const OverheadConstants& k);  // their sum
 
 }  // namespace dtplan::cost

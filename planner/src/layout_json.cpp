@@ -14,6 +14,13 @@ nlohmann::json memory_details_json(const cost::Memory3D& m) {
           {"overhead", cost::terms_json(m.overhead_terms)}};
 }
 
+nlohmann::json memory_explain_json(const cost::Memory3D& m) {
+  nlohmann::json explain = nlohmann::json::object();
+  for (const auto& [component, text] : m.explain)
+    explain[component] = text;
+  return explain;
+}
+
 nlohmann::json to_json(const Candidate3D& c) {
   const auto& l = c.layout;
   const auto& t = c.time;

@@ -319,7 +319,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   std::vector<Candidate3D> fits;
   auto price = [&](const cost::Layout3D& l) {
     ++out.evaluated;
-    const auto mem = cost::memory_3d(m, l, overheads);
+    const auto mem = cost::memory_3d(m, l, overheads, false);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
       over_memory(l, mem, model, out);

@@ -309,6 +309,10 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK(j["memory"]["gradients"].get<double>() == Approx(4.0 * double(params) / 4).epsilon(1e-6));
   CHECK(j["memory"]["optimizer_states"].get<double>() ==
         Approx(8.0 * double(params) / 4).epsilon(1e-6));
+  // Explained as every strategy's memory is: the shard, and the hybrid groups (8 / 4 = 2).
+  CHECK_THAT(j["explain"]["weights"].get<std::string>(),
+             Contains("4 B (fp32)") && Contains("(1/4 shard)"));
+  CHECK_THAT(j["notes"].dump(), Contains("groups of 4 GPUs shard, 2 groups replicate"));
   auto bad = run({"memory", "--model", "gpt2", "--strategy", "zero3", "--tp", "2", "--gpus", "8"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--strategy: zero3 is a data-parallel strategy; a layout (--tp, "

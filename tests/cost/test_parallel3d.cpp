@@ -1,6 +1,7 @@
 // Tests for cost/src/parallel3d.cpp: every formula against a hand derivation.
 #include <catch2/catch.hpp>
 
+#include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
@@ -157,7 +158,7 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   // 12,590,080 split by t; two LayerNorms (4 h) and the out/down biases (2 h) replicated.
   // tp 2, pp 2: 4 blocks x (6,295,040 + 6,144) = 25,204,736, plus on the first stage half the
   // word embedding (16,384,000) and the position table (2,097,152): 43,685,888. The last
-  // stage's copy of the tied embedding gives it 41,588,736.
+  // stage's copy of the tied embedding and the final LayerNorm (2 x 1024) give it 41,590,784.
   auto l = layout(2, 2, 8);
   const auto mem = memory_3d(m, l, OverheadConstants{});
   // The last stage is the heavier here: it also holds one micro-batch's logits over half the
@@ -165,16 +166,16 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   // the first stage's 2,097,152 more parameters x 7.5 B.
   CHECK(mem.stage == 1);
   CHECK(mem.logits.value == 1024LL * 16000 * 6);
-  CHECK(mem.params_per_gpu == 41588736);
-  CHECK(mem.weights.value == 2 * 41588736LL);
-  CHECK(mem.gradients.value == 4 * 41588736LL);
+  CHECK(mem.params_per_gpu == 41590784);
+  CHECK(mem.weights.value == 2 * 41590784LL);
+  CHECK(mem.gradients.value == 4 * 41590784LL);
   // Distributed optimizer over dp 8: 12 / 8 = 1.5 bytes per parameter (Megatron-LM docs), of
   // which fp32 main weights 4 / 8 and Adam's moments 8 / 8.
-  CHECK(mem.master_weights.value == 41588736LL / 2);
-  CHECK(mem.optimizer_states.value == 41588736LL);
+  CHECK(mem.master_weights.value == 41590784LL / 2);
+  CHECK(mem.optimizer_states.value == 41590784LL);
   l.sharding = DpSharding::none;
-  CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == 4 * 41588736LL);
-  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 8 * 41588736LL);
+  CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == 4 * 41590784LL);
+  CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 8 * 41590784LL);
   // Without the head's logits the first stage, with more parameters, would be the heaviest.
   auto encoder = m;
   encoder.transformer->head = HeadKind::base;
@@ -221,10 +222,10 @@ TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, 
 
 TEST_CASE("the layout's optimizer sets its states, and each framework runs its own") {
   const auto m = small_model();
-  // The last stage of tp 2, pp 2, dp 8 holds 41,588,736 parameters (the test above). Its
+  // The last stage of tp 2, pp 2, dp 8 holds 41,590,784 parameters (the test above). Its
   // optimizer-sharded states per parameter are fp32 main weights + the optimizer's fp32
   // tensors, over dp 8: Adam(W) (4 + 8)/8, SGD with momentum (4 + 4)/8, plain SGD 4/8.
-  constexpr std::int64_t n = 41588736;
+  constexpr std::int64_t n = 41590784;
   auto l = layout(2, 2, 8);
   l.optimizer = Optimizer::sgd_momentum;
   CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == n / 2);
@@ -396,19 +397,21 @@ TEST_CASE("the heaviest stage sets memory: micro-batches in flight fall along th
   const double layer = kSmallLayer;
   // pp 5 on 8 layers: 8 + 2 = 10 divides by 5, so 1, 2, 2, 2, 1. Stage 0 holds 1 layer and
   // the embedding with 5 micro-batches in flight; stage 1 2 layers with 4; stage 4 1 layer,
-  // the tied head's copy of the word embedding (Megatron keeps one on the last stage) and one
-  // micro-batch's head inputs, logits and fp32 softmax (1024 x 32,000 x 6 B). By hand:
+  // the tied head's copy of the word embedding (Megatron keeps one on the last stage), the
+  // final norm and one micro-batch's head inputs, logits and fp32 softmax (1024 x 32,000 x
+  // 6 B). By hand:
   l = layout(1, 5, 1);
   l.micro_batches = 8;
   const auto split = layers_per_stage(*m.transformer, l);
   CHECK(split == std::vector<std::int64_t>{1, 2, 2, 2, 1});
   const double block = 12.0 * 1024 * 1024 + 13 * 1024;  // matrices, biases and norms
   const double embedding = 32000.0 * 1024 + 2048.0 * 1024, head = 32000.0 * 1024;
+  const double final_norm = 2 * 1024;   // the last stage's LayerNorm weight and bias
   const double per_param = 2 + 4 + 12;  // bf16 weights, fp32 main grads, Adam (dp 1)
   const double stage0 = (block + embedding) * per_param + (layer * 1 + kTokenIds) * 5;
   const double stage1 = 2 * block * per_param + layer * 2 * 4;
   const double stage4 =
-      (block + head) * per_param + layer + kHeadInputs + 1024.0 * 32000 * 6;  // 1,050,978,304
+      (block + head + final_norm) * per_param + layer + kHeadInputs + 1024.0 * 32000 * 6;
   const auto heavy = memory_3d(m, l, k);
   CHECK(heavy.stage == 4);  // the loss outweighs stage 0's 4 more micro-batches in flight
   CHECK(stage4 > std::max(stage0, stage1));
@@ -634,4 +637,63 @@ TEST_CASE("FSDP2 step: with enough compute only the first gather of each pass sh
   // Blocks kept gathered from forward: no gathers in backward.
   l.sharding = DpSharding::gradients;
   CHECK(model.time(l).fsdp_comm_s == Approx(g + r).epsilon(0.01));
+}
+
+TEST_CASE("one memory model: a one-stage FSDP2 layout holds FSDP FULL_SHARD's model states") {
+  // The same pricing (memory.cpp) lays out both: fp32 parameter and gradient shards and AdamW's
+  // fp32 moments over 4 ranks, no master copy (FSDP's flat parameters are the fp32 weights).
+  const auto m = small_model();
+  const auto layout = memory_3d(m, fsdp2(4, DpSharding::parameters), OverheadConstants{});
+  TrainingConfig c;
+  c.strategy = Strategy::fsdp_full;
+  c.dp_size = 4;
+  c.seq_len = 1024;
+  const auto dp = estimate_memory(m, c, OverheadConstants{});
+  CHECK(layout.params_per_gpu == m.params);
+  CHECK(layout.weights == dp.gpu.weights);
+  CHECK(layout.gradients == dp.gpu.gradients);
+  CHECK(layout.master_weights == dp.gpu.master_weights);
+  CHECK(layout.optimizer_states == dp.gpu.optimizer_states);
+  // Explained as every strategy is, with the layout's notes.
+  const auto explained = [&](const std::string& component) {
+    for (const auto& [key, text] : layout.explain) {
+      if (key == component) return text;
+    }
+    return std::string();
+  };
+  CHECK_THAT(explained("weights"), Contains("4 B (fp32)") && Contains("(1/4 shard)"));
+  auto hybrid = fsdp2(4, DpSharding::parameters);
+  hybrid.shard_group = 2;
+  CHECK_THAT(memory_3d(m, hybrid, OverheadConstants{}).notes.at(0),
+             Contains("groups of 2 GPUs shard, 2 groups replicate"));
+}
+
+TEST_CASE("a search's figures-only memory equals the explained one, without the text") {
+  OverheadConstants k;
+  k.cuda_context_bytes = 536870912;
+  k.allocator_slack_fraction = 0.05;
+  k.nccl_channels = 16;
+  k.nccl_connections_per_channel = 2;
+  k.nccl_buffer_bytes_per_connection = 9633792;
+  const auto m = small_model();
+  auto interleaved = layout(2, 2, 2);
+  interleaved.interleave = 2;
+  interleaved.micro_batches = 4;
+  interleaved.sequence_parallel = true;
+  auto cp = layout(1, 1, 2);
+  cp.cp = 2;
+  cp.recompute = Checkpointing::selective;
+  for (const auto& l : {layout(1, 1, 1), layout(2, 4, 1), interleaved, cp,
+                        fsdp2(4, DpSharding::gradients), fsdp2(4, DpSharding::parameters)}) {
+    const auto full = memory_3d(m, l, k, true);
+    const auto figures = memory_3d(m, l, k, false);
+    CHECK(figures.total() == full.total());
+    CHECK(figures.stage == full.stage);
+    CHECK(figures.activations == full.activations);
+    CHECK(figures.buffers == full.buffers);
+    CHECK(figures.overhead == full.overhead);
+    CHECK(figures.activation_terms.empty());
+    CHECK(figures.explain.empty());
+    CHECK_FALSE(full.activation_terms.empty());
+  }
 }

@@ -52,6 +52,7 @@ struct ActivationShape {
   bool embedding = true;           // the first stage: token ids, embedding dropout and norm
   bool head = true;                // the last stage: final norm, head, logits and loss
   LossKind loss = LossKind::torch;
+  bool named = true;  // false: the total alone, no list of terms (a search)
 };
 
 // One block's activations for one micro-batch of `a`:

@@ -180,9 +180,17 @@ struct Memory3D {
   std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
   std::vector<NamedBytes> buffer_terms;
   std::vector<NamedBytes> overhead_terms;  // CUDA context, allocator slack
+  // How each component is derived, and notes, as the data-parallel estimate gives them (the
+  // one memory model prices both; {field} markers for a front end to render).
+  std::vector<std::pair<std::string, std::string>> explain;
+  std::vector<std::string> notes;
   Bytes total() const;
 };
-Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k);
+// The heaviest stage's GPU, priced by the memory model every strategy uses (memory.hpp) with
+// the layout's framework in place of a strategy; `explained` false leaves out the
+// explanations and notes (a search needs the figures alone).
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                   bool explained = true);
 
 struct Time3D {
   double compute_s = 0;     // per micro-batch per stage (forward + backward + recompute)

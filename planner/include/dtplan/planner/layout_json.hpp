@@ -18,6 +18,11 @@ nlohmann::json to_json(const Candidate3D& c);
 // {"activations": [{"name", "bytes"}, ...], "buffers": [...], "overhead": [...]}.
 nlohmann::json memory_details_json(const cost::Memory3D& m);
 
+// How each component of a layout's memory is derived, {"weights": "...", ...}, and its notes,
+// as the data-parallel estimate's "explain" and "notes" ({field} markers left for the front
+// end).
+nlohmann::json memory_explain_json(const cost::Memory3D& m);
+
 // The layout of an entry: family, framework, sharding and the ranks it spans, dp, tp, pp, cp
 // (and its exchange), interleave, schedule, stage layers, sequence parallel, micro-batch,
 // accumulation, recompute, offload, precision. `gpus_per_node` sizes hybrid shard groups.
