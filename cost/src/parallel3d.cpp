@@ -9,6 +9,7 @@
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
+#include "dtplan/cost/step_time.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/named_value.hpp"
@@ -690,13 +691,10 @@ CommPhaseTime Model3D::fsdp_exposed(const Layout3D& l, const ComputeTime& stage,
                                            shards, block * recipe.gradient_comm_bytes());
   const auto n = static_cast<double>(layers);
   // U messages (blocks) alongside compute C, prefetched one block ahead: the first cannot
-  // hide, the rest hide behind the compute before them (as step_time.hpp's overlap).
-  const auto exposed = [n](double comm, double compute) {
-    return std::max(comm / n, comm - compute * (n - 1) / n);
-  };
-  out.forward_s = exposed(n * gather, stage.forward_s);
+  // hide, the rest hide behind the compute before them (step_time.hpp's overlap rule).
+  out.forward_s = exposed_comm_s(n * gather, layers, stage.forward_s);
   const double backward_gathers = l.sharding == DpSharding::parameters ? n * gather : 0.0;
-  out.backward_s = exposed(backward_gathers + n * reduce, stage.backward_s);
+  out.backward_s = exposed_comm_s(backward_gathers + n * reduce, layers, stage.backward_s);
   return out;
 }
 

@@ -27,13 +27,6 @@ bool runs_in(const CommOp& op, std::int64_t i, std::int64_t m, bool no_sync) {
   return true;
 }
 
-// Exposed part of T seconds of communication in U messages alongside C seconds of compute.
-double exposed(double t, std::int64_t messages, double compute) {
-  if (t <= 0) return 0;
-  const double u = static_cast<double>(std::max<std::int64_t>(messages, 1));
-  return std::max(t / u, t - compute * (u - 1) / u);
-}
-
 struct Phase {
   double comm = 0;
   std::int64_t messages = 0;
@@ -105,8 +98,8 @@ struct MicroTimes {
 MicroTimes micro_times(const StepInputs& in, std::int64_t i) {
   MicroTimes t;
   t.ops = micro_step(in, i);
-  t.exposed_forward = exposed(t.ops.forward.comm, t.ops.forward.messages, in.forward_s);
-  t.exposed_backward = exposed(t.ops.backward.comm, t.ops.backward.messages, in.backward_s);
+  t.exposed_forward = exposed_comm_s(t.ops.forward.comm, t.ops.forward.messages, in.forward_s);
+  t.exposed_backward = exposed_comm_s(t.ops.backward.comm, t.ops.backward.messages, in.backward_s);
   const double slow = in.overlap_compute_slowdown;
   t.forward = in.forward_s + slow * (t.ops.forward.comm - t.exposed_forward);
   t.backward = in.backward_s + slow * (t.ops.backward.comm - t.exposed_backward);
@@ -204,6 +197,12 @@ class Timeline {
 };
 
 }  // namespace
+
+double exposed_comm_s(double comm_s, std::int64_t messages, double compute_s) {
+  if (comm_s <= 0) return 0;
+  const double u = static_cast<double>(std::max<std::int64_t>(messages, 1));
+  return std::max(comm_s / u, comm_s - compute_s * (u - 1) / u);
+}
 
 StepTimes step_times(const StepInputs& in) {
   StepTimes out;

@@ -42,6 +42,11 @@ struct StepTimes {
   double host_transfer_s = 0;
 };
 
+// The overlap rule above, for every model that overlaps communication with compute (the
+// data-parallel step, FSDP2's block gathers in a layout): of `comm_s` seconds in `messages`
+// messages alongside `compute_s`, max(T/U, T - C (U-1)/U) stays exposed.
+double exposed_comm_s(double comm_s, std::int64_t messages, double compute_s);
+
 // Arithmetic only, no allocation: the planner calls it per candidate.
 StepTimes step_times(const StepInputs& in);
 
