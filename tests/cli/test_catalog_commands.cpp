@@ -17,7 +17,7 @@ nlohmann::json run_json(const std::string& command) {
 
 TEST_CASE("models lists every preset with its exact count") {
   const auto j = run_json("models");
-  CHECK(j["models"].size() == 14);
+  CHECK(j["models"].size() == 15);
   int found = 0;
   for (const auto& m : j["models"]) {
     if (m["name"] == "llama-2-70b") {
@@ -41,8 +41,16 @@ TEST_CASE("models lists every preset with its exact count") {
       CHECK(m["params"] == 405'853'388'800);
       CHECK(m["shape"]["layers"] == 126);
     }
+    if (m["name"] == "llama-3.1-8b") {
+      ++found;
+      // Untied 128256 x 4096 embedding and LM head (2 x 525,336,576) + 32 x (attention 4096 x
+      // (4096 + 2 x 1024 + 4096) = 41,943,040, MLP 3 x 4096 x 14336 = 176,160,768, two norms
+      // 8,192) + final norm 4,096 = 8,030,261,248, Hugging Face's count for Llama 3.1 8B.
+      CHECK(m["params"] == 8'030'261'248);
+      CHECK(m["shape"]["max_positions"] == 131072);
+    }
   }
-  CHECK(found == 3);
+  CHECK(found == 4);
 }
 
 TEST_CASE("gpus lists the catalogue") {
