@@ -154,15 +154,18 @@ CommModel::Pattern CommModel::hierarchical_pattern() {
 
 // One ring per local rank j over the nodes, through rail j's NICs, all at once: each hop
 // carries 2(N-1)/N of the message.
-CommModel::Pattern CommModel::replica_pattern() {
+// A ring per local rank across the nodes: an all-reduce sends 2(n-1)/n of the bytes along
+// each ring hop in 2(n-1) steps, an all-gather or reduce-scatter (n-1)/n in n-1 steps.
+CommModel::Pattern CommModel::replica_pattern(Collective c) {
   const std::int64_t g = t_.gpus_per_node();
   const std::int64_t nodes_n = nodes();
   const double nd = static_cast<double>(nodes_n);
+  const double phases = c == Collective::all_reduce ? 2.0 : 1.0;
   std::vector<Flow> flows;
   for (std::int64_t j = 0; j < g; ++j) {
     for (std::int64_t k = 0; k < nodes_n; ++k) {
       flows.push_back(
-          {t_.gpu(k * g + j), t_.gpu(((k + 1) % nodes_n) * g + j), 2.0 * (nd - 1.0) / nd});
+          {t_.gpu(k * g + j), t_.gpu(((k + 1) % nodes_n) * g + j), phases * (nd - 1.0) / nd});
     }
   }
   const auto ft = time_flows(router_, flows);
@@ -170,7 +173,7 @@ CommModel::Pattern CommModel::replica_pattern() {
   p.seconds_per_byte = ft.time_s;
   p.bottleneck = ft.bottleneck;
   p.channels = g;
-  p.hops_by_kind[kind_index(LinkKind::network)] = 2.0 * (nd - 1.0);
+  p.hops_by_kind[kind_index(LinkKind::network)] = phases * (nd - 1.0);
   p.nvlink_only = false;
   return p;
 }

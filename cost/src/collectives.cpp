@@ -237,15 +237,25 @@ CollectiveEstimate CommModel::estimate(Collective c, Bytes size, Algorithm a) {
 }
 
 CollectiveEstimate CommModel::replica_all_reduce(Bytes size) {
+  return replica_estimate(Collective::all_reduce, size);
+}
+
+CollectiveEstimate CommModel::replica_estimate(Collective c, Bytes size) {
+  if (c != Collective::all_reduce && c != Collective::all_gather &&
+      c != Collective::reduce_scatter) {
+    throw Error("replica groups run all-reduce, all-gather or reduce-scatter, not " +
+                std::string(name_of(c)));
+  }
   if (nodes() < 2) {
     CollectiveEstimate e;
+    e.collective = c;
     e.size = size;
     return e;  // one node: no replicas to reduce across
   }
   auto& patterns = context_->patterns();
-  const auto key = std::make_tuple(n_, Collective::all_reduce, Algorithm::automatic);
-  if (patterns.count(key) == 0) patterns[key] = replica_pattern();
-  return evaluate(Collective::all_reduce, size, Algorithm::automatic);
+  const auto key = std::make_tuple(n_, c, Algorithm::automatic);
+  if (patterns.count(key) == 0) patterns[key] = replica_pattern(c);
+  return evaluate(c, size, Algorithm::automatic);
 }
 
 CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -397,11 +398,12 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 }
 
 struct Model3D::Cache {
-  // Whole model: (b, recompute, sequence, precision); stage: (b, recompute, t, stage layers,
-  // tokens per rank, precision); data-parallel all-reduce: (dp x cp, bytes, tp).
-  std::map<std::tuple<std::int64_t, int, std::int64_t, int>, ComputeTime> compute;
+  // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, t,
+  // stage layers, tokens per rank, precision, attention); data-parallel all-reduce: (dp x cp,
+  // bytes, tp).
+  std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
   std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, layers)
-  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int>,
+  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int, int>,
            ComputeTime>
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
@@ -452,20 +454,41 @@ double p2p_latency_s(bool across_nodes) {
   return across_nodes ? 10e-6 : 5e-6;
 }
 
+// A collective over a group of `ranks` GPUs spread evenly over `span` consecutive GPUs (ranks
+// ordered tp, cp, dp, pp, so span / ranks groups interleave with it):
+//   - inside a node (span fits): the first `ranks` GPUs; each GPU has its own NVLink
+//     bandwidth, so interleaved groups do not slow each other;
+//   - across nodes, contiguous (span = ranks): the whole nodes, NCCL's rings over them;
+//   - across nodes, strided: k = ranks / nodes of the group's GPUs in each node, each with its
+//     own NIC, which the interleaved groups' GPUs do not share. NCCL runs a flat ring over
+//     the r = ranks GPUs with k channels, one per NIC: each NIC carries (r-1)/r of 1/k of the
+//     bytes (twice for an all-reduce). Priced on the rings of one GPU per node through each
+//     rail (which carry (n-1)/n of theirs over n nodes) with the bytes scaled to match; the
+//     ring's r - 1 steps of latency are counted as the n - 1 network hops (exact for k = 1,
+//     one GPU per node).
+double group_time_s(const Topology& t, const InterconnectTable& table, Collective c,
+                    std::int64_t span, std::int64_t ranks, std::int64_t bytes,
+                    const std::shared_ptr<CommContext>& comm) {
+  const std::int64_t per_node = t.gpus_per_node();
+  if (span <= per_node) return CommModel(t, table, ranks, comm).estimate(c, Bytes{bytes}).time_s;
+  const std::int64_t nodes = (span + per_node - 1) / per_node;
+  CommModel whole(t, table, nodes * per_node, comm);
+  if (span == ranks) return whole.estimate(c, Bytes{bytes}).time_s;
+  const std::int64_t k = std::max<std::int64_t>(1, ranks / nodes);
+  const double r = static_cast<double>(ranks), n = static_cast<double>(nodes);
+  const double scale = ((r - 1) / r) / ((n - 1) / n) / static_cast<double>(k);
+  return whole
+      .replica_estimate(
+          c, Bytes{static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * scale))})
+      .time_s;
+}
+
+// Megatron's data-parallel group (with the context-parallel ranks, which hold the same
+// weights) spans tp x cp x dp consecutive ranks.
 double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
                        std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
-  // Megatron orders ranks tp, cp, dp, pp: a data-parallel group (with the context-parallel
-  // ranks, which hold the same weights) spans tp x cp x dp consecutive ranks -- inside a node
-  // when they fit, else across that many whole nodes.
-  const Bytes grads{bytes};
   const std::int64_t ranks = l.dp * l.cp;
-  const std::int64_t span = l.tp * ranks, per_node = t.gpus_per_node();
-  if (span <= per_node) {
-    return CommModel(t, table, ranks, comm).estimate(Collective::all_reduce, grads).time_s;
-  }
-  const std::int64_t nodes = (span + per_node - 1) / per_node;
-  // One ring per rail across those nodes, as hybrid sharding's replicas.
-  return CommModel(t, table, nodes * per_node, comm).replica_all_reduce(grads).time_s;
+  return group_time_s(t, table, Collective::all_reduce, l.tp * ranks, ranks, bytes, comm);
 }
 
 // The stage's compute with context parallelism: GEMMs and element-wise work are those of the
@@ -490,12 +513,14 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len / l.cp;  // tokens of one rank
   c.checkpointing = l.recompute;
+  c.attention = l.attention;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto shape = std::make_pair(l.tp, stage_layers);
   if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
-  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers,
-                                   c.seq_len, static_cast<int>(l.precision));
+  const auto key =
+      std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers, c.seq_len,
+                      static_cast<int>(l.precision), static_cast<int>(l.attention));
   if (!cache.stage.count(key))
     cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
   return cache.stage.at(key);
@@ -507,14 +532,8 @@ double Model3D::group_collective_s(int collective, std::int64_t span, std::int64
   const auto key = std::make_tuple(collective, span, ranks, bytes);
   const auto found = cache.group.find(key);
   if (found != cache.group.end()) return found->second;
-  // A group of `ranks` spread over `span` consecutive GPUs: the first `ranks` GPUs when the
-  // span fits a node, else the whole nodes it covers (the same traffic per GPU through each
-  // GPU's NIC).
-  const std::int64_t per_node = t_.gpus_per_node();
-  const std::int64_t gpus =
-      span <= per_node ? ranks : ((span + per_node - 1) / per_node) * per_node;
-  CommModel group(t_, table_, gpus, cache.comm);
-  const double s = group.estimate(static_cast<Collective>(collective), Bytes{bytes}).time_s;
+  const double s =
+      group_time_s(t_, table_, static_cast<Collective>(collective), span, ranks, bytes, cache.comm);
   cache.group.emplace(key, s);
   return s;
 }
@@ -582,10 +601,11 @@ Time3D Model3D::time(const Layout3D& l) {
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len;
   c.checkpointing = l.recompute;
+  c.attention = l.attention;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.seq_len,
-                                   static_cast<int>(l.precision));
+                                   static_cast<int>(l.precision), static_cast<int>(l.attention));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
   // The slowest stage sets the pipeline's pace: the one with the most layers.

@@ -107,6 +107,10 @@ class CommModel {
   // All-reduce among the GPUs of equal local rank across nodes, all local ranks at once
   // (hybrid sharding's replica groups): a ring per local rank through its rail.
   CollectiveEstimate replica_all_reduce(Bytes size);
+  // The same for an all-reduce, all-gather or reduce-scatter of `size` bytes per group: the
+  // groups of one GPU per node that a strided layout group (tensor-parallel ranks in between)
+  // makes, each through its own rail. Throws for other collectives.
+  CollectiveEstimate replica_estimate(Collective c, Bytes size);
 
   const RingPlan& rings();
   const Topology& topology() const { return t_; }
@@ -122,7 +126,7 @@ class CommModel {
   Pattern nvls_pattern();
   Pattern hierarchical_pattern();
   Pattern ps_pattern(Collective c);
-  Pattern replica_pattern();
+  Pattern replica_pattern(Collective c);
   Pattern all_to_all_pattern();
   CollectiveEstimate evaluate(Collective c, Bytes size, Algorithm a);
 
