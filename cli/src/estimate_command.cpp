@@ -62,11 +62,15 @@ std::int64_t micro_steps_of(const EstimateOptions& o, const TrainingConfig& c) {
   }
   if (!o.global_batch) return 1;
   const auto per_step = c.micro_batch * c.dp_size;
-  if (*o.global_batch < 1 || *o.global_batch % per_step != 0) {
+  if (*o.global_batch < 1) {
+    throw Error("--global-batch " + std::to_string(*o.global_batch) +
+                ": must be a positive number of samples");
+  }
+  if (*o.global_batch % per_step != 0) {
     throw Error("--global-batch " + std::to_string(*o.global_batch) +
                 ": not a multiple of micro-batch " + std::to_string(c.micro_batch) + " x " +
-                std::to_string(c.dp_size) + " GPUs = " + std::to_string(per_step) +
-                " (dtplan plan finds a shape that reaches it)");
+                std::to_string(c.dp_size) + " data-parallel replicas = " +
+                std::to_string(per_step) + " (dtplan plan finds a shape that reaches it)");
   }
   return *o.global_batch / per_step;
 }
@@ -131,6 +135,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto c = config_of(o, t);
   auto seq = c;
   sequence_length(model, seq.seq_len);
+  host_memory_of(o.training.host_memory);  // checked, though a layout offloads nothing
   auto per_dp = c;
   per_dp.dp_size = layout_dp(o.layout, c.dp_size);
   const auto l = layout_of(o.layout, o.strategy, model, seq, micro_steps_of(o, per_dp));

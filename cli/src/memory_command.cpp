@@ -49,6 +49,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }
   sequence_length(model, config.seq_len);
+  host_memory_of(o.training.host_memory);  // checked, though a layout offloads nothing
   const auto l =
       layout_of(o.layout, o.strategy == "all" ? "" : o.strategy, model, config, o.grad_accum);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));

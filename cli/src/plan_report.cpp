@@ -110,7 +110,8 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   }
   out << '\n';
   if (ctx.plan.layouts && !ctx.plan.layouts->no_layout.empty()) {
-    out << "  tensor x context x pipeline layouts: " << ctx.plan.layouts->no_layout << '\n';
+    out << "  tensor x context x pipeline layouts: " << with_flags(ctx.plan.layouts->no_layout)
+        << '\n';
   }
   if (!ctx.plan.layouts_left_out.empty() && ctx.model.transformer) {
     out << "  tensor x context x pipeline layouts not searched: " << ctx.plan.layouts_left_out
@@ -523,7 +524,7 @@ nlohmann::json layout_search_json(const planner::UnifiedPlan& p) {
           {"fit", x.fit},
           {"out_of_memory", x.out_of_memory},
           {"past_deadline", x.past_deadline},
-          {"no_layout", x.no_layout},
+          {"no_layout", with_flags(x.no_layout)},
           {"elapsed_s", x.elapsed_s}};
 }
 

@@ -226,9 +226,12 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
     fail("sizes must be positive");
   }
   if (l.cp > 1) check_context_parallel(m, l, fail);
-  if (m.num_heads % l.tp != 0 || m.num_kv_heads % l.tp != 0) {
-    fail(std::to_string(m.num_heads) + " attention heads (" + std::to_string(m.num_kv_heads) +
-         " key/value heads) do not divide by tp");
+  if (m.num_heads % l.tp != 0) {
+    fail(std::to_string(m.num_heads) + " attention heads do not divide by tp");
+  } else if (m.num_kv_heads % l.tp != 0) {
+    fail(std::to_string(m.num_kv_heads) + " key/value heads (of " + std::to_string(m.num_heads) +
+         " attention heads) do not divide by tp: each tensor-parallel rank needs whole "
+         "key/value heads");
   }
   if (l.tp > gpus_per_node)
     fail("tensor parallelism must stay inside a node of " + std::to_string(gpus_per_node) +
@@ -243,6 +246,10 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
     fail("interleaving needs pp > 1");
   }
   if (l.sequence_parallel && l.tp == 1) fail("sequence parallelism needs tp > 1");
+  if (l.sequence_parallel && (l.seq_len / l.cp) % l.tp != 0) {
+    fail("sequence parallelism splits each rank's " + std::to_string(l.seq_len / l.cp) +
+         " tokens over the tensor-parallel ranks: they do not divide by tp");
+  }
   check_sharding(l, fail);
 }
 

@@ -47,7 +47,7 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     app.exit(e);
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
-    throw Error(std::string("dtplan-gui: ") + e.what() + " (see --help)");
+    throw Error(std::string(e.what()) + " (see --help)");
   }
   if (!session_file.empty()) {
     // The file first; flags given on the command line override it.

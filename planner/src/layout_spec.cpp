@@ -1,7 +1,10 @@
 // Layouts from their names (see layout_spec.hpp).
 #include "dtplan/planner/layout_spec.hpp"
 
+#include <algorithm>
+
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
 
 namespace dtplan::planner {
 
@@ -19,6 +22,11 @@ namespace {
 
 cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
   if (!strategy.empty() && !is_layout_framework(strategy)) {
+    auto known = strategy_names();
+    if (std::find(known.begin(), known.end(), strategy) == known.end()) {
+      known.insert(known.end(), {"megatron", "fsdp2"});
+      throw FieldError("strategies", unknown_name_message("strategy", strategy, known));
+    }
     throw FieldError("strategies", std::string(strategy) +
                                        " is a data-parallel strategy; a layout ({tp}, {pp}, "
                                        "{cp}, ...) runs under megatron or fsdp2");
@@ -77,6 +85,17 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
                          const TrainingConfig& c, std::int64_t micro_batches) {
   if (!m.transformer) {
     throw FieldError("tp", "model " + m.name + " has no layer shapes: a layout needs them");
+  }
+  if (c.offload != Offload::none) {
+    throw FieldError("offload", std::string(name_of(c.offload)) +
+                                    ": layouts do not offload yet (Megatron-LM's "
+                                    "--optimizer-cpu-offload and FSDP2's CPUOffloadPolicy are "
+                                    "not modelled); the data-parallel strategies do");
+  }
+  if (c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16) {
+    throw FieldError("precision", std::string(name_of(c.precision)) +
+                                      " (torch.autocast) is modelled for dp and ddp; layouts "
+                                      "run fp32, fp16 or bf16 mixed precision");
   }
   cost::Layout3D l;
   l.dp = layout_dp(s, c.dp_size);

@@ -186,26 +186,42 @@ std::string join(const std::vector<std::int64_t>& v) {
 }
 
 // Why no layout exists: the sizes the model and the restrictions allow, and the batch rule.
+// The sizes the model allows, and of them the ones the request allows ("1, 2, 4, 8; the
+// request allows: none").
+std::string sizes_text(const std::vector<std::int64_t>& valid,
+                       const std::vector<std::int64_t>& requested) {
+  std::vector<std::int64_t> kept;
+  for (const auto v : valid) {
+    if (allowed(requested, v)) kept.push_back(v);
+  }
+  if (requested.empty()) return join(valid);
+  return join(valid) + "; of those the request allows: " + join(kept);
+}
+
 std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::int64_t gpus,
                              std::int64_t per_node, std::int64_t seq) {
   std::vector<std::int64_t> tps, pps, cps;
-  for (const auto cp : context_sizes(r, seq)) {
-    if (cp >= 1 && seq % (2 * cp) == 0 && (cp == 1 || r.attention == Attention::flash))
-      cps.push_back(cp);
+  for (std::int64_t cp = 1; cp <= seq / 2; cp *= 2) {
+    if (seq % (2 * cp) == 0 && (cp == 1 || r.attention == Attention::flash)) cps.push_back(cp);
   }
   for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
-    if (allowed(r.tps, tp) && s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);
+    if (s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);
   }
-  for (auto pp : pipeline_depths(s.num_layers)) {
-    if (allowed(r.pps, pp)) pps.push_back(pp);
-  }
+  pps = pipeline_depths(s.num_layers);
+  const std::string attention =
+      r.attention == Attention::flash
+          ? ""
+          : " (context parallelism needs fused attention: {attention} is " +
+                std::string(name_of(r.attention)) + ")";
   return "no layout: tp must be a power of two up to " + std::to_string(per_node) + " dividing " +
          std::to_string(s.num_heads) + " heads and " + std::to_string(s.num_kv_heads) +
-         " key/value heads (allowed here: " + join(tps) + "), pp must divide " +
-         std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) +
-         " (allowed here: " + join(pps) + "), cp must split the " + std::to_string(seq) +
-         "-token sequence into 2 x cp chunks (allowed here: " + join(cps) + "), and " +
-         std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
+         " key/value heads (" + sizes_text(tps, r.tps) + "), pp must divide " +
+         std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) + " (" +
+         sizes_text(pps, r.pps) + "), cp must split the " + std::to_string(seq) +
+         "-token sequence into 2 x cp chunks" + attention + " (" +
+         sizes_text(cps.size() > 8 ? std::vector<std::int64_t>(cps.begin(), cps.begin() + 8) : cps,
+                    r.cps) +
+         "), and " + std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
          std::to_string(r.global_batch);
 }
 

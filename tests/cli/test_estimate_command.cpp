@@ -91,7 +91,10 @@ TEST_CASE("a straggler slows every rank's step, a slower GPU in the set sets the
 TEST_CASE("estimate refuses a batch it cannot reach and other bad options, in one line") {
   auto r = run(with({"--global-batch", "100"}));
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("--global-batch 100: not a multiple of micro-batch 8 x 8 GPUs = 64"));
+  CHECK_THAT(
+      r.err,
+      Contains(
+          "--global-batch 100: not a multiple of micro-batch 8 x 8 data-parallel replicas = 64"));
   r = run(with({"--global-batch", "128", "--grad-accum", "2"}));
   CHECK_THAT(r.err, Contains("give one of them"));
   r = run(with({"--straggler", "0.5"}));

@@ -323,4 +323,21 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   bad = run({"memory", "--model", "gpt2", "--tp", "3", "--gpus", "8"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--gpus: 8 is not divisible by --tp x --cp x --pp = 3"));
+  // What layouts do not model is refused, not silently ignored.
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--offload", "optimizer"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--offload: optimizer: layouts do not offload yet"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--precision", "amp-bf16"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--precision: amp-bf16 (torch.autocast) is modelled for dp and ddp"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--host-memory", "banana"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--host-memory 'banana': not a size"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--strategy", "bogus"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--strategy: unknown strategy 'bogus'") && Contains("megatron, fsdp2"));
+  // Llama 2 70B's 64 heads divide by 16, its 8 key/value heads do not.
+  bad = run({"memory", "--model", "llama-2-70b", "--tp", "16", "--gpus", "16"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("8 key/value heads (of 64 attention heads) do not divide by tp"));
 }

@@ -291,8 +291,15 @@ TEST_CASE("plan --tp restricts every candidate, --sp takes on and off") {
   const auto none =
       dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
                                 "A100-80GB", "--global-batch", "16", "--pp", "5"});
-  CHECK_THAT(none.out,
-             Catch::Matchers::Contains("pp must divide 12 layers or 14 (allowed here: none)"));
+  CHECK_THAT(none.out, Catch::Matchers::Contains("pp must divide 12 layers or 14 (1,2,3,4,6,7,12; "
+                                                 "of those the request allows: none)"));
+  // Eager attention rules out context parallelism, and the reason says so in flags.
+  const auto eager = dtplan::test::run_dtplan(
+      {"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu", "A100-80GB",
+       "--global-batch", "16", "--cp", "2", "--attention", "eager", "--strategy", "megatron"});
+  CHECK_THAT(eager.out, Catch::Matchers::Contains(
+                            "(context parallelism needs fused attention: --attention is eager) "
+                            "(1; of those the request allows: none)"));
 }
 
 TEST_CASE("plan --schedule restricts the pipeline schedules") {

@@ -268,6 +268,12 @@ TEST_CASE("1F1B holds min(p, m) micro-batches, interleaving adds (p - 1)/(p v)")
 TEST_CASE("layout rules are checked and named") {
   const auto model = small_model();  // kept: the spec below refers into it
   const auto& t = *model.transformer;
+  auto sp = layout(4, 1, 1);
+  sp.sequence_parallel = true;
+  sp.seq_len = 1022;  // Megatron-LM scatters the sequence over the 4 tensor-parallel ranks
+  CHECK_THROWS_WITH(
+      check_layout(t, sp, 8),
+      Contains("1022 tokens over the tensor-parallel ranks: they do not divide by tp"));
   auto l = layout(3, 1, 1);
   CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("do not divide by tp"));
   l = layout(16, 1, 1);
@@ -725,4 +731,25 @@ TEST_CASE("groups across nodes share the NICs with the groups interleaved with t
   const auto t = model.time(l);
   CHECK(t.cp_comm_s > nic_bound);
   CHECK(t.cp_comm_s < 1.3 * nic_bound);
+}
+
+TEST_CASE("a layout's compute follows the training's attention kernel") {
+  // Eager attention materialises and reads the s x s scores (memory-bound softmax and
+  // dropout) where a fused kernel does not: the same layout computes longer with it, as the
+  // data-parallel strategies do (compute_time.hpp).
+  const DgxH100 f(1);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  auto l = layout(2, 1, 1);
+  const auto flash = model.time(l);
+  l.attention = Attention::eager;
+  const auto eager = model.time(l);
+  CHECK(eager.compute_s > flash.compute_s);
+  TrainingConfig c;
+  c.seq_len = 1024;
+  c.attention = Attention::eager;
+  const auto whole_eager = estimate_compute(f.m, c, f.gpu, f.k);
+  c.attention = Attention::flash;
+  const auto whole_flash = estimate_compute(f.m, c, f.gpu, f.k);
+  // The difference is the attention kernels' own: the same sign on the whole model.
+  CHECK(whole_eager.attention_s > whole_flash.attention_s);
 }

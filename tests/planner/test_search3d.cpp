@@ -92,7 +92,8 @@ TEST_CASE("3D search at 128K tokens: context parallelism is what fits, down to 4
   CHECK(none_at_all.evaluated == 0);
   CHECK_THAT(none_at_all.no_layout,
              Catch::Matchers::Contains("cp must split the 131072-token sequence into 2 x cp "
-                                       "chunks (allowed here: none)"));
+                                       "chunks (1,2,4,8,16,32,64,128; of those the request "
+                                       "allows: none)"));
 }
 
 TEST_CASE("3D search: Megatron-LM and FSDP2 layouts in one ranking, restricted by framework") {
