@@ -120,8 +120,11 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           {"sequence_parallel", l.sequence_parallel},
           {"micro_batch", l.micro_batch},
           {"grad_accum", l.micro_batches},
-          {"no_sync", true},
+          // Megatron-LM reduces gradients once, after the last micro-batch; FSDP2 (as
+          // torchtitan runs it) reduce-scatters them in every micro-batch's backward.
+          {"no_sync", l.framework == cost::Framework::megatron},
           {"recompute", std::string(name_of(l.recompute))},
+          {"attention", std::string(name_of(l.attention))},
           {"offload", "none"},
           {"precision", std::string(name_of(l.precision))},
           {"optimizer", std::string(name_of(l.optimizer))}};

@@ -329,13 +329,15 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK_THAT(bad.err, Contains("--offload: optimizer: layouts do not offload yet"));
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--precision", "amp-bf16"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--precision: amp-bf16 (torch.autocast) is modelled for dp and ddp"));
+  CHECK_THAT(bad.err,
+             Contains("--precision: amp-bf16 (torch.autocast) is modelled for dp and ddp"));
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--host-memory", "banana"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--host-memory 'banana': not a size"));
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--strategy", "bogus"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--strategy: unknown strategy 'bogus'") && Contains("megatron, fsdp2"));
+  CHECK_THAT(bad.err,
+             Contains("--strategy: unknown strategy 'bogus'") && Contains("megatron, fsdp2"));
   // Llama 2 70B's 64 heads divide by 16, its 8 key/value heads do not.
   bad = run({"memory", "--model", "llama-2-70b", "--tp", "16", "--gpus", "16"});
   CHECK(bad.code == 1);

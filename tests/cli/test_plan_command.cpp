@@ -422,6 +422,20 @@ TEST_CASE("the layouts add up: evaluated = fit + over memory + past the deadline
   const bool best_is_layout =
       j["best"]["layout"]["framework"] == "megatron" || j["best"]["layout"]["framework"] == "fsdp2";
   CHECK(layouts_rejected == evaluated - (best_is_layout ? 1 : 0));
+  // Each framework's gradient synchronisation: Megatron-LM once per step after the last
+  // micro-batch (as no_sync), FSDP2 in every micro-batch's backward.
+  int frameworks_seen = 0;
+  for (const auto& r : j["rejected"]) {
+    const auto& l = r["config"]["layout"];
+    if (l["framework"] == "megatron") {
+      CHECK(l["no_sync"] == true);
+      frameworks_seen |= 1;
+    } else if (l["framework"] == "fsdp2") {
+      CHECK(l["no_sync"] == false);
+      frameworks_seen |= 2;
+    }
+  }
+  CHECK(frameworks_seen == 3);
 }
 
 // Issue 14, item 15: on 4 x RTX 4090 (pcie-1switch-4: 256 GiB of host memory per node) the
