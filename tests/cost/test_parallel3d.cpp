@@ -214,10 +214,10 @@ TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, 
   hybrid.framework = Framework::fsdp2;
   hybrid.sharding = DpSharding::parameters;
   hybrid.shard_group = 2;
-  const auto h = memory_3d(m, hybrid, k);
+  const auto with_hybrid = memory_3d(m, hybrid, k);
   constexpr std::int64_t block = 12'590'080 + 6'144;
-  CHECK(h.buffers.value == block * (2 * 2 + 4) + 2 * 400);
-  CHECK(h.buffer_terms.size() == 3);
+  CHECK(with_hybrid.buffers.value == block * (2 * 2 + 4) + 2 * 400);
+  CHECK(with_hybrid.buffer_terms.size() == 3);
 }
 
 TEST_CASE("the layout's optimizer sets its states, and each framework runs its own") {
