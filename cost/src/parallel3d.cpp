@@ -265,9 +265,7 @@ namespace {
 // group, and under hybrid sharding the shard and the replica groups instead of one.
 std::int64_t communicators(const Layout3D& l) {
   const std::int64_t dp_ranks = l.dp * l.cp;
-  const bool hybrid =
-      l.sharding != DpSharding::none && l.shard_group > 0 && l.shard_group < dp_ranks;
-  return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (hybrid ? 2 : 1) : 0) +
+  return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (l.hybrid() ? 2 : 1) : 0) +
          (l.pp > 1 ? 1 : 0);
 }
 
@@ -312,7 +310,7 @@ StrategyTraits layout_traits(const Layout3D& l) {
           .gradient_buffer = fsdp ? GradientBuffer::unit_gradients : GradientBuffer::none,
           .fsdp = fsdp,
           .single_process = false,
-          .hybrid = l.shard_group > 0 && l.shard_group < l.dp * l.cp,
+          .hybrid = l.hybrid(),
           .offload_optimizer_ok = false,
           .offload_params_ok = false,
           .no_sync = false,

@@ -149,6 +149,8 @@ struct Layout3D {
     if (sharding == DpSharding::none) return 1;
     return shard_group > 0 ? shard_group : dp * cp;
   }
+  // Hybrid sharding: groups of shard_ranks() shard, and the groups replicate each other.
+  bool hybrid() const { return shard_ranks() > 1 && shard_ranks() < dp * cp; }
 };
 
 // The layers of each pipeline stage: the layout's own list (p entries, each at least v, summing
