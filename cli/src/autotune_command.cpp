@@ -41,7 +41,7 @@ runtime::AutotuneRequest request_of(const AutotuneOptions& o) {
   r.backend = o.backend;
   r.steps = o.steps;
   r.warmup = o.warmup;
-  r.precision = parse_precision(o.precision);
+  r.precision = parse_flag("--precision", o.precision, parse_precision);
   r.optimizer = parse_optimizer(o.optimizer);
   for (const auto& name : o.strategies)
     r.strategies.push_back(parse_strategy(name));

@@ -108,7 +108,7 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
   const auto m = resolve_model(o.model);
   const auto overheads = cost::load_overheads(data_dir_of(o.model) / "overheads.json");
   TrainingConfig c;
-  c.precision = parse_precision(o.precision);
+  c.precision = parse_flag("--precision", o.precision, parse_precision);
   c.dp_size = o.gpus.value_or(t.gpu_count());
   c.gpus_per_node = t.gpus_per_node();
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));

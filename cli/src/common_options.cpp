@@ -139,18 +139,18 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.dp_size = o.gpus;
   c.gpus_per_node = o.gpus_per_node.value_or(std::min<std::int64_t>(o.gpus, 8));
   require_positive(c.gpus_per_node, "--gpus-per-node", 1024);
-  c.precision = parse_precision(o.precision);
-  c.optimizer = parse_optimizer(o.optimizer);
+  c.precision = parse_flag("--precision", o.precision, parse_precision);
+  c.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   c.grad_bucket_view = o.grad_bucket_view;
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   c.fp32_grad_accumulation = o.fp32_grad_accumulation;
-  c.offload = parse_offload(o.offload);
+  c.offload = parse_flag("--offload", o.offload, parse_offload);
   require_positive(o.micro_batch, "--micro-batch", 1'000'000);
   c.micro_batch = o.micro_batch;
   if (o.seq_len) require_positive(*o.seq_len, "--seq-len");
   c.seq_len = o.seq_len.value_or(0);
-  c.checkpointing = parse_checkpointing(o.checkpointing);
-  c.attention = parse_attention(o.attention);
+  c.checkpointing = parse_flag("--checkpointing", o.checkpointing, parse_checkpointing);
+  c.attention = parse_flag("--attention", o.attention, parse_attention);
   return c;
 }
 

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dtplan/cost/compute_time.hpp"
+#include "dtplan/model/error.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
@@ -87,5 +89,15 @@ cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesy
 std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data);
 // --host-memory as bytes per node; nullopt when not given.
 std::optional<Bytes> host_memory_of(const std::string& text);
+
+// `parse(text)`, its failure prefixed with the flag: "--precision: unknown precision 'fp8'".
+template <class Parse>
+auto parse_flag(std::string_view flag, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const Error& e) {
+    throw Error(std::string(flag) + ": " + e.what());
+  }
+}
 
 }  // namespace dtplan::cli

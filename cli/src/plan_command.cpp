@@ -75,10 +75,11 @@ struct PlanOptions {
 };
 
 template <class E>
-std::vector<E> parse_all(const std::vector<std::string>& names, E (*parse)(std::string_view)) {
+std::vector<E> parse_all(std::string_view flag, const std::vector<std::string>& names,
+                         E (*parse)(std::string_view)) {
   std::vector<E> out;
   for (const auto& n : names) {
-    const auto v = parse(n);
+    const auto v = parse_flag(flag, n, parse);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   return out;
@@ -105,9 +106,9 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     throw Error("--gpus: a positive integer up to 1,000,000");
   }
   r.max_gpus = o.max_gpus.value_or(0);
-  r.precisions = parse_all(o.precisions, parse_precision);
-  r.checkpointing = parse_all(o.checkpointings, parse_checkpointing);
-  r.offloads = parse_all(o.offloads, parse_offload);
+  r.precisions = parse_all("--precision", o.precisions, parse_precision);
+  r.checkpointing = parse_all("--checkpointing", o.checkpointings, parse_checkpointing);
+  r.offloads = parse_all("--offload", o.offloads, parse_offload);
   for (const auto mb : o.micro_batches) {
     if (mb < 1) throw Error("--micro-batch " + std::to_string(mb) + ": must be positive");
     // global batch = micro-batch x accumulation x data-parallel GPUs, each at least 1.
@@ -118,8 +119,8 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     }
   }
   r.micro_batches = o.micro_batches;
-  r.optimizer = parse_optimizer(o.optimizer);
-  r.attention = parse_attention(o.attention);
+  r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
+  r.attention = parse_flag("--attention", o.attention, parse_attention);
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
   r.host_memory = host_memory_of(o.host_memory);

@@ -20,6 +20,18 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
 
 namespace {
 
+// A name parsed for `field`: an unknown name is a FieldError naming the field.
+template <class Parse>
+auto parsed(const char* field, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const FieldError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FieldError(field, e.what());
+  }
+}
+
 cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
   if (!strategy.empty() && !is_layout_framework(strategy)) {
     auto known = strategy_names();
@@ -35,7 +47,7 @@ cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
     throw FieldError("framework", s.framework + " and {strategies} " + std::string(strategy) +
                                       " both name the framework: name it once");
   }
-  if (!s.framework.empty()) return cost::parse_framework(s.framework);
+  if (!s.framework.empty()) return parsed("framework", s.framework, cost::parse_framework);
   return is_layout_framework(strategy) ? cost::parse_framework(strategy)
                                        : cost::Framework::megatron;
 }
@@ -102,14 +114,14 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.tp = s.tp;
   l.pp = s.pp;
   l.cp = s.cp;
-  l.cp_comm = cost::parse_cp_comm(s.cp_comm);
+  l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
-  l.sharding = !s.sharding.empty()                     ? cost::parse_dp_sharding(s.sharding)
+  l.sharding = !s.sharding.empty() ? parsed("sharding", s.sharding, cost::parse_dp_sharding)
                : l.framework == cost::Framework::fsdp2 ? cost::DpSharding::parameters
                                                        : cost::DpSharding::optimizer;
   l.shard_group = s.dp_shard;
   l.interleave = s.interleave;
-  if (!s.schedule.empty()) l.schedule = cost::parse_schedule(s.schedule);
+  if (!s.schedule.empty()) l.schedule = parsed("schedule", s.schedule, cost::parse_schedule);
   l.sequence_parallel = s.sequence_parallel;
   l.stage_layers = s.pp_layers;
   l.micro_batch = c.micro_batch;

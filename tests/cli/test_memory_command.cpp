@@ -338,6 +338,14 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err,
              Contains("--strategy: unknown strategy 'bogus'") && Contains("megatron, fsdp2"));
+  // Unknown names are errors naming the flag, on the layout path and the data-parallel one.
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--attention", "flashy"});
+  CHECK_THAT(bad.err, Contains("--attention: unknown attention 'flashy' (did you mean: flash?)"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--pp", "2", "--gpus", "8", "--schedule",
+             "foo"});
+  CHECK_THAT(bad.err, Contains("--schedule: pipeline schedule 'foo' is not known"));
+  bad = run({"memory", "--model", "gpt2", "--gpus", "8", "--precision", "fp8"});
+  CHECK_THAT(bad.err, Contains("--precision: unknown precision 'fp8'"));
   // Llama 2 70B's 64 heads divide by 16, its 8 key/value heads do not.
   bad = run({"memory", "--model", "llama-2-70b", "--tp", "16", "--gpus", "16"});
   CHECK(bad.code == 1);
