@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "dtplan/cost/compute_time.hpp"
-#include "dtplan/model/error.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/number_range.hpp"

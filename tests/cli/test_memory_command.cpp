@@ -341,8 +341,8 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   // Unknown names are errors naming the flag, on the layout path and the data-parallel one.
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--attention", "flashy"});
   CHECK_THAT(bad.err, Contains("--attention: unknown attention 'flashy' (did you mean: flash?)"));
-  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--pp", "2", "--gpus", "8", "--schedule",
-             "foo"});
+  bad = run(
+      {"memory", "--model", "gpt2", "--tp", "2", "--pp", "2", "--gpus", "8", "--schedule", "foo"});
   CHECK_THAT(bad.err, Contains("--schedule: pipeline schedule 'foo' is not known"));
   bad = run({"memory", "--model", "gpt2", "--gpus", "8", "--precision", "fp8"});
   CHECK_THAT(bad.err, Contains("--precision: unknown precision 'fp8'"));
