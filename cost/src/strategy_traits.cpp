@@ -102,9 +102,9 @@ constexpr std::array<CollectiveRule, 3> kFsdpFullOps{
 constexpr std::array<CollectiveRule, 2> kFsdpGradOpOps{
     {gather(Ph::forward, CommGroup::data_parallel, true), unit_reduce_scatter(W::deferrable)}};
 constexpr std::array<CollectiveRule, 4> kFsdpHybridOps{{
-    gather(Ph::forward, CommGroup::node),
-    gather(Ph::backward, CommGroup::node),
-    unit_reduce_scatter(W::deferrable, CommGroup::node),
+    gather(Ph::forward, CommGroup::shard_group),
+    gather(Ph::backward, CommGroup::shard_group),
+    unit_reduce_scatter(W::deferrable, CommGroup::shard_group),
     {.name = "gradient shard all-reduce across nodes",
      .collective = C::all_reduce,
      .algorithm = A::ring,

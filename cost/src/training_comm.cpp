@@ -2,10 +2,10 @@
 #include "dtplan/cost/training_comm.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
+#include "rule_pricing.hpp"
 #include "state_layout.hpp"
 
 namespace dtplan::cost {
@@ -15,14 +15,6 @@ namespace {
 // DeepSpeed ZeRO-3 gathers parameters in prefetch buckets of stage3_prefetch_bucket_size
 // (5e7 elements by default) when no module shapes are known.
 constexpr std::int64_t kZero3BucketElements = 50'000'000;
-
-// `count` messages of `elements` each. Buckets repeat one size many times (a 1e15-parameter
-// model has millions of them): runs keep the work per operation independent of model size.
-struct MessageRun {
-  std::int64_t elements;
-  std::int64_t count;
-};
-using Messages = std::vector<MessageRun>;
 
 // Buckets of at most `cap` elements covering `total`: all full but the last.
 Messages buckets(std::int64_t total, std::int64_t cap) {
@@ -48,6 +40,25 @@ Messages unit_messages(const ModelDesc& m) {
   return out;
 }
 
+// The data-parallel group, or the GPUs of a node (hybrid sharding's shard group).
+RuleGroup model_group(CommModel& model, bool node) {
+  return {.label = std::to_string(model.gpus()) + " GPUs" + (node ? " of a node" : ""),
+          .ranks = model.gpus(),
+          .estimate = [&model](Collective c, Bytes size,
+                               Algorithm a) { return model.estimate(c, size, a); },
+          .algorithm = ""};
+}
+
+// Hybrid sharding's replicas: GPU i of every node, one ring per rail.
+RuleGroup replica_group(CommModel& all) {
+  const auto replicas = all.nodes();
+  return {.label = std::to_string(replicas) + " replicas across nodes (per GPU of a node)",
+          .ranks = replicas,
+          .estimate = [&all](Collective, Bytes size,
+                             Algorithm) { return all.replica_all_reduce(size); },
+          .algorithm = replicas > 1 ? "ring per rail" : "none (one node)"};
+}
+
 class Builder {
  public:
   Builder(const ModelDesc& m, const TrainingConfig& c, std::int64_t micro_steps, bool no_sync,
@@ -65,8 +76,20 @@ class Builder {
 
   TrainingComm build() {
     const auto units = unit_messages(m_);
+    const RuleGroup all = model_group(models_.all, false);
+    const RuleGroup node = model_group(models_.node, true);
+    const RuleGroup replicas = replica_group(models_.all);
+    RuleSources sources{.messages = [&](MessageSplit split) { return messages_of(split, units); },
+                        .group = [&](CommGroup g) -> const RuleGroup& {
+                          return g == CommGroup::data_parallel ? all
+                                 : g == CommGroup::shard_group ? node
+                                                               : replicas;
+                        },
+                        .recipe = layout_,
+                        .micro_steps = r_.micro_steps,
+                        .no_sync = r_.no_sync};
     for (const auto& rule : t_.collectives)
-      price(rule, units);
+      ops_.push_back(price_rule(rule, sources));
     if (!t_.no_sync) no_sync_unsupported(std::string(t_.no_sync_refusal));
     total();
     const bool fsdp_sharded = t_.fsdp && t_.shards_gradients;
@@ -104,27 +127,6 @@ class Builder {
     return {};
   }
 
-  // One rule priced on its group, in its payload's communication type.
-  void price(const CollectiveRule& rule, const Messages& units) {
-    const auto messages = messages_of(rule.messages, units);
-    const std::int64_t bytes = rule.payload == Payload::weights ? layout_.parameter_comm_bytes()
-                                                                : layout_.gradient_comm_bytes();
-    const CommWhen when = rule.deferred_by_no_sync && r_.no_sync ? CommWhen::deferrable : rule.when;
-    const std::string name(rule.name);
-    switch (rule.group) {
-      case CommGroup::data_parallel:
-        add(name, rule.collective, rule.algorithm, messages, bytes, when, rule.phase);
-        break;
-      case CommGroup::node:
-        add(name, rule.collective, rule.algorithm, messages, bytes, when, rule.phase,
-            &models_.node);
-        break;
-      case CommGroup::replicas:
-        across_replicas(name, messages, bytes, when, rule.phase);
-        break;
-    }
-  }
-
   // DDP's buckets: the first holds 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES), the rest at most
   // bucket_cap_mb; they are filled in reverse parameter order as gradients arrive.
   Messages ddp_buckets(std::int64_t gb) const {
@@ -140,68 +142,6 @@ class Builder {
       r_.notes.push_back(std::string(name_of(c_.strategy)) +
                          " synchronises gradients every micro-step (" + why + ")");
     }
-  }
-
-  // An all-reduce of each shard across the replica groups: GPU i of every node, one ring per
-  // rail.
-  void across_replicas(const std::string& name, const Messages& shards, std::int64_t bytes,
-                       CommWhen when, CommPhase phase) {
-    CommOp op;
-    op.name = name;
-    op.collective = Collective::all_reduce;
-    const auto replicas = models_.all.nodes();
-    op.group = std::to_string(replicas) + " replicas across nodes (per GPU of a node)";
-    op.gradient_sync = when == CommWhen::deferrable;
-    op.when = when;
-    op.phase = phase;
-    for (const auto& s : shards) {
-      const Bytes size = bytes_of(s.elements, bytes, "message bytes");
-      const auto e = models_.all.replica_all_reduce(size);
-      count(op, size, s.count, e.time_s, bus_factor(Collective::all_reduce, replicas));
-      op.algorithm = replicas > 1 ? "ring per rail" : "none (one node)";
-    }
-    op.runs = 1;
-    ops_.push_back(op);
-  }
-
-  void add(const std::string& name, Collective coll, Algorithm algo, const Messages& messages,
-           std::int64_t bytes_per_element, CommWhen when, CommPhase phase,
-           CommModel* group = nullptr) {
-    CommModel& model = group ? *group : models_.all;
-    CommOp op;
-    op.name = name;
-    op.collective = coll;
-    op.group = std::to_string(model.gpus()) + " GPUs" + (group ? " of a node" : "");
-    op.gradient_sync = when == CommWhen::deferrable;
-    op.when = when;
-    op.phase = phase;
-    op.runs = when == CommWhen::once_per_step ? 1 : r_.micro_steps;
-    std::map<std::string, std::int64_t> labels;  // the label most messages use
-    std::map<std::int64_t, CollectiveEstimate> seen;
-    for (const auto& run : messages) {
-      const Bytes size = bytes_of(run.elements, bytes_per_element, "message bytes");
-      // Units repeat sizes; estimate each size once.
-      auto found = seen.find(size.value);
-      if (found == seen.end())
-        found = seen.emplace(size.value, model.estimate(coll, size, algo)).first;
-      const auto& e = found->second;
-      count(op, size, run.count, e.time_s, bus_factor(coll, model.gpus()));
-      labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))] +=
-          run.count;
-    }
-    for (const auto& [label, count] : labels) {
-      if (op.algorithm.empty() || count > labels[op.algorithm]) op.algorithm = label;
-    }
-    ops_.push_back(op);
-  }
-
-  // Adds `n` messages of `size` bytes taking `time_s` each to `op`.
-  static void count(CommOp& op, Bytes size, std::int64_t n, double time_s, double bus) {
-    const Bytes all = Bytes{checked_mul(size.value, n, "message bytes")};
-    op.time_s += time_s * static_cast<double>(n);
-    op.bytes += all;
-    op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(all.value) * bus)};
-    op.messages += n;
   }
 
   void total() {

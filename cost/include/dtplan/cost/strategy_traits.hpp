@@ -58,9 +58,10 @@ enum class MessageSplit {
 // broadcast) or the gradients (reduced).
 enum class Payload { weights, gradients };
 
-// The GPUs a collective spans: the data-parallel group, the GPUs of one node (hybrid
-// sharding's shard group), or the same GPU of every node (hybrid sharding's replicas).
-enum class CommGroup { data_parallel, node, replicas };
+// The GPUs a collective spans: the data-parallel group (a layout's dp x cp ranks holding the
+// same weights), hybrid sharding's shard group (a node for the data-parallel strategies, the
+// layout's shard group otherwise), or its replicas (the GPUs holding the same shard).
+enum class CommGroup { data_parallel, shard_group, replicas };
 
 // One collective a strategy issues in each step.
 struct CollectiveRule {
