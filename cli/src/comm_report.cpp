@@ -89,18 +89,8 @@ void print_collective_table(std::ostream& out, const Topology& t, cost::CommMode
 
 nlohmann::json training_comm_json(const cost::TrainingComm& r) {
   auto ops = nlohmann::json::array();
-  for (const auto& op : r.ops) {
-    ops.push_back({{"name", op.name},
-                   {"collective", std::string(cost::name_of(op.collective))},
-                   {"group", op.group},
-                   {"messages", op.messages},
-                   {"bytes", op.bytes.value},
-                   {"wire_bytes_per_gpu", op.wire_bytes.value},
-                   {"runs_per_step", op.runs},
-                   {"time_s", op.time_s},
-                   {"deferred_by_no_sync", op.gradient_sync},
-                   {"algorithm", op.algorithm}});
-  }
+  for (const auto& op : r.ops)
+    ops.push_back(cost::to_json(op));
   return {{"strategy", std::string(name_of(r.strategy))},
           {"micro_steps", r.micro_steps},
           {"no_sync", r.no_sync && r.no_sync_supported},

@@ -464,6 +464,7 @@ nlohmann::json entry_json(const LayoutChoice& c, const PlanReportContext& ctx) {
 nlohmann::json rejected_json(const RejectedChoice& r, const PlanReportContext& ctx) {
   auto j = rejected_fields(r.reason, r.amount);
   j["config"] = entry_json(r.choice, ctx);
+  j["config"].erase("collectives");  // a rejected layout's figures, not its collectives
   j["detail"] = reason_text(r, ctx.request.objective);
   return j;
 }

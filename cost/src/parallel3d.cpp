@@ -14,6 +14,7 @@
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/named_value.hpp"
+#include "rule_pricing.hpp"
 #include "state_layout.hpp"
 
 namespace dtplan::cost {
@@ -292,6 +293,13 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   return a;
 }
 
+LayoutSharding layout_sharding(const Layout3D& l) {
+  return {.fsdp2 = l.framework == Framework::fsdp2,
+          .shards_optimizer = l.sharding >= DpSharding::optimizer,
+          .gathers_in_backward = l.sharding == DpSharding::parameters,
+          .hybrid = l.hybrid()};
+}
+
 // How a layout's framework holds model states, as a strategy registry row would: Megatron-LM
 // keeps bf16 parameters and fp32 main gradients whole and shards the fp32 main weights and
 // optimizer states with its distributed optimizer; FSDP2 keeps every state sharded and gathers
@@ -318,7 +326,7 @@ StrategyTraits layout_traits(const Layout3D& l) {
           .zero_stage = 0,
           .fsdp_sharding = "",
           .runtime = std::nullopt,
-          .collectives = {},
+          .collectives = layout_collectives(layout_sharding(l)),
           .no_sync_refusal = ""};
 }
 
@@ -412,9 +420,8 @@ struct Model3D::Cache {
            ComputeTime>
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> dp_all_reduce;
   // (collective, group span in ranks, group size, bytes)
-  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, double> group;
+  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
   std::map<bool, double> p2p_Bps;     // across nodes
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
@@ -471,29 +478,19 @@ double p2p_latency_s(bool across_nodes) {
 //     rail (which carry (n-1)/n of theirs over n nodes) with the bytes scaled to match; the
 //     ring's r - 1 steps of latency are counted as the n - 1 network hops (exact for k = 1,
 //     one GPU per node).
-double group_time_s(const Topology& t, const InterconnectTable& table, Collective c,
-                    std::int64_t span, std::int64_t ranks, std::int64_t bytes,
-                    const std::shared_ptr<CommContext>& comm) {
+CollectiveEstimate group_estimate_of(const Topology& t, const InterconnectTable& table,
+                                     Collective c, std::int64_t span, std::int64_t ranks,
+                                     std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
   const std::int64_t per_node = t.gpus_per_node();
-  if (span <= per_node) return CommModel(t, table, ranks, comm).estimate(c, Bytes{bytes}).time_s;
+  if (span <= per_node) return CommModel(t, table, ranks, comm).estimate(c, Bytes{bytes});
   const std::int64_t nodes = (span + per_node - 1) / per_node;
   CommModel whole(t, table, nodes * per_node, comm);
-  if (span == ranks) return whole.estimate(c, Bytes{bytes}).time_s;
+  if (span == ranks) return whole.estimate(c, Bytes{bytes});
   const std::int64_t k = std::max<std::int64_t>(1, ranks / nodes);
   const double r = static_cast<double>(ranks), n = static_cast<double>(nodes);
   const double scale = ((r - 1) / r) / ((n - 1) / n) / static_cast<double>(k);
-  return whole
-      .replica_estimate(
-          c, Bytes{static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * scale))})
-      .time_s;
-}
-
-// Megatron's data-parallel group (with the context-parallel ranks, which hold the same
-// weights) spans tp x cp x dp consecutive ranks.
-double dp_all_reduce_s(const Topology& t, const InterconnectTable& table, const Layout3D& l,
-                       std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
-  const std::int64_t ranks = l.dp * l.cp;
-  return group_time_s(t, table, Collective::all_reduce, l.tp * ranks, ranks, bytes, comm);
+  return whole.replica_estimate(
+      c, Bytes{static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * scale))});
 }
 
 // The stage's compute with context parallelism: GEMMs and element-wise work are those of the
@@ -531,16 +528,14 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   return cache.stage.at(key);
 }
 
-double Model3D::group_collective_s(int collective, std::int64_t span, std::int64_t ranks,
-                                   std::int64_t bytes) {
+CollectiveEstimate Model3D::group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
+                                           std::int64_t bytes) {
   auto& cache = *cache_;
-  const auto key = std::make_tuple(collective, span, ranks, bytes);
+  const auto key = std::make_tuple(static_cast<int>(c), span, ranks, bytes);
   const auto found = cache.group.find(key);
   if (found != cache.group.end()) return found->second;
-  const double s =
-      group_time_s(t_, table_, static_cast<Collective>(collective), span, ranks, bytes, cache.comm);
-  cache.group.emplace(key, s);
-  return s;
+  return cache.group.emplace(key, group_estimate_of(t_, table_, c, span, ranks, bytes, cache.comm))
+      .first->second;
 }
 
 CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, double layers) {
@@ -571,18 +566,15 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
     }
     case CpComm::all_gather: {
       const auto gathered = static_cast<std::int64_t>(cp * kv_bytes);
-      const double ag =
-          group_collective_s(static_cast<int>(Collective::all_gather), span, l.cp, gathered);
-      const double rs =
-          group_collective_s(static_cast<int>(Collective::reduce_scatter), span, l.cp, gathered);
+      const double ag = group_collective_s(Collective::all_gather, span, l.cp, gathered);
+      const double rs = group_collective_s(Collective::reduce_scatter, span, l.cp, gathered);
       out.forward_s = ag;
       out.backward_s = ag + rs;
       break;
     }
     case CpComm::a2a: {
       const auto per_rank = static_cast<std::int64_t>(tokens * (2 * q + 2 * kv) * e);
-      out.forward_s =
-          group_collective_s(static_cast<int>(Collective::all_to_all), span, l.cp, per_rank);
+      out.forward_s = group_collective_s(Collective::all_to_all, span, l.cp, per_rank);
       out.backward_s = out.forward_s;
       break;
     }
@@ -619,7 +611,6 @@ Time3D Model3D::time(const Layout3D& l) {
   const auto local = stage_compute(l, stage_layers);  // s/cp tokens, attention included
   const auto stage = with_context_parallel(local, l.cp);
   Time3D out;
-  out.compute_s = stage.forward_s + stage.backward_s;
   const auto recipe = recipe_of(l);
   const auto sbh = static_cast<double>(tokens_per_rank(l) * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
@@ -648,22 +639,21 @@ Time3D Model3D::time(const Layout3D& l) {
     p2p_factor = schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, {}).p2p_factor;
     out.p2p_s = 2 * p2p_one_s * p2p_factor;
   }
-  const auto fsdp = fsdp_exposed(l, stage, stage_layers);
-  out.fsdp_comm_s = fsdp.forward_s + fsdp.backward_s;
+  const double forward_s =
+      data_parallel_and_optimizer(l, stage, stage_layers, max_stage_params(s, l), out);
   out.microbatch_s = out.compute_s + out.tp_comm_s + out.cp_comm_s + out.fsdp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
   // gradients (equal FLOPs); recomputation, backward TP and CP exchanges and the gradient
   // send precede B's output and belong to it.
   const double weight_grad_s = (stage.backward_s - stage.recompute_s) / 2;
   StageTimes st;
-  st.forward_s = stage.forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + fsdp.forward_s +
-                 p2p_one_s * p2p_factor;
+  st.forward_s = forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + p2p_one_s * p2p_factor;
   st.backward_weight_s = weight_grad_s;
   st.backward_input_s = out.microbatch_s - st.forward_s - weight_grad_s;
   out.bubble_s =
       l.pp > 1 ? schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, st).bubble_s : 0.0;
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
-  data_parallel_and_optimizer(l, max_stage_params(s, l), out);
+  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
   out.samples_per_s = static_cast<double>(l.global_batch()) / out.step_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(l.seq_len);
   const double flops = whole.model_flops * static_cast<double>(l.micro_batches * l.dp);
@@ -671,56 +661,79 @@ Time3D Model3D::time(const Layout3D& l) {
   return out;
 }
 
-void Model3D::data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out) {
-  auto& cache = *cache_;
-  const auto recipe = recipe_of(l);
+std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t layers,
+                                               std::int64_t params) {
   const std::int64_t ranks = l.dp * l.cp;  // the ranks that hold the same weights
   const std::int64_t shards = l.shard_ranks();
-  if (l.framework == Framework::fsdp2) {
-    // Gradients were reduce-scattered in backward; hybrid sharding all-reduces each shard
-    // across the replica groups once per step.
-    if (ranks > shards) {
-      out.dp_sync_s =
-          group_collective_s(static_cast<int>(Collective::all_reduce), l.tp * ranks, ranks / shards,
-                             params / shards * recipe.gradient_comm_bytes());
-    }
-  } else if (ranks > 1) {
-    const auto key = std::make_tuple(ranks, params * recipe.gradient_comm_bytes(), l.tp);
-    if (!cache.dp_all_reduce.count(key))
-      cache.dp_all_reduce[key] = dp_all_reduce_s(t_, table_, l, std::get<1>(key), cache.comm);
-    // Distributed optimizer: reduce-scatter the gradients (half an all-reduce), then
-    // all-gather the parameters (half an all-reduce of their own bytes: a quarter of the
-    // gradients' time for 16-bit parameters and fp32 gradients).
-    const double gather = 0.5 * static_cast<double>(recipe.parameter_comm_bytes()) /
-                          static_cast<double>(recipe.gradient_comm_bytes());
-    const bool sharded = l.sharding == DpSharding::optimizer;
-    out.dp_sync_s = (sharded ? 0.5 + gather : 1.0) * cache.dp_all_reduce.at(key);
-  }
-  const bool sharded_optimizer = l.sharding >= DpSharding::optimizer;
-  out.optimizer_s =
-      optimizer_time(sharded_optimizer ? params / shards : params, recipe, Offload::none, gpu_, k_);
-  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
-}
-
-CommPhaseTime Model3D::fsdp_exposed(const Layout3D& l, const ComputeTime& stage,
-                                    std::int64_t layers) {
-  CommPhaseTime out;
-  if (l.framework != Framework::fsdp2 || l.shard_ranks() == 1) return out;
-  const auto recipe = recipe_of(l);
+  if (ranks == 1) return {};
   const auto b = block_params(*m_.transformer);
   const std::int64_t block = b.matrices / l.tp + b.replicated;  // one TP rank's block
-  const std::int64_t shards = l.shard_ranks(), span = l.tp * shards;
-  const double gather = group_collective_s(static_cast<int>(Collective::all_gather), span, shards,
-                                           block * recipe.parameter_comm_bytes());
-  const double reduce = group_collective_s(static_cast<int>(Collective::reduce_scatter), span,
-                                           shards, block * recipe.gradient_comm_bytes());
-  const auto n = static_cast<double>(layers);
-  // U messages (blocks) alongside compute C, prefetched one block ahead: the first cannot
-  // hide, the rest hide behind the compute before them (step_time.hpp's overlap rule).
-  out.forward_s = exposed_comm_s(n * gather, layers, stage.forward_s);
-  const double backward_gathers = l.sharding == DpSharding::parameters ? n * gather : 0.0;
-  out.backward_s = exposed_comm_s(backward_gathers + n * reduce, layers, stage.backward_s);
-  return out;
+  // The units: the stage's blocks, and what else the stage holds (the embedding on the first,
+  // the final norm and head on the last) as the root's unit.
+  Messages units{{block, layers}};
+  if (params > block * layers) units.push_back({params - block * layers, 1});
+  const auto messages = [&](MessageSplit split) -> Messages {
+    if (split == MessageSplit::units) return units;
+    if (split == MessageSplit::unit_shards) {
+      Messages out;
+      for (const auto& u : units)
+        out.push_back({ceil_div(u.elements, shards), u.count});
+      return out;
+    }
+    return {{params, 1}};  // whole_model: the stage's parameters on this GPU
+  };
+  // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard
+  // group tp x shards, and the replicas of a shard stride through the whole span.
+  const auto group = [&](std::string label, std::int64_t span, std::int64_t n) {
+    return RuleGroup{
+        .label = std::move(label),
+        .ranks = n,
+        .estimate = [this, span, n](Collective c, Bytes size,
+                                    Algorithm) { return group_estimate(c, span, n, size.value); },
+        .algorithm = ""};
+  };
+  const RuleGroup all = group(std::to_string(ranks) + " GPUs (dp x cp)", l.tp * ranks, ranks);
+  const RuleGroup shard_group =
+      group(std::to_string(shards) + " GPUs of a shard group", l.tp * shards, shards);
+  const RuleGroup replicas =
+      group(std::to_string(ranks / shards) + " replicas", l.tp * ranks, ranks / shards);
+  const RuleSources sources{.messages = messages,
+                            .group = [&](CommGroup g) -> const RuleGroup& {
+                              return g == CommGroup::data_parallel ? all
+                                     : g == CommGroup::shard_group ? shard_group
+                                                                   : replicas;
+                            },
+                            .recipe = recipe_of(l),
+                            .micro_steps = l.micro_batches,
+                            .no_sync = false};
+  std::vector<CommOp> ops;
+  for (const auto& rule : layout_collectives(layout_sharding(l))) {
+    if (sources.group(rule.group).ranks > 1) ops.push_back(price_rule(rule, sources));
+  }
+  return ops;
+}
+
+double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime& stage,
+                                            std::int64_t layers, std::int64_t params, Time3D& out) {
+  out.dp_ops = data_parallel_ops(l, layers, params);
+  const auto recipe = recipe_of(l);
+  const bool sharded_optimizer = l.sharding >= DpSharding::optimizer;
+  StepInputs in;
+  in.forward_s = stage.forward_s;
+  in.backward_s = stage.backward_s;
+  in.ops = out.dp_ops;
+  in.optimizer_s = optimizer_time(sharded_optimizer ? params / l.shard_ranks() : params, recipe,
+                                  Offload::none, gpu_, k_);
+  in.micro_steps = l.micro_batches;
+  in.no_sync = false;
+  in.overlap_compute_slowdown = k_.overlap_compute_slowdown;
+  const auto times = step_times(in);
+  const auto m = static_cast<double>(l.micro_batches);
+  out.compute_s = times.compute_s / m;
+  out.fsdp_comm_s = (times.exposed_forward_s + times.exposed_backward_s) / m;
+  out.dp_sync_s = times.exposed_outside_s;
+  out.optimizer_s = times.optimizer_s;
+  return (times.forward_compute_s + times.exposed_forward_s) / m;
 }
 
 Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,

@@ -210,10 +210,14 @@ StepTimes step_times(const StepInputs& in) {
     const auto t = micro_times(in, k.index);
     const double n = static_cast<double>(k.count);
     out.compute_s += n * (t.forward + t.backward);
-    out.exposed_comm_s += n * (t.ops.before + t.exposed_forward + t.exposed_backward + t.ops.after);
+    out.forward_compute_s += n * t.forward;
+    out.exposed_forward_s += n * t.exposed_forward;
+    out.exposed_backward_s += n * t.exposed_backward;
+    out.exposed_outside_s += n * (t.ops.before + t.ops.after);
     out.hidden_comm_s += n * t.hidden();
   }
-  out.exposed_comm_s += after_step(in);
+  out.exposed_outside_s += after_step(in);
+  out.exposed_comm_s = out.exposed_forward_s + out.exposed_backward_s + out.exposed_outside_s;
   out.optimizer_s = in.optimizer_s;
   out.host_transfer_s = in.host_transfer_s;
   out.step_s = out.compute_s + out.exposed_comm_s + out.optimizer_s + out.host_transfer_s;

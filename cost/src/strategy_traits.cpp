@@ -124,6 +124,52 @@ constexpr std::array<CollectiveRule, 1> kFsdpNoShardOps{{
      .phase = Ph::backward},
 }};
 
+// The collectives of the layout frameworks (parallel3d.hpp). Megatron-LM reduces the fp32
+// main gradients of a stage once per step, after the last micro-batch's backward, as one
+// message (without --overlap-grad-reduce its buckets are one per dtype, so nothing overlaps):
+// an all-reduce, or with the distributed optimizer a reduce-scatter and, after the step, an
+// all-gather of the updated bf16 parameters (Megatron-LM docs, "Distributed Optimizer").
+// FSDP2 (torchtitan: fully_shard per block and on the root) gathers each unit in forward,
+// again in backward unless reshard_after_forward=False, and reduce-scatters its gradients in
+// every micro-batch's backward; under hybrid sharding the gradient shards are all-reduced
+// across the replica groups once per step.
+// One message of the stage's parameters, once per step.
+constexpr CollectiveRule megatron_rule(std::string_view name, Collective collective,
+                                       Payload payload, CommPhase phase) {
+  return {.name = name,
+          .collective = collective,
+          .algorithm = A::automatic,
+          .messages = M::whole_model,
+          .payload = payload,
+          .when = W::once_per_step,
+          .phase = phase};
+}
+constexpr std::array<CollectiveRule, 1> kMegatronOps{{megatron_rule(
+    "gradient all-reduce (fp32 main gradients)", C::all_reduce, P::gradients, Ph::after_backward)}};
+constexpr std::array<CollectiveRule, 2> kMegatronDistOptOps{
+    {megatron_rule("gradient reduce-scatter (distributed optimizer)", C::reduce_scatter,
+                   P::gradients, Ph::after_backward),
+     megatron_rule("updated weights all-gather (distributed optimizer)", C::all_gather, P::weights,
+                   Ph::after_step)}};
+constexpr CollectiveRule kShardAllReduce{.name = "gradient shard all-reduce across replicas",
+                                         .collective = C::all_reduce,
+                                         .algorithm = A::automatic,
+                                         .messages = M::unit_shards,
+                                         .payload = P::gradients,
+                                         .when = W::once_per_step,
+                                         .phase = Ph::after_backward,
+                                         .group = CommGroup::replicas};
+constexpr std::array<CollectiveRule, 3> kFsdp2Ops{
+    {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::every_micro_step)}};
+constexpr std::array<CollectiveRule, 2> kFsdp2KeepOps{
+    {gather(Ph::forward), unit_reduce_scatter(W::every_micro_step)}};
+constexpr std::array<CollectiveRule, 4> kFsdp2HybridOps{
+    {gather(Ph::forward, CommGroup::shard_group), gather(Ph::backward, CommGroup::shard_group),
+     unit_reduce_scatter(W::every_micro_step, CommGroup::shard_group), kShardAllReduce}};
+constexpr std::array<CollectiveRule, 3> kFsdp2HybridKeepOps{
+    {gather(Ph::forward, CommGroup::shard_group),
+     unit_reduce_scatter(W::every_micro_step, CommGroup::shard_group), kShardAllReduce}};
+
 // The registry (strategy_traits.hpp). Sources: DeepSpeed's ZeRO stages (Rajbhandari et al.
 // 2020; DeepSpeed docs, "ZeRO"), PyTorch FSDP's ShardingStrategy (FULL_SHARD ~ ZeRO-3,
 // SHARD_GRAD_OP ~ ZeRO-2, NO_SHARD ~ DDP, HYBRID_SHARD: FULL_SHARD inside a node), DDP's
@@ -369,6 +415,19 @@ void check_supported(const TrainingConfig& c) {
                 "mixed-precision copies: use fp16 or bf16");
   }
   shard_degree(c);
+}
+
+std::span<const CollectiveRule> layout_collectives(const LayoutSharding& l) {
+  if (!l.fsdp2) {
+    if (l.shards_optimizer) return kMegatronDistOptOps;
+    return kMegatronOps;
+  }
+  if (l.hybrid) {
+    if (l.gathers_in_backward) return kFsdp2HybridOps;
+    return kFsdp2HybridKeepOps;
+  }
+  if (l.gathers_in_backward) return kFsdp2Ops;
+  return kFsdp2KeepOps;
 }
 
 }  // namespace dtplan::cost

@@ -61,6 +61,18 @@ struct Builder3D {
     serial("tensor parallel", "all-reduces" + label, count * x.tp_comm_s);
     serial("context parallel", "K/V exchange (exposed)" + label, count * x.cp_comm_s);
     serial("pipeline", "activation sends" + label, count * x.p2p_s);
+    serial("data parallel", "FSDP gathers and reductions (exposed)" + label, count * x.fsdp_comm_s);
+  }
+  // The data-parallel collectives that run outside the passes, once per step: before the
+  // optimizer step (gradients), or after it (updated weights).
+  void step_collectives(const Time3D& x, bool after_step) {
+    for (const auto& op : x.dp_ops) {
+      const bool outside = op.phase == CommPhase::after_backward ||
+                           op.phase == CommPhase::before_forward ||
+                           op.phase == CommPhase::after_step;
+      if (outside && (op.phase == CommPhase::after_step) == after_step)
+        serial("data parallel", op.name, op.time_s);
+    }
   }
 };
 
@@ -83,8 +95,9 @@ std::vector<TimelineEvent> timeline_3d(const Layout3D& l, const Time3D& x) {
     b.serial("pipeline", "bubble (" + std::string(name_of(l.pipeline_schedule())) + ")",
              x.bubble_s);
   }
-  b.serial("data parallel", "gradient reduction and parameter all-gather", x.dp_sync_s);
+  b.step_collectives(x, false);
   b.serial("compute", "optimizer step", x.optimizer_s);
+  b.step_collectives(x, true);
   return std::move(b.events);
 }
 

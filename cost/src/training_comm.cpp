@@ -173,6 +173,19 @@ class Builder {
 
 }  // namespace
 
+nlohmann::json to_json(const CommOp& op) {
+  return {{"name", op.name},
+          {"collective", std::string(name_of(op.collective))},
+          {"group", op.group},
+          {"messages", op.messages},
+          {"bytes", op.bytes.value},
+          {"wire_bytes_per_gpu", op.wire_bytes.value},
+          {"runs_per_step", op.runs},
+          {"time_s", op.time_s},
+          {"deferred_by_no_sync", op.gradient_sync},
+          {"algorithm", op.algorithm}};
+}
+
 TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
                                     std::int64_t micro_steps, bool no_sync, CommModels models,
                                     const OverheadConstants& k) {

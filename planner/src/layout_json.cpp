@@ -24,6 +24,9 @@ nlohmann::json memory_explain_json(const cost::Memory3D& m) {
 nlohmann::json to_json(const Candidate3D& c) {
   const auto& l = c.layout;
   const auto& t = c.time;
+  auto collectives = nlohmann::json::array();  // the data-parallel ones, as a strategy's
+  for (const auto& op : t.dp_ops)
+    collectives.push_back(cost::to_json(op));
   return {{"tp", l.tp},
           {"pp", l.pp},
           {"dp", l.dp},
@@ -63,7 +66,8 @@ nlohmann::json to_json(const Candidate3D& c) {
             {"pipeline_s", t.pipeline_s},
             {"bubble_s", t.bubble_s},
             {"dp_sync_s", t.dp_sync_s},
-            {"optimizer_s", t.optimizer_s}}}};
+            {"optimizer_s", t.optimizer_s}}},
+          {"collectives", collectives}};
 }
 
 std::string framework_of(Strategy s) {

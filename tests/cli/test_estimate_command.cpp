@@ -1,12 +1,14 @@
 // Tests for cli/src/estimate_command.cpp and estimate_report.cpp: `dtplan estimate` end to
 // end; its JSON has the memory keys of `dtplan memory` under per_gpu, the step's parts add
 // up, the timeline spans the step; bad input gives one-line errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <vector>
 
 #include "cli_runner.hpp"
 
@@ -316,6 +318,32 @@ TEST_CASE(
     names.insert(name);
   CHECK(names ==
         std::set<std::string>{"compute", "tensor parallel", "context parallel", "data parallel"});
+  // The distributed optimizer's rows by name: gradients before the optimizer step, the updated
+  // weights after it.
+  std::vector<std::string> order;
+  for (const auto& e : trace.events)
+    order.push_back(e["name"].get<std::string>());
+  const auto at = [&](const std::string& name) {
+    return std::find(order.begin(), order.end(), name) - order.begin();
+  };
+  CHECK(at("gradient reduce-scatter (distributed optimizer)") < at("optimizer step"));
+  CHECK(at("optimizer step") < at("updated weights all-gather (distributed optimizer)"));
+  CHECK(at("updated weights all-gather (distributed optimizer)") <
+        static_cast<std::ptrdiff_t>(order.size()));
+  // FSDP2's exposed gathers and reductions are part of each micro-batch: the trace still
+  // tiles the step.
+  const auto fsdp_path = std::filesystem::temp_directory_path() / "dtplan-test-trace-fsdp2.json";
+  const auto fsdp = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--nodes",
+                         "4", "--gpu", "H100-SXM", "--framework", "fsdp2", "--seq-len", "8192",
+                         "--global-batch", "64", "--json", "--trace", fsdp_path.string()});
+  REQUIRE(fsdp.code == 0);
+  const auto fsdp_trace = read_trace(fsdp_path);
+  double fsdp_busy = 0;
+  for (const auto& e : fsdp_trace.events)
+    fsdp_busy += e["dur"].get<double>() / 1e6;
+  const double fsdp_step = nlohmann::json::parse(fsdp.out)["parallel3d"]["step_time_s"];
+  CHECK(fsdp_busy == Approx(fsdp_step).epsilon(1e-9));
+  CHECK(fsdp_trace.end_s() == Approx(fsdp_step).epsilon(1e-9));
   // A data-parallel estimate's timeline: compute and communication streams, overlapping.
   const auto dp_path = std::filesystem::temp_directory_path() / "dtplan-test-trace-dp.json";
   const auto dp = run({"estimate", "--model", "gpt2-xl", "--topology", "pcie-split-8", "--gpu",

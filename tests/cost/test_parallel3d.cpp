@@ -636,21 +636,62 @@ TEST_CASE("FSDP2 layout rules name the framework's sharding modes and the shard 
 TEST_CASE("FSDP2 step: with enough compute only the first gather of each pass shows") {
   RoundSwitch f;
   Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
-  // 4 x 2048 tokens: a block's forward (2 x 12.6e6 x 8192 FLOPs at 5e13 FLOP/s, 4.1 ms) outlasts
-  // its bf16 all-gather over the 4 ranks' 10 GB/s links (3/4 x 25,192,448 B: 1.89 ms), and
-  // the backward (twice that) the gather plus the fp32 reduce-scatter (3.78 ms). Prefetching
-  // one block ahead hides all but the first: forward g, backward g + r.
+  // 8 x 2048 tokens: a block's forward (2 x 12.6e6 x 16384 FLOPs at 5e13 FLOP/s, 8.3 ms)
+  // outlasts its bf16 all-gather over the 4 ranks' 10 GB/s links (3/4 x 25,192,448 B: 1.89
+  // ms), and the backward (twice that) the gather plus the fp32 reduce-scatter (3.78 ms). The
+  // units are the 8 blocks and the root (embedding, positions, final norm: R parameters),
+  // gathered first. U messages alongside enough compute leave T/U exposed (step_time.hpp):
+  // forward (8g + g_R)/9, backward (8g + g_R + 8r + r_R)/9.
   auto l = fsdp2(4, DpSharding::parameters);
   l.seq_len = 2048;
-  l.micro_batch = 4;
+  l.micro_batch = 8;
+  const double root = static_cast<double>(f.m.params - 8 * kBlock);
   const double g = 0.75 * kBlock * 2 / 1e10, r = 0.75 * kBlock * 4 / 1e10;
+  const double g_root = 0.75 * root * 2 / 1e10, r_root = 0.75 * root * 4 / 1e10;
+  const double forward = (8 * g + g_root) / 9, backward = (8 * (g + r) + g_root + r_root) / 9;
   const auto t = model.time(l);
-  CHECK(t.fsdp_comm_s == Approx(2 * g + r).epsilon(0.01));  // + a few microseconds of latency
-  CHECK(t.fsdp_comm_s > 2 * g + r);
+  CHECK(t.fsdp_comm_s == Approx(forward + backward).epsilon(0.01));  // + latency
+  CHECK(t.fsdp_comm_s > forward + backward);
   CHECK(t.dp_sync_s == 0);  // gradients were reduce-scattered in backward
+  // The registry's FSDP2 rows, priced on the 4 ranks: 9 messages each.
+  REQUIRE(t.dp_ops.size() == 3);
+  CHECK(t.dp_ops[0].messages == 9);
+  CHECK(t.dp_ops[2].collective == Collective::reduce_scatter);
+  CHECK(t.dp_ops[2].bytes.value == (8 * kBlock + f.m.params - 8 * kBlock) * 4);
   // Blocks kept gathered from forward: no gathers in backward.
   l.sharding = DpSharding::gradients;
-  CHECK(model.time(l).fsdp_comm_s == Approx(g + r).epsilon(0.01));
+  CHECK(model.time(l).fsdp_comm_s == Approx(forward + (8 * r + r_root) / 9).epsilon(0.01));
+}
+
+TEST_CASE("Megatron data-parallel step: the registry's rows, priced on the dp group") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // dp 4 on 10 GB/s links, P parameters per GPU. The distributed optimizer reduce-scatters
+  // the fp32 main gradients after the last micro-batch (3/4 x 4P B at 10 GB/s) and all-gathers
+  // the updated bf16 weights after the step (3/4 x 2P B), both exposed (Megatron-LM docs,
+  // "Distributed Optimizer"); without it, one all-reduce of the gradients (2 x 3/4 x 4P B).
+  auto l = layout(1, 1, 4);
+  l.micro_batches = 3;
+  const double p = static_cast<double>(f.m.params);
+  const auto sharded = model.time(l);
+  REQUIRE(sharded.dp_ops.size() == 2);
+  CHECK(sharded.dp_ops[0].collective == Collective::reduce_scatter);
+  CHECK(sharded.dp_ops[0].runs == 1);  // once per step, not per micro-batch
+  CHECK(sharded.dp_ops[0].bytes.value == f.m.params * 4);
+  CHECK(sharded.dp_ops[1].collective == Collective::all_gather);
+  CHECK(sharded.dp_ops[1].bytes.value == f.m.params * 2);
+  const double rs = 0.75 * 4 * p / 1e10, ag = 0.75 * 2 * p / 1e10;
+  CHECK(sharded.dp_sync_s == Approx(rs + ag).epsilon(0.01));  // + latency
+  CHECK(sharded.dp_sync_s > rs + ag);
+  l.sharding = DpSharding::none;
+  const auto replicated = model.time(l);
+  REQUIRE(replicated.dp_ops.size() == 1);
+  CHECK(replicated.dp_ops[0].collective == Collective::all_reduce);
+  CHECK(replicated.dp_sync_s == Approx(2 * rs).epsilon(0.01));
+  // The micro-batches are not slowed: nothing overlaps them.
+  CHECK(replicated.fsdp_comm_s == 0);
+  CHECK(replicated.step_s ==
+        Approx(3 * replicated.microbatch_s + replicated.dp_sync_s + replicated.optimizer_s));
 }
 
 TEST_CASE("one memory model: a one-stage FSDP2 layout holds FSDP FULL_SHARD's model states") {

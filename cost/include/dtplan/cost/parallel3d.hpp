@@ -40,7 +40,9 @@
 // sequence parallelism, the same bytes) over the first t GPUs of a node, plus the
 // point-to-point send of the activation forward and its gradient back (sbh/t values with the
 // scatter-gather optimisation, ibid. 4.1) over NVLink inside a node or the NIC across nodes.
-// Then the data-parallel reduction of the stage's fp32 main gradients (exposed) and the
+// Then the framework's data-parallel collectives -- registry rows (strategy_traits.hpp,
+// layout_collectives) priced on the layout's groups and composed with the micro-batches'
+// compute by step_time.hpp's step_times, as every data-parallel strategy's are -- and the
 // optimizer step.
 //
 // Context parallelism (cp ranks share each sequence; Megatron-LM orders ranks tp, cp, dp,
@@ -72,6 +74,7 @@
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/pipeline_schedule.hpp"
+#include "dtplan/cost/training_comm.hpp"
 #include "dtplan/model/interconnect.hpp"
 #include "dtplan/model/topology.hpp"
 
@@ -207,6 +210,10 @@ struct Time3D {
   double optimizer_s = 0;
   double step_s = 0;
   double samples_per_s = 0, tokens_per_s = 0, mfu = 0;
+  // The data-parallel collectives of the slowest stage's GPU: the framework's registry rows
+  // (strategy_traits.hpp, layout_collectives) priced on the layout's groups; step_time.hpp's
+  // composition turns them into fsdp_comm_s and dp_sync_s.
+  std::vector<CommOp> dp_ops;
 };
 // Communication of one micro-batch through a stage that compute does not hide: forward, and
 // backward (with the recomputed forward's).
@@ -238,12 +245,21 @@ class Model3D {
   // Exposed K/V exchange of a stage's `layers` for one micro-batch; `local`: stage_compute.
   CpExchange cp_exchange(const Layout3D& l, const ComputeTime& local, double layers);
   // A collective over `ranks` ranks spread over `span` consecutive GPUs.
-  double group_collective_s(int collective, std::int64_t span, std::int64_t ranks,
-                            std::int64_t bytes);
-  // FSDP2's block gathers and gradient reduce-scatters of a stage of `layers` blocks, exposed.
-  CommPhaseTime fsdp_exposed(const Layout3D& l, const ComputeTime& stage, std::int64_t layers);
-  // Sets out.dp_sync_s, out.optimizer_s and out.step_s.
-  void data_parallel_and_optimizer(const Layout3D& l, std::int64_t params, Time3D& out);
+  CollectiveEstimate group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
+                                    std::int64_t bytes);
+  double group_collective_s(Collective c, std::int64_t span, std::int64_t ranks,
+                            std::int64_t bytes) {
+    return group_estimate(c, span, ranks, bytes).time_s;
+  }
+  // The framework's data-parallel collectives for a stage of `layers` blocks holding `params`
+  // parameters on one GPU.
+  std::vector<CommOp> data_parallel_ops(const Layout3D& l, std::int64_t layers,
+                                        std::int64_t params);
+  // Composes the micro-batches' compute with the data-parallel collectives and the optimizer
+  // (step_time.hpp's step_times): sets compute_s, fsdp_comm_s, dp_sync_s, optimizer_s, dp_ops;
+  // returns a micro-batch's forward with the gathers it waits for.
+  double data_parallel_and_optimizer(const Layout3D& l, const ComputeTime& stage,
+                                     std::int64_t layers, std::int64_t params, Time3D& out);
   const ModelDesc& m_;
   const Topology& t_;
   const InterconnectTable& table_;

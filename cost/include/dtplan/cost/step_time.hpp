@@ -35,9 +35,13 @@ struct StepInputs {
 
 struct StepTimes {
   double step_s = 0;
-  double compute_s = 0;       // forward + backward over all micro-steps
-  double exposed_comm_s = 0;  // communication the compute did not hide
-  double hidden_comm_s = 0;   // communication that overlapped compute
+  double compute_s = 0;          // forward + backward over all micro-steps
+  double forward_compute_s = 0;  // of which forward
+  double exposed_comm_s = 0;     // communication the compute did not hide
+  // exposed_comm_s in parts: what the ops alongside forward and alongside backward left
+  // exposed, and the ops before forward, after backward and after the optimizer step.
+  double exposed_forward_s = 0, exposed_backward_s = 0, exposed_outside_s = 0;
+  double hidden_comm_s = 0;  // communication that overlapped compute
   double optimizer_s = 0;
   double host_transfer_s = 0;
 };

@@ -115,6 +115,20 @@ std::span<const StrategyTraits> all_strategy_traits();
 // traits_of(s).no_sync.
 bool supports_no_sync(Strategy s);
 
+// How a layout's framework (parallel3d.hpp) holds its states, as far as its collectives
+// depend on it.
+struct LayoutSharding {
+  bool fsdp2 = false;               // else Megatron-LM
+  bool shards_optimizer = false;    // Megatron's distributed optimizer
+  bool gathers_in_backward = true;  // FSDP2 resharding after forward (parameters sharded)
+  bool hybrid = false;              // FSDP2: shard groups replicating each other
+};
+
+// The layout's collectives as registry rows: whole_model is the stage's parameters on one
+// GPU, units its blocks (and the root's share on the first and last stage), the groups the
+// layout's dp x cp ranks, shard group and replicas (parallel3d.cpp prices them).
+std::span<const CollectiveRule> layout_collectives(const LayoutSharding& l);
+
 // GPUs that each sharded component is split across: the data-parallel size, or the GPUs of a
 // node for hybrid sharding. Throws when the strategy cannot run with this configuration.
 std::int64_t shard_degree(const TrainingConfig& c);

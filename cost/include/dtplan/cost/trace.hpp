@@ -16,9 +16,10 @@ std::string chrome_trace(const std::vector<TimelineEvent>& events, std::string_v
 
 // The step of a tensor x context x pipeline layout as its slowest stage's GPU runs it: each
 // micro-batch's compute, then the parts of it the model counts as exposed (tensor-parallel
-// collectives, the context-parallel exchange, the pipeline sends), one stream each; the
-// schedule's bubble at the end of the pipeline phase; then the data-parallel gradient
-// reduction and the optimizer. Beyond 16 micro-batches the middle ones are one block.
+// collectives, the context-parallel exchange, the pipeline sends, FSDP's gathers and
+// reductions), one stream each; the schedule's bubble at the end of the pipeline phase; then
+// the data-parallel collectives of the step by name (gradients before the optimizer step,
+// updated weights after it). Beyond 16 micro-batches the middle ones are one block.
 std::vector<TimelineEvent> timeline_3d(const Layout3D& l, const Time3D& t);
 
 }  // namespace dtplan::cost

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct CommOp {
   CommWhen when = CommWhen::every_micro_step;
   CommPhase phase = CommPhase::backward;
 };
+
+// {"name", "collective", "group", "messages", "bytes", "wire_bytes_per_gpu", "runs_per_step",
+// "time_s", "deferred_by_no_sync", "algorithm"}.
+nlohmann::json to_json(const CommOp& op);
 
 struct TrainingComm {
   Strategy strategy = Strategy::ddp;
