@@ -46,6 +46,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   sequence_length(m, c.seq_len);
   if (m.transformer && c.seq_len == 0) c.seq_len = m.transformer->max_positions;
   c.checkpointing = parse_checkpointing(s.checkpointing);
+  c.attention = parse_attention(s.attention);
   c.offload = parse_offload(s.offload);
   c.grad_accum = s.grad_accum;
   return c;

@@ -3,11 +3,65 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <iostream>
 
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::gui {
+
+namespace {
+
+// The layout flags of dtplan estimate: with any of them (or megatron|fsdp2 as --strategy) the
+// session is a tensor x context x pipeline layout.
+void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
+  app.add_option("--tp", l.tp, "tensor-parallel size")->capture_default_str();
+  app.add_option("--pp", l.pp, "pipeline stages")->capture_default_str();
+  app.add_option("--cp", l.cp, "context-parallel size")->capture_default_str();
+  app.add_option("--cp-comm", l.cp_comm, "p2p, all_gather, a2a")->capture_default_str();
+  app.add_option("--interleave", l.interleave, "model chunks per GPU")->capture_default_str();
+  app.add_flag("--sp", l.sequence_parallel, "sequence parallelism (needs --tp > 1)");
+  app.add_option("--pp-layers", l.pp_layers, "layers of each stage, first to last: 7,8,8,7")
+      ->delimiter(',');
+  app.add_option("--schedule", l.schedule, "1f1b, interleaved, gpipe, zb-h1, zb-h2, zbv");
+  app.add_option("--framework", l.framework, "megatron or fsdp2");
+  app.add_option("--sharding", l.sharding, "none, optimizer, gradients, parameters");
+  app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
+}
+
+constexpr std::array<const char*, 11> kLayoutFlags{
+    "--tp",        "--pp",       "--cp",        "--cp-comm",  "--interleave", "--sp",
+    "--pp-layers", "--schedule", "--framework", "--sharding", "--dp-shard"};
+
+// As dtplan estimate: layout flags without --strategy make the session a layout, run by
+// --framework or else Megatron-LM.
+void default_layout_strategy(const CLI::App& app, Session& s) {
+  const bool layout_flag = std::any_of(kLayoutFlags.begin(), kLayoutFlags.end(),
+                                       [&](const char* flag) { return app.count(flag) > 0; });
+  if (!layout_flag || app.count("--strategy") > 0 || planner::is_layout_framework(s.strategy))
+    return;
+  s.strategy = s.layout.framework.empty() ? "megatron" : s.layout.framework;
+}
+
+// The layout flags given on the command line, carried over a session read from a file.
+void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner::LayoutSpec& l) {
+  const auto set = [&](const char* flag, auto& to, const auto& from) {
+    if (app.count(flag) > 0) to = from;
+  };
+  set("--tp", l.tp, given.tp);
+  set("--pp", l.pp, given.pp);
+  set("--cp", l.cp, given.cp);
+  set("--cp-comm", l.cp_comm, given.cp_comm);
+  set("--interleave", l.interleave, given.interleave);
+  set("--sp", l.sequence_parallel, given.sequence_parallel);
+  set("--pp-layers", l.pp_layers, given.pp_layers);
+  set("--schedule", l.schedule, given.schedule);
+  set("--framework", l.framework, given.framework);
+  set("--sharding", l.sharding, given.sharding);
+  set("--dp-shard", l.dp_shard, given.dp_shard);
+}
+
+}  // namespace
 
 std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   CLI::App app{"dtplan-gui: memory, topology, step timeline, plans and validation, drawn"};
@@ -33,7 +87,9 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--offload", s.offload, "none, optimizer, optimizer+params")
       ->capture_default_str();
+  app.add_option("--attention", s.attention, "flash, eager, hf-eager")->capture_default_str();
   app.add_option("--global-batch", s.global_batch, "the planner's target")->capture_default_str();
+  add_layout_flags(app, s.layout);
   app.add_option("--measured", s.measurements, "dtplan-run measurement files (validation)");
   app.add_option("--profile", s.profile, "hardware profile for the measurements");
   app.add_option("--screenshot", o.screenshot, "render --view headless to this PNG (or .svg)");
@@ -70,8 +126,11 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--seq-len")) merged.seq_len = s.seq_len;
     if (given("--global-batch")) merged.global_batch = s.global_batch;
     if (given("--measured")) merged.measurements = s.measurements;
+    if (given("--attention")) merged.attention = s.attention;
+    merge_layout(app, s.layout, merged.layout);
     s = merged;
   }
+  default_layout_strategy(app, s);
   const std::vector<std::string> views{"memory", "topology", "timeline", "plan", "validation"};
   if (std::find(views.begin(), views.end(), o.view) == views.end()) {
     throw Error("--view " + o.view + ": expected memory, topology, timeline, plan or validation");

@@ -132,6 +132,7 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("accumulation", grad_accum_ = spin(1, 65536));
   form->addRow("sequence (0: max)", seq_len_ = spin(0, 1 << 20));
   form->addRow("checkpointing", checkpointing_ = combo(names(kCheckpointings), false));
+  form->addRow("attention", attention_ = combo(names(kAttentions), false));
   form->addRow("offload", offload_ = combo(names(kOffloads), false));
   form->addRow("global batch (plan)", global_batch_ = spin(1, 1 << 24));
   add_layout_rows(form);
@@ -176,6 +177,7 @@ Session InputsPanel::session() const {
   s.grad_accum = grad_accum_->value();
   s.seq_len = seq_len_->value();
   s.checkpointing = checkpointing_->currentText().toStdString();
+  s.attention = attention_->currentText().toStdString();
   s.offload = offload_->currentText().toStdString();
   s.global_batch = global_batch_->value();
   s.layout.framework.clear();  // the strategy names it (set_session moved it there)
@@ -210,6 +212,7 @@ void InputsPanel::set_session(const Session& s) {
   grad_accum_->setValue(static_cast<int>(s.grad_accum));
   seq_len_->setValue(static_cast<int>(s.seq_len));
   select(checkpointing_, s.checkpointing);
+  select(attention_, s.attention);
   select(offload_, s.offload);
   global_batch_->setValue(static_cast<int>(s.global_batch));
   tp_->setValue(static_cast<int>(s.layout.tp));

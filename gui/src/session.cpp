@@ -57,6 +57,7 @@ nlohmann::json to_json(const Session& s) {
           {"grad_accum", s.grad_accum},
           {"seq_len", s.seq_len},
           {"checkpointing", s.checkpointing},
+          {"attention", s.attention},
           {"offload", s.offload},
           {"global_batch", s.global_batch},
           {"measurements", s.measurements},
@@ -83,6 +84,8 @@ Session session_from_reader(const ObjectReader& r) {
   s.grad_accum = r.integer("grad_accum", 1, 1'000'000);
   s.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: the model's maximum
   s.checkpointing = r.string("checkpointing");
+  // Sessions saved before the attention kernel was an input used the CLI's default, flash.
+  s.attention = r.optional_string("attention").value_or("flash");
   s.offload = r.string("offload");
   s.global_batch = r.integer("global_batch", 1, 100'000'000);
   s.measurements = r.strings("measurements");

@@ -26,6 +26,7 @@ struct Session {
   std::int64_t grad_accum = 4;
   std::int64_t seq_len = 1024;
   std::string checkpointing = "none";
+  std::string attention = "flash";  // flash|eager|hf-eager, as --attention
   std::string offload = "none";
   std::int64_t global_batch = 512;        // the planner's target
   std::vector<std::string> measurements;  // dtplan-run measurement files (validation view)

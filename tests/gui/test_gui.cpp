@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -376,6 +377,49 @@ class TestGui : public QObject {
     // An export the GUI has no button for points at the command that writes it.
     QCOMPARE(with_labels("{export_torchtitan} writes the layout"),
              std::string("\"dtplan plan --export-torchtitan\" writes the layout"));
+  }
+
+  // dtplan-gui takes dtplan estimate's layout flags and --attention; layout flags alone make
+  // the session a Megatron-LM layout (as estimate does), and given flags override a session
+  // file's values.
+  void layout_flags_on_the_command_line() {
+    const auto parse = [](std::vector<std::string> args) {
+      args.insert(args.begin(), "dtplan-gui");
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      return parse_gui_options(static_cast<int>(argv.size()), argv.data()).value().session;
+    };
+    const auto s = parse({"--model", "llama-3.1-8b", "--tp", "2", "--cp", "8", "--cp-comm",
+                          "all_gather", "--sp", "--pp", "2", "--pp-layers", "15,17", "--schedule",
+                          "zb-h1", "--attention", "flash"});
+    QCOMPARE(s.strategy, std::string("megatron"));
+    QCOMPARE(s.layout.tp, std::int64_t{2});
+    QCOMPARE(s.layout.cp, std::int64_t{8});
+    QCOMPARE(s.layout.cp_comm, std::string("all_gather"));
+    QVERIFY(s.layout.sequence_parallel);
+    QCOMPARE(s.layout.pp_layers, (std::vector<std::int64_t>{15, 17}));
+    QCOMPARE(s.layout.schedule, std::string("zb-h1"));
+    const auto fsdp = parse({"--framework", "fsdp2", "--dp-shard", "8", "--sharding", "gradients"});
+    QCOMPARE(fsdp.strategy, std::string("fsdp2"));
+    QCOMPARE(fsdp.layout.dp_shard, std::int64_t{8});
+    // No layout flag: the default data-parallel session, flash attention.
+    const auto plain = parse({"--attention", "eager"});
+    QCOMPARE(plain.strategy, Session{}.strategy);
+    QCOMPARE(plain.attention, std::string("eager"));
+    // A session file's layout, with --tp and --attention given on top.
+    const auto path = QDir(QDir::tempPath()).filePath("dtplan-gui-flags.json").toStdString();
+    save_session(layout_session(), path);
+    const auto merged = parse({"--session", path, "--tp", "4", "--attention", "hf-eager"});
+    QCOMPARE(merged.layout.tp, std::int64_t{4});
+    QCOMPARE(merged.layout.cp, std::int64_t{2});  // the file's
+    QCOMPARE(merged.layout.cp_comm, std::string("all_gather"));
+    QCOMPARE(merged.attention, std::string("hf-eager"));
+    QCOMPARE(merged.strategy, std::string("megatron"));
+    // The attention kernel reaches the layout: context parallelism refuses eager attention.
+    auto eager = layout_session();
+    eager.attention = "eager";
+    QVERIFY(window_error(eager).find("attention") != std::string::npos);
   }
 
   void sessions_round_trip_and_bad_keys_are_named() {
