@@ -135,7 +135,8 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto c = config_of(o, t);
   auto seq = c;
   sequence_length(model, seq.seq_len);
-  host_memory_of(o.training.host_memory);  // checked, though a layout offloads nothing
+  const auto host_capacity =
+      host_memory_of(o.training.host_memory).value_or(t.node().host_memory_or_default());
   auto per_dp = c;
   per_dp.dp_size = layout_dp(o.layout, c.dp_size);
   const auto l = layout_of(o.layout, o.strategy, model, seq, micro_steps_of(o, per_dp));
@@ -155,6 +156,8 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
                                                           model, l, t.gpus_per_node(), launch);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
+  const auto host =
+      layout_host(mem, std::min<std::int64_t>(l.gpus(), t.gpus_per_node()), host_capacity);
   if (!megatron.empty()) write_file_atomically(o.megatron_file, megatron, "--export-megatron");
   if (!torchtitan.empty())
     write_file_atomically(o.torchtitan_file, torchtitan, "--export-torchtitan");
@@ -173,13 +176,14 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["details"] = planner::memory_details_json(mem);
     add_explanations(j["parallel3d"], mem);
     j["parallel3d"]["fits"] = mem.total().value <= gpu.memory.value;
+    add_host_json(j["parallel3d"], host);
     ctx.out << report_text(j);
     return 0;
   }
   ctx.out << "dtplan estimate: " << model.name << " on " << c.dp_size << " x " << gpu.name << ", "
           << cost::describe(l) << " (global batch " << l.global_batch() << ", sequence "
           << l.seq_len << ")\n\n";
-  print_layout_figures(ctx.out, {l, mem, tm, 0}, gpu, "  ");
+  print_layout_figures(ctx.out, {l, mem, tm, 0}, gpu, "  ", &host);
   return 0;
 }
 

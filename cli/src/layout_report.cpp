@@ -38,12 +38,35 @@ void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost:
     out << indent << "note: " << with_flags(note) << "\n";
 }
 
+LayoutHost layout_host(const cost::Memory3D& mem, std::int64_t gpus_on_a_node, Bytes capacity) {
+  return {mem.host, Bytes{checked_mul(mem.host.value, gpus_on_a_node, "host bytes per node")},
+          capacity};
+}
+
+void print_layout_host(std::ostream& out, const LayoutHost& h, const std::string& indent) {
+  if (h.per_gpu.value == 0) return;
+  out << indent << "host memory (offloaded states): " << gib(h.per_gpu) << " GiB per GPU, "
+      << gib(h.per_node) << " GiB per node of " << gib(h.capacity)
+      << (h.fits() ? std::string()
+                   : ": does NOT fit (short by " + gib(Bytes{h.per_node.value - h.capacity.value}) +
+                         " GiB; --host-memory)")
+      << "\n";
+}
+
+void add_host_json(nlohmann::json& j, const LayoutHost& h) {
+  j["host_bytes_per_gpu"] = h.per_gpu.value;
+  j["host_bytes_per_node"] = h.per_node.value;
+  j["host_capacity_bytes"] = h.capacity.value;
+  j["host_fits"] = h.fits();
+}
+
 void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, const GpuSpec& gpu,
-                          const std::string& indent) {
+                          const std::string& indent, const LayoutHost* host) {
   const auto& l = c.layout;
   const auto& tm = c.time;
   const double m = static_cast<double>(l.micro_batches);
   print_layout_memory(out, l, c.memory, gpu, indent);
+  if (host) print_layout_host(out, *host, indent);
   out << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
       << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
       << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
@@ -53,7 +76,11 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
               : std::string())
       << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
       << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
-      << seconds(tm.dp_sync_s) << ", optimizer " << seconds(tm.optimizer_s) << "\n"
+      << seconds(tm.dp_sync_s)
+      << (tm.host_transfer_s > 0 ? ", host transfers " + seconds(tm.host_transfer_s)
+                                 : std::string())
+      << ", optimizer " << seconds(tm.optimizer_s)
+      << (l.offload != Offload::none ? " (on the CPU)" : "") << "\n"
       << indent << fixed(tm.samples_per_s, 2) << " samples/s, " << fixed(tm.tokens_per_s, 0)
       << " tokens/s, MFU " << percent(tm.mfu) << "\n";
 }

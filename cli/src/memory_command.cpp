@@ -49,11 +49,13 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }
   sequence_length(model, config.seq_len);
-  host_memory_of(o.training.host_memory);  // checked, though a layout offloads nothing
+  // No topology here: host memory per node is --host-memory, else the documented default.
+  const Bytes host_capacity = host_memory_of(o.training.host_memory).value_or(kDefaultHostMemory);
   const auto l =
       layout_of(o.layout, o.strategy == "all" ? "" : o.strategy, model, config, o.grad_accum);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto gpu = gpu_of(o.training, data);
+  const auto host = layout_host(mem, std::min(config.dp_size, config.gpus_per_node), host_capacity);
   if (o.json) {
     auto j = report_preamble("memory", ctx.args);
     j["model"] = model_json(model);
@@ -67,6 +69,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
     layout["global_batch"] = l.global_batch();
     layout["seq_len"] = l.seq_len;
     if (gpu) layout["fits"] = mem.total().value <= gpu->memory.value;
+    add_host_json(layout, host);
     j["parallel3d"] = layout;
     ctx.out << report_text(j);
     return 0;
@@ -75,6 +78,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
           << (gpu ? " x " + gpu->name : std::string()) << ", " << cost::describe(l) << " (sequence "
           << l.seq_len << ")\n\n";
   print_layout_memory(ctx.out, l, mem, gpu, "  ");
+  print_layout_host(ctx.out, host, "  ");
   return 0;
 }
 

@@ -185,11 +185,15 @@ void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const F
     fail("sequence length " + std::to_string(l.seq_len) + " does not divide into 2 x cp = " +
          std::to_string(2 * l.cp) + " chunks (two per context-parallel rank, for causal balance)");
   }
-  if (l.cp_comm == CpComm::a2a &&
-      ((m.num_heads / l.tp) % l.cp != 0 || (m.num_kv_heads / l.tp) % l.cp != 0)) {
-    fail("a2a context parallelism splits heads: " + std::to_string(m.num_heads / l.tp) +
-         " attention heads (" + std::to_string(m.num_kv_heads / l.tp) +
-         " key/value heads) per tensor-parallel rank do not divide by cp");
+  if (l.cp_comm == CpComm::a2a) {
+    const std::int64_t heads = m.num_heads / l.tp, kv_heads = m.num_kv_heads / l.tp;
+    const bool split_heads = heads % l.cp == 0;
+    if (!split_heads || kv_heads % l.cp != 0) {
+      fail("a2a context parallelism splits heads over cp: " +
+           (split_heads ? std::to_string(kv_heads) + " key/value heads"
+                        : std::to_string(heads) + " attention heads") +
+           " per tensor-parallel rank do not divide by cp " + std::to_string(l.cp));
+    }
   }
 }
 
@@ -213,6 +217,16 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
     fail("hybrid sharding (a shard group smaller than dp x cp) needs framework fsdp2");
   }
   if (const auto why = optimizer_problem(l.framework, l.optimizer)) fail(*why);
+  if (l.framework == Framework::megatron && l.offload == Offload::optimizer_and_params) {
+    fail(
+        "{offload} optimizer+params: Megatron-LM offloads the optimizer only "
+        "(--optimizer-cpu-offload: main weights and optimizer states)");
+  }
+  if (l.framework == Framework::fsdp2 && l.offload == Offload::optimizer) {
+    fail(
+        "{offload} optimizer: FSDP2's CPUOffloadPolicy offloads parameters, gradients and "
+        "optimizer states together (optimizer+params)");
+  }
 }
 
 }  // namespace
@@ -319,8 +333,8 @@ StrategyTraits layout_traits(const Layout3D& l) {
           .fsdp = fsdp,
           .single_process = false,
           .hybrid = l.hybrid(),
-          .offload_optimizer_ok = false,
-          .offload_params_ok = false,
+          .offload_optimizer_ok = !fsdp,
+          .offload_params_ok = fsdp,
           .no_sync = false,
           .framework = name_of(l.framework),
           .zero_stage = 0,
@@ -344,6 +358,7 @@ TrainingConfig layout_training(const Layout3D& l) {
   c.attention = l.attention;
   c.grad_accum = l.micro_batches;
   c.no_sync = false;
+  c.offload = l.offload;
   return c;
 }
 
@@ -363,8 +378,7 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   shape.named = explained;
   v.activations = stage_activations(s, shape);
   v.communicators = communicators(l);
-  // Host memory holds no offloaded state of a layout; one rank per node keeps the per-node
-  // total that of one GPU.
+  // Memory3D::host is per GPU; the front end knows the GPUs per node.
   v.ranks_per_node = 1;
   v.whole_model = false;
   v.explain = explained;
@@ -386,6 +400,7 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.activations = e.gpu.activations - out.logits;
   out.buffers = e.gpu.buffers;
   out.overhead = e.gpu.overhead;
+  out.host = e.cpu.total();
   out.activation_terms = std::move(e.activation_terms);
   out.buffer_terms = std::move(e.buffer_terms);
   out.overhead_terms = std::move(e.overhead_terms);
@@ -653,7 +668,7 @@ Time3D Model3D::time(const Layout3D& l) {
   out.bubble_s =
       l.pp > 1 ? schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, st).bubble_s : 0.0;
   out.pipeline_s = static_cast<double>(l.micro_batches) * out.microbatch_s + out.bubble_s;
-  out.step_s = out.pipeline_s + out.dp_sync_s + out.optimizer_s;
+  out.step_s = out.pipeline_s + out.dp_sync_s + out.host_transfer_s + out.optimizer_s;
   out.samples_per_s = static_cast<double>(l.global_batch()) / out.step_s;
   out.tokens_per_s = out.samples_per_s * static_cast<double>(l.seq_len);
   const double flops = whole.model_flops * static_cast<double>(l.micro_batches * l.dp);
@@ -721,9 +736,12 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   StepInputs in;
   in.forward_s = stage.forward_s;
   in.backward_s = stage.backward_s;
-  in.ops = out.dp_ops;
-  in.optimizer_s = optimizer_time(sharded_optimizer ? params / l.shard_ranks() : params, recipe,
-                                  Offload::none, gpu_, k_);
+  const std::int64_t elements = sharded_optimizer ? params / l.shard_ranks() : params;
+  in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_);
+  in.host_transfer_s = host_transfers_s(l.offload, elements, ceil_div(params, l.shard_ranks()),
+                                        static_cast<double>(recipe.compute_bytes()),
+                                        host_link_Bps(gpu_, k_), out.dp_ops);
+  in.ops = out.dp_ops;  // with the offloaded shard's fetch before each all-gather
   in.micro_steps = l.micro_batches;
   in.no_sync = false;
   in.overlap_compute_slowdown = k_.overlap_compute_slowdown;
@@ -733,6 +751,7 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   out.fsdp_comm_s = (times.exposed_forward_s + times.exposed_backward_s) / m;
   out.dp_sync_s = times.exposed_outside_s;
   out.optimizer_s = times.optimizer_s;
+  out.host_transfer_s = times.host_transfer_s;
   return (times.forward_compute_s + times.exposed_forward_s) / m;
 }
 

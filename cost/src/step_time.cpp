@@ -232,18 +232,24 @@ std::int64_t optimizer_elements(const ModelDesc& m, const TrainingConfig& c) {
   return traits_of(c.strategy).shards_optimizer ? ceil_div(m.params, shard_degree(c)) : m.params;
 }
 
+double host_transfers_s(Offload o, std::int64_t updated, std::int64_t shard, double element_bytes,
+                        double link_Bps, std::vector<CommOp>& ops) {
+  if (o == Offload::none) return 0;
+  if (o == Offload::optimizer_and_params) {
+    const double fetch_s = static_cast<double>(shard) * element_bytes / link_Bps;
+    for (auto& op : ops) {
+      if (op.collective == Collective::all_gather) op.time_s += fetch_s;
+    }
+  }
+  return static_cast<double>(updated) * element_bytes / link_Bps;
+}
+
 double offload_transfers(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
                          const ComputeConstants& k, std::vector<CommOp>& ops) {
   if (c.offload == Offload::none) return 0;
-  const double link = host_link_Bps(gpu, k);
   const double compute_bytes = static_cast<double>(bytes_per_element(compute_element(c.precision)));
-  if (c.offload == Offload::optimizer_and_params) {
-    const double shard = static_cast<double>(ceil_div(m.params, shard_degree(c)));
-    for (auto& op : ops) {
-      if (op.collective == Collective::all_gather) op.time_s += shard * compute_bytes / link;
-    }
-  }
-  return static_cast<double>(optimizer_elements(m, c)) * compute_bytes / link;
+  return host_transfers_s(c.offload, optimizer_elements(m, c), ceil_div(m.params, shard_degree(c)),
+                          compute_bytes, host_link_Bps(gpu, k), ops);
 }
 
 StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, const StepOptions& o,

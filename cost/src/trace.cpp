@@ -96,6 +96,7 @@ std::vector<TimelineEvent> timeline_3d(const Layout3D& l, const Time3D& x) {
              x.bubble_s);
   }
   b.step_collectives(x, false);
+  b.serial("host", "host transfers (offload)", x.host_transfer_s);
   b.serial("compute", "optimizer step", x.optimizer_s);
   b.step_collectives(x, true);
   return std::move(b.events);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <iostream>
+#include <utility>
 
+#include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/model/error.hpp"
 
 namespace dtplan::gui {
@@ -40,7 +42,17 @@ void default_layout_strategy(const CLI::App& app, Session& s) {
                                        [&](const char* flag) { return app.count(flag) > 0; });
   if (!layout_flag || app.count("--strategy") > 0 || planner::is_layout_framework(s.strategy))
     return;
-  s.strategy = s.layout.framework.empty() ? "megatron" : s.layout.framework;
+  if (s.layout.framework.empty()) {
+    s.strategy = "megatron";
+    return;
+  }
+  try {
+    (void)cost::parse_framework(s.layout.framework);
+  } catch (const Error& e) {
+    throw Error(std::string("--framework: ") + e.what());
+  }
+  // The form names the framework as the strategy.
+  s.strategy = std::exchange(s.layout.framework, std::string());
 }
 
 // The layout flags given on the command line, carried over a session read from a file.
@@ -74,7 +86,8 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--topology", s.topology, "preset, JSON or nvidia-smi topo -m text")
       ->capture_default_str();
   app.add_option("--nodes", s.nodes, "nodes")->capture_default_str();
-  app.add_option("--gpus", s.gpus, "data-parallel GPUs")->capture_default_str();
+  app.add_option("--gpus", s.gpus, "GPUs (a layout's dp = GPUs / (tp x cp x pp))")
+      ->capture_default_str();
   app.add_option("--strategy", s.strategy, "strategy")->capture_default_str();
   app.add_option("--precision", s.precision, "precision")->capture_default_str();
   app.add_option("--optimizer", s.optimizer, "optimizer")->capture_default_str();

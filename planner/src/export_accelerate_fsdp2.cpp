@@ -52,7 +52,7 @@ std::string accelerate_fsdp2_config(const ModelDesc& m, const cost::Layout3D& l,
     << (l.recompute == Checkpointing::full ? "true" : "false") << "\n"
     << "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
     << "  fsdp_cpu_ram_efficient_loading: true\n"
-    << "  fsdp_offload_params: false\n"
+    << "  fsdp_offload_params: " << (l.offload == Offload::none ? "false" : "true") << "\n"
     << "  fsdp_reshard_after_forward: "
     << (l.sharding == cost::DpSharding::parameters ? "true" : "false") << "\n"
     << "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"

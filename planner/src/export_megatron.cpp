@@ -102,6 +102,13 @@ void training(Args& a, const cost::Layout3D& l) {
   if (type == "bf16") a.emplace_back("--bf16");
   if (type == "fp16") a.emplace_back("--fp16");
   if (l.sharding == cost::DpSharding::optimizer) a.emplace_back("--use-distributed-optimizer");
+  // Megatron Core's optimizer CPU offload, all of it on the host (its documentation: these
+  // three flags together).
+  if (l.offload == Offload::optimizer) {
+    a.emplace_back("--optimizer-cpu-offload");
+    add(a, "--optimizer-offload-fraction", "1.0");
+    a.emplace_back("--use-precision-aware-optimizer");
+  }
   // --optimizer adam is Megatron-LM's AdamW (decoupled weight decay); sgd keeps a momentum
   // buffer unless --sgd-momentum is 0.
   const bool sgd = l.optimizer == Optimizer::sgd || l.optimizer == Optimizer::sgd_momentum;

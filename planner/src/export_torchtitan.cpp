@@ -96,7 +96,9 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
     << "global_batch_size = " << l.global_batch() << "\n"
     << "seq_len = " << l.seq_len << "\n"
     << "mixed_precision_param = \"" << (is_mixed(l.precision) ? "bfloat16" : "float32") << "\"\n"
-    << "mixed_precision_reduce = \"float32\"\n\n"
+    << "mixed_precision_reduce = \"float32\"\n"
+    // FSDP2's CPUOffloadPolicy on parameters, gradients and optimizer states.
+    << "enable_cpu_offload = " << (l.offload == Offload::none ? "false" : "true") << "\n\n"
     << "[optimizer]\n"
     << "name = \"" << (l.optimizer == Optimizer::adam ? "Adam" : "AdamW") << "\"\n\n"
     << "[parallelism]\n"

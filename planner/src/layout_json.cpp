@@ -39,6 +39,10 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"schedule", l.pp > 1 ? std::string(name_of(l.pipeline_schedule())) : "none"},
           {"stage_layers", l.stage_layers},
           {"heaviest_stage", c.memory.stage},
+          {"precision", std::string(name_of(l.precision))},
+          {"optimizer", std::string(name_of(l.optimizer))},
+          {"attention", std::string(name_of(l.attention))},
+          {"offload", std::string(name_of(l.offload))},
           {"sequence_parallel", l.sequence_parallel},
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches},
@@ -66,6 +70,7 @@ nlohmann::json to_json(const Candidate3D& c) {
             {"pipeline_s", t.pipeline_s},
             {"bubble_s", t.bubble_s},
             {"dp_sync_s", t.dp_sync_s},
+            {"host_transfer_s", t.host_transfer_s},
             {"optimizer_s", t.optimizer_s}}},
           {"collectives", collectives}};
 }
@@ -129,7 +134,7 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           {"no_sync", l.framework == cost::Framework::megatron},
           {"recompute", std::string(name_of(l.recompute))},
           {"attention", std::string(name_of(l.attention))},
-          {"offload", "none"},
+          {"offload", std::string(name_of(l.offload))},
           {"precision", std::string(name_of(l.precision))},
           {"optimizer", std::string(name_of(l.optimizer))}};
 }

@@ -98,12 +98,6 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   if (!m.transformer) {
     throw FieldError("tp", "model " + m.name + " has no layer shapes: a layout needs them");
   }
-  if (c.offload != Offload::none) {
-    throw FieldError("offload", std::string(name_of(c.offload)) +
-                                    ": layouts do not offload yet (Megatron-LM's "
-                                    "--optimizer-cpu-offload and FSDP2's CPUOffloadPolicy are "
-                                    "not modelled); the data-parallel strategies do");
-  }
   if (c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16) {
     throw FieldError("precision", std::string(name_of(c.precision)) +
                                       " (torch.autocast) is modelled for dp and ddp; layouts "
@@ -131,6 +125,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.attention = c.attention;
   l.precision = c.precision;
   l.optimizer = c.optimizer;
+  l.offload = c.offload;
   cost::check_layout(*m.transformer, l, c.gpus_per_node);
   l.stage_layers = cost::layers_per_stage(*m.transformer, l);  // the split, resolved
   return l;

@@ -72,7 +72,8 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
   const auto& p = r.plan;
   if (!p.offloads.empty() &&
       std::find(p.offloads.begin(), p.offloads.end(), Offload::none) == p.offloads.end()) {
-    return "the layouts do not offload, and every offload mode asked for does";
+    return "the layout search does not try offloading yet (dtplan estimate --offload times one "
+           "layout), and every offload mode asked for offloads";
   }
   if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
     return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";

@@ -323,10 +323,26 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   bad = run({"memory", "--model", "gpt2", "--tp", "3", "--gpus", "8"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--gpus: 8 is not divisible by --tp x --cp x --pp = 3"));
-  // What layouts do not model is refused, not silently ignored.
-  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--offload", "optimizer"});
+  // What layouts do not model is refused, not silently ignored; each framework offloads its
+  // own way (Megatron-LM the optimizer, FSDP2 parameters, gradients and optimizer together).
+  bad = run(
+      {"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--offload", "optimizer+params"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--offload: optimizer: layouts do not offload yet"));
+  CHECK_THAT(bad.err, Contains("--offload optimizer+params: Megatron-LM offloads the optimizer"));
+  bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--framework", "fsdp2",
+             "--offload", "optimizer"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--offload optimizer: FSDP2's CPUOffloadPolicy"));
+  // The host memory of the node's 8 GPUs against --host-memory.
+  auto off = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--offload", "optimizer",
+                  "--host-memory", "1GiB", "--json"});
+  REQUIRE(off.code == 0);
+  const auto oj = nlohmann::json::parse(off.out)["parallel3d"];
+  CHECK(oj["host_bytes_per_node"].get<std::int64_t>() ==
+        8 * oj["host_bytes_per_gpu"].get<std::int64_t>());
+  CHECK(oj["host_capacity_bytes"] == 1LL << 30);
+  CHECK(oj["host_fits"] == oj["host_bytes_per_node"].get<std::int64_t>() <= 1LL << 30);
+  CHECK(oj["offload"] == "optimizer");
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--precision", "amp-bf16"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err,

@@ -3,6 +3,7 @@
 
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/cost/trace.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/topology_io.hpp"
@@ -534,7 +535,14 @@ TEST_CASE("context parallelism: layout rules name the sequence split and the hea
   CHECK_NOTHROW(check_layout(m, l, 8));
   l.cp = 32;  // Ulysses splits the 16 heads over 32 ranks: impossible
   l.cp_comm = CpComm::a2a;
-  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("do not divide by cp"));
+  CHECK_THROWS_WITH(check_layout(m, l, 8), Contains("16 attention heads per tensor-parallel rank "
+                                                    "do not divide by cp 32"));
+  // GQA: 16 heads divide by 8, their 4 key/value heads do not; the message names those.
+  auto gqa = m;
+  gqa.num_kv_heads = 4;
+  l.cp = 8;
+  CHECK_THROWS_WITH(check_layout(gqa, l, 8),
+                    Contains("4 key/value heads per tensor-parallel rank do not divide by cp 8"));
   CHECK(parse_cp_comm("all_gather") == CpComm::all_gather);
   CHECK_THROWS_WITH(parse_cp_comm("ring"), Contains("known: p2p, all_gather, a2a"));
 }
@@ -692,6 +700,59 @@ TEST_CASE("Megatron data-parallel step: the registry's rows, priced on the dp gr
   CHECK(replicated.fsdp_comm_s == 0);
   CHECK(replicated.step_s ==
         Approx(3 * replicated.microbatch_s + replicated.dp_sync_s + replicated.optimizer_s));
+}
+
+TEST_CASE("layout offload: Megatron-LM's CPU optimizer, FSDP2's CPUOffloadPolicy") {
+  RoundSwitch f;
+  f.gpu.pcie_generation = 4;
+  f.gpu.pcie_lanes = 16;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  const OverheadConstants overheads;
+  // PCIe 4.0 x16: 16 GT/s x 16 lanes / 8 bits x 128/130 coding, at the 0.5 transfer
+  // efficiency of the fixture; the CPU optimizer moves 1e10 B/s.
+  const double link = 16e9 * 16 / 8 * 128.0 / 130.0 * 0.5;
+  const std::int64_t p = f.m.params, shard = (p + 3) / 4;  // dp 4
+  // Megatron-LM --optimizer-cpu-offload with the distributed optimizer: the fp32 main weights,
+  // Adam's moments and a copy of the fp32 gradient shard live on the host (16 B per sharded
+  // parameter); bf16 weights and fp32 main gradients stay on the GPU.
+  auto l = layout(1, 1, 4);
+  l.offload = Offload::optimizer;
+  const auto mem = memory_3d(f.m, l, overheads);
+  CHECK(mem.host.value == 16 * shard);
+  CHECK(mem.optimizer_states.value == 0);
+  CHECK(mem.master_weights.value == 0);
+  CHECK(mem.weights.value == 2 * p);
+  CHECK(mem.gradients.value == 4 * p);
+  // The step on the CPU reads and writes the fp32 weights and both moments, reads the fp32
+  // gradient and writes the bf16 copy: 2 x 4 + 4 + 2 x 8 + 2 = 30 B per parameter; the
+  // updated bf16 weights come back over PCIe.
+  const auto t = model.time(l);
+  CHECK(t.optimizer_s == Approx(30.0 * static_cast<double>(p / 4) / 1e10));
+  CHECK(t.host_transfer_s == Approx(2.0 * static_cast<double>(p / 4) / link));
+  CHECK(t.step_s == Approx(t.pipeline_s + t.dp_sync_s + t.host_transfer_s + t.optimizer_s));
+  double drawn = 0;  // the timeline tiles the step, host transfers included
+  for (const auto& e : timeline_3d(l, t))
+    drawn += e.end_s - e.start_s;
+  CHECK(drawn == Approx(t.step_s));
+  // FSDP2's CPUOffloadPolicy: the fp32 parameter, gradient and Adam shards on the host (16 B
+  // per sharded parameter), nothing of them on the GPU; each all-gather first copies the bf16
+  // shard in.
+  auto fsdp = fsdp2(4, DpSharding::parameters);
+  const auto kept = model.time(fsdp);
+  fsdp.offload = Offload::optimizer_and_params;
+  const auto fm = memory_3d(f.m, fsdp, overheads);
+  CHECK(fm.host.value == 16 * shard);
+  CHECK(fm.weights.value + fm.gradients.value + fm.optimizer_states.value == 0);
+  const auto ft = model.time(fsdp);
+  REQUIRE(ft.dp_ops.size() == kept.dp_ops.size());
+  CHECK(ft.dp_ops[0].time_s - kept.dp_ops[0].time_s ==
+        Approx(2.0 * static_cast<double>(shard) / link));
+  CHECK(ft.dp_ops[2].time_s == kept.dp_ops[2].time_s);  // the reduce-scatter fetches nothing
+  // Each framework offloads its own way.
+  l.offload = Offload::optimizer_and_params;
+  CHECK_THROWS_WITH(model.time(l), Contains("{offload} optimizer+params: Megatron-LM"));
+  fsdp.offload = Offload::optimizer;
+  CHECK_THROWS_WITH(model.time(fsdp), Contains("CPUOffloadPolicy"));
 }
 
 TEST_CASE("one memory model: a one-stage FSDP2 layout holds FSDP FULL_SHARD's model states") {

@@ -402,7 +402,15 @@ class TestGui : public QObject {
     QCOMPARE(s.layout.schedule, std::string("zb-h1"));
     const auto fsdp = parse({"--framework", "fsdp2", "--dp-shard", "8", "--sharding", "gradients"});
     QCOMPARE(fsdp.strategy, std::string("fsdp2"));
+    QVERIFY(fsdp.layout.framework.empty());  // the form names it as the strategy
     QCOMPARE(fsdp.layout.dp_shard, std::int64_t{8});
+    try {
+      parse({"--framework", "foo", "--tp", "2"});
+      QFAIL("an unknown framework must be refused");
+    } catch (const Error& e) {
+      QVERIFY(std::string(e.what()).find("--framework: unknown framework 'foo'") !=
+              std::string::npos);
+    }
     // No layout flag: the default data-parallel session, flash attention.
     const auto plain = parse({"--attention", "eager"});
     QCOMPARE(plain.strategy, Session{}.strategy);

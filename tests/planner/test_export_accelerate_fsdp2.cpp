@@ -123,6 +123,10 @@ TEST_CASE("Accelerate FSDP2: blocks kept gathered, full recompute, one node, all
   CHECK(y.at("parallelism_config.parallelism_config_dp_replicate_size") == "1");
   CHECK_THAT(text, Contains("micro-batch 2 per data-parallel rank and accumulate 4 micro-steps "
                             "(global batch 32)"));
+  CHECK(y.at("fsdp_config.fsdp_offload_params") == "false");
+  l.offload = Offload::optimizer_and_params;  // CPUOffloadPolicy
+  CHECK(parsed(planner::accelerate_fsdp2_config(llama(), l, 8, {}))
+            .at("fsdp_config.fsdp_offload_params") == "true");
 }
 
 TEST_CASE("Accelerate FSDP2: what Accelerate cannot run is refused with the reason") {

@@ -49,6 +49,9 @@ const std::map<std::string, bool> kTakesValue{
     {"--bf16", false},
     {"--fp16", false},
     {"--use-distributed-optimizer", false},
+    {"--optimizer-cpu-offload", false},
+    {"--optimizer-offload-fraction", true},
+    {"--use-precision-aware-optimizer", false},
     {"--optimizer", true},  // adam, sgd
     {"--sgd-momentum", true},
 };
@@ -182,6 +185,14 @@ TEST_CASE("Megatron-LM arguments: the optimizer, adam or sgd with its momentum")
   a = parsed(planner::megatron_arguments(m, l));
   CHECK(a.at("--optimizer") == "sgd");
   CHECK(a.at("--sgd-momentum") == "0");
+  CHECK(a.count("--optimizer-cpu-offload") == 0);
+  // The optimizer on the CPU: Megatron Core's offload flags, the whole optimizer on the host.
+  l.optimizer = Optimizer::adamw;
+  l.offload = Offload::optimizer;
+  a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.count("--optimizer-cpu-offload") == 1);
+  CHECK(a.at("--optimizer-offload-fraction") == "1.0");
+  CHECK(a.count("--use-precision-aware-optimizer") == 1);
 }
 
 TEST_CASE("Megatron-LM arguments: schedules it does not run are refused, the file is bash") {

@@ -16,7 +16,7 @@ namespace {
 const std::map<std::string, std::set<std::string>> kKeys{
     {"training",
      {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
-      "mixed_precision_reduce"}},
+      "mixed_precision_reduce", "enable_cpu_offload"}},
     {"parallelism",
      {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
       "tensor_parallel_degree", "context_parallel_degree", "context_parallel_rotate_method",
@@ -114,6 +114,10 @@ TEST_CASE("torchtitan config: hybrid sharding with context parallelism, uneven s
   CHECK(a.at("activation_checkpoint.selective_ac_option") == "\"op\"");
   CHECK(a.at("training.local_batch_size") == "2");    // accumulation without a pipeline
   CHECK(a.at("training.global_batch_size") == "64");  // 2 x 8 x dp 4
+  CHECK(a.at("training.enable_cpu_offload") == "false");
+  l.offload = Offload::optimizer_and_params;  // FSDP2's CPUOffloadPolicy
+  CHECK(parsed(planner::torchtitan_config(llama(32), l)).at("training.enable_cpu_offload") ==
+        "true");
   // 30 layers over 4 stages, Megatron's embedding-and-loss rule: 7, 8, 8, 7.
   auto p = fsdp2(1, 1, 4, 2);
   const auto b = parsed(planner::torchtitan_config(llama(30), p));

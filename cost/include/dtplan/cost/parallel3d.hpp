@@ -137,7 +137,12 @@ struct Layout3D {
   // s x s scores; context parallelism needs it.
   Attention attention = Attention::flash;
   Precision precision = Precision::bf16;
-  Optimizer optimizer = Optimizer::adamw;    // its states (optimizer_problem: what each runs)
+  Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
+  // States in host memory, the optimizer stepping on the CPU: Megatron-LM's
+  // --optimizer-cpu-offload (optimizer: fp32 main weights and optimizer states; gradients
+  // copied to the host, updated weights back) or FSDP2's CPUOffloadPolicy (optimizer+params:
+  // the parameter, gradient and optimizer shards; each all-gather first copies the shard in).
+  Offload offload = Offload::none;
   std::optional<PipelineSchedule> schedule;  // none: Megatron's own (1F1B, interleaved if v > 1)
   // Layers of each pipeline stage (all its chunks), first to last; empty: layers_per_stage's
   // rule.
@@ -180,6 +185,7 @@ struct Memory3D {
   // optimizer); optimizer states the optimizer's own tensors.
   Bytes weights, master_weights, gradients, optimizer_states, activations, overhead;
   Bytes logits;  // the last stage's logits and loss softmax (one micro-batch)
+  Bytes host;    // offloaded states in host memory, per GPU (Layout3D::offload)
   // FSDP2's gathered bf16 blocks and one block's unsharded fp32 gradients; NCCL's buffers
   Bytes buffers;
   std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
@@ -198,15 +204,16 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
                    bool explained = true);
 
 struct Time3D {
-  double compute_s = 0;     // per micro-batch per stage (forward + backward + recompute)
-  double tp_comm_s = 0;     // per micro-batch per stage
-  double cp_comm_s = 0;     // per micro-batch per stage: K/V exchange not hidden by attention
-  double p2p_s = 0;         // per micro-batch per stage (both directions)
-  double microbatch_s = 0;  // the four above
-  double pipeline_s = 0;    // m x microbatch_s + bubble_s
-  double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
-  double fsdp_comm_s = 0;   // per micro-batch per stage: FSDP gathers and reductions not hidden
-  double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
+  double compute_s = 0;        // per micro-batch per stage (forward + backward + recompute)
+  double tp_comm_s = 0;        // per micro-batch per stage
+  double cp_comm_s = 0;        // per micro-batch per stage: K/V exchange not hidden by attention
+  double p2p_s = 0;            // per micro-batch per stage (both directions)
+  double microbatch_s = 0;     // the four above
+  double pipeline_s = 0;       // m x microbatch_s + bubble_s
+  double bubble_s = 0;         // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
+  double fsdp_comm_s = 0;      // per micro-batch per stage: FSDP gathers and reductions not hidden
+  double dp_sync_s = 0;        // gradient reduction over dp (and the parameter all-gather)
+  double host_transfer_s = 0;  // offload: updated weights copied back from the host
   double optimizer_s = 0;
   double step_s = 0;
   double samples_per_s = 0, tokens_per_s = 0, mfu = 0;

@@ -86,9 +86,14 @@ struct StepEstimate {
 // Parameters each rank's optimizer steps over: a shard when the strategy shards it.
 std::int64_t optimizer_elements(const ModelDesc& m, const TrainingConfig& c);
 
-// Host <-> GPU copies under offload: returns the exposed seconds per step (updated parameters
-// coming back once); with parameter offload every all-gather in `ops` first fetches the local
-// shard from the host, which is added to that op's time.
+// Host <-> GPU copies under offload, for a strategy or a layout: returns the exposed seconds
+// per step (the `updated` parameters the optimizer stepped coming back once, `element_bytes`
+// each, over a `link_Bps` host link); with parameter offload every all-gather in `ops` first
+// fetches the `shard` local parameters from the host, which is added to that op's time.
+double host_transfers_s(Offload o, std::int64_t updated, std::int64_t shard, double element_bytes,
+                        double link_Bps, std::vector<CommOp>& ops);
+
+// host_transfers_s for a data-parallel strategy.
 double offload_transfers(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
                          const ComputeConstants& k, std::vector<CommOp>& ops);
 

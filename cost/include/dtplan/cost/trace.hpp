@@ -19,7 +19,8 @@ std::string chrome_trace(const std::vector<TimelineEvent>& events, std::string_v
 // collectives, the context-parallel exchange, the pipeline sends, FSDP's gathers and
 // reductions), one stream each; the schedule's bubble at the end of the pipeline phase; then
 // the data-parallel collectives of the step by name (gradients before the optimizer step,
-// updated weights after it). Beyond 16 micro-batches the middle ones are one block.
+// updated weights after it) and, under offload, the host transfers. Beyond 16 micro-batches the
+// middle ones are one block.
 std::vector<TimelineEvent> timeline_3d(const Layout3D& l, const Time3D& t);
 
 }  // namespace dtplan::cost

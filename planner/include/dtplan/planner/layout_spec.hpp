@@ -43,8 +43,9 @@ std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus);
 // The layout of `c` (its GPUs, GPUs per node, micro-batch, sequence, checkpointing and
 // precision) under the spec, with `micro_batches` per pipeline per step, its stage split
 // resolved. `strategy`: empty, or the framework (megatron, fsdp2); a data-parallel
-// strategy's name is refused (field strategies), as are an offload (field offload) and an
-// autocast precision (field precision), which the layouts do not model. Throws a FieldError naming
+// strategy's name is refused (field strategies), as is an autocast precision (field
+// precision), which the layouts do not model; an offload is the framework's own (Megatron-LM
+// optimizer, FSDP2 optimizer+params; cost::check_layout). Throws a FieldError naming
 // the field that breaks a rule (sizes, GPUs not divisible by tp x cp x pp, a framework named
 // twice), or dtplan::Error for the model's and the schedule's own rules (cost::check_layout).
 cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const ModelDesc& m,
