@@ -228,7 +228,7 @@ std::vector<std::string> ranked_row(std::size_t i, const LayoutChoice& c,
           std::to_string(accum),
           sync,
           std::string(name_of(d ? d->checkpointing : l->recompute)),
-          d ? std::string(name_of(d->offload)) : "none",
+          std::string(name_of(d ? d->offload : l->offload)),
           gib(c.memory()),
           seconds(c.step_s()),
           fixed(c.samples_per_s(), 2),
@@ -521,9 +521,11 @@ nlohmann::json layout_search_json(const planner::UnifiedPlan& p) {
   if (!p.layouts) return {{"searched", false}, {"left_out", p.layouts_left_out}};
   const auto& x = *p.layouts;
   return {{"searched", true},
-          {"evaluated", x.evaluated},  // evaluated = fit + out_of_memory + past_deadline
+          // evaluated = fit + out_of_memory + host_out_of_memory + past_deadline
+          {"evaluated", x.evaluated},
           {"fit", x.fit},
           {"out_of_memory", x.out_of_memory},
+          {"host_out_of_memory", x.host_out_of_memory},
           {"past_deadline", x.past_deadline},
           {"no_layout", with_flags(x.no_layout)},
           {"elapsed_s", x.elapsed_s}};

@@ -266,7 +266,7 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
 }
 
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
-                      const GpuSpec& gpu, const ComputeConstants& k) {
+                      const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host) {
   // Bytes read and written per parameter by a fused step: the fp32 weights it updates (read,
   // write), the gradient, each state (read, write), and the 16-bit copy written back when the
   // recipe keeps one beside a master copy.
@@ -275,7 +275,10 @@ double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload off
   const double states = static_cast<double>(r.optimizer.bytes_per_param());
   const double copy = r.main_weight ? static_cast<double>(r.parameter_bytes()) : 0.0;
   const double bytes = static_cast<double>(elements) * (2 * fp32 + grad + 2 * states + copy);
-  if (offload != Offload::none) return bytes / k.cpu_optimizer_bytes_per_s;
+  if (offload != Offload::none) {
+    return bytes * static_cast<double>(std::max<std::int64_t>(ranks_on_host, 1)) /
+           k.cpu_optimizer_bytes_per_s;
+  }
   return bytes / (gpu.memory_bandwidth_bytes_per_s * k.memory_efficiency) + k.kernel_overhead_s;
 }
 
@@ -284,7 +287,8 @@ double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuS
   const auto& t = traits_of(c.strategy);
   const auto r =
       numeric_recipe(c.precision, c.optimizer, t.fsdp, t.single_process, c.fp32_grad_accumulation);
-  return optimizer_time(elements, r, c.offload, gpu, k);
+  const std::int64_t ranks = t.single_process ? 1 : std::min(c.dp_size, c.gpus_per_node);
+  return optimizer_time(elements, r, c.offload, gpu, k, ranks);
 }
 
 }  // namespace dtplan::cost

@@ -47,6 +47,7 @@ std::string describe(const Layout3D& l) {
   if (l.sequence_parallel) s << ", sequence parallel";
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);
+  if (l.offload != Offload::none) s << ", offload " << name_of(l.offload);
   return s.str();
 }
 

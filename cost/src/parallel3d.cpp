@@ -737,7 +737,8 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   in.forward_s = stage.forward_s;
   in.backward_s = stage.backward_s;
   const std::int64_t elements = sharded_optimizer ? params / l.shard_ranks() : params;
-  in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_);
+  in.optimizer_s =
+      optimizer_time(elements, recipe, l.offload, gpu_, k_, std::min(l.gpus(), t_.gpus_per_node()));
   in.host_transfer_s = host_transfers_s(l.offload, elements, ceil_div(params, l.shard_ranks()),
                                         static_cast<double>(recipe.compute_bytes()),
                                         host_link_Bps(gpu_, k_), out.dp_ops);

@@ -86,7 +86,7 @@ QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) 
           number(c.samples_per_s(), 1),
           number(c.mfu() * 100, 1),
           text_item(std::string(name_of(d ? d->checkpointing : l->recompute))),
-          text_item(d ? std::string(name_of(d->offload)) : "none"),
+          text_item(std::string(name_of(d ? d->offload : l->offload))),
           conf};  // last: the long text stretches, the figures stay in view
 }
 

@@ -83,7 +83,13 @@ void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   }
 }
 
-// The layout under each framework and sharding mode the request allows.
+// Megatron-LM offloads the optimizer, FSDP2 parameters, gradients and optimizer together.
+bool runs_offload(cost::Framework f, Offload o) {
+  if (o == Offload::none) return true;
+  return o == (f == cost::Framework::megatron ? Offload::optimizer : Offload::optimizer_and_params);
+}
+
+// The layout under each framework, sharding and offload mode the request allows.
 template <class Visit>
 void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   using cost::DpSharding;
@@ -100,7 +106,13 @@ void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit
     if (cost::optimizer_problem(framework, r.optimizer)) continue;
     l.framework = framework;
     l.sharding = sharding;
-    for_each_schedule(r, l, visit);
+    static const std::vector<Offload> every{Offload::none, Offload::optimizer,
+                                            Offload::optimizer_and_params};
+    for (const auto o : r.offloads.empty() ? every : r.offloads) {
+      if (!runs_offload(framework, o)) continue;
+      l.offload = o;
+      for_each_schedule(r, l, visit);
+    }
   }
 }
 
@@ -258,7 +270,8 @@ ShapeKey shape_key(const cost::Layout3D& l) {
           l.interleave,
           l.sequence_parallel,
           schedule,
-          static_cast<int>(l.framework) * 8 + static_cast<int>(l.sharding)};
+          (static_cast<int>(l.framework) * 8 + static_cast<int>(l.sharding)) * 8 +
+              static_cast<int>(l.offload)};
 }
 
 bool better(const Candidate3D& a, const Candidate3D& b) {
@@ -305,6 +318,14 @@ void over_memory(const cost::Layout3D& l, const cost::Memory3D& mem, cost::Model
   out.nearest_miss_of_framework[l.framework] = Candidate3D{l, mem, model.time(l), 0};
 }
 
+// Bytes a node's offloaded states exceed its host memory by (<= 0: they fit).
+double host_over_bytes(const cost::Layout3D& l, const cost::Memory3D& mem, const Request3D& r,
+                       std::int64_t gpus_per_node) {
+  if (mem.host.value == 0 || r.host_per_node.value <= 0) return 0;
+  const auto on_node = static_cast<double>(std::min(l.gpus(), gpus_per_node));
+  return static_cast<double>(mem.host.value) * on_node - static_cast<double>(r.host_per_node.value);
+}
+
 // The least over memory of all frameworks, when nothing fits.
 std::optional<Candidate3D> nearest_of_all(const Result3D& out) {
   std::optional<Candidate3D> nearest;
@@ -339,6 +360,12 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
       over_memory(l, mem, model, out);
+      return;
+    }
+    if (const double over = host_over_bytes(l, mem, r, t.gpus_per_node()); over > 0) {
+      ++out.host_out_of_memory;
+      out.rejected.push_back(
+          {{l, mem, {}, 0}, Reason::host_out_of_memory, over / double(1LL << 30)});
       return;
     }
     Candidate3D c{l, mem, model.time(l), 0};

@@ -70,18 +70,28 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
     return "only data-parallel strategies were named (add megatron or fsdp2 to the strategies)";
   }
   const auto& p = r.plan;
-  if (!p.offloads.empty() &&
-      std::find(p.offloads.begin(), p.offloads.end(), Offload::none) == p.offloads.end()) {
-    return "the layout search does not try offloading yet (dtplan estimate --offload times one "
-           "layout), and every offload mode asked for offloads";
-  }
   if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
     return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";
   }
+  const auto named = [&](cost::Framework f) {
+    return r.frameworks.empty() ||
+           std::find(r.frameworks.begin(), r.frameworks.end(), f) != r.frameworks.end();
+  };
+  // Megatron-LM offloads the optimizer, FSDP2 parameters, gradients and optimizer together.
+  const auto offloads = [&](cost::Framework f) {
+    const auto own =
+        f == cost::Framework::megatron ? Offload::optimizer : Offload::optimizer_and_params;
+    return p.offloads.empty() || std::any_of(p.offloads.begin(), p.offloads.end(), [&](Offload o) {
+             return o == Offload::none || o == own;
+           });
+  };
+  if (!(named(cost::Framework::megatron) && offloads(cost::Framework::megatron)) &&
+      !(named(cost::Framework::fsdp2) && offloads(cost::Framework::fsdp2))) {
+    return "no layout framework runs the offload modes asked for (Megatron-LM offloads the "
+           "optimizer, FSDP2 optimizer+params)";
+  }
   const auto runs = [&](cost::Framework f) {
-    const bool allowed = r.frameworks.empty() || std::find(r.frameworks.begin(), r.frameworks.end(),
-                                                           f) != r.frameworks.end();
-    return allowed && !cost::optimizer_problem(f, p.optimizer);
+    return named(f) && !cost::optimizer_problem(f, p.optimizer);
   };
   if (!runs(cost::Framework::megatron) && !runs(cost::Framework::fsdp2)) {
     return "no layout framework runs optimizer " + std::string(name_of(p.optimizer)) +
@@ -111,6 +121,8 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.attention = p.attention;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
   x.optimizer = p.optimizer;
+  x.offloads = p.offloads;
+  x.host_per_node = p.host_memory.value_or(t.node().host_memory_or_default());
   x.headroom = p.headroom;
   x.top_k = p.top_k;
   x.goal = goal_of(p);

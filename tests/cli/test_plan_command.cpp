@@ -404,12 +404,13 @@ TEST_CASE("the plan's counts add up: searched = chosen + rejected, and what each
   CHECK_THAT(text, Contains(" + " + thousands(skipped) + " combinations not evaluated ("));
 }
 
-TEST_CASE("the layouts add up: evaluated = fit + over memory + past the deadline") {
+TEST_CASE("the layouts add up: evaluated = fit + over GPU or host memory + past the deadline") {
   const auto j = nlohmann::json::parse(run(with({"--json"})).out);
   const auto& x = j["layout_search"];
   REQUIRE(x["searched"] == true);
   const auto evaluated = x["evaluated"].get<std::int64_t>();
   CHECK(evaluated == x["fit"].get<std::int64_t>() + x["out_of_memory"].get<std::int64_t>() +
+                         x["host_out_of_memory"].get<std::int64_t>() +
                          x["past_deadline"].get<std::int64_t>());
   CHECK(evaluated == j["stats"]["layouts_evaluated"].get<std::int64_t>());
   CHECK(j["stats"]["configs_evaluated"].get<std::int64_t>() ==

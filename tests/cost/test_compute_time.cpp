@@ -102,6 +102,10 @@ TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed of
         Approx(28e9 / (2.039e12 * 0.5) + 1e-5).epsilon(1e-12));
   c.offload = Offload::optimizer;
   CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(28e9 / 1e10));
+  // Eight ranks of a node step on the same server's memory at once: 8 x the traffic.
+  c.dp_size = 16;
+  c.gpus_per_node = 8;
+  CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(8 * 28e9 / 1e10));
   c = bf16(1);
   c.precision = Precision::fp32;
   c.optimizer = Optimizer::sgd;

@@ -125,3 +125,37 @@ TEST_CASE("3D search: Megatron-LM and FSDP2 layouts in one ranking, restricted b
     CHECK(c.layout.framework == cost::Framework::megatron);
   CHECK(only.ranked.front().time.step_s == Approx(megatron));
 }
+
+TEST_CASE("3D search: offloading fits Llama 2 70B on one DGX H100, within the node's host memory") {
+  // 70B on 8 GPUs keeps its states on the GPUs only as 8 x 16 B per parameter: 138 GB of
+  // model states per GPU before activations, over 80 GB. Offloaded (Megatron-LM's optimizer,
+  // FSDP2's parameters, gradients and optimizer), the host holds 16 B per sharded parameter
+  // for each GPU of the node.
+  const DgxH100 f("llama-2-70b", 1);
+  planner::Request3D r;
+  r.global_batch = 8;
+  r.seq_len = 4096;
+  r.top_k = 20;
+  r.offloads = {Offload::none};
+  CHECK(f.search(r).ranked.empty());
+  r.offloads = {Offload::none, Offload::optimizer, Offload::optimizer_and_params};
+  r.host_per_node = Bytes{2048LL << 30};
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked) {
+    const auto& l = c.layout;
+    CHECK(l.offload == (l.framework == cost::Framework::megatron ? Offload::optimizer
+                                                                 : Offload::optimizer_and_params));
+    CHECK(c.memory.host.value * 8 <= r.host_per_node.value);
+    CHECK(c.time.host_transfer_s > 0);
+  }
+  // A node with 512 GiB cannot hold what FSDP2 over 8 ranks offloads (8 x 16 B x 69e9 / 8 =
+  // 1.1 TB): those are rejected as over host memory, and what remains fits the host.
+  r.host_per_node = Bytes{512LL << 30};
+  const auto small = f.search(r);
+  CHECK(small.host_out_of_memory > 0);
+  CHECK(small.evaluated ==
+        small.fit + small.out_of_memory + small.host_out_of_memory + small.past_deadline);
+  for (const auto& c : small.ranked)
+    CHECK(c.memory.host.value * 8 <= r.host_per_node.value);
+}

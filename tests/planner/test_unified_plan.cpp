@@ -110,11 +110,21 @@ TEST_CASE("restrictions apply to both families, and leaving out both is an error
   for (const auto& e : p.ranked)
     CHECK(e.data_parallel->strategy == Strategy::zero2);
 
+  // Offloading the optimizer alone: Megatron-LM's layouts, each with its CPU optimizer.
   r = request(64, 1024);
   r.plan.offloads = {Offload::optimizer};
   p = c.plan(r);
+  REQUIRE(p.layouts);
+  for (const auto& e : p.ranked) {
+    if (!e.layout) continue;
+    CHECK(e.layout->layout.framework == cost::Framework::megatron);
+    CHECK(e.layout->layout.offload == Offload::optimizer);
+  }
+  // ... which FSDP2 does not offload on its own.
+  r.frameworks = {cost::Framework::fsdp2};
+  p = c.plan(r);
   CHECK_FALSE(p.layouts);
-  CHECK_THAT(p.layouts_left_out, Catch::Contains("does not try offloading yet"));
+  CHECK_THAT(p.layouts_left_out, Catch::Contains("no layout framework runs the offload modes"));
 
   r = request(64, 1024);
   r.plan.precisions = {Precision::fp32};

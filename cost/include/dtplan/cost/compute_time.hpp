@@ -59,12 +59,16 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
                              const ComputeConstants& k);
 
 // The optimizer step over `elements` parameters on the GPU (memory-bound), or on the host
-// when offloaded.
+// when offloaded: cpu_optimizer_bytes_per_s is the server's memory bandwidth, which the ranks
+// of a node (min(dp, GPUs per node); one for DataParallel's single process) share, stepping
+// at the same time.
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
                       const ComputeConstants& k);
-// The same under an explicit numeric recipe (the 3D model's Megatron recipe).
+// The same under an explicit numeric recipe (a layout's framework), `ranks_on_host` ranks of
+// a node stepping on its CPUs at once when offloaded.
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
-                      const GpuSpec& gpu, const ComputeConstants& k);
+                      const GpuSpec& gpu, const ComputeConstants& k,
+                      std::int64_t ranks_on_host = 1);
 
 // Bytes per second of the GPU's PCIe link (generation x lanes), as transfers achieve it.
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k);

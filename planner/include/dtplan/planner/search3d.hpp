@@ -47,6 +47,11 @@ struct Request3D {
   Attention attention = Attention::flash;
   // Its states; frameworks that do not run it (cost::optimizer_problem) are left out.
   Optimizer optimizer = Optimizer::adamw;
+  // Offload modes tried; empty: all, as the data-parallel search. Each framework tries none
+  // and the mode it runs (Megatron-LM the optimizer, FSDP2 parameters, gradients and optimizer
+  // together), its offloaded states within host_per_node for the GPUs of a node.
+  std::vector<Offload> offloads;
+  Bytes host_per_node{0};  // a node's host memory; 0: not checked
   double headroom = 0.10;
   std::int64_t top_k = 5;
   RunGoal goal;  // what layouts are ranked by (planner.hpp); default: seconds per sample
@@ -65,8 +70,9 @@ struct Candidate3D {
   double objective = 0;  // lower is better (RunGoal)
 };
 
-// A layout the search priced and did not rank first: out of memory (amount: GiB over; its time
-// is not computed), past the deadline (hours over) or slower than the best (% behind).
+// A layout the search priced and did not rank first: out of GPU or host memory (amount: GiB
+// over; its time is not computed), past the deadline (hours over) or slower than the best (%
+// behind).
 struct RejectedLayout {
   Candidate3D candidate;
   Reason reason = Reason::slower;
@@ -84,10 +90,11 @@ struct Result3D {
   std::map<cost::Framework, Candidate3D> nearest_miss_of_framework;
   // Fewest bytes first, each with a better objective than every layout using less memory.
   std::vector<Candidate3D> pareto;
-  // Layouts priced: evaluated = fit + out_of_memory + past_deadline.
+  // Layouts priced: evaluated = fit + out_of_memory + host_out_of_memory + past_deadline.
   std::int64_t evaluated = 0;
   std::int64_t fit = 0;  // within memory and the deadline (ranked keeps the best of each shape)
   std::int64_t out_of_memory = 0;
+  std::int64_t host_out_of_memory = 0;  // offloaded states over the node's host memory
   std::int64_t past_deadline = 0;
   // Every priced layout but the best: evaluated = rejected.size() + (1 if one fits).
   std::vector<RejectedLayout> rejected;
