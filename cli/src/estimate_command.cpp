@@ -176,6 +176,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["details"] = planner::memory_details_json(mem);
     add_explanations(j["parallel3d"], mem);
     j["parallel3d"]["fits"] = mem.total().value <= gpu.memory.value;
+    j["parallel3d"]["within_plan_headroom"] = within_plan_headroom(mem.total(), gpu.memory);
     add_host_json(j["parallel3d"], host);
     ctx.out << report_text(j);
     return 0;

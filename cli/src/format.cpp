@@ -6,6 +6,7 @@
 #include <map>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/planner/planner.hpp"
 
 namespace dtplan::cli {
 
@@ -74,6 +75,21 @@ std::string flag_of(const std::string& field) {
 
 std::string with_flags(const std::string& text) {
   return render_fields(text, flag_of);
+}
+
+bool within_plan_headroom(Bytes total, Bytes capacity) {
+  const double usable =
+      static_cast<double>(capacity.value) * (1.0 - planner::PlanRequest{}.headroom);
+  return static_cast<double>(total.value) <= usable;
+}
+
+std::string headroom_clause(Bytes total, Bytes capacity) {
+  if (total.value > capacity.value || within_plan_headroom(total, capacity)) return "";
+  const double headroom = planner::PlanRequest{}.headroom;
+  const Bytes usable{
+      static_cast<std::int64_t>(static_cast<double>(capacity.value) * (1.0 - headroom))};
+  return "; above dtplan plan's " + fixed(100 * headroom, 0) + "% headroom (" + gib(usable) +
+         " GiB usable), which keeps room for allocator fragmentation: plan rejects it";
 }
 
 }  // namespace dtplan::cli

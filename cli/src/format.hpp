@@ -33,4 +33,10 @@ std::string with_flags(const std::string& text);
 // A duration for people: 3.2 h, 5.1 days
 std::string duration(double s);
 
+// When `total` fits `capacity` but not what dtplan plan keeps usable by default (its 10%
+// headroom): a clause saying so, else empty. estimate and memory judge against the whole GPU.
+std::string headroom_clause(Bytes total, Bytes capacity);
+// Whether `total` is within the plan's default usable memory of `capacity`.
+bool within_plan_headroom(Bytes total, Bytes capacity);
+
 }  // namespace dtplan::cli

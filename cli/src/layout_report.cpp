@@ -31,7 +31,7 @@ void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost:
         << (mem.total().value > gpu->memory.value
                 ? ": does NOT fit on " + gpu->name + " (short by " +
                       gib(Bytes{mem.total().value - gpu->memory.value}) + " GiB)"
-                : std::string());
+                : headroom_clause(mem.total(), gpu->memory));
   }
   out << "\n";
   for (const auto& note : mem.notes)

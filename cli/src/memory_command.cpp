@@ -68,7 +68,10 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
     add_explanations(layout, mem);
     layout["global_batch"] = l.global_batch();
     layout["seq_len"] = l.seq_len;
-    if (gpu) layout["fits"] = mem.total().value <= gpu->memory.value;
+    if (gpu) {
+      layout["fits"] = mem.total().value <= gpu->memory.value;
+      layout["within_plan_headroom"] = within_plan_headroom(mem.total(), gpu->memory);
+    }
     add_host_json(layout, host);
     j["parallel3d"] = layout;
     ctx.out << report_text(j);

@@ -60,7 +60,7 @@ std::string verdict(const cost::FitVerdict& f, bool host_assumed) {
   std::string text;
   if (f.gpu_fits) {
     text = "fits on " + f.gpu + " with " + format_gib(f.margin) + " (" + format_gb(f.margin) +
-           ") to spare";
+           ") to spare" + headroom_clause(f.capacity - f.margin, f.capacity);
   } else {
     const Bytes short_by{-f.margin.value};
     text = "does NOT fit on " + f.gpu + ": short by " + format_gib(short_by) + " (" +

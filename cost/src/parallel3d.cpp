@@ -44,6 +44,13 @@ BlockParams block_params(const TransformerSpec& s) {
   return p;
 }
 
+// The stage holding the final norm, the LM head and the loss: the last, except under ZB-V,
+// whose V places model chunks i and 2p - 1 - i on stage i, so the first stage holds the last
+// chunk too (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", section 6).
+std::int64_t head_stage(const Layout3D& l) {
+  return l.pp > 1 && l.pipeline_schedule() == PipelineSchedule::zbv ? 0 : l.pp - 1;
+}
+
 // Parameters of stage `i` (of `layers` blocks) on one GPU.
 std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                           std::int64_t layers) {
@@ -60,8 +67,10 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
   const std::int64_t final_norm = s.final_norm ? norm : 0;
   const std::int64_t head = s.vocab_size * h / l.tp;
   if (l.pp == 1) return blocks + embedding + final_norm + (s.tied_embeddings ? 0 : head);
-  // Megatron keeps a copy of tied word embeddings on the last stage for the head.
-  return blocks + (i == 0 ? embedding : 0) + (i == l.pp - 1 ? final_norm + head : 0);
+  // Megatron keeps a copy of tied word embeddings for the head, unless one stage holds both.
+  const bool shared = s.tied_embeddings && head_stage(l) == 0;
+  return blocks + (i == 0 ? embedding : 0) +
+         (i == head_stage(l) ? final_norm + (shared ? 0 : head) : 0);
 }
 
 // The stage with the most parameters on one GPU (the last on ties: it carries the head).
@@ -302,7 +311,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
       l.pp == 1 ? 1.0
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
   a.embedding = i == 0;
-  a.head = i == l.pp - 1;
+  a.head = i == head_stage(l);
   a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel : LossKind::torch;
   return a;
 }

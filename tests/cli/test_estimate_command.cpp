@@ -418,3 +418,23 @@ TEST_CASE("estimate --export-accelerate writes an FSDP2 layout as an Accelerate 
   CHECK_THAT(bad.err, Contains("--export-accelerate: the layout runs under megatron"));
   CHECK_FALSE(std::filesystem::exists(file));
 }
+
+TEST_CASE("estimate: a layout within the GPU but above the plan's 10% headroom says so") {
+  // The README's 128K example: 77.29 GiB of an H100's 79.65 fits the GPU, but not the 71.68
+  // GiB dtplan plan keeps usable (10% headroom), so the plan would reject it.
+  const std::vector<std::string> a{
+      "estimate", "--model",   "llama-3.1-8b", "--topology",    "dgx-h100", "--nodes",
+      "4",        "--gpu",     "H100-SXM",     "--tp",          "2",        "--cp",
+      "8",        "--seq-len", "131072",       "--micro-batch", "1",        "--global-batch",
+      "32",       "--sp"};
+  const auto text = run(a);
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("above dtplan plan's 10% headroom (71.68 GiB usable)"));
+  auto with_json = a;
+  with_json.emplace_back("--json");
+  const auto j = nlohmann::json::parse(run(with_json).out)["parallel3d"];
+  CHECK(j["fits"] == true);
+  CHECK(j["within_plan_headroom"] == false);
+  const double total = static_cast<double>(j["memory_bytes"].get<std::int64_t>());
+  CHECK(total > 0.9 * 79.65 * (1LL << 30));
+}

@@ -177,6 +177,17 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   l.sharding = DpSharding::none;
   CHECK(memory_3d(m, l, OverheadConstants{}).master_weights.value == 4 * 41590784LL);
   CHECK(memory_3d(m, l, OverheadConstants{}).optimizer_states.value == 8 * 41590784LL);
+  // ZB-V places chunks i and 2p - 1 - i on stage i (Qi et al. 2024, section 6): the first
+  // stage holds the embedding and the head, the tied word embedding once, the final norm and
+  // the logits: 25,204,736 + 18,481,152 + 2,048.
+  auto v = layout(2, 2, 8);
+  v.interleave = 2;
+  v.micro_batches = 4;
+  v.schedule = PipelineSchedule::zbv;
+  const auto zbv = memory_3d(m, v, OverheadConstants{});
+  CHECK(zbv.stage == 0);
+  CHECK(zbv.params_per_gpu == 43687936);
+  CHECK(zbv.logits.value == 1024LL * 16000 * 6);
   // Without the head's logits the first stage, with more parameters, would be the heaviest.
   auto encoder = m;
   encoder.transformer->head = HeadKind::base;
