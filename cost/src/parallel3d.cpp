@@ -698,12 +698,7 @@ std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t l
   if (params > block * layers) units.push_back({params - block * layers, 1});
   const auto messages = [&](MessageSplit split) -> Messages {
     if (split == MessageSplit::units) return units;
-    if (split == MessageSplit::unit_shards) {
-      Messages out;
-      for (const auto& u : units)
-        out.push_back({ceil_div(u.elements, shards), u.count});
-      return out;
-    }
+    if (split == MessageSplit::unit_shards) return shards_of(units, shards);
     return {{params, 1}};  // whole_model: the stage's parameters on this GPU
   };
   // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard

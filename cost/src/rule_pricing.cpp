@@ -20,6 +20,14 @@ void count(CommOp& op, Bytes size, std::int64_t n, double time_s, double bus) {
 
 }  // namespace
 
+Messages shards_of(const Messages& units, std::int64_t g) {
+  Messages out;
+  out.reserve(units.size());
+  for (const auto& u : units)
+    out.push_back({ceil_div(u.elements, g), u.count});
+  return out;
+}
+
 CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
   const auto& group = sources.group(rule.group);
   const std::int64_t element_bytes = rule.payload == Payload::weights

@@ -24,6 +24,9 @@ struct MessageRun {
 };
 using Messages = std::vector<MessageRun>;
 
+// Each unit's 1/g share (MessageSplit::unit_shards: hybrid sharding's gradient shards).
+Messages shards_of(const Messages& units, std::int64_t g);
+
 // The GPUs a rule runs on, and what one message of `size` bytes costs there.
 struct RuleGroup {
   std::string label;  // "8 GPUs", "4 replicas across nodes (per GPU of a node)"

@@ -115,14 +115,8 @@ class Builder {
         return buckets(m_.params, zero_bucket_);
       case MessageSplit::units:
         return units;
-      case MessageSplit::unit_shards: {
-        // Each GPU of a node holds 1/g of every unit.
-        const auto g = models_.node.gpus();
-        Messages shards;
-        for (const auto& u : units)
-          shards.push_back({ceil_div(u.elements, g), u.count});
-        return shards;
-      }
+      case MessageSplit::unit_shards:  // each GPU of a node holds 1/g of every unit
+        return shards_of(units, models_.node.gpus());
     }
     return {};
   }
