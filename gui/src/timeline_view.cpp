@@ -18,6 +18,7 @@ QColor color_of(const std::string& stream, const std::string& name) {
   if (stream == "pipeline")
     return name.rfind("bubble", 0) == 0 ? QColor(199, 199, 199) : QColor(140, 86, 75);
   if (stream == "data parallel") return QColor(23, 190, 207);
+  if (stream == "host") return QColor(188, 189, 34);    // offload: host <-> GPU copies
   if (stream != "compute") return QColor(214, 39, 40);  // communication
   if (name.find("forward + backward") != std::string::npos) return QColor(148, 103, 189);
   if (name.find("forward") != std::string::npos) return QColor(31, 119, 180);
@@ -86,7 +87,7 @@ QString title_of(const Analysis& a) {
     const auto& t = a.layout->time;
     return QString(
                "%1, %2\nstep %3 ms = %4 micro-batches x %5 ms + bubble %6 + data parallel "
-               "%7 + optimizer %8 ms")
+               "%7 + host transfers %8 + optimizer %9 ms")
         .arg(QString::fromStdString(s.model))
         .arg(QString::fromStdString(cost::describe(a.layout->layout)))
         .arg(t.step_s * 1e3, 0, 'f', 1)
@@ -94,6 +95,7 @@ QString title_of(const Analysis& a) {
         .arg(t.microbatch_s * 1e3, 0, 'f', 2)
         .arg(t.bubble_s * 1e3, 0, 'f', 1)
         .arg(t.dp_sync_s * 1e3, 0, 'f', 1)
+        .arg(t.host_transfer_s * 1e3, 0, 'f', 1)
         .arg(t.optimizer_s * 1e3, 0, 'f', 1);
   }
   const auto& tm = a.step.times;
@@ -118,7 +120,8 @@ void draw_legend(QGraphicsScene* s, double y, bool layout) {
                                  {"context parallel", "context parallel"},
                                  {"pipeline sends", "pipeline"},
                                  {"bubble", "pipeline"},
-                                 {"data parallel", "data parallel"}});
+                                 {"data parallel", "data parallel"},
+                                 {"host transfers", "host"}});
   } else {
     legend.insert(legend.begin(), {{"forward", "compute"}, {"backward", "compute"}});
     legend.emplace_back("communication", "communication");
