@@ -27,9 +27,11 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_option("--framework", o.framework,
                  "who runs the layout: megatron (distributed optimizer, the default) or fsdp2 "
                  "(torchtitan: FSDP2 per block); also --strategy megatron|fsdp2");
-  cmd.add_option("--sharding", o.sharding,
-                 "model states sharded over dp x cp: none|optimizer|gradients|parameters "
-                 "(default: optimizer under megatron, parameters under fsdp2)");
+  cmd.add_option(
+      "--sharding", o.sharding,
+      "model states sharded over dp x cp: none|optimizer|gradients|parameters "
+      "(default: optimizer under megatron; parameters under fsdp2, gradients with --pp > 1 "
+      "as torchtitan does)");
   cmd.add_option("--dp-shard", o.dp_shard,
                  "ranks each state is sharded over (hybrid sharding; default: all dp x cp)");
 }

@@ -133,17 +133,21 @@ class Builder {
                 : "none: this strategy keeps no bucketed gradient copy");
   }
 
-  // FSDP's no_sync accumulates full, unsharded gradients (in the compute dtype) on every GPU
-  // until the last micro-step; with CPU offload FSDP accumulates only this way.
+  // FSDP's no_sync accumulates full, unsharded gradients (in the reduce type: FSDP1's
+  // MixedPrecision reduces in the compute type, FSDP2 casts to its reduce_dtype,
+  // FSDPParam.to_accumulated_grad_if_needed) on every GPU until the last micro-step; with CPU
+  // offload FSDP accumulates only this way.
+  bool accumulates_unsharded() const {
+    return t_.fsdp && t_.shards_gradients && c_.no_sync && c_.grad_accum > 1 && t_.no_sync;
+  }
   void unsharded_accumulation() {
-    if (!(t_.fsdp && t_.shards_gradients && c_.no_sync && c_.grad_accum > 1 && t_.no_sync)) {
-      return;
-    }
-    const auto full = bytes_of(v_.params, layout_.compute_bytes(), "unsharded gradients");
+    if (!accumulates_unsharded()) return;
+    const std::int64_t rb = layout_.gradient_comm_bytes();
+    const auto full = bytes_of(v_.params, rb, "unsharded gradients");
     e_.gpu.gradients = e_.gpu.gradients + full;
     append_explain(
         "gradients",
-        "; + " + std::to_string(layout_.compute_bytes()) + " B x " + format_thousands(v_.params) +
+        "; + " + std::to_string(rb) + " B x " + format_thousands(v_.params) +
             " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
             " micro-steps; " +
             std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +

@@ -316,6 +316,14 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   return a;
 }
 
+// Whether the layout's gradient sync waits for the last micro-batch of a step, as no_sync
+// makes a data-parallel strategy's: FSDP2 under pipeline parallelism (the stage turns sync
+// off for all but the last backward; strategy_traits.cpp). Megatron-LM reduces once per step
+// in any case.
+bool deferred_sync(const Layout3D& l) {
+  return l.framework == Framework::fsdp2 && l.pp > 1;
+}
+
 LayoutSharding layout_sharding(const Layout3D& l) {
   return {.fsdp2 = l.framework == Framework::fsdp2,
           .shards_optimizer = l.sharding >= DpSharding::optimizer,
@@ -328,7 +336,8 @@ LayoutSharding layout_sharding(const Layout3D& l) {
 // optimizer states with its distributed optimizer; FSDP2 keeps every state sharded and gathers
 // blocks in bf16 (the block in use and the prefetched one, or every block of the stage from
 // forward to backward with reshard_after_forward=False), holding one block's fp32 gradients
-// for the reduce-scatter of every micro-batch.
+// for the reduce-scatter of every micro-batch -- or, under pipeline parallelism, the stage's
+// unsharded fp32 gradients accumulated until the last micro-batch (deferred_sync).
 StrategyTraits layout_traits(const Layout3D& l) {
   const bool fsdp = l.framework == Framework::fsdp2;
   return {.strategy = Strategy::ddp,  // unused: the layout is not a data-parallel strategy
@@ -344,7 +353,7 @@ StrategyTraits layout_traits(const Layout3D& l) {
           .hybrid = l.hybrid(),
           .offload_optimizer_ok = !fsdp,
           .offload_params_ok = fsdp,
-          .no_sync = false,
+          .no_sync = deferred_sync(l),
           .framework = name_of(l.framework),
           .zero_stage = 0,
           .fsdp_sharding = "",
@@ -366,7 +375,7 @@ TrainingConfig layout_training(const Layout3D& l) {
   c.checkpointing = l.recompute;
   c.attention = l.attention;
   c.grad_accum = l.micro_batches;
-  c.no_sync = false;
+  c.no_sync = deferred_sync(l);
   c.offload = l.offload;
   return c;
 }
@@ -724,7 +733,7 @@ std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t l
                             },
                             .recipe = recipe_of(l),
                             .micro_steps = l.micro_batches,
-                            .no_sync = false};
+                            .no_sync = deferred_sync(l)};
   std::vector<CommOp> ops;
   for (const auto& rule : layout_collectives(layout_sharding(l))) {
     if (sources.group(rule.group).ranks > 1) ops.push_back(price_rule(rule, sources));
@@ -748,7 +757,7 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
                                         host_link_Bps(gpu_, k_), out.dp_ops);
   in.ops = out.dp_ops;  // with the offloaded shard's fetch before each all-gather
   in.micro_steps = l.micro_batches;
-  in.no_sync = false;
+  in.no_sync = deferred_sync(l);
   in.overlap_compute_slowdown = k_.overlap_compute_slowdown;
   const auto times = step_times(in);
   const auto m = static_cast<double>(l.micro_batches);

@@ -42,7 +42,9 @@ CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
   op.gradient_sync = when == CommWhen::deferrable;
   op.when = when;
   op.phase = rule.phase;
-  op.runs = when == CommWhen::once_per_step ? 1 : sources.micro_steps;
+  const bool once =
+      when == CommWhen::once_per_step || (when == CommWhen::deferrable && sources.no_sync);
+  op.runs = once ? 1 : sources.micro_steps;
   std::map<std::string, std::int64_t> labels;  // the label most messages use
   std::map<std::int64_t, CollectiveEstimate> seen;
   for (const auto& run : sources.messages(rule.messages)) {

@@ -132,7 +132,11 @@ constexpr std::array<CollectiveRule, 1> kFsdpNoShardOps{{
 // FSDP2 (torchtitan: fully_shard per block and on the root) gathers each unit in forward,
 // again in backward unless reshard_after_forward=False, and reduce-scatters its gradients in
 // every micro-batch's backward; under hybrid sharding the gradient shards are all-reduced
-// across the replica groups once per step.
+// across the replica groups once per step. Under pipeline parallelism the reductions and the
+// kept gathers are deferrable: torch.distributed.pipelining's stage turns gradient sync and
+// resharding after backward off for all but the last backward of a step
+// (stage.py, backward_maybe_with_nosync), so a stage accumulates unsharded fp32 gradients and
+// reduce-scatters them once, and blocks kept from forward to backward are gathered once.
 // One message of the stage's parameters, once per step.
 constexpr CollectiveRule megatron_rule(std::string_view name, Collective collective,
                                        Payload payload, CommPhase phase) {
@@ -160,15 +164,15 @@ constexpr CollectiveRule kShardAllReduce{.name = "gradient shard all-reduce acro
                                          .phase = Ph::after_backward,
                                          .group = CommGroup::replicas};
 constexpr std::array<CollectiveRule, 3> kFsdp2Ops{
-    {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::every_micro_step)}};
+    {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::deferrable)}};
 constexpr std::array<CollectiveRule, 2> kFsdp2KeepOps{
-    {gather(Ph::forward), unit_reduce_scatter(W::every_micro_step)}};
+    {gather(Ph::forward, CommGroup::data_parallel, true), unit_reduce_scatter(W::deferrable)}};
 constexpr std::array<CollectiveRule, 4> kFsdp2HybridOps{
     {gather(Ph::forward, CommGroup::shard_group), gather(Ph::backward, CommGroup::shard_group),
-     unit_reduce_scatter(W::every_micro_step, CommGroup::shard_group), kShardAllReduce}};
+     unit_reduce_scatter(W::deferrable, CommGroup::shard_group), kShardAllReduce}};
 constexpr std::array<CollectiveRule, 3> kFsdp2HybridKeepOps{
-    {gather(Ph::forward, CommGroup::shard_group),
-     unit_reduce_scatter(W::every_micro_step, CommGroup::shard_group), kShardAllReduce}};
+    {gather(Ph::forward, CommGroup::shard_group, true),
+     unit_reduce_scatter(W::deferrable, CommGroup::shard_group), kShardAllReduce}};
 
 // The registry (strategy_traits.hpp). Sources: DeepSpeed's ZeRO stages (Rajbhandari et al.
 // 2020; DeepSpeed docs, "ZeRO"), PyTorch FSDP's ShardingStrategy (FULL_SHARD ~ ZeRO-3,

@@ -81,6 +81,14 @@ void check_sizes(const LayoutSpec& s) {
   }
 }
 
+// Megatron-LM's distributed optimizer; FSDP2 as torchtitan's reshard_after_forward_policy
+// "default" sets it: resharded after forward, kept gathered under pipeline parallelism (its
+// micro-batches would otherwise gather every block again in each forward).
+cost::DpSharding default_sharding(cost::Framework f, std::int64_t pp) {
+  if (f == cost::Framework::megatron) return cost::DpSharding::optimizer;
+  return pp > 1 ? cost::DpSharding::gradients : cost::DpSharding::parameters;
+}
+
 }  // namespace
 
 std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus) {
@@ -111,8 +119,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   l.sharding = !s.sharding.empty() ? parsed("sharding", s.sharding, cost::parse_dp_sharding)
-               : l.framework == cost::Framework::fsdp2 ? cost::DpSharding::parameters
-                                                       : cost::DpSharding::optimizer;
+                                   : default_sharding(l.framework, l.pp);
   l.shard_group = s.dp_shard;
   l.interleave = s.interleave;
   if (!s.schedule.empty()) l.schedule = parsed("schedule", s.schedule, cost::parse_schedule);

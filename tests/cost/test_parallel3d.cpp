@@ -863,3 +863,49 @@ TEST_CASE("a layout's compute follows the training's attention kernel") {
   // The difference is the attention kernels' own: the same sign on the whole model.
   CHECK(whole_eager.attention_s > whole_flash.attention_s);
 }
+
+TEST_CASE("FSDP2 under pipeline parallelism: one gather and one reduce-scatter per step") {
+  // torch.distributed.pipelining's stage turns FSDP2's gradient sync and resharding after
+  // backward off for all but the last backward of a step (stage.py, backward_maybe_with_nosync);
+  // torchtitan keeps blocks gathered from forward under PP (reshard_after_forward_policy
+  // "default"). A stage therefore gathers its blocks in the first micro-batch, accumulates
+  // unsharded fp32 gradients (FSDPParam.to_accumulated_grad_if_needed casts to reduce_dtype)
+  // and reduce-scatters them after the last.
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  auto l = fsdp2(2, DpSharding::gradients);
+  l.pp = 2;
+  l.seq_len = 2048;
+  l.micro_batch = 8;
+  const auto per_step = [&](std::int64_t m) {
+    l.micro_batches = m;
+    const auto t = model.time(l);
+    REQUIRE(t.dp_ops.size() == 2);
+    CHECK(t.dp_ops[0].runs == 1);  // the forward gathers
+    CHECK(t.dp_ops[1].runs == 1);  // the reduce-scatter
+    return t.fsdp_comm_s * static_cast<double>(m);
+  };
+  // The exposed FSDP time of a step does not grow with its micro-batches.
+  const double four = per_step(4);
+  CHECK(four > 0);
+  CHECK(per_step(8) == Approx(four).epsilon(1e-9));
+  // Without a pipeline, torchtitan reduce-scatters in every micro-batch: 8 micro-batches
+  // expose twice the reductions of 4.
+  auto flat = fsdp2(4, DpSharding::gradients);
+  flat.seq_len = 2048;
+  flat.micro_batch = 8;
+  flat.micro_batches = 4;
+  const double flat_four = model.time(flat).fsdp_comm_s * 4;
+  flat.micro_batches = 8;
+  CHECK(model.time(flat).fsdp_comm_s * 8 == Approx(2 * flat_four).epsilon(1e-9));
+
+  // Memory: the fp32 shard of the gradients and, accumulated until the last micro-batch, the
+  // stage's unsharded fp32 gradients (4 B per parameter); with blocks kept gathered, the stage's
+  // bf16 parameters and one block's fp32 gradients before reduction.
+  l.micro_batches = 4;
+  const auto mem = memory_3d(f.m, l, OverheadConstants{});
+  const auto n = mem.params_per_gpu;
+  CHECK(mem.gradients.value == n * 4 / 2 + n * 4);
+  CHECK(n > kBlock * 4);  // 4 of the 8 blocks, and the embedding or the head
+  CHECK(mem.buffers.value == n * 2 + kBlock * 4);
+}

@@ -65,6 +65,14 @@ TEST_CASE("Layout spec: the framework's sharding, and the strategy naming it") {
   CHECK(planner::layout_of(s, "fsdp2", m, config(8, 8, 4096), 1).sharding ==
         cost::DpSharding::parameters);
   CHECK(planner::layout_of(s, "", m, config(8, 8, 4096), 1).framework == cost::Framework::megatron);
+  // Under pipeline parallelism torchtitan keeps blocks gathered from forward to backward
+  // (reshard_after_forward_policy "default": not pp_enabled).
+  auto piped = s;
+  piped.pp = 2;
+  CHECK(planner::layout_of(piped, "fsdp2", m, config(8, 8, 4096), 2).sharding ==
+        cost::DpSharding::gradients);
+  CHECK(planner::layout_of(piped, "megatron", m, config(8, 8, 4096), 2).sharding ==
+        cost::DpSharding::optimizer);
   s.sharding = "gradients";
   s.dp_shard = 2;
   const auto hybrid = planner::layout_of(s, "fsdp2", m, config(8, 8, 4096), 1);
