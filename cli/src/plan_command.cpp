@@ -17,11 +17,8 @@
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
-#include "dtplan/planner/export_accelerate_fsdp2.hpp"
-#include "dtplan/planner/export_megatron.hpp"
-#include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/exports.hpp"
-#include "dtplan/planner/plan_decisions.hpp"
+#include "dtplan/planner/plan_outputs.hpp"
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
 #include "dtplan/planner/search3d.hpp"
@@ -187,85 +184,35 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   return x;
 }
 
-Plan plan_of(const PlanOptions& o, const planner::Candidate& best, const planner::PlanRequest& r,
-             const ModelDesc& m, const Topology& t, const GpuSpec& gpu) {
-  return planner::plan_file(
-      best, r, m, {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name});
+// The exports asked for, as the library names them.
+planner::ExportRequest export_request(const PlanOptions& o, const Topology& t, const GpuSpec& gpu) {
+  planner::ExportRequest e;
+  e.save_plan = o.plan_file;
+  e.export_deepspeed = o.deepspeed_file;
+  e.export_accelerate = o.accelerate_file;
+  e.export_megatron = o.megatron_file;
+  e.export_torchtitan = o.torchtitan_file;
+  e.export_launch = o.launch;
+  e.launch = o.launch_options;
+  e.launch.lr = o.lr;
+  e.schedule = o.schedule;
+  e.schedule.steps = o.steps.value_or(0);
+  e.schedule.base_lr = o.base_lr;
+  e.target = {o.model.model, o.topology.topology, t.nodes(), t.gpus_per_node(), gpu.name};
+  return e;
 }
 
-struct Exports {
-  Plan best;
-  Plan deepspeed;
-  std::string deepspeed_note;
-  std::int64_t zero_bucket_elements;
-};
-
-// The line that tells the training script the shape it must use (launchers cannot).
-std::string shape_comment(const Plan& p) {
-  std::string text = "# the script must use micro-batch " + std::to_string(p.training.micro_batch) +
-                     " per GPU and accumulate " + std::to_string(p.grad_accum) +
-                     " micro-steps (global batch " + std::to_string(p.global_batch) + ")";
-  if (p.grad_accum > 1) {
-    text += p.no_sync ? ", synchronising gradients in the last micro-step only (no_sync)"
-                      : ", synchronising gradients every micro-step";
-  }
-  return text;
-}
-
-// "run/accelerate.yaml" -> "run/accelerate.deepspeed.json".
-std::string deepspeed_path_beside(const std::string& accelerate_file) {
-  std::filesystem::path p(accelerate_file);
-  p.replace_extension(".deepspeed.json");
-  return p.string();
-}
-
-// The files and lines a user runs the plan with, staged: the caller writes the files once
-// everything else succeeded, so a failing command leaves none behind.
-std::vector<OutputFile> export_plan(const PlanOptions& o, const Exports& e, PlanExtras& extras) {
-  auto launch = o.launch_options;
-  launch.lr = o.lr ? o.lr : (extras.schedule ? extras.schedule->scaled_lr : std::nullopt);
-  launch.zero_reduce_bucket_elements = e.zero_bucket_elements;
-  if (!o.deepspeed_file.empty()) launch.ds_config = o.deepspeed_file;
-  std::vector<OutputFile> files;
-  // Accelerate reads a DeepSpeed plan's config from a file: without --export-deepspeed it is
-  // written beside the Accelerate config, so the Accelerate file is complete on its own.
-  std::string deepspeed_file = o.deepspeed_file;
-  if (deepspeed_file.empty() && !o.accelerate_file.empty() && planner::uses_deepspeed(e.best)) {
-    deepspeed_file = deepspeed_path_beside(o.accelerate_file);
-    launch.ds_config = deepspeed_file;
-  }
-  if (!deepspeed_file.empty()) {
-    const auto ds = planner::deepspeed_config(e.deepspeed, launch);
-    files.push_back({deepspeed_file, ds.config.dump(2) + "\n",
-                     o.deepspeed_file.empty() ? "DeepSpeed config for --export-accelerate"
-                                              : "--export-deepspeed"});
-    extras.written.emplace_back("DeepSpeed config", deepspeed_file);
-    if (!e.deepspeed_note.empty()) extras.notes.push_back(e.deepspeed_note);
-    extras.notes.insert(extras.notes.end(), ds.notes.begin(), ds.notes.end());
-  }
-  if (!o.accelerate_file.empty()) {
-    files.push_back(
-        {o.accelerate_file, planner::accelerate_config(e.best, launch), "--export-accelerate"});
-    extras.written.emplace_back("Accelerate config", o.accelerate_file);
-    const auto notes = planner::accelerate_notes(e.best);
-    extras.notes.insert(extras.notes.end(), notes.begin(), notes.end());
-  }
-  if (!o.plan_file.empty()) {
-    files.push_back({o.plan_file, to_json(e.best).dump(2) + "\n", "--save-plan"});
-    extras.written.emplace_back("plan", o.plan_file);
-  }
-  if (!o.launch) return files;
-  extras.launch = {shape_comment(e.best)};
-  const auto torchrun = planner::torchrun_lines(e.best, launch);
-  extras.launch.insert(extras.launch.end(), torchrun.begin(), torchrun.end());
-  if (deepspeed_file.empty()) {
-    extras.launch.emplace_back(
-        "# deepspeed: add --export-deepspeed FILE for the config its line needs");
-    return files;
-  }
-  const auto ds = planner::deepspeed_lines(e.deepspeed, launch);
-  extras.launch.insert(extras.launch.end(), ds.begin(), ds.end());
-  return files;
+PlanExtras extras_of(planner::PlanOutputs&& out, std::vector<std::string> notes) {
+  PlanExtras x;
+  x.estimate = std::move(out.estimate);
+  x.schedule = out.schedule;
+  x.written = std::move(out.written);
+  x.launch = std::move(out.launch);
+  x.notes = std::move(notes);
+  for (const auto& n : out.notes)
+    x.notes.push_back(with_flags(n));
+  x.strategy_times = std::move(out.strategy_times);
+  return x;
 }
 
 int run_plan(const PlanOptions& o, const RunContext& ctx) {
@@ -279,17 +226,12 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   for (const auto& a : o.overhead_overrides)
     cost::apply_override(overheads, a);
   auto request = request_of(o);
-  PlanExtras extras;
-  if (request.precisions.empty()) {
-    request.precisions = planner::default_precisions(gpu);
-    if (!(gpu.peak_flops.bf16 > 0)) {
-      extras.notes.push_back(gpu.name + " has no bf16 tensor cores: searched fp16 and fp32");
-    }
-  }
-  try {
-    planner::check_precisions(gpu, request.precisions);
-  } catch (const Error& e) {
-    throw Error(std::string("--precision ") + e.what());
+  std::vector<std::string> notes;
+  if (const auto note = planner::resolve_precisions(gpu, request)) notes.push_back(*note);
+  const auto exports = export_request(o, t, gpu);
+  planner::check_schedule_request(exports.schedule);
+  if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {
+    throw Error("--master-port: a TCP port from 1 to 65535");
   }
   // A search that runs over a second (tens of thousands of GPUs) shows a bar on a terminal.
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
@@ -302,13 +244,6 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
       bar.update(double(done), double(total), what, left);
     };
   }
-  auto schedule_request = o.schedule;
-  schedule_request.steps = o.steps.value_or(0);
-  schedule_request.base_lr = o.base_lr;
-  planner::check_schedule_request(schedule_request);
-  if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {
-    throw Error("--master-port: a TCP port from 1 to 65535");
-  }
 
   const auto comm = std::make_shared<cost::CommContext>(t);  // one routing for every estimate
   const auto layout_req = layout_request(o, request);
@@ -317,82 +252,15 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
       planner::plan_layouts(model, t, loaded.table, gpu, layout_req, k, overheads, comm);
   bar.finish();
   request.progress = nullptr;
-  const auto& result = plan.data_parallel;
+  auto outputs = planner::plan_outputs(
+      plan, {model, t, loaded.table, gpu, k, overheads, request, comm}, exports);
+  auto files = std::move(outputs.files);
+  for (auto& f : files)
+    f.what = with_flags(f.what);
+  const auto megatron = outputs.megatron;
+  const auto torchtitan = outputs.torchtitan;
+  const auto extras = extras_of(std::move(outputs), std::move(notes));
   const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown};
-  // When the best plan is an FSDP2 layout Accelerate runs, --export-accelerate describes it;
-  // the other exports describe the best data-parallel plan.
-  const planner::Candidate3D* accelerate_layout = nullptr;
-  if (!o.accelerate_file.empty() && plan.best() && plan.best()->layout &&
-      !planner::accelerate_fsdp2_problem(plan.best()->layout->layout)) {
-    accelerate_layout = &*plan.best()->layout;
-  }
-  auto dp_options = o;
-  if (accelerate_layout) dp_options.accelerate_file.clear();
-  const bool data_parallel_exports = !dp_options.plan_file.empty() ||
-                                     !dp_options.deepspeed_file.empty() ||
-                                     !dp_options.accelerate_file.empty() || dp_options.launch;
-  if (!result.best && plan.best() && data_parallel_exports) {
-    // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
-    throw Error(
-        "--save-plan/--export-deepspeed/--export-accelerate/--export-launch: only tensor "
-        "x context x pipeline layouts fit (--export-megatron or --export-torchtitan writes the "
-        "best); nothing was written");
-  }
-  if (plan.best() && (schedule_request.given() || schedule_request.base_lr)) {
-    const auto& chosen = *plan.best();
-    extras.schedule =
-        planner::make_schedule(schedule_request, chosen.global_batch(),
-                               chosen.data_parallel ? chosen.data_parallel->grad_accum
-                                                    : chosen.layout->layout.micro_batches,
-                               chosen.step_s());
-  }
-  std::vector<OutputFile> files;
-  if (result.best) {
-    const auto& best = *result.best;
-    const planner::CandidateEstimator estimator(model, t, loaded.table, gpu, k, overheads, request,
-                                                comm);
-    if (plan.best()->data_parallel) extras.estimate = estimator(best);
-    for (const auto& outcome : planner::by_strategy(result)) {
-      if (outcome.best) extras.strategy_times[outcome.strategy] = estimator(*outcome.best).times;
-    }
-    const auto ds = planner::deepspeed_choice(result, request.objective);
-    files = export_plan(
-        dp_options,
-        {plan_of(o, best, request, model, t, gpu), plan_of(o, ds.candidate, request, model, t, gpu),
-         ds.note, overheads.zero_reduce_bucket_elements},
-        extras);
-    if (data_parallel_exports) {
-      if (const auto note = planner::layout_beats_exports_note(plan, request.objective))
-        extras.notes.push_back(with_flags(*note));
-    }
-  }
-  if (const auto note = planner::idle_gpus_note(result, request.global_batch);
-      note && plan.best() && plan.best()->data_parallel) {
-    extras.notes.push_back(with_flags(*note));
-  }
-  if (accelerate_layout) {
-    files.push_back({o.accelerate_file,
-                     planner::accelerate_fsdp2_config(model, accelerate_layout->layout,
-                                                      t.gpus_per_node(), o.launch_options),
-                     "--export-accelerate"});
-    extras.written.emplace_back("Accelerate config (FSDP2)", o.accelerate_file);
-  }
-  const auto* megatron = planner::best_layout_of(plan, cost::Framework::megatron);
-  const auto* torchtitan = planner::best_layout_of(plan, cost::Framework::fsdp2);
-  if (!o.megatron_file.empty()) {
-    if (!megatron) {
-      throw Error(
-          "--export-megatron: no Megatron-LM layout fits (--strategy or --framework may leave "
-          "them out); nothing was written");
-    }
-    files.push_back({o.megatron_file, planner::megatron_args_file(model, megatron->layout),
-                     "--export-megatron"});
-  }
-  if (!o.torchtitan_file.empty()) {
-    if (!torchtitan) throw Error("--export-torchtitan: no FSDP2 layout fits; nothing was written");
-    files.push_back({o.torchtitan_file, planner::torchtitan_config(model, torchtitan->layout),
-                     "--export-torchtitan"});
-  }
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;
   if (o.json) {
@@ -408,13 +276,13 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     text << report_text(j);
   } else {
     plan.best() ? print_plan(text, report, extras) : print_no_plan(text, report);
-    if (!o.megatron_file.empty()) {
+    if (megatron) {
       text << "wrote Megatron-LM arguments: " << o.megatron_file << " ("
-           << cost::describe(megatron->layout) << ")\n";
+           << cost::describe(*megatron) << ")\n";
     }
-    if (!o.torchtitan_file.empty()) {
+    if (torchtitan) {
       text << "wrote torchtitan job config: " << o.torchtitan_file << " ("
-           << cost::describe(torchtitan->layout) << ")\n";
+           << cost::describe(*torchtitan) << ")\n";
     }
   }
   write_files_together(files);

@@ -360,7 +360,7 @@ TEST_CASE("a GPU without bf16 (V100, T4) plans in fp16 and fp32 and says so") {
              "--global-batch", "64", "--precision", "bf16", "--export-deepspeed", ds.string()});
     CHECK(r.code == 1);
     CHECK_THAT(r.err,
-               Contains("--precision bf16: " + gpu + " has no bf16 tensor-core peak (it runs "));
+               Contains("--precision: bf16: " + gpu + " has no bf16 tensor-core peak (it runs "));
     CHECK_FALSE(std::filesystem::exists(ds));
   }
 }
@@ -499,7 +499,8 @@ TEST_CASE("plan at 128K tokens: context-parallel layouts fit, --export-megatron 
   args.insert(args.end(), {"--save-plan", saved.string()});
   const auto refused = run(args);
   CHECK(refused.code == 1);
-  CHECK_THAT(refused.err, Contains("only tensor x context x pipeline layouts fit"));
+  CHECK_THAT(refused.err, Contains("--save-plan: describes a data-parallel plan, and only tensor "
+                                   "x context x pipeline layouts fit"));
   CHECK_FALSE(std::filesystem::exists(saved));
   CHECK_FALSE(std::filesystem::exists(megatron));
 }
