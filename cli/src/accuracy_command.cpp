@@ -1,12 +1,19 @@
 // `dtplan accuracy`: how well the calibrated cost model predicts this machine
-// (runtime/accuracy.hpp runs the held-out configurations); a table or JSON.
+// (runtime/accuracy.hpp runs the held-out configurations), or, with --published, how well
+// the bundled cost model predicts measured runs from public sources
+// (planner/published_accuracy.hpp); a table or JSON.
 #include <memory>
 
 #include "commands.hpp"
+#include "common_options.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/planner/published_accuracy.hpp"
 #include "dtplan/runtime/accuracy.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
 #include "progress.hpp"
+#include "published_report.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -16,7 +23,49 @@ struct AccuracyOptions {
   runtime::AccuracyRequest request;
   std::string profile;
   bool json = false;
+  const CLI::Option* published = nullptr;
+  std::string published_dir;  // empty: the data directory's published/
+  std::string family;         // step, comm, memory; empty: all
+  std::string source;         // one source id; empty: all
+  bool rows = false;
 };
+
+int run_published(const AccuracyOptions& o, const RunContext& ctx) {
+  const auto data = resolve_data_dir(o.request.data_dir);
+  const auto dir =
+      o.published_dir.empty() ? data / "published" : std::filesystem::path(o.published_dir);
+  const auto set = planner::load_published(dir);
+  planner::PublishedRequest r;
+  r.data_dir = data;
+  if (!o.family.empty()) r.family = parse_flag("--family", o.family, planner::parse_family);
+  r.source = o.source;
+  if (!r.source.empty()) {
+    bool known = false;
+    std::vector<std::string> ids;
+    for (const auto& s : set.sources) {
+      known = known || s.id == r.source;
+      ids.push_back(s.id);
+    }
+    if (!known) throw Error(unknown_name_message("--source", r.source, ids));
+  }
+  ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
+  if (ProgressBar::stderr_is_terminal()) {
+    r.progress = [&](std::int64_t done, std::int64_t total) {
+      bar.update(double(done), double(total), "measured runs", 0);
+    };
+  }
+  const auto a = planner::published_accuracy(set, r);
+  bar.finish();
+  if (o.json) {
+    auto j = report_preamble("accuracy", ctx.args);
+    j["published"] = dir.string();
+    j.update(published_json(set, a));
+    ctx.out << report_text(j);
+    return 0;
+  }
+  print_published(ctx.out, set, a, o.rows);
+  return 0;
+}
 
 void print_json(const AccuracyOptions& o, const cost::HardwareProfile& p,
                 const runtime::AccuracyReport& r, const RunContext& ctx) {
@@ -37,6 +86,12 @@ void print_json(const AccuracyOptions& o, const cost::HardwareProfile& p,
 }
 
 int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
+  if (o.published->count() > 0) return run_published(o, ctx);
+  if (o.profile.empty()) {
+    throw Error(
+        "--profile: a hardware profile to measure against (dtplan calibrate --out), or "
+        "--published for the measured runs of public sources");
+  }
   const auto p = runtime::load_profile_field(o.profile);
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
   const auto r = runtime::measure_accuracy(o.request, p, [&](const runtime::WorkProgress& w) {
@@ -67,9 +122,17 @@ int run_accuracy(const AccuracyOptions& o, const RunContext& ctx) {
 
 Command register_accuracy_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
-      "accuracy", "Measured vs predicted step time on held-out configurations, with a profile");
+      "accuracy",
+      "Measured vs predicted: held-out configurations run here with a profile, or "
+      "--published runs from public sources");
   auto o = std::make_shared<AccuracyOptions>();
-  sub->add_option("--profile", o->profile, "hardware profile (dtplan calibrate --out)")->required();
+  sub->add_option("--profile", o->profile, "hardware profile (dtplan calibrate --out)");
+  o->published = sub->add_option("--published", o->published_dir,
+                                 "predict the measured runs of data/published (or of DIR)")
+                     ->expected(0, 1);
+  sub->add_option("--family", o->family, "with --published: step|comm|memory (default: all)");
+  sub->add_option("--source", o->source, "with --published: one source id");
+  sub->add_flag("--rows", o->rows, "with --published: list every row, not the largest errors");
   sub->add_option("--np", o->request.np, "ranks")->capture_default_str();
   sub->add_option("--backend", o->request.backend, "cpu or cuda (default: the profile's)");
   sub->add_option("--steps", o->request.steps, "measured steps per configuration")

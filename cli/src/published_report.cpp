@@ -1,0 +1,124 @@
+// Text and JSON of `dtplan accuracy --published` (published_report.hpp).
+#include "published_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "format.hpp"
+#include "table.hpp"
+
+namespace dtplan::cli {
+
+namespace {
+
+std::string_view status_name(planner::RowStatus s) {
+  switch (s) {
+    case planner::RowStatus::predicted:
+      return "predicted";
+    case planner::RowStatus::not_expressible:
+      return "not_expressible";
+    case planner::RowStatus::failed:
+      return "failed";
+  }
+  return "?";
+}
+
+nlohmann::json summary_json(const planner::ErrorSummary& s) {
+  return {{"name", s.name},
+          {"predicted", s.predicted},
+          {"not_expressible", s.not_expressible},
+          {"failed", s.failed},
+          {"mean_abs_error", s.mean_abs_error},
+          {"median_abs_error", s.median_abs_error},
+          {"max_abs_error", s.max_abs_error},
+          {"bias", s.bias},
+          {"fitted_on", s.fitted_on}};
+}
+
+void print_summaries(std::ostream& out, const std::vector<planner::ErrorSummary>& rows,
+                     const std::string& first) {
+  TextTable t(
+      {first, "rows", "mean |error|", "median", "max", "bias", "not expressible", "failed"});
+  for (const auto& s : rows) {
+    const bool any = s.predicted > 0;
+    t.add_row({s.name + (s.fitted_on ? " (fitted on)" : ""), std::to_string(s.predicted),
+               any ? percent(s.mean_abs_error) : "-", any ? percent(s.median_abs_error) : "-",
+               any ? percent(s.max_abs_error) : "-", any ? signed_percent(s.bias) : "-",
+               std::to_string(s.not_expressible), std::to_string(s.failed)});
+  }
+  t.print(out);
+}
+
+std::string figure(double v) {
+  return std::abs(v) >= 100 ? fixed(v, 0) : std::abs(v) >= 1 ? fixed(v, 2) : fixed(v, 4);
+}
+
+}  // namespace
+
+nlohmann::json published_json(const planner::PublishedSet& set,
+                              const planner::PublishedAccuracy& a) {
+  nlohmann::json j;
+  j["error_definition"] =
+      "throughput, bandwidth, MFU and memory: predicted / measured - 1; times: measured / "
+      "predicted - 1 (positive: dtplan is optimistic, or predicts more memory)";
+  j["by_family"] = nlohmann::json::array();
+  for (const auto& s : a.by_family)
+    j["by_family"].push_back(summary_json(s));
+  j["by_source"] = nlohmann::json::array();
+  for (const auto& s : a.by_source)
+    j["by_source"].push_back(summary_json(s));
+  j["rows"] = nlohmann::json::array();
+  for (const auto& p : a.rows) {
+    const auto& row = set.rows[p.row];
+    nlohmann::json r{{"source", set.sources[row.source].id},
+                     {"id", row.id},
+                     {"family", std::string(planner::name_of(row.family))},
+                     {"where", row.where},
+                     {"config", row.config},
+                     {"metric", row.metric},
+                     {"measured", row.measured},
+                     {"status", std::string(status_name(p.status))}};
+    if (p.status == planner::RowStatus::predicted) {
+      r["predicted"] = p.predicted;
+      r["error"] = p.error;
+    } else {
+      r["reason"] = p.reason;
+    }
+    j["rows"].push_back(std::move(r));
+  }
+  return j;
+}
+
+void print_published(std::ostream& out, const planner::PublishedSet& set,
+                     const planner::PublishedAccuracy& a, bool rows) {
+  out << "dtplan accuracy --published: " << a.rows.size() << " measured runs from "
+      << a.by_source.size() << " public sources (data/published)\n"
+      << "  error = predicted / measured - 1 for throughput, bandwidth and memory, measured / "
+         "predicted - 1 for times: positive is optimistic (or more memory)\n\n";
+  print_summaries(out, a.by_family, "family (held out)");
+  out << "\n";
+  print_summaries(out, a.by_source, "source");
+  std::vector<const planner::RowPrediction*> listed;
+  for (const auto& p : a.rows) {
+    if (rows || p.status == planner::RowStatus::predicted) listed.push_back(&p);
+  }
+  if (!rows) {
+    std::sort(listed.begin(), listed.end(),
+              [](const auto* x, const auto* y) { return std::abs(x->error) > std::abs(y->error); });
+    if (listed.size() > 10) listed.resize(10);
+    out << "\nthe largest errors (--rows lists every row):\n";
+  } else {
+    out << "\nrows:\n";
+  }
+  TextTable t({"source / row", "metric", "measured", "predicted", "error"});
+  for (const auto* p : listed) {
+    const auto& row = set.rows[p->row];
+    const bool ok = p->status == planner::RowStatus::predicted;
+    t.add_row({set.sources[row.source].id + " / " + row.id, row.metric, figure(row.measured),
+               ok ? figure(p->predicted) : std::string(status_name(p->status)),
+               ok ? signed_percent(p->error) : p->reason});
+  }
+  t.print(out);
+}
+
+}  // namespace dtplan::cli

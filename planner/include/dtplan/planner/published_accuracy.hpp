@@ -1,0 +1,65 @@
+// dtplan's predictions against the measured runs of data/published (published.hpp): each row's
+// configuration run through the cost model with the bundled constants, the prediction put in
+// the row's own metric, and the error summarised by family and by source.
+//
+// Error, signed so that a positive error means dtplan is optimistic (faster) or, for memory,
+// predicts more than was measured:
+//   throughput-like metrics (tokens/s, TFLOP/s, MFU, bus bandwidth), memory:
+//       error = predicted / measured - 1
+//   times (step_s, time_us):  error = measured / predicted - 1
+// A TFLOP/s figure is turned into the step time it implies with the source's own FLOP count
+// (FlopsConvention): dtplan's model FLOPs, or Narayanan et al. 2021's eq. (3).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtplan/model/transformer.hpp"
+#include "dtplan/planner/published.hpp"
+
+namespace dtplan::planner {
+
+enum class RowStatus { predicted, not_expressible, failed };
+
+struct RowPrediction {
+  std::size_t row = 0;  // index into PublishedSet::rows
+  RowStatus status = RowStatus::predicted;
+  std::string reason;    // not_expressible: what it needs; failed: why dtplan refused it
+  double predicted = 0;  // in the row's metric and unit
+  double error = 0;      // signed, as above
+};
+
+// |error| and signed error over the predicted rows of a group.
+struct ErrorSummary {
+  std::string name;  // the family, or the source id
+  std::int64_t predicted = 0, not_expressible = 0, failed = 0;
+  double mean_abs_error = 0, median_abs_error = 0, bias = 0, max_abs_error = 0;
+  bool fitted_on = false;  // a source whose rows fitted a constant
+};
+
+struct PublishedAccuracy {
+  std::vector<RowPrediction> rows;
+  // step, comm, memory (those with rows), over the held-out sources: those no constant was
+  // fitted on. A family's error mixes its metrics (each error is relative).
+  std::vector<ErrorSummary> by_family;
+  std::vector<ErrorSummary> by_source;  // every source, in file order, fitted or not
+};
+
+struct PublishedRequest {
+  std::filesystem::path data_dir;  // GPUs, topologies, presets, constants
+  std::optional<Family> family;    // none: every family
+  std::string source;              // empty: every source; else one source id
+  // Called after each row: (rows done, rows in all).
+  std::function<void(std::int64_t, std::int64_t)> progress;
+};
+
+PublishedAccuracy published_accuracy(const PublishedSet& set, const PublishedRequest& r);
+
+// Narayanan et al. 2021, eq. (3): FLOPs of one iteration of a GPT model with full activation
+// recomputation, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+double narayanan_flops(const TransformerSpec& m, std::int64_t global_batch, std::int64_t seq_len);
+
+}  // namespace dtplan::planner

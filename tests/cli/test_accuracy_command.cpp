@@ -1,0 +1,47 @@
+// Tests for `dtplan accuracy --published` (cli/src/accuracy_command.cpp, published_report.cpp):
+// the summaries by family and source, JSON as documented, and bad input named by its flag.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using Catch::Contains;
+
+namespace {
+using Result = dtplan::test::CliResult;
+Result run(std::vector<std::string> args) {
+  return dtplan::test::run_dtplan(std::move(args));
+}
+}  // namespace
+
+TEST_CASE("accuracy --published: one family as JSON, each row's error as defined") {
+  const auto r = run({"accuracy", "--published", "--family", "comm", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["by_family"].size() == 1);
+  CHECK(j["by_family"][0]["name"] == "comm");
+  CHECK(j["by_family"][0]["predicted"].get<int>() > 0);
+  for (const auto& row : j["rows"]) {
+    CHECK(row["family"] == "comm");
+    if (row["status"] != "predicted") continue;
+    const double m = row["measured"], p = row["predicted"], e = row["error"];
+    // busbw: larger is faster, so error = predicted / measured - 1; time_us the inverse.
+    CHECK(e == Approx(row["metric"] == "time_us" ? m / p - 1 : p / m - 1));
+  }
+}
+
+TEST_CASE("accuracy --published: text names sources and the largest errors, and bad input") {
+  const auto r = run({"accuracy", "--published", "--source", "narayanan2021-ptdp"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("narayanan2021-ptdp") && Contains("the largest errors") &&
+                        Contains("tflops_per_gpu"));
+  const auto family = run({"accuracy", "--published", "--family", "speed"});
+  CHECK(family.code != 0);
+  CHECK_THAT(family.err, Contains("--family") && Contains("step, comm, memory"));
+  const auto source = run({"accuracy", "--published", "--source", "narayanan2020"});
+  CHECK(source.code != 0);
+  CHECK_THAT(source.err, Contains("--source") && Contains("narayanan2021-ptdp"));
+  const auto none = run({"accuracy"});
+  CHECK(none.code != 0);
+  CHECK_THAT(none.err, Contains("--profile") && Contains("--published"));
+}

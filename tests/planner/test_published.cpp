@@ -1,0 +1,136 @@
+// Tests for planner/src/published.cpp and published_accuracy.cpp: the measured runs of
+// data/published are read strictly, every row dtplan can express is predicted, and each
+// metric's prediction and error follow the definitions in published_accuracy.hpp.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/planner/published_accuracy.hpp"
+
+using namespace dtplan;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dtplan-published-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream(file) << text;
+}
+
+// One source with `rows` (JSON text of the rows array's elements).
+std::string source_json(const std::string& rows) {
+  return R"({"schema_version": 1,
+  "source": {"id": "test", "title": "t", "url": "https://example.org", "year": 2026},
+  "rows": [)" +
+         rows + "]}";
+}
+
+// GPT-2 XL on one DGX A100, ZeRO-2, micro-batch 4 x 8 GPUs x accumulation 2 = 64 samples of
+// 1024 tokens, measured as `metric` = `value`.
+std::string step_row(const std::string& id, const std::string& metric, double value) {
+  return R"({"id": ")" + id + R"(", "family": "step", "where": "here",
+    "hardware": {"gpu": "A100-80GB", "gpus": 8},
+    "config": {"model": "gpt2-xl", "topology": "dgx-a100", "strategy": "zero2",
+               "seq-len": 1024, "micro-batch": 4, "global-batch": 64},
+    "measured": {"metric": ")" +
+         metric + R"(", "value": )" + std::to_string(value) + "}}";
+}
+
+}  // namespace
+
+TEST_CASE("published runs: Narayanan et al.'s FLOP count, eq. (3)") {
+  // GPT-3 175B (Table 1): B 1536, s 2048, l 96, h 12288, V 51200:
+  // 96 B s l h^2 = 4.3775e18; 1 + s/(6h) + V/(16 l h) = 1 + 0.027778 + 0.0027127 = 1.0304905;
+  // 4.5109708e18 FLOPs per iteration, 2,936.8 TFLOP per GPU of the 1,536.
+  TransformerSpec t;
+  t.num_layers = 96;
+  t.hidden_size = 12288;
+  t.vocab_size = 51200;
+  CHECK(planner::narayanan_flops(t, 1536, 2048) == Approx(4.5109708e18).epsilon(1e-7));
+}
+
+TEST_CASE("published runs: every metric of one step gives the same error") {
+  const auto dir = fresh_dir("metrics");
+  // A first pass learns the predicted step time; then each metric is written as what a 2 s
+  // step would measure: 64 samples x 1024 tokens / 2 s = 32,768 tokens/s, 4,096 per GPU,
+  // 32 samples/s. Each row then says the same thing: dtplan is predicted/2 s - 1 off.
+  write(dir / "a.json",
+        source_json(step_row("t", "step_s", 2.0) + "," + step_row("tok", "tokens_per_s", 32768) +
+                    "," + step_row("tokgpu", "tokens_per_s_per_gpu", 4096) + "," +
+                    step_row("samples", "samples_per_s", 32)));
+  const auto set = planner::load_published(dir);
+  REQUIRE(set.rows.size() == 4);
+  const auto a = planner::published_accuracy(set, {resolve_data_dir(""), {}, "", {}});
+  REQUIRE(a.rows.size() == 4);
+  REQUIRE(a.rows[0].status == planner::RowStatus::predicted);
+  const double step_s = a.rows[0].predicted;
+  const double expected = 2.0 / step_s - 1.0;  // times: measured / predicted - 1
+  for (const auto& r : a.rows) {
+    REQUIRE(r.status == planner::RowStatus::predicted);
+    CHECK(r.error == Approx(expected).epsilon(1e-9));
+  }
+  CHECK(a.rows[1].predicted == Approx(65536.0 / step_s).epsilon(1e-12));
+  REQUIRE(a.by_family.size() == 1);
+  CHECK(a.by_family[0].predicted == 4);
+  CHECK(a.by_family[0].bias == Approx(expected).epsilon(1e-9));
+  CHECK(a.by_family[0].mean_abs_error == Approx(std::abs(expected)).epsilon(1e-9));
+}
+
+TEST_CASE("published runs: a row dtplan cannot express is kept and says what it needs") {
+  const auto dir = fresh_dir("needs");
+  write(dir / "a.json", source_json(R"({"id": "fp8", "family": "step", "where": "w",
+    "hardware": {"gpu": "B200", "gpus": 8}, "config": {"model": "gpt2"},
+    "measured": {"metric": "mfu", "value": 0.4}, "expressible": false,
+    "needs": ["fp8", "gpu:B200"]})"));
+  const auto a =
+      planner::published_accuracy(planner::load_published(dir), {resolve_data_dir(""), {}, "", {}});
+  REQUIRE(a.rows.size() == 1);
+  CHECK(a.rows[0].status == planner::RowStatus::not_expressible);
+  CHECK(a.rows[0].reason == "needs fp8, gpu:B200");
+  CHECK(a.by_family[0].not_expressible == 1);
+  CHECK(a.by_family[0].predicted == 0);
+}
+
+TEST_CASE("published runs: bad files are refused naming the file and the key") {
+  const auto dir = fresh_dir("bad");
+  write(dir / "a.json", source_json(R"({"id": "x", "family": "step", "where": "w",
+    "hardware": {"gpu": "A100-80GB", "gpus": 8}, "config": {"modle": "gpt2"},
+    "measured": {"metric": "step_s", "value": 1}})"));
+  CHECK_THROWS_WITH(planner::load_published(dir),
+                    Contains("a.json") && Contains("/config") && Contains("unknown flag 'modle'"));
+  write(dir / "a.json", source_json(R"({"id": "x", "family": "comm", "where": "w",
+    "hardware": {"gpu": "A100-80GB", "gpus": 8}, "config": {"collective": "all_reduce"},
+    "measured": {"metric": "step_s", "value": 1}})"));
+  CHECK_THROWS_WITH(planner::load_published(dir), Contains("step_s is not a comm metric"));
+  write(dir / "a.json", source_json(R"({"id": "x", "family": "step", "where": "w",
+    "hardware": {"gpu": "A100-80GB", "gpus": 8}, "config": {"model": "gpt2"},
+    "measured": {"metric": "step_s", "value": 1}, "expressible": false})"));
+  CHECK_THROWS_WITH(planner::load_published(dir), Contains("says what it needs"));
+  CHECK_THROWS_WITH(planner::load_published(dir / "nowhere"), Contains("no such folder"));
+}
+
+TEST_CASE("published runs: the bundled data loads and every expressible row is predicted") {
+  const auto data = resolve_data_dir("");
+  const auto set = planner::load_published(data / "published");
+  CHECK(set.sources.size() >= 15);
+  const auto a = planner::published_accuracy(set, {data, {}, "", {}});
+  std::int64_t predicted = 0;
+  for (const auto& r : a.rows) {
+    INFO(set.rows[r.row].location << ": " << r.reason);
+    CHECK(r.status != planner::RowStatus::failed);
+    if (r.status == planner::RowStatus::predicted) {
+      CHECK(std::isfinite(r.error));
+      ++predicted;
+    }
+  }
+  CHECK(predicted >= 300);
+  // Each family has held-out rows.
+  CHECK(a.by_family.size() == 3);
+}
