@@ -87,9 +87,7 @@ double straggler_of(const EstimateOptions& o, const ModelDesc& m, const Training
   }
   if (o.slowest_gpu.empty()) return slowdown;
   const auto slow = find_gpu(o.slowest_gpu, data, "--slowest-gpu");
-  const auto ours = cost::estimate_compute(m, c, gpu, k);
-  const auto theirs = cost::estimate_compute(m, c, slow, k);
-  const double ratio = (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
+  const double ratio = cost::compute_slowdown(m, c, gpu, slow, k);
   if (ratio < 1.0) {
     throw Error("--slowest-gpu " + slow.name + ": it computes faster than " + gpu.name +
                 ", so it would not hold the others back");

@@ -88,6 +88,13 @@ void apply_compute_override(ComputeConstants& k, std::string_view assignment) {
   set_field(k, a.key, a.value, where);
 }
 
+double compute_slowdown(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                        const GpuSpec& slow, const ComputeConstants& k) {
+  const auto ours = estimate_compute(m, c, gpu, k);
+  const auto theirs = estimate_compute(m, c, slow, k);
+  return (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
+}
+
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
   // Per-lane bandwidth after 128b/130b coding: 8, 16, 32 GT/s for generations 3, 4, 5.
   const double gts = 8.0 * std::pow(2.0, static_cast<double>(gpu.pcie_generation - 3));

@@ -93,6 +93,22 @@ TEST_CASE("full checkpointing recomputes every block's forward, selective only a
   CHECK(full.model_flops == none.model_flops);  // MFU ignores recomputation
 }
 
+TEST_CASE("a slower GPU in the set: the ratio of its micro-step compute to ours") {
+  const auto m = load_model("gpt2-xl", kData / "models");
+  auto c = bf16(4);
+  c.seq_len = 1024;
+  auto k = round_constants();
+  k.kernel_overhead_s = 0;
+  // Half the bf16 peak and half the HBM bandwidth: every kernel, compute- or memory-bound,
+  // takes exactly twice as long without a fixed per-kernel cost.
+  auto half = a100();
+  half.peak_flops.bf16 /= 2;
+  half.memory_bandwidth_bytes_per_s /= 2;
+  CHECK(compute_slowdown(m, c, a100(), half, k) == Approx(2.0).epsilon(1e-12));
+  CHECK(compute_slowdown(m, c, half, a100(), k) == Approx(0.5).epsilon(1e-12));
+  CHECK(compute_slowdown(m, c, a100(), a100(), k) == 1.0);
+}
+
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {
   const auto k = round_constants();
   auto c = bf16(1);

@@ -58,6 +58,12 @@ struct ComputeTime {
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
                              const ComputeConstants& k);
 
+// How much slower `slow` computes one micro-step of `c` than `gpu` (the pace a slower GPU in
+// the set sets for every rank of a synchronous step): the ratio of their forward + backward
+// times, at least 1 when `slow` is the slower one.
+double compute_slowdown(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                        const GpuSpec& slow, const ComputeConstants& k);
+
 // The optimizer step over `elements` parameters on the GPU (memory-bound), or on the host
 // when offloaded: cpu_optimizer_bytes_per_s is the server's memory bandwidth, which the ranks
 // of a node (min(dp, GPUs per node); one for DataParallel's single process) share, stepping
