@@ -53,6 +53,19 @@ std::string figure(double v) {
   return std::abs(v) >= 100 ? fixed(v, 0) : std::abs(v) >= 1 ? fixed(v, 2) : fixed(v, 4);
 }
 
+// The three largest parts of a predicted step, as shares of it: "GEMMs 61%, attention 22%, ...".
+std::string shares(const planner::RowPrediction& p) {
+  double total = 0;
+  for (const auto& part : p.breakdown)
+    total += part.second;
+  std::string text;
+  for (std::size_t i = 0; i < p.breakdown.size() && i < 3 && total > 0; ++i) {
+    text += (i == 0 ? "" : ", ") + p.breakdown[i].first + " " +
+            fixed(100.0 * p.breakdown[i].second / total, 0) + "%";
+  }
+  return text;
+}
+
 }  // namespace
 
 nlohmann::json published_json(const planner::PublishedSet& set,
@@ -81,6 +94,11 @@ nlohmann::json published_json(const planner::PublishedSet& set,
     if (p.status == planner::RowStatus::predicted) {
       r["predicted"] = p.predicted;
       r["error"] = p.error;
+      if (!p.breakdown.empty()) {
+        r["breakdown_s"] = nlohmann::json::array();
+        for (const auto& [part, seconds] : p.breakdown)
+          r["breakdown_s"].push_back({{"part", part}, {"seconds", seconds}});
+      }
     } else {
       r["reason"] = p.reason;
     }
@@ -110,15 +128,16 @@ void print_published(std::ostream& out, const planner::PublishedSet& set,
   } else {
     out << "\nrows:\n";
   }
-  TextTable t({"source / row", "metric", "measured", "predicted", "error"});
+  TextTable t({"source / row", "metric", "measured", "predicted", "error",
+               "where the predicted step goes"});
   for (const auto* p : listed) {
     const auto& row = set.rows[p->row];
     const bool ok = p->status == planner::RowStatus::predicted;
     t.add_row({set.sources[row.source].id + " / " + row.id, row.metric, figure(row.measured),
                ok ? figure(p->predicted) : std::string(status_name(p->status)),
-               ok ? signed_percent(p->error) : p->reason});
+               ok ? signed_percent(p->error) : p->reason, ok ? shares(*p) : ""});
   }
-  t.print(out);
+  t.print(out, {5});
 }
 
 }  // namespace dtplan::cli

@@ -120,6 +120,7 @@ class Inputs {
 // One predicted training step: its time and the throughput figures of every step metric.
 struct StepPrediction {
   double step_s = 0, mfu = 0;
+  std::vector<std::pair<std::string, double>> parts;  // seconds per step
   std::int64_t global_batch = 0, seq_len = 0, gpus = 0;
   Precision precision = Precision::bf16;
   Bytes memory;
@@ -188,6 +189,16 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
     const auto l = layout_of(spec, strategy, p.model, tc, m);
     cost::Model3D model(p.model, t, in.table(), gpu, in.compute());
     const auto time = model.time(l);
+    const auto m_batches = static_cast<double>(l.micro_batches);
+    p.parts = {{"compute", m_batches * time.compute_s},
+               {"tensor-parallel collectives", m_batches * time.tp_comm_s},
+               {"context-parallel exchange", m_batches * time.cp_comm_s},
+               {"pipeline sends", m_batches * time.p2p_s},
+               {"FSDP gathers and reductions not hidden", m_batches * time.fsdp_comm_s},
+               {"pipeline bubble", time.bubble_s},
+               {"data-parallel gradients", time.dp_sync_s},
+               {"optimizer", time.optimizer_s},
+               {"host copies", time.host_transfer_s}};
     p.step_s = time.step_s;
     p.mfu = time.mfu;
     p.global_batch = l.global_batch();
@@ -201,6 +212,14 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
   cost::CommModel node(t, in.table(), std::min(p.gpus, t.gpus_per_node()), comm);
   const auto e = cost::estimate_step(p.model, tc, {tc.grad_accum, true, 1.0}, gpu, in.compute(),
                                      in.overheads(), {all, node});
+  const double compute = e.compute.forward_s + e.compute.backward_s;
+  const double scale = compute > 0 ? e.times.compute_s / compute : 0;  // micro-steps, straggler
+  p.parts = {{"GEMMs", scale * e.compute.gemm_s},
+             {"attention", scale * e.compute.attention_s},
+             {"element-wise kernels", scale * e.compute.elementwise_s},
+             {"communication not hidden", e.times.exposed_comm_s},
+             {"optimizer", e.times.optimizer_s},
+             {"host copies", e.times.host_transfer_s}};
   p.step_s = e.times.step_s;
   p.mfu = e.mfu;
   p.global_batch = e.global_batch;
@@ -265,7 +284,13 @@ RowPrediction predict(const PublishedSet& set, std::size_t i, Inputs& in) {
     if (row.family == Family::comm) {
       out.predicted = predict_comm(row, in);
     } else {
-      const auto p = predict_step(row, source, in);
+      auto p = predict_step(row, source, in);
+      if (row.family == Family::step) {
+        std::erase_if(p.parts, [](const auto& part) { return !(part.second > 0); });
+        std::sort(p.parts.begin(), p.parts.end(),
+                  [](const auto& a, const auto& b) { return a.second > b.second; });
+        out.breakdown = std::move(p.parts);
+      }
       out.predicted = row.family == Family::memory ? static_cast<double>(p.memory.value) / kGiB
                                                    : step_metric(row, source, p, in.gpu(row.gpu));
     }

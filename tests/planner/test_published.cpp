@@ -77,6 +77,13 @@ TEST_CASE("published runs: every metric of one step gives the same error") {
     CHECK(r.error == Approx(expected).epsilon(1e-9));
   }
   CHECK(a.rows[1].predicted == Approx(65536.0 / step_s).epsilon(1e-12));
+  // The breakdown is the step: compute by kernel kind, communication not hidden, optimizer.
+  double parts = 0;
+  for (const auto& [part, seconds] : a.rows[0].breakdown)
+    parts += seconds;
+  CHECK(parts == Approx(step_s).epsilon(1e-9));
+  REQUIRE_FALSE(a.rows[0].breakdown.empty());
+  CHECK(a.rows[0].breakdown.front().first == "GEMMs");  // GPT-2 XL at 1024 tokens
   REQUIRE(a.by_family.size() == 1);
   CHECK(a.by_family[0].predicted == 4);
   CHECK(a.by_family[0].bias == Approx(expected).epsilon(1e-9));

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtplan/model/transformer.hpp"
@@ -30,6 +31,9 @@ struct RowPrediction {
   std::string reason;    // not_expressible: what it needs; failed: why dtplan refused it
   double predicted = 0;  // in the row's metric and unit
   double error = 0;      // signed, as above
+  // Step rows: where the predicted step goes, seconds per step by part (compute by kernel
+  // kind, communication not hidden, pipeline bubble, optimizer, host copies), largest first.
+  std::vector<std::pair<std::string, double>> breakdown;
 };
 
 // |error| and signed error over the predicted rows of a group.
