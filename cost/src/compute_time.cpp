@@ -34,6 +34,10 @@ struct ConstantField {
 constexpr ConstantField kFields[] = {
     {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
+    {"hopper_flash_attention_efficiency", &ComputeConstants::hopper_flash_attention_efficiency, 0.0,
+     1.0},
+    {"hopper_fused_attention_efficiency", &ComputeConstants::hopper_fused_attention_efficiency, 0.0,
+     1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
     {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
@@ -95,6 +99,14 @@ double compute_slowdown(const ModelDesc& m, const TrainingConfig& c, const GpuSp
   return (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
 }
 
+double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionLibrary lib) {
+  if (gpu.architecture != "hopper") return k.attention_efficiency;
+  const double hopper = lib == AttentionLibrary::transformer_engine
+                            ? k.hopper_fused_attention_efficiency
+                            : k.hopper_flash_attention_efficiency;
+  return hopper > 0 ? hopper : k.attention_efficiency;
+}
+
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
   // Per-lane bandwidth after 128b/130b coding: 8, 16, 32 GT/s for generations 3, 4, 5.
   const double gts = 8.0 * std::pow(2.0, static_cast<double>(gpu.pcie_generation - 3));
@@ -106,11 +118,12 @@ namespace {
 
 class Timer {
  public:
-  Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p)
+  Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p, AttentionLibrary lib)
       : peak_(gpu.peak_flops_for(p)),
         hbm_(gpu.memory_bandwidth_bytes_per_s),
         k_(k),
-        e_(static_cast<double>(bytes_per_element(compute_element(p)))) {
+        e_(static_cast<double>(bytes_per_element(compute_element(p)))),
+        attention_efficiency_(attention_efficiency(gpu, k, lib)) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another {precision}");
@@ -125,7 +138,7 @@ class Timer {
            k_.kernel_overhead_s;
   }
   double attention(double flops) const {
-    return flops / (peak_ * k_.attention_efficiency) + k_.kernel_overhead_s;
+    return flops / (peak_ * attention_efficiency_) + k_.kernel_overhead_s;
   }
   double bytes(double b, double kernels) const {
     return b / (hbm_ * k_.memory_efficiency) + kernels * k_.kernel_overhead_s;
@@ -136,6 +149,7 @@ class Timer {
   double hbm_;
   const ComputeConstants& k_;
   double e_;
+  double attention_efficiency_;
 };
 
 struct Phase {
@@ -263,8 +277,8 @@ ComputeTime layer_list_compute(const LayerListModel& layers, const TrainingConfi
 }  // namespace
 
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
-                             const ComputeConstants& k) {
-  const Timer time(gpu, k, c.precision);
+                             const ComputeConstants& k, AttentionLibrary lib) {
+  const Timer time(gpu, k, c.precision, lib);
   if (m.transformer) return transformer_compute(*m.transformer, c, time, k);
   if (m.layers) return layer_list_compute(*m.layers, c, time, k);
   throw Error("model '" + m.name +

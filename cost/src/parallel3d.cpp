@@ -540,6 +540,13 @@ ComputeTime with_context_parallel(ComputeTime st, std::int64_t cp) {
   return st;
 }
 
+// The fused attention a framework runs: Megatron-LM's Transformer Engine (cuDNN), FSDP2's
+// PyTorch scaled_dot_product_attention (FlashAttention-2).
+AttentionLibrary attention_library(const Layout3D& l) {
+  return l.framework == Framework::megatron ? AttentionLibrary::transformer_engine
+                                            : AttentionLibrary::pytorch;
+}
+
 }  // namespace
 
 ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers) {
@@ -553,11 +560,12 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   auto& cache = *cache_;
   const auto shape = std::make_pair(l.tp, stage_layers);
   if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
-  const auto key =
-      std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers, c.seq_len,
-                      static_cast<int>(l.precision), static_cast<int>(l.attention));
+  const auto lib = attention_library(l);
+  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers,
+                                   c.seq_len, static_cast<int>(l.precision),
+                                   static_cast<int>(l.attention) * 2 + static_cast<int>(lib));
   if (!cache.stage.count(key))
-    cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_);
+    cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_, lib);
   return cache.stage.at(key);
 }
 
@@ -634,9 +642,11 @@ Time3D Model3D::time(const Layout3D& l) {
   c.attention = l.attention;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
+  const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.seq_len,
-                                   static_cast<int>(l.precision), static_cast<int>(l.attention));
-  if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_);
+                                   static_cast<int>(l.precision),
+                                   static_cast<int>(l.attention) * 2 + static_cast<int>(lib));
+  if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_, lib);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
   // The slowest stage sets the pipeline's pace: the one with the most layers.
   const auto split = layers_per_stage(s, l);

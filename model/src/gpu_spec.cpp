@@ -1,7 +1,9 @@
 // Loading and looking up the GPU catalogue.
 #include "dtplan/model/gpu_spec.hpp"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
@@ -52,6 +54,13 @@ GpuSpec read_gpu(const ObjectReader& r) {
   g.pcie_generation = r.positive_integer("pcie_generation");
   g.pcie_lanes = r.positive_integer("pcie_lanes");
   g.tdp_watts = r.number("tdp_watts", kSpec);
+  g.architecture = r.string("architecture");
+  static const std::vector<std::string> kArchitectures{"volta", "turing", "ampere", "ada",
+                                                       "hopper"};
+  if (std::find(kArchitectures.begin(), kArchitectures.end(), g.architecture) ==
+      kArchitectures.end()) {
+    r.fail("architecture", unknown_name_message("architecture", g.architecture, kArchitectures));
+  }
   r.reject_unknown_keys();
   return g;
 }

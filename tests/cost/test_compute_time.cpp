@@ -109,6 +109,32 @@ TEST_CASE("a slower GPU in the set: the ratio of its micro-step compute to ours"
   CHECK(compute_slowdown(m, c, a100(), a100(), k) == 1.0);
 }
 
+TEST_CASE("attention on Hopper: FlashAttention-2 and cuDNN's fused kernel at their own rates") {
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  const auto& h100 = catalog.find("H100-SXM");
+  auto k = round_constants();                  // attention_efficiency 0.5
+  k.hopper_flash_attention_efficiency = 0.35;  // FlashAttention-3 paper: FA2 at 35% of H100
+  k.hopper_fused_attention_efficiency = 0.53;
+  CHECK(attention_efficiency(a100(), k, AttentionLibrary::pytorch) == 0.5);
+  CHECK(attention_efficiency(a100(), k, AttentionLibrary::transformer_engine) == 0.5);
+  CHECK(attention_efficiency(h100, k, AttentionLibrary::pytorch) == 0.35);
+  CHECK(attention_efficiency(h100, k, AttentionLibrary::transformer_engine) == 0.53);
+  // Without Hopper figures, the general one.
+  auto plain = round_constants();
+  CHECK(attention_efficiency(h100, plain, AttentionLibrary::pytorch) == 0.5);
+  // The attention kernels of a micro-step take 0.53 / 0.35 as long under PyTorch's kernel
+  // (no fixed per-kernel cost here), and nothing else changes.
+  const auto m = load_model("gpt2-xl", kData / "models");
+  auto c = bf16(4);
+  c.seq_len = 1024;
+  k.kernel_overhead_s = 0;
+  const auto torch = estimate_compute(m, c, h100, k, AttentionLibrary::pytorch);
+  const auto te = estimate_compute(m, c, h100, k, AttentionLibrary::transformer_engine);
+  CHECK(torch.attention_s / te.attention_s == Approx(0.53 / 0.35).epsilon(1e-12));
+  CHECK(torch.gemm_s == te.gemm_s);
+  CHECK(torch.model_flops == te.model_flops);
+}
+
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {
   const auto k = round_constants();
   auto c = bf16(1);

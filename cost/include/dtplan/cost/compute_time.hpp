@@ -23,8 +23,12 @@ namespace dtplan::cost {
 
 // data/compute.json, documented in docs/step-time-model.md; calibration refits them.
 struct ComputeConstants {
-  double gemm_efficiency = 0;                // achieved fraction of dense peak for large GEMMs
-  double attention_efficiency = 0;           // of dense peak, attention kernels
+  double gemm_efficiency = 0;       // achieved fraction of dense peak for large GEMMs
+  double attention_efficiency = 0;  // of dense peak, attention kernels
+  // Of a Hopper GPU's dense peak: FlashAttention-2 (PyTorch SDPA's flash back end), which uses
+  // no Hopper instructions, and cuDNN's fused attention (Transformer Engine); 0: as above.
+  double hopper_flash_attention_efficiency = 0;
+  double hopper_fused_attention_efficiency = 0;
   double memory_efficiency = 0;              // achieved fraction of HBM bandwidth
   double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
   double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
@@ -54,9 +58,17 @@ struct ComputeTime {
   std::int64_t layers = 0;           // units whose compute the communication overlaps with
 };
 
+// Who provides the fused attention kernel: PyTorch (scaled_dot_product_attention's flash back
+// end, FlashAttention-2) or Transformer Engine (cuDNN's fused attention), as Megatron-LM runs.
+enum class AttentionLibrary { pytorch, transformer_engine };
+
+// The fraction of `gpu`'s dense peak the library's fused attention reaches at long sequences.
+double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionLibrary lib);
+
 // One micro-step (forward and backward) of micro_batch samples on one GPU.
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
-                             const ComputeConstants& k);
+                             const ComputeConstants& k,
+                             AttentionLibrary lib = AttentionLibrary::pytorch);
 
 // How much slower `slow` computes one micro-step of `c` than `gpu` (the pace a slower GPU in
 // the set sets for every rank of a synchronous step): the ratio of their forward + backward

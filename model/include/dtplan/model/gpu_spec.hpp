@@ -32,6 +32,9 @@ struct GpuSpec {
   std::int64_t pcie_generation = 0;
   std::int64_t pcie_lanes = 0;
   double tdp_watts = 0;
+  // The tensor-core generation: volta, turing, ampere, ada, hopper. Kernels written for one
+  // generation run below the peak of a later one (FlashAttention-2 on Hopper).
+  std::string architecture;
 
   // Peak FLOP/s for the GEMMs of a training precision (fp32 uses the CUDA-core rate).
   double peak_flops_for(Precision p) const;
