@@ -33,6 +33,7 @@ struct ConstantField {
 
 constexpr ConstantField kFields[] = {
     {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
+    {"hopper_gemm_efficiency", &ComputeConstants::hopper_gemm_efficiency, 0.0, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
     {"hopper_flash_attention_efficiency", &ComputeConstants::hopper_flash_attention_efficiency, 0.0,
      1.0},
@@ -123,7 +124,10 @@ class Timer {
         hbm_(gpu.memory_bandwidth_bytes_per_s),
         k_(k),
         e_(static_cast<double>(bytes_per_element(compute_element(p)))),
-        attention_efficiency_(attention_efficiency(gpu, k, lib)) {
+        attention_efficiency_(attention_efficiency(gpu, k, lib)),
+        gemm_efficiency_(gpu.architecture == "hopper" && k.hopper_gemm_efficiency > 0
+                             ? k.hopper_gemm_efficiency
+                             : k.gemm_efficiency) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another {precision}");
@@ -134,7 +138,7 @@ class Timer {
   double gemm(double m, double k, double n) const {
     const double flops = 2.0 * m * k * n;
     const double bytes = e_ * (m * k + k * n + m * n);
-    return std::max(flops / (peak_ * k_.gemm_efficiency), bytes / (hbm_ * k_.memory_efficiency)) +
+    return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
            k_.kernel_overhead_s;
   }
   double attention(double flops) const {
@@ -150,6 +154,7 @@ class Timer {
   const ComputeConstants& k_;
   double e_;
   double attention_efficiency_;
+  double gemm_efficiency_;
 };
 
 struct Phase {

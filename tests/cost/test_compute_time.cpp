@@ -109,7 +109,7 @@ TEST_CASE("a slower GPU in the set: the ratio of its micro-step compute to ours"
   CHECK(compute_slowdown(m, c, a100(), a100(), k) == 1.0);
 }
 
-TEST_CASE("attention on Hopper: FlashAttention-2 and cuDNN's fused kernel at their own rates") {
+TEST_CASE("Hopper: FlashAttention-2 and cuDNN attention at their own rates, GEMMs at Hopper's") {
   const auto catalog = GpuCatalog::load(kData / "gpus.json");
   const auto& h100 = catalog.find("H100-SXM");
   auto k = round_constants();                  // attention_efficiency 0.5
@@ -133,6 +133,15 @@ TEST_CASE("attention on Hopper: FlashAttention-2 and cuDNN's fused kernel at the
   CHECK(torch.attention_s / te.attention_s == Approx(0.53 / 0.35).epsilon(1e-12));
   CHECK(torch.gemm_s == te.gemm_s);
   CHECK(torch.model_flops == te.model_flops);
+  // GEMMs on Hopper at hopper_gemm_efficiency: half the general 0.5 doubles every GEMM of
+  // GPT-2 XL at 4 x 1024 tokens, all compute-bound (at least 900 FLOPs per byte against a
+  // ridge of 0.25 x 989.5e12 / (0.5 x 3.35e12) = 148).
+  auto slow = k;
+  slow.hopper_gemm_efficiency = 0.25;
+  const auto hopper = estimate_compute(m, c, h100, slow);
+  CHECK(hopper.gemm_s == Approx(2 * torch.gemm_s).epsilon(1e-12));
+  CHECK(estimate_compute(m, c, a100(), slow).gemm_s ==
+        estimate_compute(m, c, a100(), k).gemm_s);  // not on Ampere
 }
 
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {

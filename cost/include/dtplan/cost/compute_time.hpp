@@ -23,8 +23,9 @@ namespace dtplan::cost {
 
 // data/compute.json, documented in docs/step-time-model.md; calibration refits them.
 struct ComputeConstants {
-  double gemm_efficiency = 0;       // achieved fraction of dense peak for large GEMMs
-  double attention_efficiency = 0;  // of dense peak, attention kernels
+  double gemm_efficiency = 0;         // achieved fraction of dense peak for large GEMMs
+  double hopper_gemm_efficiency = 0;  // the same on a Hopper GPU; 0: gemm_efficiency
+  double attention_efficiency = 0;    // of dense peak, attention kernels
   // Of a Hopper GPU's dense peak: FlashAttention-2 (PyTorch SDPA's flash back end), which uses
   // no Hopper instructions, and cuDNN's fused attention (Transformer Engine); 0: as above.
   double hopper_flash_attention_efficiency = 0;
