@@ -145,13 +145,16 @@ class Builder {
     const std::int64_t rb = layout_.gradient_comm_bytes();
     const auto full = bytes_of(v_.params, rb, "unsharded gradients");
     e_.gpu.gradients = e_.gpu.gradients + full;
-    append_explain(
-        "gradients",
-        "; + " + std::to_string(rb) + " B x " + format_thousands(v_.params) +
-            " params: no_sync keeps unsharded gradients across " + std::to_string(c_.grad_accum) +
-            " micro-steps; " +
-            std::string(c_.offload == Offload::none ? "" : "the shard is on the host; ") +
-            "{sync_every_micro_step} avoids it");
+    const std::string held = "; + " + std::to_string(rb) + " B x " + format_thousands(v_.params) +
+                             " params: unsharded gradients kept across " +
+                             std::to_string(c_.grad_accum) + " micro-steps";
+    const std::string host = c_.offload == Offload::none ? "" : "; the shard is on the host";
+    // A layout's stage (whole_model false) syncs once per step because its pipeline schedule
+    // says so, not because of a choice the user can undo.
+    append_explain("gradients",
+                   v_.whole_model
+                       ? held + " (no_sync)" + host + "; {sync_every_micro_step} avoids it"
+                       : held + " (the pipeline stage syncs after its last backward)" + host);
   }
 
   // ZeRO-Offload keeps the master copy, optimizer states and an fp32 gradient partition on the

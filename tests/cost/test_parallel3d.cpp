@@ -908,6 +908,15 @@ TEST_CASE("FSDP2 under pipeline parallelism: one gather and one reduce-scatter p
   CHECK(mem.gradients.value == n * 4 / 2 + n * 4);
   CHECK(n > kBlock * 4);  // 4 of the 8 blocks, and the embedding or the head
   CHECK(mem.buffers.value == n * 2 + kBlock * 4);
+  // The explanation says why, and offers no flag: the schedule, not the user, defers the sync.
+  bool explained = false;
+  for (const auto& [component, text] : mem.explain) {
+    if (component != "gradients") continue;
+    CHECK_THAT(text, Contains("the pipeline stage syncs after its last backward"));
+    CHECK_THAT(text, !Contains("avoids it"));
+    explained = true;
+  }
+  CHECK(explained);
 }
 
 TEST_CASE("a layout's attention kernel is its framework's: Transformer Engine or PyTorch") {
