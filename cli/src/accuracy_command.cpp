@@ -8,6 +8,7 @@
 #include "common_options.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/planner/published_accuracy.hpp"
 #include "dtplan/runtime/accuracy.hpp"
 #include "format.hpp"
@@ -28,6 +29,7 @@ struct AccuracyOptions {
   std::string family;         // step, comm, memory; empty: all
   std::string source;         // one source id; empty: all
   bool rows = false;
+  std::string bands_file;  // --write-bands
 };
 
 int run_published(const AccuracyOptions& o, const RunContext& ctx) {
@@ -54,8 +56,17 @@ int run_published(const AccuracyOptions& o, const RunContext& ctx) {
       bar.update(double(done), double(total), "measured runs", 0);
     };
   }
+  if (!o.bands_file.empty() && (r.family || !r.source.empty())) {
+    throw Error(
+        "--write-bands: bands come from every source and family; drop --family and "
+        "--source");
+  }
   const auto a = planner::published_accuracy(set, r);
   bar.finish();
+  if (!o.bands_file.empty()) {
+    write_file_atomically(o.bands_file, planner::bands_json(a.bands).dump(2) + "\n",
+                          "--write-bands");
+  }
   if (o.json) {
     auto j = report_preamble("accuracy", ctx.args);
     j["published"] = dir.string();
@@ -133,6 +144,8 @@ Command register_accuracy_command(CLI::App& app) {
   sub->add_option("--family", o->family, "with --published: step|comm|memory (default: all)");
   sub->add_option("--source", o->source, "with --published: one source id");
   sub->add_flag("--rows", o->rows, "with --published: list every row, not the largest errors");
+  sub->add_option("--write-bands", o->bands_file,
+                  "with --published: write the error bands estimate shows (data/error_bands.json)");
   sub->add_option("--np", o->request.np, "ranks")->capture_default_str();
   sub->add_option("--backend", o->request.backend, "cpu or cuda (default: the profile's)");
   sub->add_option("--steps", o->request.steps, "measured steps per configuration")

@@ -16,6 +16,7 @@
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
 #include "dtplan/planner/layout_json.hpp"
+#include "dtplan/planner/published_accuracy.hpp"
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "json_output.hpp"
@@ -114,6 +115,45 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
   return c;
 }
 
+// How far predictions of this kind of run have been from published measurements
+// (data/error_bands.json, written by dtplan accuracy --published --write-bands).
+struct BandReport {
+  std::string group;
+  std::optional<planner::ErrorBand> band;
+};
+
+BandReport band_of(const std::filesystem::path& data, std::string_view strategy,
+                   const GpuSpec& gpu) {
+  BandReport r{planner::band_group(strategy, gpu.architecture), std::nullopt};
+  const auto file = data / "error_bands.json";
+  if (!std::filesystem::exists(file)) return r;
+  const auto bands = planner::load_error_bands(file);
+  if (const auto* b = planner::find_band(bands, r.group)) r.band = *b;
+  return r;
+}
+
+void print_band(std::ostream& out, const BandReport& r) {
+  if (!r.band) {
+    out << "  accuracy: no published measurements of " << r.group
+        << " runs to say how far to trust this (dtplan accuracy --published)\n";
+    return;
+  }
+  const auto& b = *r.band;
+  out << "  accuracy: on " << b.rows << " published runs of " << r.group
+      << ", dtplan's step predictions were off by " << percent(b.median_abs_error) << " (median), "
+      << signed_percent(b.bias) << " on average (+: optimistic; dtplan "
+      << "accuracy --published)\n";
+}
+
+nlohmann::json band_json(const BandReport& r) {
+  if (!r.band) return {{"group", r.group}, {"rows", 0}};
+  return {{"group", r.group},
+          {"rows", r.band->rows},
+          {"median_abs_error", r.band->median_abs_error},
+          {"mean_abs_error", r.band->mean_abs_error},
+          {"bias", r.band->bias}};
+}
+
 // --trace: the predicted timeline as a Chrome trace (Perfetto, chrome://tracing).
 void write_trace(const EstimateOptions& o, const std::string& trace) {
   if (!o.trace_file.empty()) write_file_atomically(o.trace_file, trace, "--trace");
@@ -176,6 +216,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
     j["parallel3d"]["fits"] = mem.total().value <= gpu.memory.value;
     j["parallel3d"]["within_plan_headroom"] = within_plan_headroom(mem.total(), gpu.memory);
     add_host_json(j["parallel3d"], host);
+    j["error_band"] = band_json(band_of(data, cost::name_of(l.framework), gpu));
     ctx.out << report_text(j);
     return 0;
   }
@@ -183,6 +224,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
           << cost::describe(l) << " (global batch " << l.global_batch() << ", sequence "
           << l.seq_len << ")\n\n";
   print_layout_figures(ctx.out, {l, mem, tm, 0}, gpu, "  ", &host);
+  print_band(ctx.out, band_of(data, cost::name_of(l.framework), gpu));
   return 0;
 }
 
@@ -216,6 +258,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
                                                     std::to_string(c.dp_size) + " GPUs"));
   if (!o.json) {
     print_step_estimate(ctx.out, {model, c, t, gpu, options}, e);
+    print_band(ctx.out, band_of(data, name_of(c.strategy), gpu));
     return 0;
   }
   nlohmann::json j = report_preamble("estimate", ctx.args);
@@ -228,6 +271,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   j["topology"] = {{"name", t.node().name}, {"nodes", t.nodes()}, {"gpus", c.dp_size}};
   j["compute_constants"] = cost::to_json(k);
   j.update(step_estimate_json(e));
+  j["error_band"] = band_json(band_of(data, name_of(c.strategy), gpu));
   ctx.out << report_text(j);
   return 0;
 }

@@ -80,6 +80,7 @@ nlohmann::json published_json(const planner::PublishedSet& set,
   j["by_source"] = nlohmann::json::array();
   for (const auto& s : a.by_source)
     j["by_source"].push_back(summary_json(s));
+  j["bands"] = planner::bands_json(a.bands)["bands"];
   j["rows"] = nlohmann::json::array();
   for (const auto& p : a.rows) {
     const auto& row = set.rows[p.row];
@@ -116,6 +117,13 @@ void print_published(std::ostream& out, const planner::PublishedSet& set,
   print_summaries(out, a.by_family, "family (held out)");
   out << "\n";
   print_summaries(out, a.by_source, "source");
+  out << "\nerror bands of step predictions (what dtplan estimate shows beside a prediction):\n";
+  TextTable bands({"framework on GPU generation", "rows", "median |error|", "mean", "bias"});
+  for (const auto& b : a.bands) {
+    bands.add_row({b.group, std::to_string(b.rows), percent(b.median_abs_error),
+                   percent(b.mean_abs_error), signed_percent(b.bias)});
+  }
+  bands.print(out);
   std::vector<const planner::RowPrediction*> listed;
   for (const auto& p : a.rows) {
     if (rows || p.status == planner::RowStatus::predicted) listed.push_back(&p);

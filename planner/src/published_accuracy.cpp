@@ -16,6 +16,7 @@
 #include "dtplan/model/gpu_spec.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/model/units.hpp"
 #include "dtplan/planner/layout_spec.hpp"
@@ -286,6 +287,8 @@ RowPrediction predict(const PublishedSet& set, std::size_t i, Inputs& in) {
     } else {
       auto p = predict_step(row, source, in);
       if (row.family == Family::step) {
+        out.group =
+            band_group(Config(row.config).text("strategy", "ddp"), in.gpu(row.gpu).architecture);
         std::erase_if(p.parts, [](const auto& part) { return !(part.second > 0); });
         std::sort(p.parts.begin(), p.parts.end(),
                   [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -326,7 +329,73 @@ ErrorSummary summarise(std::string name, const std::vector<const RowPrediction*>
   return s;
 }
 
+std::vector<ErrorBand> bands_of(const PublishedSet& set, const PublishedAccuracy& a) {
+  std::map<std::string, std::vector<const RowPrediction*>> groups;
+  for (const auto& p : a.rows) {
+    const auto& row = set.rows[p.row];
+    if (p.status != RowStatus::predicted || p.group.empty()) continue;
+    if (set.sources[row.source].fitted_on) continue;
+    groups[p.group].push_back(&p);
+  }
+  std::vector<ErrorBand> bands;
+  for (const auto& [group, rows] : groups) {
+    if (static_cast<std::int64_t>(rows.size()) < kMinBandRows) continue;
+    const auto s = summarise(group, rows);
+    bands.push_back({group, s.predicted, s.median_abs_error, s.mean_abs_error, s.bias});
+  }
+  return bands;
+}
+
 }  // namespace
+
+std::string band_group(std::string_view strategy, std::string_view architecture) {
+  const std::string_view kind =
+      strategy == "megatron" || strategy == "fsdp2" ? strategy : "data-parallel";
+  return std::string(kind) + " on " + std::string(architecture);
+}
+
+nlohmann::json bands_json(const std::vector<ErrorBand>& bands) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["what"] =
+      "held-out error of dtplan's step predictions against data/published, by framework and "
+      "GPU generation (dtplan accuracy --published --write-bands)";
+  j["bands"] = nlohmann::json::array();
+  for (const auto& b : bands) {
+    j["bands"].push_back({{"group", b.group},
+                          {"rows", b.rows},
+                          {"median_abs_error", b.median_abs_error},
+                          {"mean_abs_error", b.mean_abs_error},
+                          {"bias", b.bias}});
+  }
+  return j;
+}
+
+std::vector<ErrorBand> load_error_bands(const std::filesystem::path& path) {
+  const auto root = ObjectReader::root(read_json_file(path));
+  root.check_schema_version(1);
+  (void)root.string("what");
+  std::vector<ErrorBand> bands;
+  for (const auto& b : root.objects("bands")) {
+    ErrorBand band;
+    band.group = b.string("group");
+    band.rows = b.positive_integer("rows");
+    band.median_abs_error = b.number("median_abs_error", NumberRange::non_negative(100));
+    band.mean_abs_error = b.number("mean_abs_error", NumberRange::non_negative(100));
+    band.bias = b.number("bias");
+    b.reject_unknown_keys();
+    bands.push_back(std::move(band));
+  }
+  root.reject_unknown_keys();
+  return bands;
+}
+
+const ErrorBand* find_band(const std::vector<ErrorBand>& bands, std::string_view group) {
+  for (const auto& b : bands) {
+    if (b.group == group) return &b;
+  }
+  return nullptr;
+}
 
 double narayanan_flops(const TransformerSpec& m, std::int64_t global_batch, std::int64_t seq_len) {
   const double B = static_cast<double>(global_batch), s = static_cast<double>(seq_len);
@@ -370,6 +439,7 @@ PublishedAccuracy published_accuracy(const PublishedSet& set, const PublishedReq
     out.by_source.push_back(summarise(set.sources[s].id, rows));
     out.by_source.back().fitted_on = set.sources[s].fitted_on;
   }
+  out.bands = bands_of(set, out);
   return out;
 }
 

@@ -45,3 +45,17 @@ TEST_CASE("accuracy --published: text names sources and the largest errors, and 
   CHECK(none.code != 0);
   CHECK_THAT(none.err, Contains("--profile") && Contains("--published"));
 }
+
+TEST_CASE("estimate shows the error band of runs like it, from the published runs") {
+  const auto r = run({"estimate", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes",
+                      "16", "--gpu", "H100-SXM", "--tp", "8", "--pp", "4", "--sp", "--global-batch",
+                      "1024", "--seq-len", "4096", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["error_band"]["group"] == "megatron on hopper");
+  CHECK(j["error_band"]["rows"].get<int>() >= 3);
+  const auto text = run({"estimate", "--model", "gpt2", "--topology", "pcie-split-8", "--gpu",
+                         "RTX-4090", "--micro-batch", "2"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("accuracy: no published measurements of data-parallel on ada"));
+}

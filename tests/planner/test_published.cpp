@@ -141,3 +141,33 @@ TEST_CASE("published runs: the bundled data loads and every expressible row is p
   // Each family has held-out rows.
   CHECK(a.by_family.size() == 3);
 }
+
+TEST_CASE("error bands: the bundled file is what the published runs give today") {
+  // data/error_bands.json is written by `dtplan accuracy --published --write-bands`; a change
+  // to the cost model that moves a band without rewriting the file fails here.
+  const auto data = resolve_data_dir("");
+  const auto a =
+      planner::published_accuracy(planner::load_published(data / "published"), {data, {}, "", {}});
+  const auto bundled = planner::load_error_bands(data / "error_bands.json");
+  REQUIRE(bundled.size() == a.bands.size());
+  for (std::size_t i = 0; i < bundled.size(); ++i) {
+    INFO(a.bands[i].group);
+    CHECK(bundled[i].group == a.bands[i].group);
+    CHECK(bundled[i].rows == a.bands[i].rows);
+    CHECK(bundled[i].rows >= planner::kMinBandRows);
+    CHECK(bundled[i].median_abs_error == Approx(a.bands[i].median_abs_error).epsilon(1e-9));
+    CHECK(bundled[i].bias == Approx(a.bands[i].bias).epsilon(1e-9));
+  }
+  CHECK(planner::find_band(bundled, "megatron on hopper") != nullptr);
+  CHECK(planner::find_band(bundled, "data-parallel on turing") == nullptr);
+  CHECK(planner::band_group("zero3", "ampere") == "data-parallel on ampere");
+  CHECK(planner::band_group("megatron", "hopper") == "megatron on hopper");
+}
+
+TEST_CASE("error bands: a file with a typo is refused naming the key") {
+  const auto dir = fresh_dir("bands");
+  write(dir / "b.json", R"({"schema_version": 1, "what": "w", "bands": [{"group": "g",
+    "rows": 3, "median_abs_error": 0.1, "mean_abs_error": 0.1, "bias": 0.1, "bais": 0}]})");
+  CHECK_THROWS_WITH(planner::load_error_bands(dir / "b.json"),
+                    Contains("b.json") && Contains("bais"));
+}

@@ -13,8 +13,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,7 +36,20 @@ struct RowPrediction {
   // Step rows: where the predicted step goes, seconds per step by part (compute by kernel
   // kind, communication not hidden, pipeline bubble, optimizer, host copies), largest first.
   std::vector<std::pair<std::string, double>> breakdown;
+  std::string group;  // step rows: band_group of the row's framework and GPU
 };
+
+// How far predictions of one kind of run have been from measurement: the held-out step rows
+// of a framework on a GPU generation ("megatron on hopper").
+struct ErrorBand {
+  std::string group;
+  std::int64_t rows = 0;
+  double median_abs_error = 0, mean_abs_error = 0, bias = 0;
+};
+
+// "data-parallel", "megatron" or "fsdp2" (a strategy or framework name), then "on" and the
+// GPU's architecture: "data-parallel on ampere".
+std::string band_group(std::string_view strategy, std::string_view architecture);
 
 // |error| and signed error over the predicted rows of a group.
 struct ErrorSummary {
@@ -50,7 +65,18 @@ struct PublishedAccuracy {
   // fitted on. A family's error mixes its metrics (each error is relative).
   std::vector<ErrorSummary> by_family;
   std::vector<ErrorSummary> by_source;  // every source, in file order, fitted or not
+  // Step rows by band_group, held out, groups of at least kMinBandRows rows.
+  std::vector<ErrorBand> bands;
 };
+
+inline constexpr std::int64_t kMinBandRows = 3;
+
+// data/error_bands.json: the bands a front end shows beside a prediction, written by
+// `dtplan accuracy --published --write-bands`.
+nlohmann::json bands_json(const std::vector<ErrorBand>& bands);
+std::vector<ErrorBand> load_error_bands(const std::filesystem::path& path);
+// The band of `group`, or nullptr.
+const ErrorBand* find_band(const std::vector<ErrorBand>& bands, std::string_view group);
 
 struct PublishedRequest {
   std::filesystem::path data_dir;  // GPUs, topologies, presets, constants
