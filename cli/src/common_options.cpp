@@ -94,6 +94,9 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--overhead", o.overhead_overrides,
                  "override an overhead constant, KEY=VALUE (repeatable)");
   app.add_option("--overheads", o.overheads_file, "overhead constants file (JSON)");
+  app.add_option("--deepspeed-version", o.deepspeed_version,
+                 "DeepSpeed release ZeRO-3 runs on, e.g. 0.4.0: before 0.6.0 it gathers each "
+                 "parameter on its own and blocks compute (default: a current release)");
   app.add_option("--host-memory", o.host_memory,
                  "host RAM per node for offloaded states, e.g. 512GiB (default: the topology's)");
 }
@@ -151,6 +154,10 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.seq_len = o.seq_len.value_or(0);
   c.checkpointing = parse_flag("--checkpointing", o.checkpointing, parse_checkpointing);
   c.attention = parse_flag("--attention", o.attention, parse_attention);
+  if (!o.deepspeed_version.empty()) {
+    c.zero3_gathers =
+        parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
+  }
   return c;
 }
 

@@ -46,7 +46,8 @@ struct TrainingOptions {
   std::string gpu;
   std::vector<std::string> overhead_overrides;
   std::string overheads_file;
-  std::string host_memory;  // per node, e.g. "512GiB"; empty: the topology's (or the default)
+  std::string host_memory;        // per node, e.g. "512GiB"; empty: the topology's (or the default)
+  std::string deepspeed_version;  // empty: a current release (coalesced ZeRO-3 gathers)
 };
 
 struct TopologyOptions {

@@ -98,6 +98,7 @@ nlohmann::json overheads_json(const cost::OverheadConstants& k) {
           {"nccl_connections_per_channel", k.nccl_connections_per_channel},
           {"nccl_buffer_bytes_per_connection", k.nccl_buffer_bytes_per_connection},
           {"zero_reduce_bucket_elements", k.zero_reduce_bucket_elements},
+          {"zero3_max_reuse_distance_elements", k.zero3_max_reuse_distance_elements},
           {"adam8bit_block_elements", k.adam8bit_block_elements}};
 }
 

@@ -49,6 +49,7 @@ struct PlanOptions {
   std::vector<std::string> sequence_parallel;  // on, off
   std::string optimizer = "adamw";
   std::string attention = "flash";
+  std::string deepspeed_version;  // empty: a current release
   std::string objective = "throughput";
   double headroom = 0.10;
   std::string host_memory;  // per node; empty: the topology's
@@ -118,6 +119,10 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.micro_batches = o.micro_batches;
   r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   r.attention = parse_flag("--attention", o.attention, parse_attention);
+  if (!o.deepspeed_version.empty()) {
+    r.zero3_gathers =
+        parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
+  }
   r.objective = planner::parse_objective(o.objective);
   r.headroom = o.headroom;
   r.host_memory = host_memory_of(o.host_memory);
@@ -342,6 +347,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
+  cmd.add_option("--deepspeed-version", o.deepspeed_version,
+                 "DeepSpeed release ZeRO-3 runs on, e.g. 0.4.0: before 0.6.0 it gathers each "
+                 "parameter on its own and blocks compute (default: a current release)");
   cmd.add_option("--objective", o.objective, "throughput|time|cost")->capture_default_str();
   cmd.add_option("--headroom", o.headroom, "fraction of GPU memory kept free")
       ->capture_default_str()

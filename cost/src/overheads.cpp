@@ -24,6 +24,8 @@ const std::vector<OverheadKey>& overhead_keys() {
       {"nccl_connections_per_channel", "receive connections per channel (ring 1 + tree 1)"},
       {"nccl_buffer_bytes_per_connection", "NCCL SIMPLE + LL128 + LL buffers per connection"},
       {"zero_reduce_bucket_elements", "DeepSpeed ZeRO reduce_bucket_size (elements)"},
+      {"zero3_max_reuse_distance_elements",
+       "DeepSpeed stage3_max_reuse_distance: parameters used again within it stay gathered"},
       {"adam8bit_block_elements", "bitsandbytes 8-bit optimizer block size (elements)"},
   };
   return keys;
@@ -55,6 +57,8 @@ void set_value(OverheadConstants& k, std::string_view key, double value, const s
     k.nccl_buffer_bytes_per_connection = as_count(0);
   } else if (key == "zero_reduce_bucket_elements") {
     k.zero_reduce_bucket_elements = as_count(1);
+  } else if (key == "zero3_max_reuse_distance_elements") {
+    k.zero3_max_reuse_distance_elements = as_count(0);
   } else if (key == "adam8bit_block_elements") {
     k.adam8bit_block_elements = as_count(1);
   } else {

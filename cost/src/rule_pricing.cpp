@@ -42,6 +42,9 @@ CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
   op.gradient_sync = when == CommWhen::deferrable;
   op.when = when;
   op.phase = rule.phase;
+  op.blocking = rule.blocking;
+  const double copies_s =
+      rule.per_rank_copies ? static_cast<double>(group.ranks) * sources.copy_kernel_s : 0.0;
   const bool once =
       when == CommWhen::once_per_step || (when == CommWhen::deferrable && sources.no_sync);
   op.runs = once ? 1 : sources.micro_steps;
@@ -54,7 +57,7 @@ CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
     if (found == seen.end())
       found = seen.emplace(size.value, group.estimate(rule.collective, size, rule.algorithm)).first;
     const auto& e = found->second;
-    count(op, size, run.count, e.time_s, bus_factor(rule.collective, group.ranks));
+    count(op, size, run.count, e.time_s + copies_s, bus_factor(rule.collective, group.ranks));
     labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))] += run.count;
   }
   if (!group.algorithm.empty()) {

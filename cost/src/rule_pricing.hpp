@@ -41,7 +41,8 @@ struct RuleSources {
   std::function<const RuleGroup&(CommGroup)> group;
   NumericRecipe recipe;  // the payload's element bytes
   std::int64_t micro_steps = 1;
-  bool no_sync = false;  // rows deferred by no_sync then run once per step
+  bool no_sync = false;      // rows deferred by no_sync then run once per step
+  double copy_kernel_s = 0;  // per rank and call of a list-form rule (CommModels)
 };
 
 // One rule priced: each message size estimated once, times summed over the messages; runs is

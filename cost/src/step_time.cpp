@@ -28,11 +28,20 @@ bool runs_in(const CommOp& op, std::int64_t i, std::int64_t m, bool no_sync) {
 }
 
 struct Phase {
-  double comm = 0;
+  double comm = 0;  // what may overlap the pass
   std::int64_t messages = 0;
+  double blocking = 0;  // what the framework serialises with the pass
   void add(const CommOp& op) {
+    if (op.blocking) {
+      blocking += op.time_s;
+      return;
+    }
     comm += op.time_s;
     messages = std::max(messages, op.messages);
+  }
+  double total() const { return comm + blocking; }
+  double exposed(double compute_s) const {
+    return blocking + exposed_comm_s(comm, messages, compute_s);
   }
 };
 
@@ -88,7 +97,7 @@ struct MicroTimes {
   double forward = 0;   // compute
   double backward = 0;  // compute
   double hidden() const {
-    return (ops.forward.comm - exposed_forward) + (ops.backward.comm - exposed_backward);
+    return (ops.forward.total() - exposed_forward) + (ops.backward.total() - exposed_backward);
   }
   double total() const {
     return ops.before + exposed_forward + forward + backward + exposed_backward + ops.after;
@@ -98,11 +107,11 @@ struct MicroTimes {
 MicroTimes micro_times(const StepInputs& in, std::int64_t i) {
   MicroTimes t;
   t.ops = micro_step(in, i);
-  t.exposed_forward = exposed_comm_s(t.ops.forward.comm, t.ops.forward.messages, in.forward_s);
-  t.exposed_backward = exposed_comm_s(t.ops.backward.comm, t.ops.backward.messages, in.backward_s);
+  t.exposed_forward = t.ops.forward.exposed(in.forward_s);
+  t.exposed_backward = t.ops.backward.exposed(in.backward_s);
   const double slow = in.overlap_compute_slowdown;
-  t.forward = in.forward_s + slow * (t.ops.forward.comm - t.exposed_forward);
-  t.backward = in.backward_s + slow * (t.ops.backward.comm - t.exposed_backward);
+  t.forward = in.forward_s + slow * (t.ops.forward.total() - t.exposed_forward);
+  t.backward = in.backward_s + slow * (t.ops.backward.total() - t.exposed_backward);
   return t;
 }
 
@@ -184,7 +193,7 @@ class Timeline {
     add("compute", "backward", t_, t.backward);
     const double u = static_cast<double>(std::max<std::int64_t>(t.ops.backward.messages, 1));
     const double end = t_ + t.backward + t.exposed_backward;
-    comm(CommPhase::backward, k.index, std::max(t_ + t.backward / u, end - t.ops.backward.comm),
+    comm(CommPhase::backward, k.index, std::max(t_ + t.backward / u, end - t.ops.backward.total()),
          1.0);
     t_ = comm(CommPhase::after_backward, k.index, end, 1.0);
     label_.clear();
@@ -266,6 +275,7 @@ StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, con
   e.memory = estimate_memory(m, c, overheads);
   e.memory.fit = check_fit(e.memory, gpu);
   e.compute = estimate_compute(m, c, gpu, k);
+  models.copy_kernel_s = k.kernel_overhead_s;
   e.comm = estimate_training_comm(m, c, o.micro_steps, o.no_sync, models, overheads);
   StepInputs in;
   in.forward_s = e.compute.forward_s * o.straggler_slowdown;

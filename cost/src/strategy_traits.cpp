@@ -97,6 +97,20 @@ constexpr CollectiveRule unit_reduce_scatter(CommWhen when,
 }
 constexpr std::array<CollectiveRule, 3> kZero3Ops{
     {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::every_micro_step)}};
+// DeepSpeed ZeRO-3 before v0.6 (model/training.hpp Zero3Gathers): every parameter tensor
+// gathered on its own after a device synchronisation, reduce-scattered on its own.
+constexpr CollectiveRule legacy_zero3(CollectiveRule r, bool list_form) {
+  r.messages = M::parameter_tensors;
+  r.blocking = true;
+  r.per_rank_copies = list_form;
+  return r;
+}
+constexpr std::array<CollectiveRule, 3> kZero3ListOps{
+    {legacy_zero3(gather(Ph::forward), true), legacy_zero3(gather(Ph::backward), true),
+     legacy_zero3(unit_reduce_scatter(W::every_micro_step), true)}};
+constexpr std::array<CollectiveRule, 3> kZero3FlatOps{
+    {legacy_zero3(gather(Ph::forward), false), legacy_zero3(gather(Ph::backward), false),
+     legacy_zero3(unit_reduce_scatter(W::every_micro_step), true)}};
 constexpr std::array<CollectiveRule, 3> kFsdpFullOps{
     {gather(Ph::forward), gather(Ph::backward), unit_reduce_scatter(W::deferrable)}};
 constexpr std::array<CollectiveRule, 2> kFsdpGradOpOps{
@@ -419,6 +433,31 @@ void check_supported(const TrainingConfig& c) {
                 "mixed-precision copies: use fp16 or bf16");
   }
   shard_degree(c);
+}
+
+std::span<const CollectiveRule> strategy_collectives(const TrainingConfig& c) {
+  if (c.strategy != Strategy::zero3) return traits_of(c.strategy).collectives;
+  switch (c.zero3_gathers) {
+    case Zero3Gathers::coalesced:
+      break;
+    case Zero3Gathers::per_parameter_list:
+      return kZero3ListOps;
+    case Zero3Gathers::per_parameter_flat:
+      return kZero3FlatOps;
+  }
+  return traits_of(c.strategy).collectives;
+}
+
+std::optional<CollectiveRule> recompute_regather(const TrainingConfig& c) {
+  if (c.strategy != Strategy::zero3 || c.checkpointing != Checkpointing::full) return std::nullopt;
+  auto r = gather(Ph::backward);
+  r.name = "weights re-gathered after recomputation";
+  r.messages = M::recompute_regathers;
+  if (c.zero3_gathers != Zero3Gathers::coalesced) {
+    r.blocking = true;
+    r.per_rank_copies = c.zero3_gathers == Zero3Gathers::per_parameter_list;
+  }
+  return r;
 }
 
 std::span<const CollectiveRule> layout_collectives(const LayoutSharding& l) {

@@ -40,6 +40,46 @@ Messages unit_messages(const ModelDesc& m) {
   return out;
 }
 
+// One message per parameter tensor where the model's layers are known, else its units.
+Messages tensor_messages(const ModelDesc& m, const Messages& units) {
+  if (!m.transformer) return units;
+  Messages out;
+  for (const auto t : layer_parameter_tensors(*m.transformer))
+    out.push_back({t, m.transformer->num_layers});
+  for (const auto t : root_parameter_tensors(*m.transformer))
+    out.push_back({t, 1});
+  return out;
+}
+
+// The block submodules full recomputation gathers again (strategy_traits.hpp
+// recompute_regather): submodule j's next use after its recomputed forward is its backward,
+// with every later submodule's forward and backward between, 2 x their elements away.
+Messages regathered(const ModelDesc& m, std::int64_t max_reuse, bool per_tensor) {
+  Messages out;
+  if (!m.transformer) return out;
+  const auto modules = layer_submodules(*m.transformer);
+  auto elements_of = [](const std::vector<std::int64_t>& tensors) {
+    std::int64_t n = 0;
+    for (const auto t : tensors)
+      n = checked_add(n, t, "submodule elements");
+    return n;
+  };
+  std::int64_t later = 0;  // elements of the submodules after the one at hand
+  for (const auto& module : modules)
+    later = checked_add(later, elements_of(module), "reuse distance");
+  for (const auto& module : modules) {
+    later -= elements_of(module);
+    if (checked_mul(2, later, "reuse distance") <= max_reuse) continue;
+    if (!per_tensor) {
+      out.push_back({elements_of(module), m.transformer->num_layers});
+      continue;
+    }
+    for (const auto t : module)
+      out.push_back({t, m.transformer->num_layers});
+  }
+  return out;
+}
+
 // The data-parallel group, or the GPUs of a node (hybrid sharding's shard group).
 RuleGroup model_group(CommModel& model, bool node) {
   return {.label = std::to_string(model.gpus()) + " GPUs" + (node ? " of a node" : ""),
@@ -62,13 +102,14 @@ RuleGroup replica_group(CommModel& all) {
 class Builder {
  public:
   Builder(const ModelDesc& m, const TrainingConfig& c, std::int64_t micro_steps, bool no_sync,
-          CommModels models, std::int64_t zero_bucket)
+          CommModels models, std::int64_t zero_bucket, std::int64_t max_reuse)
       : m_(m),
         c_(c),
         t_(traits_of(c.strategy)),
         layout_(layout_for(c, t_)),
         models_(models),
-        zero_bucket_(zero_bucket) {
+        zero_bucket_(zero_bucket),
+        max_reuse_(max_reuse) {
     r_.strategy = c.strategy;
     r_.micro_steps = micro_steps;
     r_.no_sync = no_sync;
@@ -87,10 +128,16 @@ class Builder {
                         },
                         .recipe = layout_,
                         .micro_steps = r_.micro_steps,
-                        .no_sync = r_.no_sync};
-    for (const auto& rule : t_.collectives)
+                        .no_sync = r_.no_sync,
+                        .copy_kernel_s = models_.copy_kernel_s};
+    for (const auto& rule : strategy_collectives(c_))
       ops_.push_back(price_rule(rule, sources));
+    if (const auto again = recompute_regather(c_)) {
+      auto op = price_rule(*again, sources);
+      if (op.messages > 0) ops_.push_back(std::move(op));
+    }
     if (!t_.no_sync) no_sync_unsupported(std::string(t_.no_sync_refusal));
+    legacy_zero3_note();
     total();
     const bool fsdp_sharded = t_.fsdp && t_.shards_gradients;
     if (fsdp_sharded && r_.no_sync && r_.micro_steps > 1) {
@@ -117,6 +164,10 @@ class Builder {
         return units;
       case MessageSplit::unit_shards:  // each GPU of a node holds 1/g of every unit
         return shards_of(units, models_.node.gpus());
+      case MessageSplit::parameter_tensors:
+        return tensor_messages(m_, units);
+      case MessageSplit::recompute_regathers:
+        return regathered(m_, max_reuse_, c_.zero3_gathers != Zero3Gathers::coalesced);
     }
     return {};
   }
@@ -128,6 +179,23 @@ class Builder {
     auto rest = buckets(m_.params - first, std::max<std::int64_t>(1, c_.bucket_cap_bytes / gb));
     rest.insert(rest.begin(), {first, 1});
     return rest;
+  }
+
+  void legacy_zero3_note() {
+    if (c_.strategy != Strategy::zero3 || c_.zero3_gathers == Zero3Gathers::coalesced) return;
+    const bool list = c_.zero3_gathers == Zero3Gathers::per_parameter_list;
+    std::string note = std::string("ZeRO-3 of DeepSpeed ") +
+                       (list ? "v0.3.12 to v0.5.4" : "v0.5.5 to v0.5.10") +
+                       " gathers each parameter tensor on its own after torch.cuda.synchronize(),"
+                       " so no gather or reduce-scatter overlaps compute";
+    if (list) {
+      note += "; list-form calls copy each of the " + std::to_string(models_.all.gpus()) +
+              " ranks' chunks, one copy kernel per rank per call";
+    } else {
+      note += "; list-form reduce-scatters copy each of the " + std::to_string(models_.all.gpus()) +
+              " ranks' chunks";
+    }
+    r_.notes.push_back(note);
   }
 
   void no_sync_unsupported(const std::string& why) {
@@ -161,6 +229,7 @@ class Builder {
   NumericRecipe layout_;
   CommModels models_;
   std::int64_t zero_bucket_;
+  std::int64_t max_reuse_;
   TrainingComm r_;
   std::vector<CommOp> ops_;
 };
@@ -193,7 +262,9 @@ TrainingComm estimate_training_comm(const ModelDesc& m, const TrainingConfig& c,
     throw Error("internal: communication model for " + std::to_string(models.all.gpus()) +
                 " GPUs, data-parallel size " + std::to_string(c.dp_size));
   }
-  return Builder(m, c, micro_steps, no_sync, models, k.zero_reduce_bucket_elements).build();
+  return Builder(m, c, micro_steps, no_sync, models, k.zero_reduce_bucket_elements,
+                 k.zero3_max_reuse_distance_elements)
+      .build();
 }
 
 }  // namespace dtplan::cost

@@ -44,6 +44,56 @@ Attention parse_attention(std::string_view t) {
   return value_in(kAttentions, t, "attention");
 }
 
+namespace {
+
+// "MAJOR.MINOR[.PATCH]" as three numbers (a missing patch is 0).
+std::array<int, 3> release_numbers(std::string_view version) {
+  std::array<int, 3> v{0, 0, 0};
+  std::size_t part = 0;
+  bool digit_seen = false;
+  for (const char ch : version) {
+    if (ch == '.' && digit_seen && part < 2) {
+      ++part;
+      digit_seen = false;
+    } else if (ch >= '0' && ch <= '9' && v[part] < 10000) {
+      v[part] = v[part] * 10 + (ch - '0');
+      digit_seen = true;
+    } else {
+      digit_seen = false;
+      break;
+    }
+  }
+  if (!digit_seen || part == 0) {
+    throw Error("'" + std::string(version) +
+                "' is not a DeepSpeed release number like 0.14.4 or 0.5");
+  }
+  return v;
+}
+
+}  // namespace
+
+Zero3Gathers zero3_gathers_of_deepspeed(std::string_view version) {
+  const auto v = release_numbers(version);
+  if (v < std::array<int, 3>{0, 3, 12}) {
+    throw Error("DeepSpeed " + std::string(version) + " has no ZeRO-3 (it arrived in v0.3.12)");
+  }
+  if (v < std::array<int, 3>{0, 5, 5}) return Zero3Gathers::per_parameter_list;
+  if (v < std::array<int, 3>{0, 6, 0}) return Zero3Gathers::per_parameter_flat;
+  return Zero3Gathers::coalesced;
+}
+
+std::string_view name_of(Zero3Gathers v) {
+  switch (v) {
+    case Zero3Gathers::coalesced:
+      return "coalesced per module, prefetched (DeepSpeed v0.6.0 and later)";
+    case Zero3Gathers::per_parameter_list:
+      return "per parameter, blocking, list form (DeepSpeed v0.3.12 to v0.5.4)";
+    case Zero3Gathers::per_parameter_flat:
+      return "per parameter, blocking (DeepSpeed v0.5.5 to v0.5.10)";
+  }
+  return "";
+}
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   names.reserve(kStrategies.size());

@@ -134,6 +134,70 @@ TransformerParams count_parameters(const TransformerSpec& s) {
 
 namespace {
 
+bool fuses_qkv(const TransformerSpec& s) {
+  for (const char* t : {"gpt2", "gpt_neox", "bloom", "mpt", "phi3", "gpt_bigcode", "falcon"}) {
+    if (s.model_type == t) return true;
+  }
+  return false;
+}
+
+// A weight and, when present, its bias.
+void linear(std::vector<std::int64_t>& out, std::int64_t in, std::int64_t outputs, bool bias) {
+  out.push_back(mul(in, outputs));
+  if (bias) out.push_back(outputs);
+}
+
+void norm(std::vector<std::int64_t>& out, const TransformerSpec& s) {
+  out.push_back(s.hidden_size);
+  if (s.norm == NormKind::layernorm) out.push_back(s.hidden_size);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& s) {
+  std::vector<std::vector<std::int64_t>> out;
+  auto next = [&out]() -> std::vector<std::int64_t>& { return out.emplace_back(); };
+  const std::int64_t h = s.hidden_size;
+  norm(next(), s);
+  if (fuses_qkv(s)) {
+    linear(next(), h, add(s.q_size(), mul(2, s.kv_size())), s.qkv_bias);
+  } else {
+    linear(next(), h, s.q_size(), s.qkv_bias);
+    linear(next(), h, s.kv_size(), s.qkv_bias);
+    linear(next(), h, s.kv_size(), s.qkv_bias);
+  }
+  linear(next(), s.q_size(), h, s.attn_out_bias);
+  norm(next(), s);
+  if (s.mlp == MlpKind::swiglu) linear(next(), h, s.ffn_size, s.mlp_bias);  // gate
+  linear(next(), h, s.ffn_size, s.mlp_bias);
+  linear(next(), s.ffn_size, h, s.mlp_bias);
+  return out;
+}
+
+std::vector<std::int64_t> layer_parameter_tensors(const TransformerSpec& s) {
+  std::vector<std::int64_t> out;
+  for (const auto& module : layer_submodules(s))
+    out.insert(out.end(), module.begin(), module.end());
+  return out;
+}
+
+std::vector<std::int64_t> root_parameter_tensors(const TransformerSpec& s) {
+  std::vector<std::int64_t> out{mul(s.vocab_size, s.hidden_size)};
+  if (s.positions == PositionKind::learned) out.push_back(mul(s.max_positions, s.hidden_size));
+  if (s.type_vocab_size > 0) out.push_back(mul(s.type_vocab_size, s.hidden_size));
+  if (s.embedding_norm) norm(out, s);
+  if (s.final_norm) norm(out, s);
+  const auto p = count_parameters(s);
+  std::int64_t counted = 0;
+  for (const auto t : out)
+    counted = add(counted, t);
+  const std::int64_t rest = p.total() - mul(p.per_layer, s.num_layers) - counted;
+  if (rest > 0) out.push_back(rest);
+  return out;
+}
+
+namespace {
+
 // The dimensions every Hugging Face config except GPT-2's names the same way.
 void read_common_dims(const ObjectReader& c, TransformerSpec& s) {
   s.vocab_size = c.positive_integer("vocab_size");

@@ -61,7 +61,7 @@ const std::set<std::string>& config_keys() {
       "strategy",   "tp",        "pp",           "cp",          "interleave",
       "sp",         "sharding",  "dp-shard",     "schedule",    "checkpointing",
       "attention",  "optimizer", "cp-comm",      "pp-layers",   "offload",
-      "collective", "size",      "algorithm",    "framework"};
+      "collective", "size",      "algorithm",    "framework",   "deepspeed-version"};
   return keys;
 }
 

@@ -167,7 +167,8 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
   cost::check_supported(c);
   Group g;
   const auto comm = cost::estimate_training_comm(
-      in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d]}, in_.overheads);
+      in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d], in_.compute.kernel_overhead_s},
+      in_.overheads);
   g.ops = comm.ops;
   const auto elements = cost::optimizer_elements(in_.model, c);
   g.optimizer_s = cost::optimizer_time(elements, c, in_.gpu, in_.compute);

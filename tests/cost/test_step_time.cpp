@@ -66,6 +66,20 @@ TEST_CASE("forward all-gathers overlap forward, ops outside the passes are expos
   CHECK(t.compute_s == Approx(6.0));
 }
 
+TEST_CASE("a blocking op overlaps nothing: DeepSpeed before v0.6 synchronises around it") {
+  // The same 0.8 s of forward gathers in 8 messages: overlapped, only the first unit's 0.1 s
+  // shows; blocking, all 0.8 s add to the 1 s forward and the 2 s backward.
+  auto gathers = op(CommPhase::forward, CommWhen::every_micro_step, 0.8, 8);
+  auto reduce = op(CommPhase::backward, CommWhen::every_micro_step, 0.5, 8);
+  CHECK(step_times(inputs({gathers, reduce})).exposed_comm_s == Approx(0.1 + 0.0625));
+  gathers.blocking = true;
+  reduce.blocking = true;
+  const auto t = step_times(inputs({gathers, reduce}));
+  CHECK(t.exposed_comm_s == Approx(1.3));
+  CHECK(t.hidden_comm_s == Approx(0.0));
+  CHECK(t.step_s == Approx(3.0 + 1.3 + 0.1));
+}
+
 TEST_CASE("no_sync defers gradient synchronisation to the last of the micro-steps") {
   const std::vector ops{op(CommPhase::backward, CommWhen::deferrable, 4.0, 4)};
   // Exposed once: max(1, 4 - 2 x 3/4) = 2.5 s; without no_sync four times.

@@ -186,3 +186,99 @@ TEST_CASE("the registry's collectives are the ops priced, in order, for every st
   CHECK_THAT(z2.notes.at(0), Contains("zero2 synchronises gradients every micro-step (ZeRO-2 "
                                       "partitions gradients)"));
 }
+
+namespace {
+// A GPT-2-shaped block (h 1024, f 4096, 2 layers): ln_1 (2,048), c_attn (3,148,800), c_proj
+// (1,049,600), ln_2 (2,048), c_fc (4,198,400), mlp c_proj (4,195,328): 12 tensors; outside
+// the blocks wte (1,024,000), wpe (131,072), ln_f weight and bias (1,024 each).
+ModelDesc small_gpt() {
+  TransformerSpec s;
+  s.model_type = "gpt2";
+  s.vocab_size = 1000;
+  s.hidden_size = 1024;
+  s.num_layers = 2;
+  s.num_heads = 16;
+  s.num_kv_heads = 16;
+  s.head_dim = 64;
+  s.ffn_size = 4096;
+  s.max_positions = 128;
+  return model_from_transformer(s, "small-gpt", "test");
+}
+
+TrainingConfig zero3_on(const Fixture& f, Zero3Gathers g, Checkpointing ckpt) {
+  TrainingConfig c;
+  c.strategy = Strategy::zero3;
+  c.dp_size = f.topology.gpu_count();
+  c.gpus_per_node = 4;
+  c.zero3_gathers = g;
+  c.checkpointing = ckpt;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("DeepSpeed ZeRO-3 before v0.6: one blocking list-form call per parameter tensor") {
+  Fixture f;
+  const auto m = small_gpt();
+  const double copy_s = 4e-6;
+  auto c = zero3_on(f, Zero3Gathers::per_parameter_list, Checkpointing::none);
+  const auto r =
+      estimate_training_comm(m, c, 1, false, {f.all, f.node, copy_s}, zero_buckets(500'000'000));
+  REQUIRE(r.ops.size() == 3);
+  // 12 tensors x 2 layers + 4 outside: 28 calls per pass, each the ring's time plus one copy
+  // per rank of the 4.
+  double expected_s = 0;
+  for (const auto t : layer_parameter_tensors(*m.transformer)) {
+    expected_s += 2 * (f.all.estimate(Collective::all_gather, Bytes{2 * t}).time_s + 4 * copy_s);
+  }
+  for (const auto t : {1'024'000, 131'072, 1'024, 1'024}) {
+    expected_s += f.all.estimate(Collective::all_gather, Bytes{2 * t}).time_s + 4 * copy_s;
+  }
+  for (const auto& op : r.ops) {
+    INFO(op.name);
+    CHECK(op.messages == 28);
+    CHECK(op.blocking);
+    CHECK(op.bytes.value == 2 * m.params);
+  }
+  CHECK(r.ops[0].time_s == Approx(expected_s).epsilon(1e-12));
+  CHECK_THAT(r.notes.back(), Contains("no gather or reduce-scatter overlaps compute"));
+  // From v0.5.5 the gathers have one flat output (no copies); the reduce-scatter keeps them.
+  c.zero3_gathers = Zero3Gathers::per_parameter_flat;
+  const auto flat =
+      estimate_training_comm(m, c, 1, false, {f.all, f.node, copy_s}, zero_buckets(500'000'000));
+  CHECK(flat.ops[0].time_s == Approx(expected_s - 28 * 4 * copy_s).epsilon(1e-12));
+  CHECK(flat.ops[2].time_s == Approx(r.ops[2].time_s).epsilon(1e-12));
+  // A current release: one coalesced gather per block and one for the rest, overlapped.
+  c.zero3_gathers = Zero3Gathers::coalesced;
+  const auto now =
+      estimate_training_comm(m, c, 1, false, {f.all, f.node, copy_s}, zero_buckets(500'000'000));
+  CHECK(now.ops[0].messages == 3);
+  CHECK_FALSE(now.ops[0].blocking);
+}
+
+TEST_CASE("ZeRO-3 under full recomputation gathers again what it released") {
+  // stage3_max_reuse_distance R = 1e7 elements. After a block's recomputed forward, submodule
+  // j is next used in its backward, 2 x (elements of the submodules after it) away: c_fc
+  // 2 x 4,195,328 = 8.4e6 <= R stays; ln_2 2 x 8,393,728 = 1.68e7 > R, and c_proj, c_attn,
+  // ln_1 further: 2,048 + 1,049,600 + 3,148,800 + 2,048 = 4,202,496 elements per block again.
+  Fixture f;
+  const auto m = small_gpt();
+  auto k = zero_buckets(500'000'000);
+  k.zero3_max_reuse_distance_elements = 10'000'000;
+  auto c = zero3_on(f, Zero3Gathers::coalesced, Checkpointing::full);
+  const auto r = estimate_training_comm(m, c, 1, false, {f.all, f.node, 4e-6}, k);
+  REQUIRE(r.ops.size() == 4);
+  CHECK(r.ops[3].name == "weights re-gathered after recomputation");
+  CHECK(r.ops[3].bytes.value == 2 * 2 * 4'202'496);
+  CHECK(r.ops[3].messages == 2 * 4);  // one per submodule, coalesced
+  c.zero3_gathers = Zero3Gathers::per_parameter_list;
+  const auto old = estimate_training_comm(m, c, 1, false, {f.all, f.node, 4e-6}, k);
+  CHECK(old.ops[3].messages == 2 * 8);  // ln_1 w b, c_attn w b, c_proj w b, ln_2 w b
+  CHECK(old.ops[3].blocking);
+  // DeepSpeed's default R = 1e9 keeps every submodule of so small a block; no recomputation,
+  // no second gather.
+  k.zero3_max_reuse_distance_elements = 1'000'000'000;
+  CHECK(estimate_training_comm(m, c, 1, false, {f.all, f.node, 4e-6}, k).ops.size() == 3);
+  c.checkpointing = Checkpointing::selective;
+  k.zero3_max_reuse_distance_elements = 10'000'000;
+  CHECK(estimate_training_comm(m, c, 1, false, {f.all, f.node, 4e-6}, k).ops.size() == 3);
+}

@@ -101,3 +101,32 @@ TEST_CASE("files that are neither format are rejected") {
   CHECK_THAT(load_error(path.string()), Contains("/extra: unknown key"));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("a block's parameter tensors are its modules' weights and biases") {
+  // GPT-2 (h 768, f 3072): ln_1 w b, c_attn w (768 x 2304) b, c_proj w b, ln_2 w b,
+  // c_fc w (768 x 3072) b, mlp c_proj w b: 12 tensors of 7,087,872 elements.
+  const auto gpt2 = load_model("gpt2", kModels);
+  const auto& g = *gpt2.transformer;
+  const std::vector<std::int64_t> gpt2_tensors{768, 768, 1769472, 2304, 589824,  768,
+                                               768, 768, 2359296, 3072, 2359296, 768};
+  CHECK(layer_parameter_tensors(g) == gpt2_tensors);
+  CHECK(layer_submodules(g).size() == 6);
+  // Llama 2 7B (h 4096, f 11008, no biases, RMSNorm): input norm, q, k, v, o, post norm,
+  // gate, up, down: 9 tensors of 202,383,360 elements.
+  const auto llama = load_model("llama-2-7b", kModels);
+  const auto& l = *llama.transformer;
+  const auto tensors = layer_parameter_tensors(l);
+  CHECK(tensors.size() == 9);
+  CHECK(layer_submodules(l).size() == 9);
+  std::int64_t sum = 0;
+  for (const auto t : tensors)
+    sum += t;
+  CHECK(sum == count_parameters(l).per_layer);
+  CHECK(sum == 202'383'360);
+  // Outside the blocks: GPT-2's wte and wpe and ln_f (tied head); Llama's embed_tokens, norm
+  // and lm_head.
+  const std::vector<std::int64_t> gpt2_root{50257 * 768, 1024 * 768, 768, 768};
+  CHECK(root_parameter_tensors(g) == gpt2_root);
+  const std::vector<std::int64_t> llama_root{32000 * 4096, 4096, 32000 * 4096};
+  CHECK(root_parameter_tensors(l) == llama_root);
+}

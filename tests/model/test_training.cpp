@@ -34,3 +34,24 @@ TEST_CASE("unknown names suggest close ones") {
   }
   CHECK_THROWS_AS(parse_precision("fp8"), Error);
 }
+
+TEST_CASE("a DeepSpeed release picks how its ZeRO-3 gathers") {
+  // deepspeed/runtime/zero: stage3 first ships in v0.3.12; _all_gather_base in v0.5.5;
+  // coalesced, non-blocking fetches from v0.6.0.
+  CHECK(zero3_gathers_of_deepspeed("0.3.12") == Zero3Gathers::per_parameter_list);
+  CHECK(zero3_gathers_of_deepspeed("0.3.16") == Zero3Gathers::per_parameter_list);
+  CHECK(zero3_gathers_of_deepspeed("0.5") == Zero3Gathers::per_parameter_list);
+  CHECK(zero3_gathers_of_deepspeed("0.5.4") == Zero3Gathers::per_parameter_list);
+  CHECK(zero3_gathers_of_deepspeed("0.5.5") == Zero3Gathers::per_parameter_flat);
+  CHECK(zero3_gathers_of_deepspeed("0.5.10") == Zero3Gathers::per_parameter_flat);
+  CHECK(zero3_gathers_of_deepspeed("0.6.0") == Zero3Gathers::coalesced);
+  CHECK(zero3_gathers_of_deepspeed("0.14.4") == Zero3Gathers::coalesced);
+  CHECK(zero3_gathers_of_deepspeed("1.0") == Zero3Gathers::coalesced);
+  CHECK_THROWS_WITH(zero3_gathers_of_deepspeed("0.3.11"),
+                    Catch::Contains("0.3.11 has no ZeRO-3 (it arrived in v0.3.12)"));
+  for (const char* bad : {"", "x", "0", "0.", ".5", "0.6-rc1", "v0.6.0", "0.6.0.1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(zero3_gathers_of_deepspeed(bad),
+                      Catch::Contains("is not a DeepSpeed release number"));
+  }
+}

@@ -3,6 +3,7 @@
 // metric's prediction and error follow the definitions in published_accuracy.hpp.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
@@ -170,4 +171,29 @@ TEST_CASE("error bands: a file with a typo is refused naming the key") {
     "rows": 3, "median_abs_error": 0.1, "mean_abs_error": 0.1, "bias": 0.1, "bais": 0}]})");
   CHECK_THROWS_WITH(planner::load_error_bands(dir / "b.json"),
                     Contains("b.json") && Contains("bais"));
+}
+
+TEST_CASE("published runs: ZeRO-3 throughput falls with GPUs at a fixed batch, as measured") {
+  // Narayanan et al. 2021, Table 2: 174.6B GPT, global batch 1536, DeepSpeed ZeRO-3 without
+  // model parallelism: 144, 88 and 44 TFLOP/s per GPU on 384, 768 and 1536 A100s, while PTD-P
+  // (tensor 8 x pipeline 12) holds 153, 149, 141. Measured fall 384 -> 1536: 144/44 = 3.27x.
+  const auto data = resolve_data_dir("");
+  const auto set = planner::load_published(data / "published");
+  const auto a = planner::published_accuracy(set, {data, {}, "narayanan2021-ptdp", {}});
+  std::map<std::string, double> predicted;
+  for (const auto& r : a.rows) {
+    if (r.status == planner::RowStatus::predicted) predicted[set.rows[r.row].id] = r.predicted;
+  }
+  const double z384 = predicted.at("table2-zero3-175b-384");
+  const double z768 = predicted.at("table2-zero3-175b-768");
+  const double z1536 = predicted.at("table2-zero3-175b-1536");
+  CHECK(z384 > z768);
+  CHECK(z768 > z1536);
+  // The fall is the communication's, which stays while compute per GPU halves; within a
+  // quarter of the measured 3.27x.
+  CHECK(z384 / z1536 == Approx(144.0 / 44.0).epsilon(0.25));
+  // The ranking the paper measured: PTD-P at least twice ZeRO-3's throughput on 1536 GPUs
+  // (141 against 44).
+  CHECK(predicted.at("table2-ptdp-175b-1536") > 2.0 * z1536);
+  CHECK(predicted.at("table2-ptdp-530b-2240") > 2.0 * predicted.at("table2-zero3-530b-2240"));
 }

@@ -17,9 +17,10 @@ struct OverheadConstants {
   double allocator_slack_fraction = 0;            // caching-allocator fragmentation and rounding
   std::int64_t nccl_channels = 0;                 // channels per communicator
   std::int64_t nccl_connections_per_channel = 0;  // peers a rank receives from per channel
-  std::int64_t nccl_buffer_bytes_per_connection = 0;  // SIMPLE + LL128 + LL receive buffers
-  std::int64_t zero_reduce_bucket_elements = 0;       // DeepSpeed reduce_bucket_size
-  std::int64_t adam8bit_block_elements = 0;           // bitsandbytes block-wise quantisation block
+  std::int64_t nccl_buffer_bytes_per_connection = 0;   // SIMPLE + LL128 + LL receive buffers
+  std::int64_t zero_reduce_bucket_elements = 0;        // DeepSpeed reduce_bucket_size
+  std::int64_t zero3_max_reuse_distance_elements = 0;  // DeepSpeed stage3_max_reuse_distance
+  std::int64_t adam8bit_block_elements = 0;            // bitsandbytes block-wise quantisation block
 
   std::int64_t nccl_bytes_per_communicator() const;
 };

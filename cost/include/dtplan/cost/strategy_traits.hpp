@@ -47,11 +47,16 @@ enum class CommPhase { before_forward, forward, backward, after_backward, after_
 
 // The messages a collective is issued as.
 enum class MessageSplit {
-  whole_model,   // one message of every parameter (DataParallel)
-  ddp_buckets,   // DDP's buckets: 1 MiB first, then bucket_cap_mb each, in reverse order
-  zero_buckets,  // DeepSpeed's reduce / all-gather buckets (zero_reduce_bucket_elements)
-  units,         // one per gathered unit (FSDP unit, ZeRO-3 module; gather_units)
-  unit_shards,   // 1/g of each unit, g the GPUs of a node (hybrid sharding's shards)
+  whole_model,        // one message of every parameter (DataParallel)
+  ddp_buckets,        // DDP's buckets: 1 MiB first, then bucket_cap_mb each, in reverse order
+  zero_buckets,       // DeepSpeed's reduce / all-gather buckets (zero_reduce_bucket_elements)
+  units,              // one per gathered unit (FSDP unit, ZeRO-3 module; gather_units)
+  unit_shards,        // 1/g of each unit, g the GPUs of a node (hybrid sharding's shards)
+  parameter_tensors,  // one per parameter tensor (DeepSpeed ZeRO-3 before v0.6)
+  // What full recomputation gathers again: the block submodules DeepSpeed released after
+  // their recomputed forward (their reuse distance beyond stage3_max_reuse_distance), one
+  // message per submodule, or per tensor before v0.6.
+  recompute_regathers,
 };
 
 // What a collective moves, in its recipe's communication type: the parameters (gathered,
@@ -76,6 +81,12 @@ struct CollectiveRule {
   // Runs once per optimizer step under no_sync (FSDP SHARD_GRAD_OP keeps the parameters
   // gathered between micro-steps), else `when`.
   bool deferred_by_no_sync = false;
+  // The framework synchronises the device around each call (torch.cuda.synchronize()), so
+  // none of it overlaps compute.
+  bool blocking = false;
+  // Issued in torch.distributed's list form: ProcessGroupNCCL copies each rank's chunk
+  // between the list and its flat buffer, one copy kernel per rank of the group per call.
+  bool per_rank_copies = false;
 };
 
 // How dtplan-run executes a strategy (trainer.hpp): the runtime's own algorithm with the same
@@ -108,6 +119,16 @@ struct StrategyTraits {
 };
 
 const StrategyTraits& traits_of(Strategy s);
+
+// The collectives a configuration issues: its strategy's row, but for DeepSpeed ZeRO-3 the
+// release's way of gathering (c.zero3_gathers: per parameter and blocking before v0.6).
+std::span<const CollectiveRule> strategy_collectives(const TrainingConfig& c);
+
+// DeepSpeed ZeRO-3 under full recomputation: the recomputed forward of a block runs its
+// submodules' pre-forward hooks, which gather them, and their post-forward hooks release
+// those whose next use (their backward) lies more than stage3_max_reuse_distance elements
+// away, so backward gathers them once more (stage3.py, _keep_for_later). None otherwise.
+std::optional<CollectiveRule> recompute_regather(const TrainingConfig& c);
 
 // Every row, in the order of kStrategies (model/training.hpp).
 std::span<const StrategyTraits> all_strategy_traits();

@@ -41,6 +41,7 @@ struct CommOp {
   std::string algorithm;       // e.g. "ring/Simple"
   CommWhen when = CommWhen::every_micro_step;
   CommPhase phase = CommPhase::backward;
+  bool blocking = false;  // the device is synchronised around it: nothing overlaps it
 };
 
 // {"name", "collective", "group", "messages", "bytes", "wire_bytes_per_gpu", "runs_per_step",
@@ -64,6 +65,9 @@ struct TrainingComm {
 struct CommModels {
   CommModel& all;   // the data-parallel group
   CommModel& node;  // the GPUs of one node (hybrid sharding's shard group)
+  // One copy kernel's launch and tail (compute.json kernel_overhead_s): list-form collectives
+  // (CollectiveRule::per_rank_copies) pay one per rank of the group per call.
+  double copy_kernel_s = 0;
 };
 
 // ZeRO's reduce and all-gather buckets hold k.zero_reduce_bucket_elements, the value the

@@ -105,6 +105,23 @@ bool is_mixed(Precision p);
 // The 16-bit compute type of a mixed precision ("bf16" for bf16 and amp-bf16), else "fp32".
 std::string_view compute_type(Precision p);
 
+// How DeepSpeed ZeRO-3 gathers and reduces parameters; the code changed with the release
+// (deepspeed/runtime/zero/stage3.py and partition_parameters.py):
+//   coalesced (v0.6.0, March 2022, and later): a module's parameters in one flat all-gather,
+//     prefetched on a side stream while the previous module computes;
+//   per_parameter_list (v0.3.12, when ZeRO-3 arrived, to v0.5.4): one all-gather per
+//     parameter tensor, issued after torch.cuda.synchronize() and waited for with another,
+//     in torch.distributed's list form (ProcessGroupNCCL copies each rank's chunk out: one
+//     copy per rank); gradients reduce-scattered per tensor in list form alike;
+//   per_parameter_flat (v0.5.5 to v0.5.10): as above, but through _all_gather_base (one
+//     flat output, no per-rank copies) where PyTorch has it.
+enum class Zero3Gathers { coalesced, per_parameter_list, per_parameter_flat };
+
+// The ZeRO-3 gathers of a DeepSpeed release "MAJOR.MINOR[.PATCH]"; throws dtplan::Error
+// naming the version when it is malformed or older than ZeRO-3 (v0.3.12).
+Zero3Gathers zero3_gathers_of_deepspeed(std::string_view version);
+std::string_view name_of(Zero3Gathers v);
+
 // The configuration one memory or time estimate is made for.
 struct TrainingConfig {
   Strategy strategy = Strategy::ddp;
@@ -122,6 +139,7 @@ struct TrainingConfig {
   bool fp32_grad_accumulation = false;             // Megatron-style fp32 main_grad buffer
   std::int64_t grad_accum = 1;                     // micro-steps per optimizer step
   bool no_sync = true;  // gradients synchronised in the last micro-step only
+  Zero3Gathers zero3_gathers = Zero3Gathers::coalesced;  // strategy zero3 only
 };
 
 }  // namespace dtplan

@@ -72,6 +72,18 @@ struct TransformerParams {
 // Exact parameter count. Throws dtplan::Error if the spec is inconsistent.
 TransformerParams count_parameters(const TransformerSpec& spec);
 
+// The parameter tensors of one block as the model's modules register them: weights and biases
+// apart, query/key/value in one tensor where the Hugging Face model fuses them (gpt2's c_attn,
+// gpt_neox's and bloom's query_key_value, mpt's Wqkv, phi3's qkv_proj). They sum to
+// count_parameters().per_layer. DeepSpeed ZeRO-3 before v0.6 gathers them one by one.
+std::vector<std::int64_t> layer_parameter_tensors(const TransformerSpec& spec);
+// The same tensors grouped by the submodule that holds them, in the order forward calls the
+// submodules: norm, query/key/value (one or three), output projection, norm, MLP projections.
+std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& spec);
+// The tensors outside the blocks (embeddings, final norm, head), summing to the rest of
+// count_parameters(); a head's parts beyond its projection count as one tensor.
+std::vector<std::int64_t> root_parameter_tensors(const TransformerSpec& spec);
+
 // Checks sizes are positive and heads divide as attention requires.
 void validate(const TransformerSpec& spec, const std::string& origin);
 
