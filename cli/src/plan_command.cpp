@@ -264,7 +264,8 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
     f.what = with_flags(f.what);
   const auto megatron = outputs.megatron;
   const auto torchtitan = outputs.torchtitan;
-  const auto extras = extras_of(std::move(outputs), std::move(notes));
+  auto extras = extras_of(std::move(outputs), std::move(notes));
+  if (plan.best()) extras.band = band_of(data, plan.best()->family(), gpu);
   const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown};
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;

@@ -578,6 +578,7 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                    {"headroom", r.headroom},
                    {"host_bytes_per_node", res.host_capacity.value}};
   j["best"] = best ? best_json(ctx, extras) : nlohmann::json(nullptr);
+  j["error_band"] = extras.band ? band_json(*extras.band) : nlohmann::json(nullptr);
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);
   j["candidates"] = nlohmann::json::array();
@@ -622,6 +623,7 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
 void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtras& extras) {
   print_header(out, ctx);
   print_best(out, ctx, extras);
+  if (extras.band) print_band(out, *extras.band);
   print_ranked(out, ctx);
   print_strategies(out, ctx, extras);
   print_pareto(out, ctx);

@@ -14,6 +14,7 @@
 #include "dtplan/planner/planner.hpp"
 #include "dtplan/planner/schedule.hpp"
 #include "dtplan/planner/unified_plan.hpp"
+#include "error_band_report.hpp"
 
 namespace dtplan::cli {
 
@@ -37,6 +38,8 @@ struct PlanExtras {
   std::vector<std::string> notes;
   // Each strategy's best configuration, estimated in full: where its step time goes.
   std::map<Strategy, cost::StepTimes> strategy_times;
+  // How far published runs of the best plan's kind were from dtplan's predictions.
+  std::optional<BandReport> band;
 };
 
 nlohmann::json candidate_json(const planner::Candidate& c);

@@ -2,6 +2,7 @@
 #include "analysis.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -270,6 +271,21 @@ double samples_per_second(const Analysis& a) {
   return a.layout ? a.layout->time.samples_per_s : a.step.samples_per_s;
 }
 
+// The error band of the session's framework or strategy on its GPU's generation.
+void error_band(const Session& s, const Inputs& in, Analysis& a) {
+  const std::string kind =
+      a.layout ? std::string(cost::name_of(a.layout->layout.framework)) : s.strategy;
+  a.band_group = planner::band_group(kind, in.cluster->gpu.architecture);
+  const auto file = in.data / "error_bands.json";
+  if (!std::filesystem::exists(file)) return;
+  try {
+    const auto bands = planner::load_error_bands(file);
+    if (const auto* b = planner::find_band(bands, a.band_group)) a.band = *b;
+  } catch (const Error& e) {
+    a.problems.push_back("accuracy: " + message_of(e));
+  }
+}
+
 Analysis analyse(const Session& s) {
   const auto in = load_inputs(s);
   Analysis a;
@@ -305,6 +321,7 @@ Analysis analyse(const Session& s) {
     a.problems.push_back("plan: " + message_of(e));
   }
   validate(s, in.data, a);
+  error_band(s, in, a);
   return a;
 }
 

@@ -17,6 +17,7 @@
 #include "dtplan/model/plan.hpp"
 #include "dtplan/planner/plan_decisions.hpp"
 #include "dtplan/planner/planner.hpp"
+#include "dtplan/planner/published_accuracy.hpp"
 #include "dtplan/planner/unified_plan.hpp"
 #include "session.hpp"
 
@@ -102,6 +103,10 @@ struct Analysis {
   std::int64_t gpus_per_node = 1;
   std::vector<ValidationRow> validation;
   std::vector<std::string> problems;  // per view, what could not be computed and why
+  // How far dtplan was from published runs of the session's kind (data/error_bands.json):
+  // the band's group, and the band when the file has one for it.
+  std::string band_group;
+  std::optional<planner::ErrorBand> band;
 };
 
 // Throws dtplan::Error naming the input when the session is unusable (unknown model, GPU,

@@ -10,7 +10,7 @@ namespace dtplan::gui {
 
 namespace {
 
-constexpr double kWidth = 1100, kLane = 90, kLeft = 140, kTop = 60;
+constexpr double kWidth = 1100, kLane = 90, kLeft = 140, kTop = 72;
 
 QColor color_of(const std::string& stream, const std::string& name) {
   if (stream == "tensor parallel") return QColor(214, 39, 40);
@@ -81,7 +81,29 @@ void hatch_exposed(QGraphicsScene* s, const std::vector<cost::TimelineEvent>& ev
   }
 }
 
+QString step_title(const Analysis& a);
+
+// How far published runs of this kind were from dtplan (data/error_bands.json).
+QString band_line(const Analysis& a) {
+  if (!a.band) {
+    return QString("\naccuracy: no published measurements of %1 runs")
+        .arg(QString::fromStdString(a.band_group));
+  }
+  return QString(
+             "\naccuracy: on %1 published runs of %2, predictions were off by %3% "
+             "(median), %4%5% on average (+: optimistic)")
+      .arg(a.band->rows)
+      .arg(QString::fromStdString(a.band_group))
+      .arg(a.band->median_abs_error * 100, 0, 'f', 1)
+      .arg(a.band->bias >= 0 ? "+" : "")
+      .arg(a.band->bias * 100, 0, 'f', 1);
+}
+
 QString title_of(const Analysis& a) {
+  return step_title(a) + band_line(a);
+}
+
+QString step_title(const Analysis& a) {
   const auto& s = a.session;
   if (a.layout) {
     const auto& t = a.layout->time;
@@ -185,7 +207,8 @@ void TimelineView::show_analysis(const Analysis& a) {
     s->addLine(x(t), bottom, x(t), bottom + 6);
     s->addSimpleText(QString("%1 ms").arg(t * 1e3, 0, 'f', 1))->setPos(x(t) - 20, bottom + 8);
   }
-  s->addSimpleText(title_of(a))->setPos(10, 10);
+  title_ = title_of(a);
+  s->addSimpleText(title_)->setPos(10, 10);
   draw_legend(s, bottom + 40, a.layout.has_value());
   s->setSceneRect(0, 0, kLeft + kWidth + 40, bottom + 100);
 }

@@ -59,10 +59,13 @@ class TimelineView : public QGraphicsView {
   void show_analysis(const Analysis& a);
   std::size_t drawn_events() const { return drawn_events_; }
   const QStringList& lanes() const { return lanes_; }
+  // The text above the lanes: the step's parts and the error band of runs like it.
+  const QString& title() const { return title_; }
 
  private:
   std::size_t drawn_events_ = 0;
   QStringList lanes_;
+  QString title_;
 };
 
 // The planner's ranked table (sortable), the memory/throughput Pareto scatter, the rejected

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/planner/published_accuracy.hpp"
 
 using Catch::Contains;
 
@@ -58,4 +60,28 @@ TEST_CASE("estimate shows the error band of runs like it, from the published run
                          "RTX-4090", "--micro-batch", "2"});
   REQUIRE(text.code == 0);
   CHECK_THAT(text.out, Contains("accuracy: no published measurements of data-parallel on ada"));
+}
+
+TEST_CASE("plan shows the error band of its best plan's kind") {
+  // The issue's plan example on A100s: the best is a data-parallel strategy; its band is the
+  // one the bundled data/error_bands.json holds for data-parallel runs on Ampere.
+  const auto bands =
+      dtplan::planner::load_error_bands(dtplan::resolve_data_dir("") / "error_bands.json");
+  const auto* band = dtplan::planner::find_band(bands, "data-parallel on ampere");
+  REQUIRE(band != nullptr);
+  const std::vector<std::string> plan{"plan",         "--model",   "gpt2-xl",   "--topology",
+                                      "pcie-split-8", "--gpu",     "A100-80GB", "--global-batch",
+                                      "512",          "--seq-len", "1024"};
+  auto json_args = plan;
+  json_args.emplace_back("--json");
+  const auto r = run(json_args);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["error_band"]["group"] == "data-parallel on ampere");
+  CHECK(j["error_band"]["rows"].get<std::int64_t>() == band->rows);
+  CHECK(j["error_band"]["median_abs_error"].get<double>() == Approx(band->median_abs_error));
+  const auto text = run(plan);
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("accuracy: on " + std::to_string(band->rows) +
+                                " published runs of data-parallel on ampere"));
 }

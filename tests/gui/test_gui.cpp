@@ -118,6 +118,22 @@ class TestGui : public QObject {
   Q_OBJECT
 
  private slots:
+  void the_timeline_says_how_far_runs_like_it_were_from_dtplan() {
+    // The default session (FSDP on A100s) falls in the band of data-parallel runs on Ampere
+    // that dtplan accuracy --published wrote to data/error_bands.json.
+    const auto a = analyse(Session{});
+    QCOMPARE(a.band_group, std::string("data-parallel on ampere"));
+    const auto bands = planner::load_error_bands(resolve_data_dir("") / "error_bands.json");
+    const auto* band = planner::find_band(bands, a.band_group);
+    QVERIFY(band != nullptr);
+    QVERIFY(a.band.has_value());
+    QCOMPARE(a.band->rows, band->rows);
+    TimelineView view;
+    view.show_analysis(a);
+    QVERIFY(view.title().contains(
+        QString("accuracy: on %1 published runs of data-parallel on ampere").arg(band->rows)));
+  }
+
   void memory_bars_hold_the_memory_model() {
     const auto a = analyse(Session{});
     const auto data = resolve_data_dir("");
