@@ -438,3 +438,37 @@ TEST_CASE("estimate: a layout within the GPU but above the plan's 10% headroom s
   const double total = static_cast<double>(j["memory_bytes"].get<std::int64_t>());
   CHECK(total > 0.9 * 79.65 * (1LL << 30));
 }
+
+TEST_CASE("estimate --deepspeed-version: ZeRO-3 of a 2021 release blocks on every gather") {
+  const std::vector<std::string> base{
+      "estimate", "--model",   "gpt2-xl", "--topology",    "dgx-a100",  "--nodes",
+      "2",        "--gpus",    "16",      "--gpu",         "A100-80GB", "--strategy",
+      "zero3",    "--seq-len", "1024",    "--micro-batch", "4",         "--json"};
+  auto with_version = [&](const std::string& v) {
+    auto args = base;
+    args.insert(args.end(), {"--deepspeed-version", v});
+    return run(args);
+  };
+  const auto now = run(base);
+  const auto old = with_version("0.4.0");
+  REQUIRE(now.code == 0);
+  REQUIRE(old.code == 0);
+  const auto jn = nlohmann::json::parse(now.out);
+  const auto jo = nlohmann::json::parse(old.out);
+  // GPT-2 XL: 48 blocks of 12 tensors + wte, wpe, ln_f weight and bias = 580 gathers per pass,
+  // none hidden; a current release gathers the 48 blocks and the rest, 49, mostly hidden.
+  CHECK(jo["comm"]["ops"][0]["messages"] == 580);
+  CHECK(jn["comm"]["ops"][0]["messages"] == 49);
+  CHECK(jo["step"]["hidden_comm_s"].get<double>() == 0.0);
+  CHECK(jn["step"]["hidden_comm_s"].get<double>() > 0.0);
+  // Blocking: the step is the compute plus every collective of the three passes.
+  CHECK(jo["step"]["exposed_comm_s"].get<double>() ==
+        Approx(jo["comm"]["time_per_step_s"].get<double>()));
+  CHECK(jo["step_time_s"].get<double>() > jn["step_time_s"].get<double>());
+  const auto bad = with_version("0.3.10");
+  CHECK(bad.code != 0);
+  CHECK_THAT(bad.err, Contains("--deepspeed-version: DeepSpeed 0.3.10 has no ZeRO-3"));
+  const auto typo = with_version("latest");
+  CHECK(typo.code != 0);
+  CHECK_THAT(typo.err, Contains("'latest' is not a DeepSpeed release number"));
+}
