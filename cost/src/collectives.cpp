@@ -276,8 +276,13 @@ CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
     const auto& pc = cost.protocols[static_cast<std::size_t>(proto)];
     if (!pc || (proto == Protocol::ll128 && !p.nvlink_only)) continue;
     double latency = pc->base_latency_s;
+    // Rings across nodes: no step is quicker than the network proxy's per-step overhead.
+    const double floor_s =
+        table_algo == CommAlgorithm::ring && nodes() > 1
+            ? pc->multi_node_step_s[static_cast<std::size_t>(t_.node().cpu_vendor)]
+            : 0.0;
     for (std::size_t k = 0; k < 4; ++k)
-      latency += p.hops_by_kind[k] * pc->hop_latency_s[k];
+      latency += p.hops_by_kind[k] * std::max(pc->hop_latency_s[k], floor_s);
     const double fraction = nodes() == 1 ? pc->bandwidth_fraction_one_node : pc->bandwidth_fraction;
     const double time = latency + bytes * p.seconds_per_byte / fraction;
     if (time < e.time_s) {

@@ -47,8 +47,21 @@ LinkClass read_class(const ObjectReader& r) {
   return c;
 }
 
+}  // namespace
+
+CpuVendor parse_cpu_vendor(std::string_view text) {
+  if (text == "intel") return CpuVendor::intel;
+  if (text == "amd") return CpuVendor::amd;
+  if (text == "other") return CpuVendor::other;
+  throw Error("unknown CPU vendor '" + std::string(text) + "' (known: intel, amd, other)");
+}
+
+namespace {
+
 // {"base_latency_s": x, "bandwidth_fraction": f, "hop_latency_s": {"nvlink": a, "pcie": b,
-//  "network": c}}; socket links use the pcie latency.
+//  "network": c}, "multi_node_step_s": {"intel": i, "amd": a, "other": o}}; socket links use
+// the pcie latency.
+
 ProtocolCost read_protocol(const ObjectReader& r) {
   ProtocolCost p;
   p.base_latency_s = r.number("base_latency_s", kSeconds);
@@ -63,6 +76,14 @@ ProtocolCost read_protocol(const ObjectReader& r) {
   p.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] = hops.number("pcie", kSeconds);
   p.hop_latency_s[static_cast<std::size_t>(LinkKind::network)] = hops.number("network", kSeconds);
   hops.reject_unknown_keys();
+  if (const auto step = r.optional_object("multi_node_step_s")) {
+    p.multi_node_step_s[static_cast<std::size_t>(CpuVendor::other)] =
+        step->number("other", kSeconds);
+    p.multi_node_step_s[static_cast<std::size_t>(CpuVendor::intel)] =
+        step->number("intel", kSeconds);
+    p.multi_node_step_s[static_cast<std::size_t>(CpuVendor::amd)] = step->number("amd", kSeconds);
+    step->reject_unknown_keys();
+  }
   r.reject_unknown_keys();
   return p;
 }

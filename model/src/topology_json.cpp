@@ -81,6 +81,13 @@ NodeTemplate node_from_json(const ObjectReader& r) {
     }
     n.host_memory = Bytes{static_cast<std::int64_t>(std::llround(*gib * kBytesPerGiB))};
   }
+  if (const auto vendor = r.optional_string("cpu_vendor")) {
+    try {
+      n.cpu_vendor = parse_cpu_vendor(*vendor);
+    } catch (const Error& e) {
+      r.fail("cpu_vendor", e.what());
+    }
+  }
   r.reject_unknown_keys();
   return n;
 }

@@ -261,3 +261,26 @@ TEST_CASE("a collective context belongs to one topology") {
   const auto context = std::make_shared<CommContext>(a.topology);
   CHECK_THROWS_WITH(CommModel(b.topology, b.table, 16, context), Contains("another topology"));
 }
+
+TEST_CASE("a ring across nodes waits at least for the network proxy on every step") {
+  // NCCL (tuning.cc, getNetOverhead): each step of a ring across nodes takes at least 1 us on
+  // Intel hosts, 2 us on AMD ones (x3 under Simple). All-gather over 2 DGX nodes, 16 GPUs:
+  // 15 steps on rings of 14 NVLink and 2 network hops, 13.125 NVLink and 1.875 network steps.
+  // LL: base 6.6 us, NVLink hop 0.6 us, network hop 2.7 us.
+  //   DGX H100 (Intel): 6.6 + 13.125 x max(0.6, 1) + 1.875 x 2.7 = 24.7875 us
+  //   DGX A100 (AMD):   6.6 + 13.125 x max(0.6, 2) + 1.875 x 2.7 = 37.9125 us
+  // One node has no proxy in the ring: 6.6 + 7 x 0.6 = 10.8 us.
+  auto h100 = real("dgx-h100", 2);
+  auto a100 = real("dgx-a100", 2);
+  auto one = real("dgx-a100", 1);
+  CommModel h(h100.topology, h100.table, 16);
+  CommModel a(a100.topology, a100.table, 16);
+  CommModel o(one.topology, one.table, 8);
+  const auto tiny = Bytes{64};
+  CHECK(h.estimate(Collective::all_gather, tiny, Algorithm::ring).latency_s ==
+        Approx(24.7875e-6).epsilon(1e-9));
+  CHECK(a.estimate(Collective::all_gather, tiny, Algorithm::ring).latency_s ==
+        Approx(37.9125e-6).epsilon(1e-9));
+  CHECK(o.estimate(Collective::all_gather, tiny, Algorithm::ring).latency_s ==
+        Approx(10.8e-6).epsilon(1e-9));
+}

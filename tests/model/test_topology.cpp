@@ -132,3 +132,15 @@ TEST_CASE("presets state host memory per node, a topology without it gets the de
                                                       Contains("/host_memory_GiB") &&
                                                       Contains("host memory per node in GiB"));
 }
+
+TEST_CASE("presets state their hosts' CPU vendor, which NCCL's network proxy cost depends on") {
+  // DGX A100: 2 AMD EPYC 7742; DGX H100: 2 Intel Xeon Platinum 8480C; DGX-1: 2 Intel Xeon
+  // E5-2698 v4 (each system's datasheet). Unstated: NCCL's default.
+  CHECK(load_node_template("dgx-a100", kData / "topologies").cpu_vendor == CpuVendor::amd);
+  CHECK(load_node_template("dgx-h100", kData / "topologies").cpu_vendor == CpuVendor::intel);
+  CHECK(load_node_template("dgx1-v100", kData / "topologies").cpu_vendor == CpuVendor::intel);
+  CHECK(load_node_template("pcie-split-8", kData / "topologies").cpu_vendor == CpuVendor::other);
+  CHECK_THAT(build_error("bad_cpu_vendor.json"),
+             Contains("bad_cpu_vendor.json:") && Contains("/cpu_vendor") &&
+                 Contains("unknown CPU vendor 'via' (known: intel, amd, other)"));
+}

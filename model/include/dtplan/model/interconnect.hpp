@@ -24,6 +24,10 @@ inline constexpr NumberRange kLinkBandwidth{1e6, 1e14};
 enum class LinkKind { nvlink, pcie, socket, network };
 enum class Protocol { ll, ll128, simple };
 enum class CommAlgorithm { ring, tree, nvls };
+// The host CPUs' vendor: NCCL's network proxy costs more per step on some (tuning.cc,
+// getNetOverhead). "other" is NCCL's default, and what an unstated vendor gets.
+enum class CpuVendor { other, intel, amd };
+CpuVendor parse_cpu_vendor(std::string_view text);  // throws naming the known vendors
 
 std::string_view name_of(LinkKind k);
 std::string_view name_of(Protocol p);
@@ -46,6 +50,10 @@ struct ProtocolCost {
   std::array<double, 4> hop_latency_s{};   // per hop, by LinkKind (socket counts as pcie)
   double bandwidth_fraction = 1;           // of the topology's bandwidth
   double bandwidth_fraction_one_node = 1;  // within one node (NCCL's tree LL128 differs)
+  // Ring across nodes: every step, not only those crossing the network, waits at least for
+  // the network proxy's overhead, by CpuVendor (NCCL: "inter-node rings still have to
+  // launch nsteps * net overhead"). Zero where the table states none.
+  std::array<double, 3> multi_node_step_s{};
 };
 
 struct AlgorithmCost {

@@ -63,8 +63,9 @@ struct NodeTemplate {
   std::vector<DeviceSpec> devices;  // GPUs are numbered in the order they appear
   std::vector<LinkSpec> links;
   std::optional<NetworkSpec> network;
-  std::vector<std::string> assumptions;  // what a reader had to assume (nvidia-smi input)
-  std::optional<Bytes> host_memory;      // host RAM per node ("host_memory_GiB"), if stated
+  std::vector<std::string> assumptions;     // what a reader had to assume (nvidia-smi input)
+  std::optional<Bytes> host_memory;         // host RAM per node ("host_memory_GiB"), if stated
+  CpuVendor cpu_vendor = CpuVendor::other;  // "cpu_vendor"; other when not stated
 
   std::int64_t gpu_count() const;
   std::int64_t nic_count() const;
