@@ -8,7 +8,10 @@
 #include <utility>
 
 #include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+#include "dtplan/model/units.hpp"
 
 namespace dtplan::gui {
 
@@ -86,7 +89,9 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--topology", s.topology, "preset, JSON or nvidia-smi topo -m text")
       ->capture_default_str();
   app.add_option("--nodes", s.nodes, "nodes")->capture_default_str();
-  app.add_option("--gpus", s.gpus, "GPUs (a layout's dp = GPUs / (tp x cp x pp))")
+  app.add_option("--gpus", s.gpus,
+                 "GPUs (a layout's dp = GPUs / (tp x cp x pp)); with --nodes and no --gpus: "
+                 "every GPU of the nodes")
       ->capture_default_str();
   app.add_option("--strategy", s.strategy, "strategy")->capture_default_str();
   app.add_option("--precision", s.precision, "precision")->capture_default_str();
@@ -142,6 +147,11 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--attention")) merged.attention = s.attention;
     merge_layout(app, s.layout, merged.layout);
     s = merged;
+  }
+  // --nodes alone means the whole cluster, as dtplan plan and estimate's layouts take it.
+  if (app.count("--nodes") > 0 && app.count("--gpus") == 0) {
+    const auto node = load_node_template(s.topology, resolve_data_dir("") / "topologies");
+    s.gpus = checked_mul(s.nodes, node.gpu_count(), "--nodes x GPUs per node");
   }
   default_layout_strategy(app, s);
   const std::vector<std::string> views{"memory", "topology", "timeline", "plan", "validation"};

@@ -416,6 +416,11 @@ class TestGui : public QObject {
     QVERIFY(s.layout.sequence_parallel);
     QCOMPARE(s.layout.pp_layers, (std::vector<std::int64_t>{15, 17}));
     QCOMPARE(s.layout.schedule, std::string("zb-h1"));
+    // --nodes alone takes every GPU of the nodes; --gpus still says how many.
+    QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16"}).gpus, std::int64_t{128});
+    QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16", "--gpus", "32"}).gpus,
+             std::int64_t{32});
+    QCOMPARE(parse({"--topology", "dgx-h100"}).gpus, std::int64_t{8});
     const auto fsdp = parse({"--framework", "fsdp2", "--dp-shard", "8", "--sharding", "gradients"});
     QCOMPARE(fsdp.strategy, std::string("fsdp2"));
     QVERIFY(fsdp.layout.framework.empty());  // the form names it as the strategy
