@@ -3,10 +3,12 @@
 
 #include <cmath>
 
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology_io.hpp"
+#include "dtplan/planner/layout_spec.hpp"
 
 namespace dtplan::cli {
 
@@ -159,6 +161,16 @@ TrainingConfig training_config(const TrainingOptions& o) {
         parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
   }
   return c;
+}
+
+void check_deepspeed_version(const TrainingOptions& o, std::string_view runs_on) {
+  if (o.deepspeed_version.empty() || runs_on == "all") return;
+  const bool deepspeed = !planner::is_layout_framework(runs_on) &&
+                         cost::traits_of(parse_strategy(runs_on)).framework == "deepspeed";
+  if (!deepspeed) {
+    throw Error("--deepspeed-version: " + std::string(runs_on) +
+                " does not run on DeepSpeed (its ZeRO strategies do: zero1, zero2, zero3)");
+  }
 }
 
 cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data) {

@@ -86,6 +86,9 @@ std::filesystem::path data_dir_of(const ModelOptions& o);
 ModelDesc resolve_model(const ModelOptions& o);
 // Strategy is filled by the caller; everything else checked and converted here.
 TrainingConfig training_config(const TrainingOptions& o);
+// --deepspeed-version describes DeepSpeed's ZeRO: refused with any other strategy (`runs_on`:
+// the strategy's name, or a layout's framework), which would ignore it. "all" accepts it.
+void check_deepspeed_version(const TrainingOptions& o, std::string_view runs_on);
 cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data);
 std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data);
 // --host-memory as bytes per node; nullopt when not given.

@@ -133,6 +133,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   const auto c = config_of(o, t);
+  check_deepspeed_version(o.training, o.strategy.empty() ? "megatron" : o.strategy);
   auto seq = c;
   sequence_length(model, seq.seq_len);
   const auto host_capacity =
@@ -198,6 +199,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   auto c = config_of(o, t);
+  check_deepspeed_version(o.training, name_of(c.strategy));
   sequence_length(model, c.seq_len);
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   const auto k = compute_constants_of(o.compute, data);

@@ -45,6 +45,8 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
   const ModelDesc model = resolve_model(o.model);
   TrainingConfig config = training_config(o.training);
+  check_deepspeed_version(o.training,
+                          o.strategy == "all" || o.strategy.empty() ? "megatron" : o.strategy);
   if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }
@@ -90,6 +92,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
   const ModelDesc model = resolve_model(o.model);
   TrainingConfig config = training_config(o.training);
+  check_deepspeed_version(o.training, o.strategy);
   if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
     throw Error("--grad-accum: a positive integer up to 1,000,000");
   }

@@ -451,12 +451,11 @@ std::span<const CollectiveRule> strategy_collectives(const TrainingConfig& c) {
 std::optional<CollectiveRule> recompute_regather(const TrainingConfig& c) {
   if (c.strategy != Strategy::zero3 || c.checkpointing != Checkpointing::full) return std::nullopt;
   auto r = gather(Ph::backward);
+  if (c.zero3_gathers != Zero3Gathers::coalesced) {
+    r = legacy_zero3(r, c.zero3_gathers == Zero3Gathers::per_parameter_list);
+  }
   r.name = "weights re-gathered after recomputation";
   r.messages = M::recompute_regathers;
-  if (c.zero3_gathers != Zero3Gathers::coalesced) {
-    r.blocking = true;
-    r.per_rank_copies = c.zero3_gathers == Zero3Gathers::per_parameter_list;
-  }
   return r;
 }
 

@@ -184,8 +184,7 @@ class Builder {
   void legacy_zero3_note() {
     if (c_.strategy != Strategy::zero3 || c_.zero3_gathers == Zero3Gathers::coalesced) return;
     const bool list = c_.zero3_gathers == Zero3Gathers::per_parameter_list;
-    std::string note = std::string("ZeRO-3 of DeepSpeed ") +
-                       (list ? "v0.3.12 to v0.5.4" : "v0.5.5 to v0.5.10") +
+    std::string note = "ZeRO-3 of DeepSpeed " + std::string(releases_of(c_.zero3_gathers)) +
                        " gathers each parameter tensor on its own after torch.cuda.synchronize(),"
                        " so no gather or reduce-scatter overlaps compute";
     if (list) {

@@ -61,7 +61,6 @@ namespace {
 // {"base_latency_s": x, "bandwidth_fraction": f, "hop_latency_s": {"nvlink": a, "pcie": b,
 //  "network": c}, "multi_node_step_s": {"intel": i, "amd": a, "other": o}}; socket links use
 // the pcie latency.
-
 ProtocolCost read_protocol(const ObjectReader& r) {
   ProtocolCost p;
   p.base_latency_s = r.number("base_latency_s", kSeconds);

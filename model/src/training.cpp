@@ -82,14 +82,14 @@ Zero3Gathers zero3_gathers_of_deepspeed(std::string_view version) {
   return Zero3Gathers::coalesced;
 }
 
-std::string_view name_of(Zero3Gathers v) {
+std::string_view releases_of(Zero3Gathers v) {
   switch (v) {
     case Zero3Gathers::coalesced:
-      return "coalesced per module, prefetched (DeepSpeed v0.6.0 and later)";
+      return "v0.6.0 and later";
     case Zero3Gathers::per_parameter_list:
-      return "per parameter, blocking, list form (DeepSpeed v0.3.12 to v0.5.4)";
+      return "v0.3.12 to v0.5.4";
     case Zero3Gathers::per_parameter_flat:
-      return "per parameter, blocking (DeepSpeed v0.5.5 to v0.5.10)";
+      return "v0.5.5 to v0.5.10";
   }
   return "";
 }

@@ -471,4 +471,16 @@ TEST_CASE("estimate --deepspeed-version: ZeRO-3 of a 2021 release blocks on ever
   const auto typo = with_version("latest");
   CHECK(typo.code != 0);
   CHECK_THAT(typo.err, Contains("'latest' is not a DeepSpeed release number"));
+  // A strategy DeepSpeed does not run would ignore the release: refused, not dropped.
+  for (const std::vector<std::string>& other :
+       {std::vector<std::string>{"--strategy", "ddp"}, std::vector<std::string>{"--tp", "2"}}) {
+    auto args = base;
+    args.erase(std::find(args.begin(), args.end(), "--strategy"),
+               std::find(args.begin(), args.end(), "--strategy") + 2);
+    args.insert(args.end(), other.begin(), other.end());
+    args.insert(args.end(), {"--deepspeed-version", "0.4.0"});
+    const auto r = run(args);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Contains("--deepspeed-version: ") && Contains("does not run on DeepSpeed"));
+  }
 }

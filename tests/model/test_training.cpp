@@ -55,3 +55,9 @@ TEST_CASE("a DeepSpeed release picks how its ZeRO-3 gathers") {
                       Catch::Contains("is not a DeepSpeed release number"));
   }
 }
+
+TEST_CASE("each way of gathering names the DeepSpeed releases that gather so") {
+  CHECK(releases_of(Zero3Gathers::per_parameter_list) == "v0.3.12 to v0.5.4");
+  CHECK(releases_of(Zero3Gathers::per_parameter_flat) == "v0.5.5 to v0.5.10");
+  CHECK(releases_of(Zero3Gathers::coalesced) == "v0.6.0 and later");
+}

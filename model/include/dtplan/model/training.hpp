@@ -120,7 +120,8 @@ enum class Zero3Gathers { coalesced, per_parameter_list, per_parameter_flat };
 // The ZeRO-3 gathers of a DeepSpeed release "MAJOR.MINOR[.PATCH]"; throws dtplan::Error
 // naming the version when it is malformed or older than ZeRO-3 (v0.3.12).
 Zero3Gathers zero3_gathers_of_deepspeed(std::string_view version);
-std::string_view name_of(Zero3Gathers v);
+// The DeepSpeed releases that gather so: "v0.3.12 to v0.5.4", ...
+std::string_view releases_of(Zero3Gathers v);
 
 // The configuration one memory or time estimate is made for.
 struct TrainingConfig {
