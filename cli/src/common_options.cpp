@@ -92,6 +92,9 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--checkpointing", o.checkpointing, names_of(kCheckpointings))
       ->capture_default_str();
   app.add_option("--attention", o.attention, names_of(kAttentions))->capture_default_str();
+  app.add_option("--attention-kernel", o.attention_kernel,
+                 "fused attention kernel: " + names_of(kAttentionKernels))
+      ->capture_default_str();
   app.add_option("--gpu", o.gpu, "GPU model for the fit check, e.g. A100-80GB, H100-SXM");
   app.add_option("--overhead", o.overhead_overrides,
                  "override an overhead constant, KEY=VALUE (repeatable)");
@@ -156,11 +159,22 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.seq_len = o.seq_len.value_or(0);
   c.checkpointing = parse_flag("--checkpointing", o.checkpointing, parse_checkpointing);
   c.attention = parse_flag("--attention", o.attention, parse_attention);
+  c.attention_kernel = attention_kernel_of(o.attention_kernel, c.attention);
   if (!o.deepspeed_version.empty()) {
     c.zero3_gathers =
         parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
   }
   return c;
+}
+
+AttentionKernel attention_kernel_of(std::string_view kernel, Attention attention) {
+  const auto k = parse_flag("--attention-kernel", std::string(kernel), parse_attention_kernel);
+  if (k != AttentionKernel::framework && attention != Attention::flash) {
+    throw Error("--attention-kernel " + std::string(kernel) +
+                " names a fused kernel, but --attention " + std::string(name_of(attention)) +
+                " runs none: give --attention flash");
+  }
+  return k;
 }
 
 void check_deepspeed_version(const TrainingOptions& o, std::string_view runs_on) {

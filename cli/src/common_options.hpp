@@ -43,6 +43,7 @@ struct TrainingOptions {
   std::optional<std::int64_t> seq_len;
   std::string checkpointing = "none";
   std::string attention = "flash";
+  std::string attention_kernel = "framework";
   std::string gpu;
   std::vector<std::string> overhead_overrides;
   std::string overheads_file;
@@ -88,6 +89,8 @@ ModelDesc resolve_model(const ModelOptions& o);
 TrainingConfig training_config(const TrainingOptions& o);
 // --deepspeed-version describes DeepSpeed's ZeRO: refused with any other strategy (`runs_on`:
 // the strategy's name, or a layout's framework), which would ignore it. "all" accepts it.
+// The fused attention kernel of --attention-kernel; refused with an --attention that runs none.
+AttentionKernel attention_kernel_of(std::string_view kernel, Attention attention);
 void check_deepspeed_version(const TrainingOptions& o, std::string_view runs_on);
 cost::OverheadConstants overheads_of(const TrainingOptions& o, const std::filesystem::path& data);
 std::optional<GpuSpec> gpu_of(const TrainingOptions& o, const std::filesystem::path& data);

@@ -83,6 +83,7 @@ nlohmann::json training_json(const TrainingConfig& c) {
           {"seq_len", c.seq_len == 0 ? nlohmann::json(nullptr) : nlohmann::json(c.seq_len)},
           {"checkpointing", name_of(c.checkpointing)},
           {"attention", name_of(c.attention)},
+          {"attention_kernel", name_of(c.attention_kernel)},
           {"offload", name_of(c.offload)},
           {"grad_bucket_view", c.grad_bucket_view},
           {"bucket_cap_bytes", c.bucket_cap_bytes},

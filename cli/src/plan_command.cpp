@@ -49,6 +49,7 @@ struct PlanOptions {
   std::vector<std::string> sequence_parallel;  // on, off
   std::string optimizer = "adamw";
   std::string attention = "flash";
+  std::string attention_kernel = "framework";
   std::string deepspeed_version;  // empty: a current release
   std::string objective = "throughput";
   double headroom = 0.10;
@@ -119,6 +120,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.micro_batches = o.micro_batches;
   r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   r.attention = parse_flag("--attention", o.attention, parse_attention);
+  r.attention_kernel = attention_kernel_of(o.attention_kernel, r.attention);
   if (!o.deepspeed_version.empty()) {
     r.zero3_gathers =
         parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
@@ -348,6 +350,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
+  cmd.add_option("--attention-kernel", o.attention_kernel,
+                 "fused attention kernel: framework|flash-attn-2|cudnn|flash-attn-triton")
+      ->capture_default_str();
   cmd.add_option("--deepspeed-version", o.deepspeed_version,
                  "DeepSpeed release ZeRO-3 runs on, e.g. 0.4.0: before 0.6.0 it gathers each "
                  "parameter on its own and blocks compute (default: a current release)");

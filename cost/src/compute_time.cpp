@@ -4,7 +4,8 @@
 //     time = max(FLOPs / (peak x gemm_efficiency), bytes / (HBM x memory_efficiency))
 //            + kernel_overhead.
 // Its backward is two GEMMs of the same size (input and weight gradients). Attention's core
-// (QK^T and AV: 4 b s^2 q FLOPs, halved by causal masking in FlashAttention) runs at
+// (QK^T and AV: 4 b s^2 q FLOPs, halved by causal masking in FlashAttention) runs, fused, at
+// its kernel's measured curve by sequence length and head dimension (AttentionCurve), eager at
 // attention_efficiency; FlashAttention's backward does 2.5x the forward work (it recomputes the
 // scores), eager attention's 2x. Element-wise kernels (norms, residual adds, activations,
 // rotary embedding, dropout, softmax of eager attention, the loss) move bytes at HBM speed.
@@ -35,10 +36,6 @@ constexpr ConstantField kFields[] = {
     {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
     {"hopper_gemm_efficiency", &ComputeConstants::hopper_gemm_efficiency, 0.0, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
-    {"hopper_flash_attention_efficiency", &ComputeConstants::hopper_flash_attention_efficiency, 0.0,
-     1.0},
-    {"hopper_fused_attention_efficiency", &ComputeConstants::hopper_fused_attention_efficiency, 0.0,
-     1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
     {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
@@ -61,6 +58,65 @@ void set_field(ComputeConstants& k, std::string_view key, double value, const st
               unknown_name_message("compute constant", key, compute_constant_keys()));
 }
 
+// Keys of data/compute.json that later versions replaced, with what replaced them.
+void reject_retired_keys(const ObjectReader& root) {
+  for (const char* key :
+       {"hopper_flash_attention_efficiency", "hopper_fused_attention_efficiency"}) {
+    if (root.has(key)) {
+      root.fail(key,
+                "was replaced by attention_kernels: measured curves by kernel, GPU architecture "
+                "and head dimension (docs/step-time-model.md)");
+    }
+  }
+}
+
+AttentionCurve read_curve(const ObjectReader& r) {
+  AttentionCurve c;
+  const auto kernel = r.string("kernel");
+  try {
+    c.kernel = parse_attention_kernel(kernel);
+  } catch (const Error& e) {
+    r.fail("kernel", e.what());
+  }
+  if (c.kernel == AttentionKernel::framework) {
+    r.fail("kernel", "a curve belongs to one kernel, not to 'framework'");
+  }
+  c.architecture = r.string("architecture");
+  if (c.architecture.empty()) r.fail("architecture", "must name a GPU architecture");
+  c.head_dim = r.number("head_dim", {1.0, 1024.0});
+  c.plateau_efficiency = r.number("plateau_efficiency", {1e-3, 1.0});
+  c.half_efficiency_tokens = r.number("half_efficiency_tokens", {0.0, 1e7});
+  c.source = r.string("source");
+  r.reject_unknown_keys();
+  return c;
+}
+
+std::vector<AttentionCurve> read_curves(const ObjectReader& root) {
+  std::vector<AttentionCurve> curves;
+  if (!root.has("attention_kernels")) return curves;
+  for (const auto& r : root.objects("attention_kernels")) {
+    auto c = read_curve(r);
+    for (const auto& other : curves) {
+      if (other.kernel == c.kernel && other.architecture == c.architecture &&
+          other.head_dim == c.head_dim) {
+        r.fail_here("a second curve for " + std::string(name_of(c.kernel)) + " on " +
+                    c.architecture + " at head dimension " + std::to_string(c.head_dim));
+      }
+    }
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+nlohmann::json curve_json(const AttentionCurve& c) {
+  return {{"kernel", name_of(c.kernel)},
+          {"architecture", c.architecture},
+          {"head_dim", c.head_dim},
+          {"plateau_efficiency", c.plateau_efficiency},
+          {"half_efficiency_tokens", c.half_efficiency_tokens},
+          {"source", c.source}};
+}
+
 }  // namespace
 
 std::vector<std::string> compute_constant_keys() {
@@ -74,15 +130,20 @@ nlohmann::json to_json(const ComputeConstants& k) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& f : kFields)
     j[f.key] = k.*f.field;
+  j["attention_kernels"] = nlohmann::json::array();
+  for (const auto& c : k.attention_kernels)
+    j["attention_kernels"].push_back(curve_json(c));
   return j;
 }
 
 ComputeConstants load_compute_constants(const std::filesystem::path& path) {
   const auto root = ObjectReader::root(read_json_file(path));
   root.check_schema_version(1);
+  reject_retired_keys(root);
   ComputeConstants k;
   for (const auto& f : kFields)
     set_field(k, f.key, root.number(f.key), root.location(f.key));
+  k.attention_kernels = read_curves(root);
   root.reject_unknown_keys();
   return k;
 }
@@ -100,12 +161,48 @@ double compute_slowdown(const ModelDesc& m, const TrainingConfig& c, const GpuSp
   return (theirs.forward_s + theirs.backward_s) / (ours.forward_s + ours.backward_s);
 }
 
-double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionLibrary lib) {
-  if (gpu.architecture != "hopper") return k.attention_efficiency;
-  const double hopper = lib == AttentionLibrary::transformer_engine
-                            ? k.hopper_fused_attention_efficiency
-                            : k.hopper_flash_attention_efficiency;
-  return hopper > 0 ? hopper : k.attention_efficiency;
+AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib) {
+  if (requested != AttentionKernel::framework) return requested;
+  return lib == AttentionLibrary::transformer_engine ? AttentionKernel::cudnn
+                                                     : AttentionKernel::flash_attn_2;
+}
+
+namespace {
+
+double curve_efficiency(double plateau, double half_tokens, double seq_tokens) {
+  return plateau * seq_tokens / (seq_tokens + half_tokens);
+}
+
+}  // namespace
+
+double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
+                            AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
+                            double head_dim) {
+  const auto kernel = kernel_of(requested, lib);
+  const AttentionCurve* below = nullptr;  // the nearest curve at or below head_dim
+  const AttentionCurve* above = nullptr;  // ... above it
+  for (const auto& c : k.attention_kernels) {
+    if (c.kernel != kernel || c.architecture != gpu.architecture) continue;
+    if (c.head_dim <= head_dim && (!below || c.head_dim > below->head_dim)) below = &c;
+    if (c.head_dim > head_dim && (!above || c.head_dim < above->head_dim)) above = &c;
+  }
+  if (!below && !above) {
+    if (requested == AttentionKernel::framework) return k.attention_efficiency;
+    throw Error("attention kernel " + std::string(name_of(kernel)) + " has no measured curve for " +
+                gpu.name + " (architecture '" + gpu.architecture +
+                "') in attention_kernels of compute.json: choose another {attention-kernel} "
+                "or add its curve");
+  }
+  if (!below || !above) {
+    const auto& c = below ? *below : *above;
+    return curve_efficiency(c.plateau_efficiency, c.half_efficiency_tokens, seq_tokens);
+  }
+  const double w = (head_dim - below->head_dim) / (above->head_dim - below->head_dim);
+  const double plateau =
+      below->plateau_efficiency + w * (above->plateau_efficiency - below->plateau_efficiency);
+  const double half = below->half_efficiency_tokens +
+                      w * (above->half_efficiency_tokens - below->half_efficiency_tokens);
+  return curve_efficiency(plateau, half, seq_tokens);
 }
 
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
@@ -119,12 +216,15 @@ namespace {
 
 class Timer {
  public:
-  Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p, AttentionLibrary lib)
-      : peak_(gpu.peak_flops_for(p)),
+  Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p, AttentionKernel kernel,
+        AttentionLibrary lib)
+      : gpu_(gpu),
+        peak_(gpu.peak_flops_for(p)),
         hbm_(gpu.memory_bandwidth_bytes_per_s),
         k_(k),
         e_(static_cast<double>(bytes_per_element(compute_element(p)))),
-        attention_efficiency_(attention_efficiency(gpu, k, lib)),
+        kernel_(kernel),
+        lib_(lib),
         gemm_efficiency_(gpu.architecture == "hopper" && k.hopper_gemm_efficiency > 0
                              ? k.hopper_gemm_efficiency
                              : k.gemm_efficiency) {
@@ -141,19 +241,27 @@ class Timer {
     return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
            k_.kernel_overhead_s;
   }
-  double attention(double flops) const {
-    return flops / (peak_ * attention_efficiency_) + k_.kernel_overhead_s;
+  // The fused kernel's forward on query and key blocks of s tokens.
+  double fused_attention(double flops, double s, double head_dim) const {
+    const double eff = attention_efficiency(gpu_, k_, kernel_, lib_, s, head_dim);
+    return flops / (peak_ * eff) + k_.kernel_overhead_s;
+  }
+  // Eager attention's two batched GEMMs.
+  double eager_attention(double flops) const {
+    return flops / (peak_ * k_.attention_efficiency) + k_.kernel_overhead_s;
   }
   double bytes(double b, double kernels) const {
     return b / (hbm_ * k_.memory_efficiency) + kernels * k_.kernel_overhead_s;
   }
 
  private:
+  const GpuSpec& gpu_;
   double peak_;
   double hbm_;
   const ComputeConstants& k_;
   double e_;
-  double attention_efficiency_;
+  AttentionKernel kernel_;
+  AttentionLibrary lib_;
   double gemm_efficiency_;
 };
 
@@ -180,11 +288,12 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const bool causal = t.head == HeadKind::causal_lm;
   const double core_flops = 4.0 * b * s * s * q;
   if (attn == Attention::flash) {
-    p.attention = time.attention(core_flops * (causal ? 0.5 : 1.0));
+    p.attention =
+        time.fused_attention(core_flops * (causal ? 0.5 : 1.0), s, static_cast<double>(t.head_dim));
   } else {
     // Two batched GEMMs and a softmax over the a x s x s scores.
     const double a = static_cast<double>(t.num_heads);
-    p.attention = time.attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
+    p.attention = time.eager_attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
   }
   double bytes = 2 * (2 * e * m * h) + 2 * (3 * e * m * h);     // two norms, two residual adds
   bytes += (t.mlp == MlpKind::swiglu ? 3.0 : 2.0) * e * m * f;  // activation (and gating)
@@ -283,7 +392,7 @@ ComputeTime layer_list_compute(const LayerListModel& layers, const TrainingConfi
 
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
                              const ComputeConstants& k, AttentionLibrary lib) {
-  const Timer time(gpu, k, c.precision, lib);
+  const Timer time(gpu, k, c.precision, c.attention_kernel, lib);
   if (m.transformer) return transformer_compute(*m.transformer, c, time, k);
   if (m.layers) return layer_list_compute(*m.layers, c, time, k);
   throw Error("model '" + m.name +

@@ -547,6 +547,12 @@ AttentionLibrary attention_library(const Layout3D& l) {
                                             : AttentionLibrary::pytorch;
 }
 
+// The attention settings of a cached compute time, as one number.
+int attention_key(const Layout3D& l, AttentionLibrary lib) {
+  return (static_cast<int>(l.attention) * 2 + static_cast<int>(lib)) * 8 +
+         static_cast<int>(l.attention_kernel);
+}
+
 }  // namespace
 
 ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers) {
@@ -556,14 +562,14 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   c.seq_len = l.seq_len / l.cp;  // tokens of one rank
   c.checkpointing = l.recompute;
   c.attention = l.attention;
+  c.attention_kernel = l.attention_kernel;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto shape = std::make_pair(l.tp, stage_layers);
   if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers,
-                                   c.seq_len, static_cast<int>(l.precision),
-                                   static_cast<int>(l.attention) * 2 + static_cast<int>(lib));
+                                   c.seq_len, static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.stage.count(key))
     cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_, lib);
   return cache.stage.at(key);
@@ -640,12 +646,12 @@ Time3D Model3D::time(const Layout3D& l) {
   c.seq_len = l.seq_len;
   c.checkpointing = l.recompute;
   c.attention = l.attention;
+  c.attention_kernel = l.attention_kernel;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.seq_len,
-                                   static_cast<int>(l.precision),
-                                   static_cast<int>(l.attention) * 2 + static_cast<int>(lib));
+                                   static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_, lib);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
   // The slowest stage sets the pipeline's pace: the one with the most layers.

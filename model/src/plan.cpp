@@ -25,6 +25,7 @@ nlohmann::json to_json(const Plan& p) {
           {"seq_len", t.seq_len},
           {"checkpointing", name_of(t.checkpointing)},
           {"attention", name_of(t.attention)},
+          {"attention_kernel", name_of(t.attention_kernel)},
           {"offload", name_of(t.offload)},
           {"bucket_cap_bytes", t.bucket_cap_bytes},
           {"no_sync", p.no_sync},
@@ -61,6 +62,9 @@ Plan plan_from_reader(const ObjectReader& r) {
   t.optimizer = parsed("optimizer", parse_optimizer);
   t.checkpointing = parsed("checkpointing", parse_checkpointing);
   t.attention = parsed("attention", parse_attention);
+  // Plans written before the kernel was recorded ran the framework's own.
+  if (r.has("attention_kernel"))
+    t.attention_kernel = parsed("attention_kernel", parse_attention_kernel);
   t.offload = parsed("offload", parse_offload);
   t.dp_size = r.positive_integer("dp");
   t.gpus_per_node = r.positive_integer("gpus_per_node");

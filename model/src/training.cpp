@@ -24,6 +24,9 @@ std::string_view name_of(Checkpointing v) {
 std::string_view name_of(Attention v) {
   return name_in(kAttentions, v);
 }
+std::string_view name_of(AttentionKernel v) {
+  return name_in(kAttentionKernels, v);
+}
 
 Precision parse_precision(std::string_view t) {
   return value_in(kPrecisions, t, "precision");
@@ -42,6 +45,9 @@ Checkpointing parse_checkpointing(std::string_view t) {
 }
 Attention parse_attention(std::string_view t) {
   return value_in(kAttentions, t, "attention");
+}
+AttentionKernel parse_attention_kernel(std::string_view t) {
+  return value_in(kAttentionKernels, t, "attention kernel");
 }
 
 namespace {

@@ -42,6 +42,7 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"precision", std::string(name_of(l.precision))},
           {"optimizer", std::string(name_of(l.optimizer))},
           {"attention", std::string(name_of(l.attention))},
+          {"attention_kernel", std::string(name_of(l.attention_kernel))},
           {"offload", std::string(name_of(l.offload))},
           {"sequence_parallel", l.sequence_parallel},
           {"micro_batch", l.micro_batch},
@@ -134,6 +135,7 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           {"no_sync", l.framework == cost::Framework::megatron},
           {"recompute", std::string(name_of(l.recompute))},
           {"attention", std::string(name_of(l.attention))},
+          {"attention_kernel", std::string(name_of(l.attention_kernel))},
           {"offload", std::string(name_of(l.offload))},
           {"precision", std::string(name_of(l.precision))},
           {"optimizer", std::string(name_of(l.optimizer))}};

@@ -130,6 +130,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
   l.recompute = c.checkpointing;
   l.attention = c.attention;
+  l.attention_kernel = c.attention_kernel;
   l.precision = c.precision;
   l.optimizer = c.optimizer;
   l.offload = c.offload;

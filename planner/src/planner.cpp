@@ -140,6 +140,7 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
   cfg.seq_len = r.seq_len;
   cfg.checkpointing = c.checkpointing;
   cfg.attention = r.attention;
+  cfg.attention_kernel = r.attention_kernel;
   cfg.zero3_gathers = r.zero3_gathers;
   cfg.offload = c.offload;
   cfg.grad_accum = std::max<std::int64_t>(c.grad_accum, 1);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <sstream>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
@@ -55,13 +56,17 @@ const Metric* find_metric(std::string_view name) {
 
 // The flags a row's configuration may hold (estimate, memory and comm, without dashes).
 const std::set<std::string>& config_keys() {
-  static const std::set<std::string> keys{
-      "model",      "seq-len",   "global-batch", "micro-batch", "grad-accum",
-      "gpus",       "nodes",     "gpu",          "topology",    "precision",
-      "strategy",   "tp",        "pp",           "cp",          "interleave",
-      "sp",         "sharding",  "dp-shard",     "schedule",    "checkpointing",
-      "attention",  "optimizer", "cp-comm",      "pp-layers",   "offload",
-      "collective", "size",      "algorithm",    "framework",   "deepspeed-version"};
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> k;
+    std::istringstream names(
+        "model seq-len global-batch micro-batch grad-accum gpus nodes gpu topology precision "
+        "strategy tp pp cp interleave sp sharding dp-shard schedule checkpointing attention "
+        "attention-kernel optimizer cp-comm pp-layers offload collective size algorithm "
+        "framework deepspeed-version");
+    for (std::string name; names >> name;)
+      k.insert(name);
+    return k;
+  }();
   return keys;
 }
 

@@ -140,6 +140,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   if (m.transformer) tc.seq_len = sequence_length(*m.transformer, tc.seq_len);
   tc.checkpointing = parse_checkpointing(c.text("checkpointing", "none"));
   tc.attention = parse_attention(c.text("attention", "flash"));
+  tc.attention_kernel = parse_attention_kernel(c.text("attention-kernel", "framework"));
   tc.offload = parse_offload(c.text("offload", "none"));
   if (c.has("deepspeed-version")) {
     tc.zero3_gathers = zero3_gathers_of_deepspeed(c.text("deepspeed-version"));

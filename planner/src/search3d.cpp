@@ -163,6 +163,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.recompute = rc;
             l.precision = r.precision;
             l.attention = r.attention;
+            l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;
             l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
             for_each_state_sharding(r, l, visit);

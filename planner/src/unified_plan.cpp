@@ -119,6 +119,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.schedules = r.schedules;
   x.recompute = p.checkpointing;
   x.attention = p.attention;
+  x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
   x.optimizer = p.optimizer;
   x.offloads = p.offloads;

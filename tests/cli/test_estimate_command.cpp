@@ -484,3 +484,48 @@ TEST_CASE("estimate --deepspeed-version: ZeRO-3 of a 2021 release blocks on ever
     CHECK_THAT(r.err, Contains("--deepspeed-version: ") && Contains("does not run on DeepSpeed"));
   }
 }
+
+TEST_CASE("estimate --attention-kernel: the named kernel's measured curve, refused without one") {
+  const std::vector<std::string> base{"estimate", "--model",       "gpt2-xl",   "--topology",
+                                      "dgx-h100", "--gpus",        "8",         "--gpu",
+                                      "H100-SXM", "--strategy",    "fsdp-full", "--seq-len",
+                                      "1024",     "--micro-batch", "4",         "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto framework = with({});
+  const auto cudnn = with({"--attention-kernel", "cudnn"});
+  REQUIRE(framework.code == 0);
+  REQUIRE(cudnn.code == 0);
+  const auto jf = nlohmann::json::parse(framework.out);
+  const auto jc = nlohmann::json::parse(cudnn.out);
+  CHECK(jf["training"]["attention_kernel"] == "framework");
+  CHECK(jc["training"]["attention_kernel"] == "cudnn");
+  // By hand from data/compute.json: GPT-2 XL has 48 layers of 25 heads of 64. One causal
+  // forward is 4 x 4 x 1024^2 x 1600 / 2 = 1.342e10 FLOPs, backward 2.5 times that, each call
+  // paying kernel_overhead_s (4 us). PyTorch's FlashAttention-2 at 1024 tokens and head dim 64
+  // runs at 0.302 x 1024 / (1024 + 1153) of 989.5 TFLOP/s, cuDNN at 0.475 x 1024 / (1024 + 1309).
+  const double flops = 4.0 * 4 * 1024.0 * 1024 * 1600 / 2;
+  auto attention_s = [&](double plateau, double half) {
+    const double eff = plateau * 1024 / (1024 + half);
+    return 48 * 3.5 * (flops / (989.5e12 * eff) + 4e-6);
+  };
+  CHECK(jf["compute_per_micro_step"]["attention_s"].get<double>() ==
+        Approx(attention_s(0.302, 1153)).epsilon(1e-9));
+  CHECK(jc["compute_per_micro_step"]["attention_s"].get<double>() ==
+        Approx(attention_s(0.475, 1309)).epsilon(1e-9));
+  CHECK(jc["step_time_s"].get<double>() < jf["step_time_s"].get<double>());
+  // A kernel with no curve on the GPU, a kernel with eager attention, a misspelt kernel.
+  const auto triton = with({"--attention-kernel", "flash-attn-triton"});
+  CHECK(triton.code != 0);
+  CHECK_THAT(triton.err, Contains("flash-attn-triton has no measured curve for H100-SXM") &&
+                             Contains("choose another --attention-kernel"));
+  const auto eager = with({"--attention", "eager", "--attention-kernel", "cudnn"});
+  CHECK(eager.code != 0);
+  CHECK_THAT(eager.err, Contains("--attention eager runs none"));
+  const auto typo = with({"--attention-kernel", "cudn"});
+  CHECK(typo.code != 0);
+  CHECK_THAT(typo.err, Contains("did you mean: cudnn"));
+}

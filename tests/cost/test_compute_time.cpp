@@ -2,7 +2,12 @@
 // PaLM model FLOPs counted by hand for GPT-2 XL, recomputation, the optimizer step and the
 // host link; constants file handling.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/model/error.hpp"
@@ -109,30 +114,75 @@ TEST_CASE("a slower GPU in the set: the ratio of its micro-step compute to ours"
   CHECK(compute_slowdown(m, c, a100(), a100(), k) == 1.0);
 }
 
-TEST_CASE("Hopper: FlashAttention-2 and cuDNN attention at their own rates, GEMMs at Hopper's") {
+AttentionCurve curve(AttentionKernel kernel, double head_dim, double plateau, double half) {
+  AttentionCurve c;
+  c.kernel = kernel;
+  c.architecture = "hopper";
+  c.head_dim = head_dim;
+  c.plateau_efficiency = plateau;
+  c.half_efficiency_tokens = half;
+  return c;
+}
+
+ComputeConstants with_hopper_curves() {
+  auto k = round_constants();  // attention_efficiency 0.5
+  k.attention_kernels = {curve(AttentionKernel::flash_attn_2, 64, 0.30, 1000),
+                         curve(AttentionKernel::flash_attn_2, 128, 0.34, 1200),
+                         curve(AttentionKernel::cudnn, 64, 0.45, 1300)};
+  return k;
+}
+
+TEST_CASE("fused attention runs at its kernel's curve: plateau x s / (s + half tokens)") {
   const auto catalog = GpuCatalog::load(kData / "gpus.json");
   const auto& h100 = catalog.find("H100-SXM");
-  auto k = round_constants();                  // attention_efficiency 0.5
-  k.hopper_flash_attention_efficiency = 0.35;  // FlashAttention-3 paper: FA2 at 35% of H100
-  k.hopper_fused_attention_efficiency = 0.53;
-  CHECK(attention_efficiency(a100(), k, AttentionLibrary::pytorch) == 0.5);
-  CHECK(attention_efficiency(a100(), k, AttentionLibrary::transformer_engine) == 0.5);
-  CHECK(attention_efficiency(h100, k, AttentionLibrary::pytorch) == 0.35);
-  CHECK(attention_efficiency(h100, k, AttentionLibrary::transformer_engine) == 0.53);
-  // Without Hopper figures, the general one.
-  auto plain = round_constants();
-  CHECK(attention_efficiency(h100, plain, AttentionLibrary::pytorch) == 0.5);
-  // The attention kernels of a micro-step take 0.53 / 0.35 as long under PyTorch's kernel
-  // (no fixed per-kernel cost here), and nothing else changes.
+  const auto k = with_hopper_curves();
+  const auto framework = AttentionKernel::framework;
+  const auto torch = AttentionLibrary::pytorch;
+  // At s = half tokens, half the plateau: 0.34 / 2.
+  CHECK(attention_efficiency(h100, k, framework, torch, 1200, 128) == Approx(0.17));
+  // Head dimension 96 lies halfway: plateau 0.32, half at 1100 tokens.
+  CHECK(attention_efficiency(h100, k, framework, torch, 1100, 96) == Approx(0.16));
+  // Outside the measured head dimensions the nearest curve holds: 0.34 x 3600 / 4800.
+  CHECK(attention_efficiency(h100, k, framework, torch, 3600, 256) == Approx(0.255));
+  CHECK(attention_efficiency(h100, k, framework, torch, 3000, 32) == Approx(0.30 * 0.75));
+  // Transformer Engine's own kernel is cuDNN's: 0.45 x 1300 / 2600.
+  CHECK(attention_efficiency(h100, k, framework, AttentionLibrary::transformer_engine, 1300, 64) ==
+        Approx(0.225));
+  // A kernel named explicitly wins over the library's own.
+  CHECK(attention_efficiency(h100, k, AttentionKernel::cudnn, torch, 1300, 64) == Approx(0.225));
+  // No curve on Ampere: the framework's kernel runs at attention_efficiency ...
+  CHECK(attention_efficiency(a100(), k, framework, torch, 1024, 128) == 0.5);
+  // ... and a kernel the user named is refused, naming it and the architecture.
+  CHECK_THROWS_WITH(
+      attention_efficiency(a100(), k, AttentionKernel::flash_attn_triton, torch, 1024, 128),
+      Catch::Contains("flash-attn-triton") && Catch::Contains("ampere"));
+  CHECK_THROWS_WITH(
+      attention_efficiency(h100, k, AttentionKernel::flash_attn_triton, torch, 1024, 128),
+      Catch::Contains("no measured curve for H100-SXM"));
+}
+
+TEST_CASE("Hopper: each framework's attention at its curve, GEMMs at Hopper's efficiency") {
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  const auto& h100 = catalog.find("H100-SXM");
+  auto k = with_hopper_curves();
+  k.kernel_overhead_s = 0;
+  // GPT-2 XL has heads of 64 (1600 / 25): at 1024 tokens FlashAttention-2 runs at
+  // 0.30 x 1024 / 2024 and cuDNN at 0.45 x 1024 / 2324, so PyTorch's attention takes
+  // (0.45 x 2024) / (0.30 x 2324) as long as Transformer Engine's; nothing else changes.
   const auto m = load_model("gpt2-xl", kData / "models");
   auto c = bf16(4);
   c.seq_len = 1024;
-  k.kernel_overhead_s = 0;
   const auto torch = estimate_compute(m, c, h100, k, AttentionLibrary::pytorch);
   const auto te = estimate_compute(m, c, h100, k, AttentionLibrary::transformer_engine);
-  CHECK(torch.attention_s / te.attention_s == Approx(0.53 / 0.35).epsilon(1e-12));
+  CHECK(torch.attention_s / te.attention_s == Approx((0.45 * 2024) / (0.30 * 2324)).epsilon(1e-12));
   CHECK(torch.gemm_s == te.gemm_s);
   CHECK(torch.model_flops == te.model_flops);
+  // Twice the sequence: four times the causal FLOPs, at 0.30 x 2048 / 3048 instead.
+  auto longer = c;
+  longer.seq_len = 2048;
+  const auto torch2 = estimate_compute(m, longer, h100, k, AttentionLibrary::pytorch);
+  CHECK(torch2.attention_s / torch.attention_s ==
+        Approx(4.0 * (1024.0 / 2024) / (2048.0 / 3048)).epsilon(1e-12));
   // GEMMs on Hopper at hopper_gemm_efficiency: half the general 0.5 doubles every GEMM of
   // GPT-2 XL at 4 x 1024 tokens, all compute-bound (at least 900 FLOPs per byte against a
   // ridge of 0.25 x 989.5e12 / (0.5 x 3.35e12) = 148).
@@ -142,6 +192,33 @@ TEST_CASE("Hopper: FlashAttention-2 and cuDNN attention at their own rates, GEMM
   CHECK(hopper.gemm_s == Approx(2 * torch.gemm_s).epsilon(1e-12));
   CHECK(estimate_compute(m, c, a100(), slow).gemm_s ==
         estimate_compute(m, c, a100(), k).gemm_s);  // not on Ampere
+}
+
+TEST_CASE("the bundled attention curves reproduce the H100 kernel measurements they came from") {
+  // data/measurements/h100-torch/kernels.jsonl: causal bf16 forward + backward of PyTorch's
+  // flash and cuDNN back ends, FLOPs counted as 3.5 x the causal forward's. The fit
+  // (tools/fit_attention_curves.py) leaves at most 7.54% on any point's time: cuDNN at head
+  // dimension 128 and 512 tokens; FlashAttention-2's curves stay within 1.90%.
+  const auto k = load_compute_constants(kData / "compute.json");
+  const auto h100 = GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
+  std::ifstream in(kData / "measurements/h100-torch/kernels.jsonl");
+  REQUIRE(in);
+  std::string line;
+  int points = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    if (row.at("kind") != "attention") continue;
+    const auto kernel =
+        row.at("backend") == "cudnn" ? AttentionKernel::cudnn : AttentionKernel::flash_attn_2;
+    const double measured = row.at("fwd_bwd_tflops").get<double>() * 1e12 / h100.peak_flops.bf16;
+    const double curve =
+        attention_efficiency(h100, k, kernel, AttentionLibrary::pytorch,
+                             row.at("seq").get<double>(), row.at("head_dim").get<double>());
+    INFO(line);
+    CHECK(std::abs(measured / curve - 1.0) < (kernel == AttentionKernel::cudnn ? 0.0755 : 0.0191));
+    ++points;
+  }
+  CHECK(points == 24);
 }
 
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {
@@ -191,5 +268,47 @@ TEST_CASE("compute constants: the bundled file loads, overrides are checked") {
   CHECK_THROWS_WITH(apply_compute_override(k, "gemm_efficiency=fast"),
                     Catch::Contains("not a number"));
   CHECK(to_json(k).at("gemm_efficiency") == 0.6);
-  CHECK(to_json(k).size() == compute_constant_keys().size());
+  // Every scalar by its key, and the curves.
+  CHECK(to_json(k).size() == compute_constant_keys().size() + 1);
+  CHECK(to_json(k).at("attention_kernels").size() == k.attention_kernels.size());
+}
+
+namespace {
+// The bundled constants with `edit` applied, written to a scratch file and loaded.
+ComputeConstants load_edited(const std::function<void(nlohmann::json&)>& edit) {
+  std::ifstream in(kData / "compute.json");
+  auto j = nlohmann::json::parse(in);
+  edit(j);
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-compute.json";
+  std::ofstream(path) << j.dump(2);
+  return load_compute_constants(path);
+}
+}  // namespace
+
+TEST_CASE("compute constants: attention curves are checked, retired keys named") {
+  const auto k = load_edited([](nlohmann::json&) {});
+  // The bundled file measures both of PyTorch's fused kernels on Hopper, at head dims 64 and 128.
+  CHECK(k.attention_kernels.size() == 4);
+  CHECK_THROWS_WITH(
+      load_edited([](nlohmann::json& j) { j["hopper_flash_attention_efficiency"] = 0.35; }),
+      Catch::Contains("hopper_flash_attention_efficiency") &&
+          Catch::Contains("replaced by attention_kernels"));
+  CHECK_THROWS_WITH(load_edited([](nlohmann::json& j) {
+                      j["attention_kernels"].push_back(j["attention_kernels"][0]);
+                    }),
+                    Catch::Contains("a second curve for"));
+  CHECK_THROWS_WITH(
+      load_edited([](nlohmann::json& j) { j["attention_kernels"][0]["kernel"] = "framework"; }),
+      Catch::Contains("not to 'framework'"));
+  CHECK_THROWS_WITH(
+      load_edited([](nlohmann::json& j) { j["attention_kernels"][0]["kernel"] = "flash-atn-2"; }),
+      Catch::Contains("flash-attn-2"));
+  CHECK_THROWS_WITH(
+      load_edited([](nlohmann::json& j) { j["attention_kernels"][0]["plateau_efficiency"] = 1.5; }),
+      Catch::Contains("plateau_efficiency"));
+  CHECK_THROWS_WITH(load_edited([](nlohmann::json& j) { j["attention_kernels"][0]["peak"] = 1; }),
+                    Catch::Contains("peak"));
+  // Without curves every fused kernel of a framework runs at attention_efficiency.
+  const auto flat = load_edited([](nlohmann::json& j) { j.erase("attention_kernels"); });
+  CHECK(flat.attention_kernels.empty());
 }

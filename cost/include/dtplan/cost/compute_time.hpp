@@ -21,28 +21,44 @@
 
 namespace dtplan::cost {
 
+// One fused attention kernel's forward + backward speed on one GPU architecture at one head
+// dimension, measured by a kernel benchmark and written as
+//     efficiency(s) = plateau_efficiency x s / (s + half_efficiency_tokens):
+// besides its s^2 work, every (sequence, head) pays work linear in s (loading its query rows and
+// writing its outputs, the softmax statistics, the partly masked tiles on a causal diagonal),
+// which equals the s^2 work at s = half_efficiency_tokens. s is the length of the query and key
+// blocks one kernel call sees (the sequence, or its chunk under context parallelism).
+struct AttentionCurve {
+  AttentionKernel kernel = AttentionKernel::flash_attn_2;
+  std::string architecture;           // as GpuSpec::architecture ("ampere", "hopper")
+  double head_dim = 0;                // the curve holds at this head dimension
+  double plateau_efficiency = 0;      // of the dense peak, as s grows without bound
+  double half_efficiency_tokens = 0;  // s at which half the plateau is reached
+  std::string source;                 // where the curve was measured
+};
+
 // data/compute.json, documented in docs/step-time-model.md; calibration refits them.
 struct ComputeConstants {
   double gemm_efficiency = 0;         // achieved fraction of dense peak for large GEMMs
   double hopper_gemm_efficiency = 0;  // the same on a Hopper GPU; 0: gemm_efficiency
-  double attention_efficiency = 0;    // of dense peak, attention kernels
-  // Of a Hopper GPU's dense peak: FlashAttention-2 (PyTorch SDPA's flash back end), which uses
-  // no Hopper instructions, and cuDNN's fused attention (Transformer Engine); 0: as above.
-  double hopper_flash_attention_efficiency = 0;
-  double hopper_fused_attention_efficiency = 0;
+  // Of dense peak: eager attention's batched GEMMs, and a framework's fused attention on a GPU
+  // architecture with no measured curve in attention_kernels.
+  double attention_efficiency = 0;
   double memory_efficiency = 0;              // achieved fraction of HBM bandwidth
   double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
   double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
   double overlap_compute_slowdown = 0;       // compute slowdown while communication overlaps it
   double cpu_optimizer_bytes_per_s = 0;      // host memory traffic of a CPU optimizer step
   double host_transfer_efficiency = 0;       // achieved fraction of the GPU's PCIe link
+  std::vector<AttentionCurve> attention_kernels;  // measured fused-attention curves
 };
 
 ComputeConstants load_compute_constants(const std::filesystem::path& path);
 // "key=value"; throws naming the key or value when either is wrong.
 void apply_compute_override(ComputeConstants& k, std::string_view assignment);
+// The keys of the scalar constants (those --compute key=value can set).
 std::vector<std::string> compute_constant_keys();
-// {"gemm_efficiency": ..., ...}, every constant by its key.
+// {"gemm_efficiency": ..., ..., "attention_kernels": [...]}, every constant by its key.
 nlohmann::json to_json(const ComputeConstants& k);
 
 struct ComputeTime {
@@ -63,8 +79,18 @@ struct ComputeTime {
 // end, FlashAttention-2) or Transformer Engine (cuDNN's fused attention), as Megatron-LM runs.
 enum class AttentionLibrary { pytorch, transformer_engine };
 
-// The fraction of `gpu`'s dense peak the library's fused attention reaches at long sequences.
-double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionLibrary lib);
+// The kernel that runs: `requested`, or the library's own for AttentionKernel::framework.
+AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib);
+
+// The fraction of `gpu`'s dense peak a fused attention kernel reaches, forward + backward, on
+// query and key blocks of `seq_tokens` tokens with heads of `head_dim`: the curve of
+// attention_kernels for the kernel and the GPU's architecture (interpolated linearly between
+// the head dimensions measured, held at the nearest outside them). With no curve, the
+// framework's own kernel runs at attention_efficiency; a kernel the user named throws
+// dtplan::Error naming the kernel and the architecture.
+double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
+                            AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
+                            double head_dim);
 
 // One micro-step (forward and backward) of micro_batch samples on one GPU.
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,

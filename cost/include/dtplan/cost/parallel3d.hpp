@@ -136,6 +136,7 @@ struct Layout3D {
   // The attention kernel: flash (Transformer Engine's fused attention, PyTorch SDPA) keeps no
   // s x s scores; context parallelism needs it.
   Attention attention = Attention::flash;
+  AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
   Precision precision = Precision::bf16;
   Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
   // States in host memory, the optimizer stepping on the CPU: Megatron-LM's

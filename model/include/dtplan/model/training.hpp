@@ -83,6 +83,21 @@ inline constexpr std::array<NamedValue<Attention>, 3> kAttentions{{
      "repeated to every query head"},
 }};
 
+// Which fused attention kernel runs under Attention::flash. `framework` is the one the
+// training framework calls: PyTorch's scaled_dot_product_attention (its flash back end,
+// FlashAttention-2) for the data-parallel strategies and FSDP2 layouts, Transformer Engine's
+// cuDNN fused attention for Megatron-LM layouts. The others name a kernel a run chose itself.
+enum class AttentionKernel { framework, flash_attn_2, cudnn, flash_attn_triton };
+
+inline constexpr std::array<NamedValue<AttentionKernel>, 4> kAttentionKernels{{
+    {AttentionKernel::framework, "framework",
+     "the framework's own: PyTorch SDPA's FlashAttention-2, or cuDNN under Megatron-LM"},
+    {AttentionKernel::flash_attn_2, "flash-attn-2", "FlashAttention-2 (Dao 2023), CUDA"},
+    {AttentionKernel::cudnn, "cudnn", "cuDNN's fused attention (Transformer Engine, SDPA cudnn)"},
+    {AttentionKernel::flash_attn_triton, "flash-attn-triton",
+     "the Triton FlashAttention of 2022 (llm-foundry attn_impl=triton)"},
+}};
+
 // Name of a value; parse throws dtplan::Error naming `what` and the known names.
 std::string_view name_of(Precision v);
 std::string_view name_of(Optimizer v);
@@ -90,6 +105,7 @@ std::string_view name_of(Strategy v);
 std::string_view name_of(Offload v);
 std::string_view name_of(Checkpointing v);
 std::string_view name_of(Attention v);
+std::string_view name_of(AttentionKernel v);
 
 Precision parse_precision(std::string_view text);
 Optimizer parse_optimizer(std::string_view text);
@@ -97,6 +113,7 @@ Strategy parse_strategy(std::string_view text);
 Offload parse_offload(std::string_view text);
 Checkpointing parse_checkpointing(std::string_view text);
 Attention parse_attention(std::string_view text);
+AttentionKernel parse_attention_kernel(std::string_view text);
 
 std::vector<std::string> strategy_names();
 
@@ -134,6 +151,7 @@ struct TrainingConfig {
   std::int64_t seq_len = 0;        // tokens per sample; 0 = the model's maximum positions
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
+  AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only
   Offload offload = Offload::none;
   bool grad_bucket_view = false;                   // DDP gradient_as_bucket_view=True
   std::int64_t bucket_cap_bytes = 25LL * 1048576;  // DDP bucket_cap_mb default 25

@@ -48,8 +48,9 @@ struct PlanRequest {
   std::vector<Offload> offloads;             // empty: all that apply
   Optimizer optimizer = Optimizer::adamw;
   Attention attention = Attention::flash;
-  Zero3Gathers zero3_gathers = Zero3Gathers::coalesced;  // the DeepSpeed release's ZeRO-3
-  double headroom = 0.10;                                // fraction of GPU memory kept free
+  AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
+  Zero3Gathers zero3_gathers = Zero3Gathers::coalesced;           // the DeepSpeed release's ZeRO-3
+  double headroom = 0.10;  // fraction of GPU memory kept free
   // Host RAM per node for offloaded states; nullopt: the topology's (or kDefaultHostMemory).
   std::optional<Bytes> host_memory;
   Objective objective = Objective::throughput;

@@ -45,6 +45,7 @@ struct Request3D {
   Precision precision = Precision::bf16;
   // The attention kernel; context parallelism (cp > 1) needs flash.
   Attention attention = Attention::flash;
+  AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
   // Its states; frameworks that do not run it (cost::optimizer_problem) are left out.
   Optimizer optimizer = Optimizer::adamw;
   // Offload modes tried; empty: all, as the data-parallel search. Each framework tries none

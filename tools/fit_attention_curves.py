@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Fit the fused-attention curves of data/compute.json ("attention_kernels") to kernel
+benchmark rows.
+
+Each curve is efficiency(s) = plateau * s / (s + half_tokens), for one kernel, GPU architecture
+and head dimension (docs/step-time-model.md). Written as time per FLOP,
+1/efficiency = (1/plateau) + (half_tokens/plateau) / s, it is linear in 1/s; the fit minimises
+the relative error of the predicted time (weights efficiency^2), so long and short sequences
+count alike.
+
+Input: JSON lines of {"kind": "attention", "backend", "dtype", "head_dim", "seq", "causal",
+"fwd_bwd_tflops"} as tools/kernel_bench.py writes them (FLOPs counted as 3.5 x the causal
+forward's), and the GPU's dense bf16 peak. Prints the curve entries and each point's error.
+
+  tools/fit_attention_curves.py data/measurements/h100-torch/kernels.jsonl \
+      --peak-tflops 989.5 --architecture hopper
+"""
+import argparse
+import collections
+import json
+import sys
+
+KERNELS = {"flash": "flash-attn-2", "cudnn": "cudnn"}
+
+
+def fit(points):
+    """points: [(seq, efficiency)] -> (plateau, half_tokens, worst relative error of time)."""
+    s11 = sum(e * e for _, e in points)
+    s12 = sum(e * e / s for s, e in points)
+    s22 = sum(e * e / s / s for s, e in points)
+    t1 = sum(e for _, e in points)
+    t2 = sum(e / s for s, e in points)
+    det = s11 * s22 - s12 * s12
+    a = (t1 * s22 - t2 * s12) / det
+    b = (s11 * t2 - s12 * t1) / det
+    # Rounded as committed; the worst error is that of the rounded curve.
+    plateau, half = round(1.0 / a, 3), round(b / a)
+    worst = max(abs(e / (plateau * s / (s + half)) - 1.0) for s, e in points)
+    return plateau, half, worst
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("rows", help="kernel benchmark JSON lines")
+    p.add_argument("--peak-tflops", type=float, required=True, help="dense bf16 peak")
+    p.add_argument("--architecture", required=True, help="as data/gpus.json names it")
+    a = p.parse_args()
+    groups = collections.defaultdict(list)
+    with open(a.rows) as f:
+        for n, line in enumerate(f, 1):
+            row = json.loads(line)
+            if row.get("kind") != "attention":
+                continue
+            if row["backend"] not in KERNELS or not row["causal"] or row["dtype"] != "bf16":
+                sys.exit(f"{a.rows}:{n}: only causal bf16 flash/cudnn rows are fitted")
+            eff = row["fwd_bwd_tflops"] / a.peak_tflops
+            groups[(KERNELS[row["backend"]], row["head_dim"])].append((row["seq"], eff))
+    curves = []
+    for (kernel, head_dim), points in sorted(groups.items()):
+        plateau, half, worst = fit(sorted(points))
+        curves.append({"kernel": kernel, "architecture": a.architecture, "head_dim": head_dim,
+                       "plateau_efficiency": plateau,
+                       "half_efficiency_tokens": half,
+                       "source": f"{a.rows}, fitted by tools/fit_attention_curves.py"})
+        print(f"# {kernel} head_dim {head_dim}: plateau {plateau:.3f}, half at {half:.0f} "
+              f"tokens, worst time error {100 * worst:.2f}% over {len(points)} points",
+              file=sys.stderr)
+    print(json.dumps(curves, indent=2))
+
+
+if __name__ == "__main__":
+    main()
