@@ -8,19 +8,24 @@ and head dimension (docs/step-time-model.md). Written as time per FLOP,
 the relative error of the predicted time (weights efficiency^2), so long and short sequences
 count alike.
 
-Input: JSON lines of {"kind": "attention", "backend", "dtype", "head_dim", "seq", "causal",
-"fwd_bwd_tflops"} as tools/kernel_bench.py writes them (FLOPs counted as 3.5 x the causal
-forward's), and the GPU's dense bf16 peak. Prints the curve entries and each point's error.
+Input: JSON lines of {"kind": "attention", "head_dim", "seq", "causal", "fwd_bwd_tflops"} with
+the kernel as "backend" (flash, cudnn: tools/kernel_bench.py's rows) or "kernel" (dtplan's name:
+data/kernels/), FLOPs counted as 3.5 x the causal forward's; the GPU's dense 16-bit peak.
+--gpu keeps the rows of one GPU where a file holds several. Kernels dtplan does not model are
+skipped and named. Prints the curve entries, and each curve's worst point on stderr.
 
   tools/fit_attention_curves.py data/measurements/h100-torch/kernels.jsonl \
       --peak-tflops 989.5 --architecture hopper
+  tools/fit_attention_curves.py data/kernels/flash-attention-2-paper.jsonl --gpu A100-80GB \
+      --peak-tflops 312 --architecture ampere
 """
 import argparse
 import collections
 import json
 import sys
 
-KERNELS = {"flash": "flash-attn-2", "cudnn": "cudnn"}
+BACKENDS = {"flash": "flash-attn-2", "cudnn": "cudnn"}  # PyTorch SDPA back ends
+KERNELS = {"flash-attn-1", "flash-attn-2", "flash-attn-triton", "cudnn"}  # dtplan's names
 
 
 def fit(points):
@@ -44,17 +49,27 @@ def main():
     p.add_argument("rows", help="kernel benchmark JSON lines")
     p.add_argument("--peak-tflops", type=float, required=True, help="dense bf16 peak")
     p.add_argument("--architecture", required=True, help="as data/gpus.json names it")
+    p.add_argument("--gpu", help="only the rows whose 'gpu' is this")
     a = p.parse_args()
     groups = collections.defaultdict(list)
+    skipped = set()
     with open(a.rows) as f:
         for n, line in enumerate(f, 1):
             row = json.loads(line)
-            if row.get("kind") != "attention":
+            if row.get("kind") != "attention" or (a.gpu and row.get("gpu") != a.gpu):
                 continue
-            if row["backend"] not in KERNELS or not row["causal"] or row["dtype"] != "bf16":
-                sys.exit(f"{a.rows}:{n}: only causal bf16 flash/cudnn rows are fitted")
+            kernel = row["kernel"] if "kernel" in row else BACKENDS.get(row["backend"])
+            if kernel not in KERNELS:
+                skipped.add(kernel or row["backend"])
+                continue
+            if not row["causal"]:
+                sys.exit(f"{a.rows}:{n}: only causal rows are fitted")
             eff = row["fwd_bwd_tflops"] / a.peak_tflops
-            groups[(KERNELS[row["backend"]], row["head_dim"])].append((row["seq"], eff))
+            groups[(kernel, row["head_dim"])].append((row["seq"], eff))
+    if skipped:
+        print(f"# skipped (not a dtplan kernel): {', '.join(sorted(skipped))}", file=sys.stderr)
+    if not groups:
+        sys.exit(f"{a.rows}: no rows to fit")
     curves = []
     for (kernel, head_dim), points in sorted(groups.items()):
         plateau, half, worst = fit(sorted(points))

@@ -350,8 +350,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
-  cmd.add_option("--attention-kernel", o.attention_kernel,
-                 "fused attention kernel: framework|flash-attn-2|cudnn|flash-attn-triton")
+  cmd.add_option(
+         "--attention-kernel", o.attention_kernel,
+         "fused attention kernel: framework|flash-attn-1|flash-attn-2|cudnn|flash-attn-triton")
       ->capture_default_str();
   cmd.add_option("--deepspeed-version", o.deepspeed_version,
                  "DeepSpeed release ZeRO-3 runs on, e.g. 0.4.0: before 0.6.0 it gathers each "

@@ -1,6 +1,7 @@
 // Tests for cost/src/compute_time.cpp: GEMM roofline and kernel cost on a one-layer model,
 // PaLM model FLOPs counted by hand for GPT-2 XL, recomputation, the optimizer step and the
 // host link; constants file handling.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -194,31 +195,85 @@ TEST_CASE("Hopper: each framework's attention at its curve, GEMMs at Hopper's ef
         estimate_compute(m, c, a100(), k).gemm_s);  // not on Ampere
 }
 
-TEST_CASE("the bundled attention curves reproduce the H100 kernel measurements they came from") {
-  // data/measurements/h100-torch/kernels.jsonl: causal bf16 forward + backward of PyTorch's
-  // flash and cuDNN back ends, FLOPs counted as 3.5 x the causal forward's. The fit
-  // (tools/fit_attention_curves.py) leaves at most 7.54% on any point's time: cuDNN at head
-  // dimension 128 and 512 tokens; FlashAttention-2's curves stay within 1.90%.
+TEST_CASE("the bundled attention curves reproduce the kernel benchmarks they were fitted to") {
+  // Causal forward + backward, FLOPs counted as 3.5 x the causal forward's:
+  // data/measurements/h100-torch/kernels.jsonl (our H100: PyTorch's flash and cuDNN back ends)
+  // and data/kernels/flash-attention-2-paper.jsonl (Dao 2023, Figures 4 and 7: A100 and H100).
+  // The worst point of each curve, as tools/fit_attention_curves.py reports it after rounding:
+  struct Bound {
+    const char* gpu;
+    AttentionKernel kernel;
+    int head_dim;
+    double worst;
+  };
+  const Bound bounds[] = {
+      {"H100-SXM", AttentionKernel::flash_attn_2, 64, 0.0131},
+      {"H100-SXM", AttentionKernel::flash_attn_2, 128, 0.0190},
+      {"H100-SXM", AttentionKernel::cudnn, 64, 0.0244},
+      {"H100-SXM", AttentionKernel::cudnn, 128, 0.0754},  // cuDNN falls a little past 8K tokens
+      {"H100-SXM", AttentionKernel::flash_attn_1, 64, 0.0460},
+      {"H100-SXM", AttentionKernel::flash_attn_1, 128, 0.1094},  // FA1's bars are uneven
+      {"A100-80GB", AttentionKernel::flash_attn_1, 64, 0.0522},
+      {"A100-80GB", AttentionKernel::flash_attn_1, 128, 0.0401},
+      {"A100-80GB", AttentionKernel::flash_attn_2, 64, 0.0116},
+      {"A100-80GB", AttentionKernel::flash_attn_2, 128, 0.0125},
+      {"A100-80GB", AttentionKernel::flash_attn_triton, 64, 0.0631},
+      {"A100-80GB", AttentionKernel::flash_attn_triton, 128, 0.0237},
+  };
+  const auto k = load_compute_constants(kData / "compute.json");
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  auto check_file = [&](const std::filesystem::path& file, const std::string& source) {
+    std::ifstream in(file);
+    REQUIRE(in);
+    int points = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto row = nlohmann::json::parse(line);
+      if (row.at("kind") != "attention") continue;
+      const std::string gpu = row.value("gpu", "H100-SXM");
+      const std::string name = row.contains("kernel")         ? row.at("kernel").get<std::string>()
+                               : row.at("backend") == "cudnn" ? "cudnn"
+                                                              : "flash-attn-2";
+      if (name == "xformers") continue;  // not a kernel dtplan models
+      const auto kernel = parse_attention_kernel(name);
+      const int head_dim = row.at("head_dim").get<int>();
+      // The Hopper FlashAttention-2 curve is ours; the paper's Figure 7 is checked below.
+      if (source == "paper" && gpu == "H100-SXM" && kernel == AttentionKernel::flash_attn_2) {
+        continue;
+      }
+      const auto& spec = catalog.find(gpu);
+      const double measured = row.at("fwd_bwd_tflops").get<double>() * 1e12 / spec.peak_flops.bf16;
+      const double curve = attention_efficiency(spec, k, kernel, AttentionLibrary::pytorch,
+                                                row.at("seq").get<double>(), head_dim);
+      const auto* bound = std::find_if(std::begin(bounds), std::end(bounds), [&](const Bound& b) {
+        return gpu == b.gpu && kernel == b.kernel && head_dim == b.head_dim;
+      });
+      REQUIRE(bound != std::end(bounds));
+      INFO(line);
+      CHECK(std::abs(measured / curve - 1.0) <= bound->worst + 5e-5);
+      ++points;
+    }
+    return points;
+  };
+  CHECK(check_file(kData / "measurements/h100-torch/kernels.jsonl", "ours") == 24);
+  CHECK(check_file(kData / "kernels/flash-attention-2-paper.jsonl", "paper") == 48);
+}
+
+TEST_CASE("FlashAttention-2 on the H100: our curve against the paper's Figure 7, held out") {
+  // Our curve was fitted to PyTorch's flash back end (2026); the FlashAttention-2 paper
+  // measured the library itself (2023) on a smaller batch x heads. They agree where the s^2
+  // work dominates and part at short sequences, where our measurement pays more per row:
+  // at head dimension 128 the paper's bars are 163 TFLOP/s at 512 tokens and 328 at 16,384.
   const auto k = load_compute_constants(kData / "compute.json");
   const auto h100 = GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
-  std::ifstream in(kData / "measurements/h100-torch/kernels.jsonl");
-  REQUIRE(in);
-  std::string line;
-  int points = 0;
-  while (std::getline(in, line)) {
-    const auto row = nlohmann::json::parse(line);
-    if (row.at("kind") != "attention") continue;
-    const auto kernel =
-        row.at("backend") == "cudnn" ? AttentionKernel::cudnn : AttentionKernel::flash_attn_2;
-    const double measured = row.at("fwd_bwd_tflops").get<double>() * 1e12 / h100.peak_flops.bf16;
-    const double curve =
-        attention_efficiency(h100, k, kernel, AttentionLibrary::pytorch,
-                             row.at("seq").get<double>(), row.at("head_dim").get<double>());
-    INFO(line);
-    CHECK(std::abs(measured / curve - 1.0) < (kernel == AttentionKernel::cudnn ? 0.0755 : 0.0191));
-    ++points;
-  }
-  CHECK(points == 24);
+  auto tflops = [&](double seq) {
+    return attention_efficiency(h100, k, AttentionKernel::flash_attn_2, AttentionLibrary::pytorch,
+                                seq, 128) *
+           h100.peak_flops.bf16 / 1e12;
+  };
+  // By hand: 0.336 x 16384 / (16384 + 1169) x 989.5 = 310 TFLOP/s, 5.4% below the paper's 328;
+  // 0.336 x 512 / (512 + 1169) x 989.5 = 101, 0.62 of its 163.
+  CHECK(tflops(16384) / 328 == Approx(0.946).margin(0.001));
+  CHECK(tflops(512) / 163 == Approx(0.621).margin(0.001));
 }
 
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {
@@ -287,8 +342,10 @@ ComputeConstants load_edited(const std::function<void(nlohmann::json&)>& edit) {
 
 TEST_CASE("compute constants: attention curves are checked, retired keys named") {
   const auto k = load_edited([](nlohmann::json&) {});
-  // The bundled file measures both of PyTorch's fused kernels on Hopper, at head dims 64 and 128.
-  CHECK(k.attention_kernels.size() == 4);
+  // The bundled file: our H100 (FlashAttention-2 and cuDNN), the FlashAttention-2 paper's H100
+  // (FlashAttention 1) and A100 (FlashAttention 1 and 2, the Triton kernel), at head dims 64
+  // and 128.
+  CHECK(k.attention_kernels.size() == 12);
   CHECK_THROWS_WITH(
       load_edited([](nlohmann::json& j) { j["hopper_flash_attention_efficiency"] = 0.35; }),
       Catch::Contains("hopper_flash_attention_efficiency") &&

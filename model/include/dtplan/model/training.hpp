@@ -87,11 +87,12 @@ inline constexpr std::array<NamedValue<Attention>, 3> kAttentions{{
 // training framework calls: PyTorch's scaled_dot_product_attention (its flash back end,
 // FlashAttention-2) for the data-parallel strategies and FSDP2 layouts, Transformer Engine's
 // cuDNN fused attention for Megatron-LM layouts. The others name a kernel a run chose itself.
-enum class AttentionKernel { framework, flash_attn_2, cudnn, flash_attn_triton };
+enum class AttentionKernel { framework, flash_attn_1, flash_attn_2, cudnn, flash_attn_triton };
 
-inline constexpr std::array<NamedValue<AttentionKernel>, 4> kAttentionKernels{{
+inline constexpr std::array<NamedValue<AttentionKernel>, 5> kAttentionKernels{{
     {AttentionKernel::framework, "framework",
      "the framework's own: PyTorch SDPA's FlashAttention-2, or cuDNN under Megatron-LM"},
+    {AttentionKernel::flash_attn_1, "flash-attn-1", "FlashAttention (Dao et al. 2022), CUDA"},
     {AttentionKernel::flash_attn_2, "flash-attn-2", "FlashAttention-2 (Dao 2023), CUDA"},
     {AttentionKernel::cudnn, "cudnn", "cuDNN's fused attention (Transformer Engine, SDPA cudnn)"},
     {AttentionKernel::flash_attn_triton, "flash-attn-triton",
