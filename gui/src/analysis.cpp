@@ -48,6 +48,11 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   if (m.transformer && c.seq_len == 0) c.seq_len = m.transformer->max_positions;
   c.checkpointing = parse_checkpointing(s.checkpointing);
   c.attention = parse_attention(s.attention);
+  c.attention_kernel = parse_attention_kernel(s.attention_kernel);
+  if (c.attention_kernel != AttentionKernel::framework && c.attention != Attention::flash) {
+    throw Error("attention kernel " + s.attention_kernel + " is a fused kernel, but attention " +
+                s.attention + " runs none: choose flash attention");
+  }
   c.offload = parse_offload(s.offload);
   c.grad_accum = s.grad_accum;
   return c;
@@ -174,6 +179,8 @@ planner::PlanRequest request_of(const Inputs& in, const Session& s) {
   r.global_batch = s.global_batch;
   r.seq_len = in.config.seq_len;
   r.optimizer = in.config.optimizer;
+  r.attention = in.config.attention;
+  r.attention_kernel = in.config.attention_kernel;
   r.max_gpus = s.gpus;
   r.top_k = 50;
   return r;

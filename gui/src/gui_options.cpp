@@ -106,6 +106,10 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--offload", s.offload, "none, optimizer, optimizer+params")
       ->capture_default_str();
   app.add_option("--attention", s.attention, "flash, eager, hf-eager")->capture_default_str();
+  app.add_option("--attention-kernel", s.attention_kernel,
+                 "fused attention kernel: framework, flash-attn-1, flash-attn-2, cudnn, "
+                 "flash-attn-triton")
+      ->capture_default_str();
   app.add_option("--global-batch", s.global_batch, "the planner's target")->capture_default_str();
   add_layout_flags(app, s.layout);
   app.add_option("--measured", s.measurements, "dtplan-run measurement files (validation)");
@@ -145,6 +149,7 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--global-batch")) merged.global_batch = s.global_batch;
     if (given("--measured")) merged.measurements = s.measurements;
     if (given("--attention")) merged.attention = s.attention;
+    if (given("--attention-kernel")) merged.attention_kernel = s.attention_kernel;
     merge_layout(app, s.layout, merged.layout);
     s = merged;
   }

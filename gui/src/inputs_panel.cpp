@@ -133,6 +133,7 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow("sequence (0: max)", seq_len_ = spin(0, 1 << 20));
   form->addRow("checkpointing", checkpointing_ = combo(names(kCheckpointings), false));
   form->addRow("attention", attention_ = combo(names(kAttentions), false));
+  form->addRow("attention kernel", attention_kernel_ = combo(names(kAttentionKernels), false));
   form->addRow("offload", offload_ = combo(names(kOffloads), false));
   form->addRow("global batch (plan)", global_batch_ = spin(1, 1 << 24));
   add_layout_rows(form);
@@ -178,6 +179,7 @@ Session InputsPanel::session() const {
   s.seq_len = seq_len_->value();
   s.checkpointing = checkpointing_->currentText().toStdString();
   s.attention = attention_->currentText().toStdString();
+  s.attention_kernel = attention_kernel_->currentText().toStdString();
   s.offload = offload_->currentText().toStdString();
   s.global_batch = global_batch_->value();
   s.layout.framework.clear();  // the strategy names it (set_session moved it there)
@@ -213,6 +215,7 @@ void InputsPanel::set_session(const Session& s) {
   seq_len_->setValue(static_cast<int>(s.seq_len));
   select(checkpointing_, s.checkpointing);
   select(attention_, s.attention);
+  select(attention_kernel_, s.attention_kernel);
   select(offload_, s.offload);
   global_batch_->setValue(static_cast<int>(s.global_batch));
   tp_->setValue(static_cast<int>(s.layout.tp));

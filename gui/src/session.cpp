@@ -58,6 +58,7 @@ nlohmann::json to_json(const Session& s) {
           {"seq_len", s.seq_len},
           {"checkpointing", s.checkpointing},
           {"attention", s.attention},
+          {"attention_kernel", s.attention_kernel},
           {"offload", s.offload},
           {"global_batch", s.global_batch},
           {"measurements", s.measurements},
@@ -86,6 +87,8 @@ Session session_from_reader(const ObjectReader& r) {
   s.checkpointing = r.string("checkpointing");
   // Sessions saved before the attention kernel was an input used the CLI's default, flash.
   s.attention = r.optional_string("attention").value_or("flash");
+  // ... and, before the fused kernel was one, the framework's own.
+  s.attention_kernel = r.optional_string("attention_kernel").value_or("framework");
   s.offload = r.string("offload");
   s.global_batch = r.integer("global_batch", 1, 100'000'000);
   s.measurements = r.strings("measurements");

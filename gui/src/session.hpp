@@ -26,7 +26,8 @@ struct Session {
   std::int64_t grad_accum = 4;
   std::int64_t seq_len = 1024;
   std::string checkpointing = "none";
-  std::string attention = "flash";  // flash|eager|hf-eager, as --attention
+  std::string attention = "flash";             // flash|eager|hf-eager, as --attention
+  std::string attention_kernel = "framework";  // as --attention-kernel
   std::string offload = "none";
   std::int64_t global_batch = 512;        // the planner's target
   std::vector<std::string> measurements;  // dtplan-run measurement files (validation view)

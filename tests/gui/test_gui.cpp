@@ -5,6 +5,8 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -449,6 +451,42 @@ class TestGui : public QObject {
     auto eager = layout_session();
     eager.attention = "eager";
     QVERIFY(window_error(eager).find("attention") != std::string::npos);
+    // --attention-kernel as dtplan estimate's, over a session file's too.
+    QCOMPARE(parse({"--attention-kernel", "cudnn"}).attention_kernel, std::string("cudnn"));
+    QCOMPARE(merged.attention_kernel, std::string("framework"));
+    QCOMPARE(parse({"--session", path, "--attention-kernel", "flash-attn-2"}).attention_kernel,
+             std::string("flash-attn-2"));
+  }
+
+  // The fused kernel the session names sets the attention time of its step; a kernel without
+  // a curve for the GPU, or one given with eager attention, is an error in the window.
+  void attention_kernel_sets_the_attention_time() {
+    Session s;
+    s.gpu = "H100-SXM";
+    s.topology = "dgx-h100";
+    s.model = "gpt2-xl";
+    s.strategy = "fsdp-full";
+    s.micro_batch = 4;
+    s.seq_len = 1024;
+    const auto framework = analyse(s).step.compute.attention_s;
+    s.attention_kernel = "cudnn";
+    const auto cudnn = analyse(s).step.compute.attention_s;
+    // dtplan estimate's test derives both by hand; here the ratio of the two curves at 1024
+    // tokens and head dimension 64, with 4 us per call, must carry over.
+    const double flops = 4.0 * 4 * 1024.0 * 1024 * 1600 / 2;
+    auto by_hand = [&](double plateau, double half) {
+      return 48 * 3.5 * (flops / (989.5e12 * plateau * 1024 / (1024 + half)) + 4e-6);
+    };
+    QVERIFY(std::abs(framework / by_hand(0.302, 1153) - 1) < 1e-9);
+    QVERIFY(std::abs(cudnn / by_hand(0.475, 1309) - 1) < 1e-9);
+    s.attention_kernel = "flash-attn-triton";
+    const auto problems = analyse(s).problems;
+    QVERIFY(std::any_of(problems.begin(), problems.end(), [](const std::string& p) {
+      return p.find("flash-attn-triton has no measured curve for H100-SXM") != std::string::npos;
+    }));
+    s.attention_kernel = "cudnn";
+    s.attention = "eager";
+    QVERIFY(window_error(s).find("runs none") != std::string::npos);
   }
 
   void sessions_round_trip_and_bad_keys_are_named() {
