@@ -8,7 +8,8 @@ and head dimension (docs/step-time-model.md). Written as time per FLOP,
 the relative error of the predicted time (weights efficiency^2), so long and short sequences
 count alike.
 
-Input: JSON lines of {"kind": "attention", "head_dim", "seq", "causal", "fwd_bwd_tflops"} with
+Input: JSON lines of {"kind": "attention", "head_dim", "seq", "causal", "fwd_bwd_tflops"} (and
+"fwd_tflops" where the forward was timed alone: a forward curve is fitted alike) with
 the kernel as "backend" (flash, cudnn: tools/kernel_bench.py's rows) or "kernel" (dtplan's name:
 data/kernels/), FLOPs counted as 3.5 x the causal forward's; the GPU's dense 16-bit peak.
 --gpu keeps the rows of one GPU where a file holds several. Kernels dtplan does not model are
@@ -52,6 +53,7 @@ def main():
     p.add_argument("--gpu", help="only the rows whose 'gpu' is this")
     a = p.parse_args()
     groups = collections.defaultdict(list)
+    forward = collections.defaultdict(list)  # the forward alone, where the rows time it
     skipped = set()
     with open(a.rows) as f:
         for n, line in enumerate(f, 1):
@@ -66,6 +68,8 @@ def main():
                 sys.exit(f"{a.rows}:{n}: only causal rows are fitted")
             eff = row["fwd_bwd_tflops"] / a.peak_tflops
             groups[(kernel, row["head_dim"])].append((row["seq"], eff))
+            if "fwd_tflops" in row:
+                forward[(kernel, row["head_dim"])].append((row["seq"], row["fwd_tflops"] / a.peak_tflops))
     if skipped:
         print(f"# skipped (not a dtplan kernel): {', '.join(sorted(skipped))}", file=sys.stderr)
     if not groups:
@@ -73,13 +77,19 @@ def main():
     curves = []
     for (kernel, head_dim), points in sorted(groups.items()):
         plateau, half, worst = fit(sorted(points))
-        curves.append({"kernel": kernel, "architecture": a.architecture, "head_dim": head_dim,
-                       "plateau_efficiency": plateau,
-                       "half_efficiency_tokens": half,
-                       "source": f"{a.rows}, fitted by tools/fit_attention_curves.py"})
+        curve = {"kernel": kernel, "architecture": a.architecture, "head_dim": head_dim,
+                 "plateau_efficiency": plateau, "half_efficiency_tokens": half}
         print(f"# {kernel} head_dim {head_dim}: plateau {plateau:.3f}, half at {half:.0f} "
               f"tokens, worst time error {100 * worst:.2f}% over {len(points)} points",
               file=sys.stderr)
+        if forward[(kernel, head_dim)]:
+            fplateau, fhalf, fworst = fit(sorted(forward[(kernel, head_dim)]))
+            curve["forward_plateau_efficiency"] = fplateau
+            curve["forward_half_efficiency_tokens"] = fhalf
+            print(f"#   forward: plateau {fplateau:.3f}, half at {fhalf:.0f} tokens, worst time "
+                  f"error {100 * fworst:.2f}%", file=sys.stderr)
+        curve["source"] = f"{a.rows}, fitted by tools/fit_attention_curves.py"
+        curves.append(curve)
     print(json.dumps(curves, indent=2))
 
 

@@ -86,6 +86,10 @@ AttentionCurve read_curve(const ObjectReader& r) {
   c.head_dim = r.number("head_dim", {1.0, 1024.0});
   c.plateau_efficiency = r.number("plateau_efficiency", {1e-3, 1.0});
   c.half_efficiency_tokens = r.number("half_efficiency_tokens", {0.0, 1e7});
+  if (r.has("forward_plateau_efficiency")) {
+    c.forward_plateau_efficiency = r.number("forward_plateau_efficiency", {1e-3, 1.0});
+    c.forward_half_efficiency_tokens = r.number("forward_half_efficiency_tokens", {0.0, 1e7});
+  }
   c.source = r.string("source");
   r.reject_unknown_keys();
   return c;
@@ -109,12 +113,17 @@ std::vector<AttentionCurve> read_curves(const ObjectReader& root) {
 }
 
 nlohmann::json curve_json(const AttentionCurve& c) {
-  return {{"kernel", name_of(c.kernel)},
-          {"architecture", c.architecture},
-          {"head_dim", c.head_dim},
-          {"plateau_efficiency", c.plateau_efficiency},
-          {"half_efficiency_tokens", c.half_efficiency_tokens},
-          {"source", c.source}};
+  nlohmann::json j{{"kernel", name_of(c.kernel)},
+                   {"architecture", c.architecture},
+                   {"head_dim", c.head_dim},
+                   {"plateau_efficiency", c.plateau_efficiency},
+                   {"half_efficiency_tokens", c.half_efficiency_tokens},
+                   {"source", c.source}};
+  if (c.forward_plateau_efficiency > 0) {
+    j["forward_plateau_efficiency"] = c.forward_plateau_efficiency;
+    j["forward_half_efficiency_tokens"] = c.forward_half_efficiency_tokens;
+  }
+  return j;
 }
 
 }  // namespace
@@ -169,15 +178,25 @@ AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib) {
 
 namespace {
 
-double curve_efficiency(double plateau, double half_tokens, double seq_tokens) {
-  return plateau * seq_tokens / (seq_tokens + half_tokens);
+// One curve's plateau and half-efficiency tokens, of the forward + backward or the forward.
+struct CurvePoint {
+  double plateau = 0;
+  double half_tokens = 0;
+};
+
+CurvePoint point_of(const AttentionCurve& c, bool forward) {
+  if (forward && c.forward_plateau_efficiency > 0) {
+    return {c.forward_plateau_efficiency, c.forward_half_efficiency_tokens};
+  }
+  return {c.plateau_efficiency, c.half_efficiency_tokens};
 }
 
-}  // namespace
+double curve_efficiency(const CurvePoint& p, double seq_tokens) {
+  return p.plateau * seq_tokens / (seq_tokens + p.half_tokens);
+}
 
-double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
-                            AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
-                            double head_dim) {
+double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionKernel requested,
+                         AttentionLibrary lib, double seq_tokens, double head_dim, bool forward) {
   const auto kernel = kernel_of(requested, lib);
   const AttentionCurve* below = nullptr;  // the nearest curve at or below head_dim
   const AttentionCurve* above = nullptr;  // ... above it
@@ -193,16 +212,28 @@ double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
                 "') in attention_kernels of compute.json: choose another {attention-kernel} "
                 "or add its curve");
   }
-  if (!below || !above) {
-    const auto& c = below ? *below : *above;
-    return curve_efficiency(c.plateau_efficiency, c.half_efficiency_tokens, seq_tokens);
-  }
+  if (!below || !above)
+    return curve_efficiency(point_of(below ? *below : *above, forward), seq_tokens);
+  const auto lo = point_of(*below, forward);
+  const auto hi = point_of(*above, forward);
   const double w = (head_dim - below->head_dim) / (above->head_dim - below->head_dim);
-  const double plateau =
-      below->plateau_efficiency + w * (above->plateau_efficiency - below->plateau_efficiency);
-  const double half = below->half_efficiency_tokens +
-                      w * (above->half_efficiency_tokens - below->half_efficiency_tokens);
-  return curve_efficiency(plateau, half, seq_tokens);
+  return curve_efficiency({lo.plateau + w * (hi.plateau - lo.plateau),
+                           lo.half_tokens + w * (hi.half_tokens - lo.half_tokens)},
+                          seq_tokens);
+}
+
+}  // namespace
+
+double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
+                            AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
+                            double head_dim) {
+  return kernel_efficiency(gpu, k, requested, lib, seq_tokens, head_dim, false);
+}
+
+double attention_forward_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
+                                    AttentionKernel requested, AttentionLibrary lib,
+                                    double seq_tokens, double head_dim) {
+  return kernel_efficiency(gpu, k, requested, lib, seq_tokens, head_dim, true);
 }
 
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
@@ -241,10 +272,19 @@ class Timer {
     return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
            k_.kernel_overhead_s;
   }
-  // The fused kernel's forward on query and key blocks of s tokens.
-  double fused_attention(double flops, double s, double head_dim) const {
-    const double eff = attention_efficiency(gpu_, k_, kernel_, lib_, s, head_dim);
-    return flops / (peak_ * eff) + k_.kernel_overhead_s;
+  // The fused kernel's forward and backward on query and key blocks of s tokens, `flops` the
+  // forward's: together 3.5 x the forward's work at the forward + backward curve (the backward
+  // recomputes the scores), the forward at its own curve, the backward the rest.
+  struct FusedTimes {
+    double forward_s = 0;
+    double backward_s = 0;
+  };
+  FusedTimes fused_attention(double flops, double s, double head_dim) const {
+    const double both = attention_efficiency(gpu_, k_, kernel_, lib_, s, head_dim);
+    const double fwd = attention_forward_efficiency(gpu_, k_, kernel_, lib_, s, head_dim);
+    const double total_s = 3.5 * (flops / (peak_ * both) + k_.kernel_overhead_s);
+    const double forward_s = flops / (peak_ * fwd) + k_.kernel_overhead_s;
+    return {forward_s, std::max(total_s - forward_s, k_.kernel_overhead_s)};
   }
   // Eager attention's two batched GEMMs.
   double eager_attention(double flops) const {
@@ -269,6 +309,7 @@ struct Phase {
   double gemm = 0;
   double attention = 0;
   double elementwise = 0;
+  double attention_backward = 0;  // of a forward phase: its attention's backward
   double total() const { return gemm + attention + elementwise; }
 };
 
@@ -288,12 +329,15 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const bool causal = t.head == HeadKind::causal_lm;
   const double core_flops = 4.0 * b * s * s * q;
   if (attn == Attention::flash) {
-    p.attention =
+    const auto fused =
         time.fused_attention(core_flops * (causal ? 0.5 : 1.0), s, static_cast<double>(t.head_dim));
+    p.attention = fused.forward_s;
+    p.attention_backward = fused.backward_s;
   } else {
-    // Two batched GEMMs and a softmax over the a x s x s scores.
+    // Two batched GEMMs and a softmax over the a x s x s scores; the backward twice that.
     const double a = static_cast<double>(t.num_heads);
     p.attention = time.eager_attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
+    p.attention_backward = 2.0 * p.attention;
   }
   double bytes = 2 * (2 * e * m * h) + 2 * (3 * e * m * h);     // two norms, two residual adds
   bytes += (t.mlp == MlpKind::swiglu ? 3.0 : 2.0) * e * m * f;  // activation (and gating)
@@ -313,9 +357,8 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   const double e = time.element_bytes();
   const double m = b * s;
   const auto block = block_forward(t, b, s, c.attention, time, k);
-  const double attention_back = c.attention == Attention::flash ? 2.5 : 2.0;
   Phase fwd{block.gemm * L, block.attention * L, block.elementwise * L};
-  Phase bwd{2 * fwd.gemm, attention_back * fwd.attention, 2 * fwd.elementwise};
+  Phase bwd{2 * fwd.gemm, block.attention_backward * L, 2 * fwd.elementwise};
   // Embedding lookup, and its scatter-add in backward.
   fwd.elementwise += time.bytes(2 * e * m * h, 1);
   bwd.elementwise += time.bytes(2 * e * m * h, 1);

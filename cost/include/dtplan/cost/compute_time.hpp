@@ -34,7 +34,11 @@ struct AttentionCurve {
   double head_dim = 0;                // the curve holds at this head dimension
   double plateau_efficiency = 0;      // of the dense peak, as s grows without bound
   double half_efficiency_tokens = 0;  // s at which half the plateau is reached
-  std::string source;                 // where the curve was measured
+  // The forward alone, where the benchmark timed it (0: unknown, the forward runs at the
+  // forward + backward curve). It sets what recomputation costs; the backward is the rest.
+  double forward_plateau_efficiency = 0;
+  double forward_half_efficiency_tokens = 0;
+  std::string source;  // where the curve was measured
 };
 
 // data/compute.json, documented in docs/step-time-model.md; calibration refits them.
@@ -91,6 +95,10 @@ AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib);
 double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
                             AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
                             double head_dim);
+// The same for the forward alone: the curve's forward where it has one, else the above.
+double attention_forward_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
+                                    AttentionKernel requested, AttentionLibrary lib,
+                                    double seq_tokens, double head_dim);
 
 // One micro-step (forward and backward) of micro_batch samples on one GPU.
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
