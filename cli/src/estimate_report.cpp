@@ -127,7 +127,7 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
                                 std::string(name_of(c.precision)) + ", " +
                                 std::string(name_of(c.optimizer)) + ", checkpointing " +
                                 std::string(name_of(c.checkpointing)) + ", offload " +
-                                std::string(name_of(c.offload))});
+                                std::string(name_of(c.offload)) + ", " + attention_text(c)});
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +
                       std::to_string(ctx.options.micro_steps) + " x " + std::to_string(c.dp_size) +
                       " GPUs = " + std::to_string(e.global_batch);

@@ -92,4 +92,12 @@ std::string headroom_clause(Bytes total, Bytes capacity) {
          " GiB usable), which keeps room for allocator fragmentation: plan rejects it";
 }
 
+std::string attention_text(const TrainingConfig& c) {
+  std::string text = std::string(name_of(c.attention)) + " attention";
+  if (c.attention_kernel != AttentionKernel::framework) {
+    text += " (" + std::string(name_of(c.attention_kernel)) + " kernel)";
+  }
+  return text;
+}
+
 }  // namespace dtplan::cli

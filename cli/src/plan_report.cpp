@@ -94,6 +94,12 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
   out << "  target global batch " << r.global_batch;
   if (ctx.model.transformer) {
     out << ", sequence " << (r.seq_len > 0 ? r.seq_len : ctx.model.transformer->max_positions);
+    if (r.attention != Attention::flash || r.attention_kernel != AttentionKernel::framework) {
+      TrainingConfig attention;
+      attention.attention = r.attention;
+      attention.attention_kernel = r.attention_kernel;
+      out << ", " << attention_text(attention);
+    }
   }
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
       << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
