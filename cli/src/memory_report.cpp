@@ -36,7 +36,7 @@ std::string batch_line(const ModelDesc& m, const TrainingConfig& c, std::int64_t
   if (m.transformer) {
     text += " x sequence " + std::to_string(seq_len) +
             (c.seq_len == 0 ? " (the model's maximum; set --seq-len)" : "") + ", " +
-            std::string(name_of(c.attention)) + " attention";
+            attention_text(c);
   } else if (m.layers) {
     text += ", input " + format_shape(m.layers->input_shape) + " per sample";
   } else {
@@ -170,6 +170,10 @@ void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
       format_gb(g.total()) + " per GPU; host " + format_gib(e.cpu_per_node) + " per node");
   out << '\n';
   t.print(out, {4});
+  out << "\n  as PyTorch reports the peak: " << gib(g.torch_reserved()) << " GiB reserved, "
+      << gib(g.torch_allocated())
+      << " GiB allocated (torch.cuda.max_memory_reserved and _allocated: without the CUDA "
+         "context and NCCL's buffers, and allocated without the allocator's slack)\n";
   print_terms(out, "activations", e.activation_terms);
   print_terms(out, "buffers", e.buffer_terms);
   print_terms(out, "overhead", e.overhead_terms);

@@ -31,6 +31,14 @@ Bytes MemoryComponents::total() const {
   return model_states() + activations + buffers + overhead;
 }
 
+Bytes MemoryComponents::torch_reserved() const {
+  return total() - outside_allocator;
+}
+
+Bytes MemoryComponents::torch_allocated() const {
+  return torch_reserved() - allocator_slack;
+}
+
 namespace {
 
 std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements) {
@@ -307,12 +315,15 @@ class Builder {
     if (v_.communicators > 0) {
       const auto bytes = nccl_bytes(v_.communicators, k_);
       add_buffer([&] { return nccl_buffers(v_.communicators, k_).name; }, bytes);
+      e_.gpu.outside_allocator += bytes;  // NCCL allocates them itself
     }
   }
 
   void overhead() {
     const Bytes allocated = e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers;
     e_.gpu.overhead = overhead_bytes(allocated, k_);
+    e_.gpu.allocator_slack = e_.gpu.overhead - Bytes{k_.cuda_context_bytes};
+    e_.gpu.outside_allocator += Bytes{k_.cuda_context_bytes};
     if (v_.explain) e_.overhead_terms = overhead_terms(allocated, k_);
   }
 

@@ -29,6 +29,9 @@ nlohmann::json to_json(const MemoryEstimate& e) {
   j["shard_degree"] = e.shard_degree;
   j["recipe"] = e.recipe;
   j["per_gpu"] = components_json(e.gpu);
+  // As PyTorch would report the peak (torch.cuda.max_memory_reserved / _allocated).
+  j["per_gpu"]["torch_reserved"] = e.gpu.torch_reserved().value;
+  j["per_gpu"]["torch_allocated"] = e.gpu.torch_allocated().value;
   j["per_cpu"] = components_json(e.cpu);
   j["cpu_per_node"] = e.cpu_per_node.value;
   j["activations_modelled"] = e.activations_modelled;

@@ -282,6 +282,14 @@ Bytes Memory3D::total() const {
                activations.value + logits.value + buffers.value + overhead.value};
 }
 
+Bytes Memory3D::torch_reserved() const {
+  return total() - outside_allocator;
+}
+
+Bytes Memory3D::torch_allocated() const {
+  return torch_reserved() - allocator_slack;
+}
+
 namespace {
 
 // The NCCL communicators a GPU of the layout uses, each with its own buffers: tensor
@@ -418,6 +426,8 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.activations = e.gpu.activations - out.logits;
   out.buffers = e.gpu.buffers;
   out.overhead = e.gpu.overhead;
+  out.outside_allocator = e.gpu.outside_allocator;
+  out.allocator_slack = e.gpu.allocator_slack;
   out.host = e.cpu.total();
   out.activation_terms = std::move(e.activation_terms);
   out.buffer_terms = std::move(e.buffer_terms);

@@ -124,9 +124,18 @@ struct StepPrediction {
   std::vector<std::pair<std::string, double>> parts;  // seconds per step
   std::int64_t global_batch = 0, seq_len = 0, gpus = 0;
   Precision precision = Precision::bf16;
-  Bytes memory;
+  // The GPU's peak: all of it (nvidia-smi), and what PyTorch reports as reserved and allocated.
+  Bytes memory, memory_reserved, memory_allocated;
   ModelDesc model;
 };
+
+// The memory figure a row measured, as its metric names it.
+double memory_metric(const std::string& metric, const StepPrediction& p) {
+  const auto bytes = metric == "peak_allocated_GiB"  ? p.memory_allocated
+                     : metric == "peak_reserved_GiB" ? p.memory_reserved
+                                                     : p.memory;
+  return static_cast<double>(bytes.value) / kGiB;
+}
 
 TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& t,
                            std::int64_t gpus) {
@@ -207,7 +216,10 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
     p.step_s = time.step_s;
     p.mfu = time.mfu;
     p.global_batch = l.global_batch();
-    p.memory = cost::memory_3d(p.model, l, in.overheads(), false).total();
+    const auto memory = cost::memory_3d(p.model, l, in.overheads(), false);
+    p.memory = memory.total();
+    p.memory_reserved = memory.torch_reserved();
+    p.memory_allocated = memory.torch_allocated();
     return p;
   }
   tc.strategy = parse_strategy(strategy);
@@ -229,6 +241,8 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
   p.mfu = e.mfu;
   p.global_batch = e.global_batch;
   p.memory = e.memory.gpu.total();
+  p.memory_reserved = e.memory.gpu.torch_reserved();
+  p.memory_allocated = e.memory.gpu.torch_allocated();
   return p;
 }
 
@@ -298,7 +312,7 @@ RowPrediction predict(const PublishedSet& set, std::size_t i, Inputs& in) {
                   [](const auto& a, const auto& b) { return a.second > b.second; });
         out.breakdown = std::move(p.parts);
       }
-      out.predicted = row.family == Family::memory ? static_cast<double>(p.memory.value) / kGiB
+      out.predicted = row.family == Family::memory ? memory_metric(row.metric, p)
                                                    : step_metric(row, source, p, in.gpu(row.gpu));
     }
     out.error = error_of(row, out.predicted);

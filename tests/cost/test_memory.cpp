@@ -236,6 +236,10 @@ TEST_CASE("overhead: CUDA context plus allocator slack on what is allocated") {
   // 5% of 18,308,281,344 = 915,414,067.2, rounded up
   CHECK(e.gpu.overhead.value == 536'870'912 + 915'414'068);
   CHECK(e.gpu.total().value == allocated + 536'870'912 + 915'414'068);
+  // What PyTorch reports: its caching allocator holds neither the CUDA context nor NCCL's
+  // own buffers; max_memory_reserved includes the slack, max_memory_allocated does not.
+  CHECK(e.gpu.torch_reserved().value == 18 * a + 915'414'068);
+  CHECK(e.gpu.torch_allocated().value == 18 * a);
 }
 
 TEST_CASE("fit verdict against a GPU's capacity") {

@@ -91,6 +91,34 @@ TEST_CASE("published runs: every metric of one step gives the same error") {
   CHECK(a.by_family[0].mean_abs_error == Approx(std::abs(expected)).epsilon(1e-9));
 }
 
+TEST_CASE("published runs: a memory row is predicted as the figure it measured") {
+  // The same run measured three ways: torch.cuda.max_memory_allocated, _reserved, and the whole
+  // GPU (nvidia-smi). GPT-2 XL under ZeRO-2 on 8 GPUs: one NCCL communicator.
+  const auto dir = fresh_dir("memory");
+  auto row = [](const std::string& id, const std::string& metric) {
+    auto r = step_row(id, metric, 10.0);
+    r.replace(r.find(R"("family": "step")"), 16, R"("family": "memory")");
+    return r;
+  };
+  write(dir / "m.json",
+        source_json(row("alloc", "peak_allocated_GiB") + "," +
+                    row("reserved", "peak_reserved_GiB") + "," + row("used", "peak_used_GiB")));
+  const auto set = planner::load_published(dir);
+  const auto a = planner::published_accuracy(set, {resolve_data_dir(""), {}, "", {}});
+  REQUIRE(a.rows.size() == 3);
+  for (const auto& r : a.rows)
+    REQUIRE(r.status == planner::RowStatus::predicted);
+  // The CUDA context (536,870,912 bytes) and NCCL's buffers of one communicator (16 channels x
+  // 2 connections x 9,633,792 bytes) lie outside PyTorch's allocator (data/overheads.json).
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const double outside = (536'870'912.0 + 16 * 2 * 9'633'792.0) / kGiB;
+  CHECK(a.rows[2].predicted - a.rows[1].predicted == Approx(outside).epsilon(1e-9));
+  // The allocator's slack, 5% of what is allocated (the NCCL buffers included), is reserved.
+  const double allocated_and_nccl = a.rows[0].predicted + 16 * 2 * 9'633'792.0 / kGiB;
+  CHECK(a.rows[1].predicted - a.rows[0].predicted ==
+        Approx(0.05 * allocated_and_nccl).epsilon(1e-6));
+}
+
 TEST_CASE("published runs: a row dtplan cannot express is kept and says what it needs") {
   const auto dir = fresh_dir("needs");
   write(dir / "a.json", source_json(R"({"id": "fp8", "family": "step", "where": "w",

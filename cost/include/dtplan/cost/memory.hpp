@@ -26,9 +26,17 @@ struct MemoryComponents {
   Bytes activations;
   Bytes buffers;   // transient: gathered units, reduce buckets, NCCL buffers, ...
   Bytes overhead;  // CUDA context, allocator slack
+  // Parts of the above PyTorch's caching allocator does not hold: NCCL's buffers (of buffers)
+  // and the CUDA context (of overhead); and the allocator's slack (of overhead).
+  Bytes outside_allocator;
+  Bytes allocator_slack;
 
   Bytes model_states() const;  // weights + master + gradients + optimizer + buckets
-  Bytes total() const;         // model states + activations + buffers + overhead
+  Bytes total() const;         // model states + activations + buffers + overhead: the GPU's
+  // What PyTorch reports as its peak: torch.cuda.max_memory_reserved (the caching allocator's
+  // segments) and max_memory_allocated (live tensors), without the CUDA context and NCCL.
+  Bytes torch_reserved() const;
+  Bytes torch_allocated() const;
 };
 
 struct FitVerdict {

@@ -189,6 +189,7 @@ struct Memory3D {
   Bytes host;    // offloaded states in host memory, per GPU (Layout3D::offload)
   // FSDP2's gathered bf16 blocks and one block's unsharded fp32 gradients; NCCL's buffers
   Bytes buffers;
+  Bytes outside_allocator, allocator_slack;  // as MemoryComponents has them
   std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
   std::vector<NamedBytes> buffer_terms;
   std::vector<NamedBytes> overhead_terms;  // CUDA context, allocator slack
@@ -197,6 +198,8 @@ struct Memory3D {
   std::vector<std::pair<std::string, std::string>> explain;
   std::vector<std::string> notes;
   Bytes total() const;
+  Bytes torch_reserved() const;   // as MemoryComponents::torch_reserved
+  Bytes torch_allocated() const;  // as MemoryComponents::torch_allocated
 };
 // The heaviest stage's GPU, priced by the memory model every strategy uses (memory.hpp) with
 // the layout's framework in place of a strategy; `explained` false leaves out the
