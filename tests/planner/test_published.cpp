@@ -44,6 +44,18 @@ std::string step_row(const std::string& id, const std::string& metric, double va
          metric + R"(", "value": )" + std::to_string(value) + "}}";
 }
 
+// The bundled source's predicted rows, by id, in each row's metric.
+std::map<std::string, double> bundled_predictions(const std::string& source) {
+  const auto data = resolve_data_dir("");
+  const auto set = planner::load_published(data / "published");
+  const auto a = planner::published_accuracy(set, {data, {}, source, {}});
+  std::map<std::string, double> predicted;
+  for (const auto& r : a.rows) {
+    if (r.status == planner::RowStatus::predicted) predicted[set.rows[r.row].id] = r.predicted;
+  }
+  return predicted;
+}
+
 }  // namespace
 
 TEST_CASE("published runs: Narayanan et al.'s FLOP count, eq. (3)") {
@@ -205,13 +217,7 @@ TEST_CASE("published runs: ZeRO-3 throughput falls with GPUs at a fixed batch, a
   // Narayanan et al. 2021, Table 2: 174.6B GPT, global batch 1536, DeepSpeed ZeRO-3 without
   // model parallelism: 144, 88 and 44 TFLOP/s per GPU on 384, 768 and 1536 A100s, while PTD-P
   // (tensor 8 x pipeline 12) holds 153, 149, 141. Measured fall 384 -> 1536: 144/44 = 3.27x.
-  const auto data = resolve_data_dir("");
-  const auto set = planner::load_published(data / "published");
-  const auto a = planner::published_accuracy(set, {data, {}, "narayanan2021-ptdp", {}});
-  std::map<std::string, double> predicted;
-  for (const auto& r : a.rows) {
-    if (r.status == planner::RowStatus::predicted) predicted[set.rows[r.row].id] = r.predicted;
-  }
+  const auto predicted = bundled_predictions("narayanan2021-ptdp");
   const double z384 = predicted.at("table2-zero3-175b-384");
   const double z768 = predicted.at("table2-zero3-175b-768");
   const double z1536 = predicted.at("table2-zero3-175b-1536");
@@ -231,13 +237,7 @@ TEST_CASE("published runs: FlashAttention-2 over FlashAttention in training, as 
   // kernel: 196 and 189 TFLOP/s per GPU at 2K tokens, 220 and 170 at 8K (1.3B); 205 and 189,
   // 225 and 175 (2.7B). The gain comes from the attention kernels' curves (measured by the
   // same paper's Figure 4 on the kernels alone), so it must grow with the sequence as measured.
-  const auto data = resolve_data_dir("");
-  const auto set = planner::load_published(data / "published");
-  const auto a = planner::published_accuracy(set, {data, {}, "flash-attention-2-paper", {}});
-  std::map<std::string, double> predicted;
-  for (const auto& r : a.rows) {
-    if (r.status == planner::RowStatus::predicted) predicted[set.rows[r.row].id] = r.predicted;
-  }
+  const auto predicted = bundled_predictions("flash-attention-2-paper");
   REQUIRE(predicted.size() == 8);
   auto gain = [&](const std::string& model, const std::string& context) {
     const std::string row = "table1-" + model + "-" + context + "-";
