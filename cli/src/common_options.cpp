@@ -169,11 +169,7 @@ TrainingConfig training_config(const TrainingOptions& o) {
 
 AttentionKernel attention_kernel_of(std::string_view kernel, Attention attention) {
   const auto k = parse_flag("--attention-kernel", std::string(kernel), parse_attention_kernel);
-  if (k != AttentionKernel::framework && attention != Attention::flash) {
-    throw Error("--attention-kernel " + std::string(kernel) +
-                " names a fused kernel, but --attention " + std::string(name_of(attention)) +
-                " runs none: give --attention flash");
-  }
+  check_attention_kernel(attention, k);
   return k;
 }
 

@@ -49,10 +49,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   c.checkpointing = parse_checkpointing(s.checkpointing);
   c.attention = parse_attention(s.attention);
   c.attention_kernel = parse_attention_kernel(s.attention_kernel);
-  if (c.attention_kernel != AttentionKernel::framework && c.attention != Attention::flash) {
-    throw Error("attention kernel " + s.attention_kernel + " is a fused kernel, but attention " +
-                s.attention + " runs none: choose flash attention");
-  }
+  check_attention_kernel(c.attention, c.attention_kernel);
   c.offload = parse_offload(s.offload);
   c.grad_accum = s.grad_accum;
   return c;

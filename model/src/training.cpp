@@ -49,6 +49,12 @@ Attention parse_attention(std::string_view t) {
 AttentionKernel parse_attention_kernel(std::string_view t) {
   return value_in(kAttentionKernels, t, "attention kernel");
 }
+void check_attention_kernel(Attention attention, AttentionKernel kernel) {
+  if (kernel == AttentionKernel::framework || attention == Attention::flash) return;
+  throw Error("{attention-kernel} " + std::string(name_of(kernel)) +
+              " names a fused kernel, but {attention} " + std::string(name_of(attention)) +
+              " runs none: choose flash attention");
+}
 
 namespace {
 

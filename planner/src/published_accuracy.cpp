@@ -150,6 +150,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.checkpointing = parse_checkpointing(c.text("checkpointing", "none"));
   tc.attention = parse_attention(c.text("attention", "flash"));
   tc.attention_kernel = parse_attention_kernel(c.text("attention-kernel", "framework"));
+  check_attention_kernel(tc.attention, tc.attention_kernel);
   tc.offload = parse_offload(c.text("offload", "none"));
   if (c.has("deepspeed-version")) {
     tc.zero3_gathers = zero3_gathers_of_deepspeed(c.text("deepspeed-version"));

@@ -24,6 +24,16 @@ TEST_CASE("precisions, optimizers, offloads, checkpointing, attention parse") {
   CHECK(name_of(Strategy::fsdp_grad_op) == "fsdp-grad-op");
 }
 
+TEST_CASE("a named fused attention kernel needs fused attention") {
+  CHECK(parse_attention_kernel("flash-attn-triton") == AttentionKernel::flash_attn_triton);
+  CHECK(name_of(AttentionKernel::flash_attn_1) == "flash-attn-1");
+  CHECK_NOTHROW(check_attention_kernel(Attention::flash, AttentionKernel::cudnn));
+  CHECK_NOTHROW(check_attention_kernel(Attention::eager, AttentionKernel::framework));
+  CHECK_THROWS_WITH(check_attention_kernel(Attention::hf_eager, AttentionKernel::flash_attn_2),
+                    Catch::Contains("{attention-kernel} flash-attn-2") &&
+                        Catch::Contains("{attention} hf-eager runs none"));
+}
+
 TEST_CASE("unknown names suggest close ones") {
   try {
     parse_strategy("zero4");

@@ -115,6 +115,9 @@ Offload parse_offload(std::string_view text);
 Checkpointing parse_checkpointing(std::string_view text);
 Attention parse_attention(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
+// Throws dtplan::Error (naming {attention-kernel} and {attention}) when a fused kernel is named
+// for an attention that runs none.
+void check_attention_kernel(Attention attention, AttentionKernel kernel);
 
 std::vector<std::string> strategy_names();
 
