@@ -54,7 +54,17 @@ nlohmann::json model_json(const ModelDesc& m) {
                   {"max_positions", t.max_positions},
                   {"mlp", t.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
                   {"positions", t.positions == PositionKind::rotary ? "rotary" : "learned"},
-                  {"tied_embeddings", t.tied_embeddings}};
+                  {"tied_embeddings", t.tied_embeddings},
+                  {"qk_norm", t.qk_norm},
+                  {"sliding_window", t.sliding_window}};
+    j["active_params"] = count_parameters(t).active;
+    if (t.moe.active()) {
+      j["shape"]["moe"] = {{"experts", t.moe.experts},
+                           {"experts_per_token", t.moe.experts_per_token},
+                           {"expert_ffn", t.moe.expert_ffn_size},
+                           {"shared_ffn", t.moe.shared_ffn_size},
+                           {"shared_expert_gate", t.moe.shared_expert_gate}};
+    }
   } else if (m.layers) {
     j["kind"] = "layer_list";
     auto layers = nlohmann::json::array();

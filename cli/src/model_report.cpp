@@ -23,6 +23,16 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
                                                 std::to_string(t.head_dim)});
   s.add_row({"ffn", std::to_string(t.ffn_size) +
                         (t.mlp == MlpKind::swiglu ? " (SwiGLU: gate, up, down)" : " (GELU MLP)")});
+  if (t.moe.active()) {
+    s.add_row({"experts", std::to_string(t.moe.experts) + " of " +
+                              std::to_string(t.moe.expert_ffn_size) + ", " +
+                              std::to_string(t.moe.experts_per_token) + " per token"});
+    if (t.moe.shared_ffn_size > 0)
+      s.add_row({"shared expert", std::to_string(t.moe.shared_ffn_size) +
+                                      (t.moe.shared_expert_gate ? " (gated)" : "")});
+  }
+  if (t.sliding_window > 0)
+    s.add_row({"sliding window", std::to_string(t.sliding_window) + " tokens"});
   s.add_row({"vocabulary",
              std::to_string(t.vocab_size) +
                  (t.head == HeadKind::causal_lm && !t.tied_embeddings ? ", untied LM head" : "")});
@@ -52,6 +62,11 @@ void print_layers(std::ostream& out, const LayerListModel& layers) {
 
 void print_model_detail(std::ostream& out, const ModelDesc& m) {
   out << m.name << ": " << format_thousands(m.params) << " parameters (" << m.origin << ")\n";
+  if (m.transformer && m.transformer->moe.active()) {
+    const auto active = count_parameters(*m.transformer).active;
+    out << "  active per token: " << format_thousands(active) << " (" << percent(active, m.params)
+        << ")\n";
+  }
   if (!m.reference.empty()) out << "  reference: " << m.reference << '\n';
   TextTable c({"component", "parameters", "share"});
   for (const auto& comp : m.components) {

@@ -13,6 +13,10 @@
 //   mlp gelu   e*sbh (fc1 input) + 2e*sbf (activation input, fc2 input) + sbh (dropout mask)
 //   mlp swiglu e*sbh (gate/up input) + 4e*sbf (gate out, SiLU out, up out, product)
 //   norms      2 * e*sbh (each norm's input)
+//   mixture of experts, E experts of width f_e, k per token, shared expert of f_s: the
+//              MLP input e*sbh as above, then 4*sbE (fp32 router probabilities)
+//              + 2e*ksbh (the k permuted copies of every token, the experts' outputs)
+//              + the swiglu/gelu inner terms for ksb rows of f_e and sb rows of f_s
 //
 // With e = 2, f = 4h, k = q = h, dropout and eager scores: 34*sbh + 5*as^2b.
 //
@@ -197,6 +201,42 @@ ActivationEstimate layer_list_activations(const LayerListModel& m, const Trainin
 
 }  // namespace
 
+namespace {
+
+// An MLP's inner tensors for `rows` token rows of width f (on this rank): the up (and gate)
+// outputs and the activation's output, 4 tensors with a gate, 2 without.
+std::int64_t mlp_inner_bytes(const TransformerSpec& t, std::int64_t e, std::int64_t rows,
+                             std::int64_t f) {
+  return checked_mul(t.mlp == MlpKind::swiglu ? 4 * e : 2 * e,
+                     checked_mul(rows, f, "activation bytes"), "activation bytes");
+}
+
+// A mixture-of-experts MLP keeps, besides its input (counted with the dense terms): the
+// router's fp32 probabilities (sb x E, for the softmax's backward), the k permuted copies of
+// every token (the experts' inputs), the experts' inner tensors for those k sb rows, the
+// experts' outputs (the routing weights' gradient is their dot product with the output's
+// gradient), and the shared expert's inner tensors. Expert widths split t ways (expert
+// tensor parallelism equal to tp); the token copies do not.
+std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShape& a,
+                                  std::int64_t sb, std::int64_t sbh) {
+  const auto& moe = t.moe;
+  const std::int64_t e = element_bytes(a.precision);
+  const std::int64_t rows = checked_mul(sb, moe.experts_per_token, "activation bytes");
+  const std::int64_t copies = checked_mul(sbh, moe.experts_per_token, "activation bytes");
+  std::int64_t bytes =
+      checked_mul(4, checked_mul(sb, moe.experts, "activation bytes"), "activation bytes");
+  bytes = checked_add(bytes, checked_mul(2 * e, copies, "activation bytes"), "activation bytes");
+  bytes = checked_add(bytes, mlp_inner_bytes(t, e, rows, split(moe.expert_ffn_size, a.tp)),
+                      "activation bytes");
+  if (moe.shared_ffn_size > 0) {
+    bytes = checked_add(bytes, mlp_inner_bytes(t, e, sb, split(moe.shared_ffn_size, a.tp)),
+                        "activation bytes");
+  }
+  return bytes;
+}
+
+}  // namespace
+
 BlockActivations block_activations(const TransformerSpec& t, const ActivationShape& a) {
   check_shape(a);
   const std::int64_t e = element_bytes(a.precision), tp = a.tp;
@@ -213,8 +253,8 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   // inputs of the QKV projection, of the MLP and of the two norms, the two dropout masks.
   const std::int64_t replicated = e * sbh + mask + e * sbh + mask + 2 * e * sbh;
   // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
-  const std::int64_t mlp = checked_mul(t.mlp == MlpKind::swiglu ? 4 * e : 2 * e,
-                                       checked_mul(sb, f, "activation bytes"), "activation bytes");
+  const std::int64_t mlp =
+      t.moe.active() ? moe_activation_bytes(t, a, sb, sbh) : mlp_inner_bytes(t, e, sb, f);
   const std::int64_t inner = 2 * e * checked_mul(sb, q, "activation bytes") +
                              2 * e * checked_mul(sb, kv, "activation bytes") + mlp;
   BlockActivations out;

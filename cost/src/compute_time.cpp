@@ -272,6 +272,15 @@ class Timer {
     return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
            k_.kernel_overhead_s;
   }
+  // A grouped GEMM (one kernel for all experts, as Megatron-LM's TEGroupedMLP and torchtitan's
+  // grouped_mm run them): `rows` routed token rows spread over `groups` weight matrices of
+  // K x N, all of them read once.
+  double grouped_gemm(double rows, double k, double n, double groups) const {
+    const double flops = 2.0 * rows * k * n;
+    const double bytes = e_ * (rows * k + groups * k * n + rows * n);
+    return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
+           k_.kernel_overhead_s;
+  }
   // The fused kernel's forward and backward on query and key blocks of s tokens, `flops` the
   // forward's: together 3.5 x the forward's work at the forward + backward curve (the backward
   // recomputes the scores), the forward at its own curve, the backward the rest.
@@ -313,6 +322,57 @@ struct Phase {
   double total() const { return gemm + attention + elementwise; }
 };
 
+// One dense MLP of intermediate size f on m tokens: its GEMMs, and the bytes of its activation
+// (and gating).
+void dense_mlp(const TransformerSpec& t, double m, double f, const Timer& time, Phase& p,
+               double& bytes) {
+  const double h = static_cast<double>(t.hidden_size);
+  const double e = time.element_bytes();
+  const bool gated = t.mlp == MlpKind::swiglu;
+  p.gemm += (gated ? 2 : 1) * time.gemm(m, h, f) + time.gemm(m, f, h);
+  bytes += (gated ? 3.0 : 2.0) * e * m * f;
+}
+
+// The structural kernels of one mixture-of-experts layer's routing, forward: the router's
+// softmax and top-k, the permutation (sort by expert, gather) and the un-permutation
+// (scatter, weighted sum of the k outputs).
+constexpr double kMoeRoutingKernels = 5;
+
+// A mixture-of-experts MLP on m tokens: the router GEMM, the routed experts as grouped GEMMs
+// over the m k routed rows, the shared expert as a dense MLP; element-wise, the router's fp32
+// scores (read, softmax written, read by top-k), the gather of the k copies of every token and
+// the weighted sum back.
+void moe_mlp(const TransformerSpec& t, double m, const Timer& time, Phase& p, double& bytes) {
+  const auto& moe = t.moe;
+  const double h = static_cast<double>(t.hidden_size);
+  const double e = time.element_bytes();
+  const double experts = static_cast<double>(moe.experts);
+  const double rows = m * static_cast<double>(moe.experts_per_token);
+  const double fe = static_cast<double>(moe.expert_ffn_size);
+  const bool gated = t.mlp == MlpKind::swiglu;
+  p.gemm += time.gemm(m, h, experts);
+  p.gemm += (gated ? 2 : 1) * time.grouped_gemm(rows, h, fe, experts) +
+            time.grouped_gemm(rows, fe, h, experts);
+  bytes += (gated ? 3.0 : 2.0) * e * rows * fe;
+  if (moe.shared_ffn_size > 0)
+    dense_mlp(t, m, static_cast<double>(moe.shared_ffn_size), time, p, bytes);
+  bytes += 3.0 * 4.0 * m * experts;   // router scores, softmax, top-k
+  bytes += 2.0 * e * rows * h;        // permutation: read and write k copies
+  bytes += e * rows * h + e * m * h;  // un-permutation and weighted sum
+  p.elementwise += time.bytes(0, kMoeRoutingKernels);
+}
+
+}  // namespace
+
+double attended_fraction(const TransformerSpec& t, double s) {
+  if (t.head != HeadKind::causal_lm) return 1.0;
+  const double w = static_cast<double>(t.sliding_window);
+  if (w <= 0 || w >= s) return 0.5;
+  return (w * (w + 1) / 2 + (s - w) * w) / (s * s);
+}
+
+namespace {
+
 // Forward of one transformer block for M = b s tokens.
 Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn, const Timer& time,
                     const ComputeConstants& k) {
@@ -320,17 +380,20 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const double h = static_cast<double>(t.hidden_size);
   const double q = static_cast<double>(t.q_size());
   const double kv = static_cast<double>(t.kv_size());
-  const double f = static_cast<double>(t.ffn_size);
   const double e = time.element_bytes();
   Phase p;
   p.gemm = time.gemm(m, h, q + 2 * kv) + time.gemm(m, q, h);
-  p.gemm += t.mlp == MlpKind::swiglu ? 2 * time.gemm(m, h, f) + time.gemm(m, f, h)
-                                     : time.gemm(m, h, f) + time.gemm(m, f, h);
-  const bool causal = t.head == HeadKind::causal_lm;
+  double bytes = 0;
+  if (t.moe.active()) {
+    moe_mlp(t, m, time, p, bytes);
+  } else {
+    dense_mlp(t, m, static_cast<double>(t.ffn_size), time, p, bytes);
+  }
   const double core_flops = 4.0 * b * s * s * q;
   if (attn == Attention::flash) {
-    const auto fused =
-        time.fused_attention(core_flops * (causal ? 0.5 : 1.0), s, static_cast<double>(t.head_dim));
+    // The fused kernel skips the key blocks a causal mask or a sliding window leaves out.
+    const auto fused = time.fused_attention(core_flops * attended_fraction(t, s), s,
+                                            static_cast<double>(t.head_dim));
     p.attention = fused.forward_s;
     p.attention_backward = fused.backward_s;
   } else {
@@ -339,11 +402,11 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
     p.attention = time.eager_attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
     p.attention_backward = 2.0 * p.attention;
   }
-  double bytes = 2 * (2 * e * m * h) + 2 * (3 * e * m * h);     // two norms, two residual adds
-  bytes += (t.mlp == MlpKind::swiglu ? 3.0 : 2.0) * e * m * f;  // activation (and gating)
+  bytes += 2 * (2 * e * m * h) + 2 * (3 * e * m * h);  // two norms, two residual adds
+  if (t.qk_norm) bytes += 2 * e * m * (q + kv);        // RMSNorm of every query and key head
   if (t.positions == PositionKind::rotary) bytes += 2 * e * m * (q + kv);
   if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
-  p.elementwise = time.bytes(bytes, k.elementwise_kernels_per_layer);
+  p.elementwise += time.bytes(bytes, k.elementwise_kernels_per_layer);
   return p;
 }
 
@@ -384,12 +447,16 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.attention_recompute_s = recompute > 0 ? block.attention * L : 0;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
-  // PaLM's model FLOPs: 6 N per token over the matmul parameters, 12 L q s for attention.
+  // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
+  // active experts of a mixture), 12 L q s for attention (s capped by a sliding window).
   const auto p = count_parameters(t);
-  const double matmul = static_cast<double>(p.attention + p.mlp) + (lm ? v * h : 0.0);
-  const double attention_fwd = 4.0 * L * s * static_cast<double>(t.q_size()) * m;
+  const double block_matmul =
+      static_cast<double>(p.attention) + L * static_cast<double>(mlp_active_params(t));
+  const double matmul = block_matmul + (lm ? v * h : 0.0);
+  const double keys = t.sliding_window > 0 ? std::min(s, static_cast<double>(t.sliding_window)) : s;
+  const double attention_fwd = 4.0 * L * keys * static_cast<double>(t.q_size()) * m;
   out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
-  const double block_fwd = 2.0 * static_cast<double>(p.attention + p.mlp) * m + attention_fwd;
+  const double block_fwd = 2.0 * block_matmul * m + attention_fwd;
   out.hardware_flops =
       out.model_flops + (c.checkpointing == Checkpointing::full        ? block_fwd
                          : c.checkpointing == Checkpointing::selective ? attention_fwd

@@ -29,6 +29,11 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
     throw FieldError("scale", std::to_string(scale) + " is not in (0, 1]");
   }
   if (seq_len < 1) throw Error("sequence length " + std::to_string(seq_len) + ": must be >= 1");
+  if (spec.moe.active()) {
+    throw Error("model_type " + spec.model_type +
+                ": dtplan-run executes dense blocks only; a mixture of experts (" +
+                std::to_string(spec.moe.experts) + " experts) is estimated and planned, not run");
+  }
   DenseStack s;
   s.scale = scale;
   s.vocab = std::max<std::int64_t>(2, scaled(spec.vocab_size, scale));

@@ -33,14 +33,27 @@ struct BlockParams {
   std::int64_t matrices = 0, replicated = 0;
 };
 
+// A mixture of experts splits every expert t ways (Megatron-LM's expert tensor parallelism,
+// equal to tp by default) and keeps the router, the shared expert's gate and each expert's
+// output bias whole, as a row-parallel Linear keeps its bias.
 BlockParams block_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size, q = s.q_size(), kv = s.kv_size(), f = s.ffn_size;
   BlockParams p;
-  p.matrices = h * (q + 2 * kv) + q * h + (s.mlp == MlpKind::gelu ? 2 : 3) * h * f;
+  p.matrices = h * (q + 2 * kv) + q * h;
   if (s.qkv_bias) p.matrices += q + 2 * kv;
-  if (s.mlp_bias) p.matrices += (s.mlp == MlpKind::gelu ? 1 : 2) * f;
   p.replicated = (s.norm == NormKind::layernorm ? 4 : 2) * h + (s.attn_out_bias ? h : 0) +
-                 (s.mlp_bias ? h : 0);
+                 (s.qk_norm ? 2 * s.head_dim : 0);
+  if (s.moe.active()) {
+    const std::int64_t experts = s.moe.experts + (s.moe.shared_ffn_size > 0 ? 1 : 0);
+    const std::int64_t whole = h * s.moe.experts + (s.moe.router_bias ? s.moe.experts : 0) +
+                               (s.moe.shared_expert_gate ? h : 0) + (s.mlp_bias ? experts * h : 0);
+    p.matrices += mlp_params(s) - whole;
+    p.replicated += whole;
+    return p;
+  }
+  p.matrices += (s.mlp == MlpKind::gelu ? 2 : 3) * h * f;
+  if (s.mlp_bias) p.matrices += (s.mlp == MlpKind::gelu ? 1 : 2) * f;
+  p.replicated += s.mlp_bias ? h : 0;
   return p;
 }
 
@@ -190,6 +203,12 @@ void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const F
     fail("context parallelism runs on fused attention kernels (Transformer Engine, SDPA), not " +
          std::string(name_of(l.attention)) + " attention ({attention} flash)");
   }
+  if (m.sliding_window > 0 && m.sliding_window < l.seq_len) {
+    fail("context parallelism with a sliding window (" + std::to_string(m.sliding_window) + " of " +
+         std::to_string(l.seq_len) +
+         " tokens) is not modelled: its ranks skip different "
+         "key blocks");
+  }
   if (l.seq_len % (2 * l.cp) != 0) {
     fail("sequence length " + std::to_string(l.seq_len) + " does not divide into 2 x cp = " +
          std::to_string(2 * l.cp) + " chunks (two per context-parallel rank, for causal balance)");
@@ -257,6 +276,11 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
          " attention heads) do not divide by tp: each tensor-parallel rank needs whole "
          "key/value heads");
   }
+  if (m.moe.active() && (m.moe.expert_ffn_size % l.tp != 0 || m.moe.shared_ffn_size % l.tp != 0))
+    fail("the experts' intermediate size " + std::to_string(m.moe.expert_ffn_size) +
+         (m.moe.shared_ffn_size > 0 ? " (shared " + std::to_string(m.moe.shared_ffn_size) + ")"
+                                    : "") +
+         " does not divide by tp: each tensor-parallel rank needs an equal slice of every expert");
   if (l.tp > gpus_per_node)
     fail("tensor parallelism must stay inside a node of " + std::to_string(gpus_per_node) +
          " GPUs");
@@ -489,6 +513,8 @@ ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t layers) {
   s.num_heads /= t;
   s.num_kv_heads /= t;
   s.ffn_size /= t;
+  s.moe.expert_ffn_size /= t;
+  s.moe.shared_ffn_size /= t;
   s.vocab_size = (s.vocab_size + t - 1) / t;
   s.num_layers = layers;
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");

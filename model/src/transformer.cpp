@@ -4,10 +4,14 @@
 //   attention  h*q + 2*h*k + q*h  (+ q + 2k biases if qkv_bias, + h if attn_out_bias)
 //   mlp gelu   2*h*f              (+ f + h if mlp_bias)
 //   mlp swiglu 3*h*f              (+ 2f + h if mlp_bias)
-//   norms      2 * (h, + h if LayerNorm has a bias)
+//   norms      2 * (h, + h if LayerNorm has a bias)  (+ 2 head_dim for Qwen3's q/k norms)
+//   mixture of experts: router h*E (+ E), E experts of f_e, a shared expert of f_s (+ h for
+//   its gate); a token runs through the router, the shared expert and k of the E experts.
 #include "dtplan/model/transformer.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <string_view>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
@@ -40,11 +44,25 @@ std::int64_t attention_params(const TransformerSpec& s) {
   return p;
 }
 
-std::int64_t mlp_params(const TransformerSpec& s) {
+// One MLP of intermediate size f, of the model's kind.
+std::int64_t one_mlp(const TransformerSpec& s, std::int64_t f) {
   const std::int64_t h = s.hidden_size;
-  const std::int64_t f = s.ffn_size;
   if (s.mlp == MlpKind::swiglu) return add(mul(3, mul(h, f)), s.mlp_bias ? add(mul(2, f), h) : 0);
   return add(mul(2, mul(h, f)), s.mlp_bias ? add(f, h) : 0);
+}
+
+// A mixture-of-experts MLP with `routed` of its experts counted.
+std::int64_t moe_params(const TransformerSpec& s, std::int64_t routed) {
+  const auto& m = s.moe;
+  std::int64_t p = add(mul(s.hidden_size, m.experts), m.router_bias ? m.experts : 0);
+  p = add(p, mul(routed, one_mlp(s, m.expert_ffn_size)));
+  if (m.shared_ffn_size > 0) p = add(p, one_mlp(s, m.shared_ffn_size));
+  if (m.shared_expert_gate) p = add(p, s.hidden_size);
+  return p;
+}
+
+std::int64_t layer_norm_params(const TransformerSpec& s) {
+  return add(mul(2, norm_params(s)), s.qk_norm ? mul(2, s.head_dim) : 0);
 }
 
 std::int64_t embedding_params(const TransformerSpec& s) {
@@ -56,6 +74,14 @@ std::int64_t embedding_params(const TransformerSpec& s) {
 
 }  // namespace
 
+std::int64_t mlp_params(const TransformerSpec& s) {
+  return s.moe.active() ? moe_params(s, s.moe.experts) : one_mlp(s, s.ffn_size);
+}
+
+std::int64_t mlp_active_params(const TransformerSpec& s) {
+  return s.moe.active() ? moe_params(s, s.moe.experts_per_token) : one_mlp(s, s.ffn_size);
+}
+
 std::vector<ParamComponent> TransformerParams::components() const {
   return {{"embeddings", embeddings},
           {"attention", attention},
@@ -63,6 +89,30 @@ std::vector<ParamComponent> TransformerParams::components() const {
           {"norms", norms},
           {"head", head}};
 }
+
+namespace {
+
+void validate_moe(const MoeSpec& m, const std::string& origin) {
+  constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;  // DeepSeek-V3 has 256
+  if (m.experts > kMaxExperts) {
+    throw Error(origin + "num_experts " + std::to_string(m.experts) +
+                " is beyond the sane maximum " + std::to_string(kMaxExperts));
+  }
+  if (m.experts_per_token < 1 || m.experts_per_token > m.experts) {
+    throw Error(origin + "num_experts_per_tok " + std::to_string(m.experts_per_token) +
+                " must be between 1 and the " + std::to_string(m.experts) + " experts");
+  }
+  if (m.expert_ffn_size <= 0 || m.expert_ffn_size > (std::int64_t{1} << 27)) {
+    throw Error(origin + "the experts' intermediate size " + std::to_string(m.expert_ffn_size) +
+                " must be positive and below 2^27");
+  }
+  if (m.shared_ffn_size < 0 || m.shared_ffn_size > (std::int64_t{1} << 27)) {
+    throw Error(origin + "the shared expert's intermediate size " +
+                std::to_string(m.shared_ffn_size) + " must be between 0 and 2^27");
+  }
+}
+
+}  // namespace
 
 void validate(const TransformerSpec& s, const std::string& origin_in) {
   const std::string origin = origin_in.empty() ? "" : origin_in + ": ";
@@ -96,13 +146,14 @@ void validate(const TransformerSpec& s, const std::string& origin_in) {
                 " does not divide num_attention_heads " + std::to_string(s.num_heads));
   }
   if (s.type_vocab_size < 0) throw Error(origin + "type_vocab_size must not be negative");
+  if (s.moe.active()) validate_moe(s.moe, origin);
   // q_size() and kv_size() multiply unchecked; a valid spec keeps them in range.
   checked_mul(s.num_heads, s.head_dim, origin + "num_heads x head_dim");
 }
 
 TransformerParams count_parameters(const TransformerSpec& s) {
   TransformerParams p;
-  const std::int64_t layer_norms = mul(2, norm_params(s));
+  const std::int64_t layer_norms = layer_norm_params(s);
   p.per_layer = add(add(attention_params(s), mlp_params(s)), layer_norms);
   p.embeddings = embedding_params(s);
   p.attention = mul(attention_params(s), s.num_layers);
@@ -128,7 +179,8 @@ TransformerParams count_parameters(const TransformerSpec& s) {
       break;
   }
   if (s.pooler) p.head = add(p.head, add(mul(h, h), h));
-  add(add(p.embeddings, p.attention), add(p.mlp, add(p.norms, p.head)));
+  p.active = add(add(p.embeddings, p.attention), add(p.mlp, add(p.norms, p.head)));
+  p.active -= mul(s.num_layers, mlp_params(s) - mlp_active_params(s));
   return p;
 }
 
@@ -166,11 +218,31 @@ std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& s
     linear(next(), h, s.kv_size(), s.qkv_bias);
     linear(next(), h, s.kv_size(), s.qkv_bias);
   }
+  if (s.qk_norm) {
+    next().push_back(s.head_dim);
+    next().push_back(s.head_dim);
+  }
   linear(next(), s.q_size(), h, s.attn_out_bias);
   norm(next(), s);
-  if (s.mlp == MlpKind::swiglu) linear(next(), h, s.ffn_size, s.mlp_bias);  // gate
-  linear(next(), h, s.ffn_size, s.mlp_bias);
-  linear(next(), s.ffn_size, h, s.mlp_bias);
+  // One MLP's projections, each its own module: gate (SwiGLU), up, down.
+  auto mlp = [&](std::int64_t f) {
+    if (s.mlp == MlpKind::swiglu && s.model_type == "phi3") {
+      linear(next(), h, mul(2, f), s.mlp_bias);  // gate_up_proj
+    } else {
+      if (s.mlp == MlpKind::swiglu) linear(next(), h, f, s.mlp_bias);
+      linear(next(), h, f, s.mlp_bias);
+    }
+    linear(next(), f, h, s.mlp_bias);
+  };
+  if (!s.moe.active()) {
+    mlp(s.ffn_size);
+    return out;
+  }
+  linear(next(), h, s.moe.experts, s.moe.router_bias);
+  for (std::int64_t e = 0; e < s.moe.experts; ++e)
+    mlp(s.moe.expert_ffn_size);
+  if (s.moe.shared_ffn_size > 0) mlp(s.moe.shared_ffn_size);
+  if (s.moe.shared_expert_gate) linear(next(), h, 1, false);
   return out;
 }
 
@@ -213,6 +285,23 @@ void read_common_dims(const ObjectReader& c, TransformerSpec& s) {
   }
 }
 
+// Sliding-window attention (Mistral v0.1, Phi-3): each token attends to the last
+// `sliding_window` positions; null or absent: to all earlier ones.
+void read_sliding_window(const ObjectReader& c, TransformerSpec& s) {
+  s.sliding_window = c.optional_integer("sliding_window").value_or(0);
+  if (s.sliding_window < 0) c.fail("sliding_window", "must be a positive number of tokens");
+}
+
+// Qwen's configs carry a window that applies only when use_sliding_window is true, and then
+// only to some layers (max_window_layers): not modelled, so refused rather than ignored.
+void refuse_layer_windows(const ObjectReader& c) {
+  if (c.optional_boolean("use_sliding_window").value_or(false)) {
+    c.fail("use_sliding_window",
+           "sliding-window attention on some layers (max_window_layers) is not modelled yet; "
+           "set it to false to plan with full attention");
+  }
+}
+
 // Llama family (llama, mistral, qwen2): SwiGLU, RMSNorm, rotary, untied by default.
 void read_llama_like(const ObjectReader& c, TransformerSpec& s) {
   read_common_dims(c, s);
@@ -236,8 +325,80 @@ TransformerSpec read_llama(const ObjectReader& c) {
 TransformerSpec read_qwen2(const ObjectReader& c) {
   TransformerSpec s;
   read_llama_like(c, s);
+  refuse_layer_windows(c);
   s.qkv_bias = true;
   s.attn_out_bias = false;
+  return s;
+}
+
+TransformerSpec read_mistral(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  read_sliding_window(c, s);
+  return s;
+}
+
+// Qwen3: Qwen2's shape with an RMSNorm on every query and key head and no projection biases
+// unless attention_bias says so.
+TransformerSpec read_qwen3(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  refuse_layer_windows(c);
+  s.qk_norm = true;
+  return s;
+}
+
+// Phi-3: Llama's shape with fused qkv_proj and gate_up_proj, a sliding window, dropouts.
+TransformerSpec read_phi3(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  read_sliding_window(c, s);
+  s.hidden_dropout = c.optional_number("resid_pdrop").value_or(0.0) > 0.0;
+  s.embedding_dropout = c.optional_number("embd_pdrop").value_or(0.0) > 0.0;
+  if (c.optional_number("partial_rotary_factor").value_or(1.0) != 1.0) {
+    c.fail("partial_rotary_factor", "partial rotary embeddings are not modelled yet");
+  }
+  return s;
+}
+
+// Mixtral: Mistral's blocks with num_local_experts SwiGLU experts of intermediate_size each,
+// num_experts_per_tok of them per token, behind a bias-free router.
+TransformerSpec read_mixtral(const ObjectReader& c) {
+  TransformerSpec s = read_mistral(c);
+  s.moe.experts = c.positive_integer("num_local_experts");
+  s.moe.experts_per_token = c.positive_integer("num_experts_per_tok");
+  s.moe.expert_ffn_size = s.ffn_size;
+  return s;
+}
+
+// Qwen-MoE (qwen2_moe, qwen3_moe): num_experts experts of moe_intermediate_size; Qwen2-MoE adds
+// a shared expert of shared_expert_intermediate_size behind a sigmoid gate. Every layer must
+// be sparse: dense layers among them (decoder_sparse_step, mlp_only_layers) are refused.
+void read_qwen_moe(const ObjectReader& c, TransformerSpec& s) {
+  s.moe.experts = c.positive_integer("num_experts");
+  s.moe.experts_per_token = c.positive_integer("num_experts_per_tok");
+  s.moe.expert_ffn_size = c.positive_integer("moe_intermediate_size");
+  if (c.optional_integer("decoder_sparse_step").value_or(1) != 1) {
+    c.fail("decoder_sparse_step",
+           "dense layers between sparse ones are not modelled yet (only 1 is supported)");
+  }
+  if (c.has("mlp_only_layers") && !c.integers("mlp_only_layers").empty()) {
+    c.fail("mlp_only_layers", "dense layers among sparse ones are not modelled yet");
+  }
+}
+
+TransformerSpec read_qwen2_moe(const ObjectReader& c) {
+  TransformerSpec s = read_qwen2(c);
+  refuse_layer_windows(c);
+  read_qwen_moe(c, s);
+  s.moe.shared_ffn_size = c.positive_integer("shared_expert_intermediate_size");
+  s.moe.shared_expert_gate = true;
+  return s;
+}
+
+TransformerSpec read_qwen3_moe(const ObjectReader& c) {
+  TransformerSpec s = read_qwen3(c);
+  read_qwen_moe(c, s);
   return s;
 }
 
@@ -342,12 +503,56 @@ void read_architecture(const ObjectReader& c, TransformerSpec& s) {
 struct ModelTypeReader {
   const char* model_type;
   TransformerSpec (*read)(const ObjectReader&);
+  std::string_view expert_keys;  // the keys below that it reads, space-separated
+};
+
+// Keys that add or resize parameters in some model_type (experts, latent attention, extra
+// prediction layers). A reader that does not read one refuses it: counting Mixtral as a dense
+// Mistral because the expert keys were skipped would be off by 6.5x.
+constexpr std::string_view kCountKeys[] = {
+    "num_local_experts",   "num_experts",           "n_routed_experts",
+    "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+    "n_shared_experts",    "first_k_dense_replace", "moe_layer_freq",
+    "decoder_sparse_step", "mlp_only_layers",       "q_lora_rank",
+    "kv_lora_rank",        "qk_rope_head_dim",      "num_nextn_predict_layers",
 };
 
 constexpr ModelTypeReader kReaders[] = {
-    {"gpt2", read_gpt2},     {"gpt_neox", read_gpt_neox}, {"llama", read_llama},
-    {"mistral", read_llama}, {"qwen2", read_qwen2},       {"bert", read_bert},
+    {"gpt2", read_gpt2, ""},
+    {"gpt_neox", read_gpt_neox, ""},
+    {"llama", read_llama, ""},
+    {"mistral", read_mistral, ""},
+    {"qwen2", read_qwen2, ""},
+    {"qwen3", read_qwen3, ""},
+    {"phi3", read_phi3, ""},
+    {"bert", read_bert, ""},
+    {"mixtral", read_mixtral, "num_local_experts num_experts_per_tok"},
+    {"qwen2_moe", read_qwen2_moe,
+     "num_experts num_experts_per_tok moe_intermediate_size shared_expert_intermediate_size "
+     "decoder_sparse_step mlp_only_layers"},
+    {"qwen3_moe", read_qwen3_moe,
+     "num_experts num_experts_per_tok moe_intermediate_size decoder_sparse_step mlp_only_layers"},
 };
+
+bool reads_key(std::string_view keys, std::string_view key) {
+  while (!keys.empty()) {
+    const auto end = std::min(keys.find(' '), keys.size());
+    if (keys.substr(0, end) == key) return true;
+    keys.remove_prefix(std::min(end + 1, keys.size()));
+  }
+  return false;
+}
+
+void refuse_unread_count_keys(const ObjectReader& c, const ModelTypeReader& r) {
+  for (const auto key : kCountKeys) {
+    if (!c.has(key) || reads_key(r.expert_keys, key)) continue;
+    c.fail(std::string(key), "changes the parameter count but model_type '" +
+                                 std::string(r.model_type) +
+                                 "' has no such parameters: a mixture-of-experts or latent-"
+                                 "attention model needs its own model_type (mixtral, qwen2_moe, "
+                                 "qwen3_moe, ...)");
+  }
+}
 
 }  // namespace
 
@@ -366,6 +571,7 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
   }
   for (const auto& r : kReaders) {
     if (type == r.model_type) {
+      refuse_unread_count_keys(config, r);
       TransformerSpec s = r.read(config);
       s.model_type = type;
       read_architecture(config, s);

@@ -20,6 +20,16 @@ void add(Args& a, const std::string& flag, const std::string& value) {
   a.push_back(value);
 }
 
+// Megatron-LM's MoE layer with every expert's GEMMs grouped, as dtplan times them.
+void mixture_of_experts(Args& a, const MoeSpec& m) {
+  add(a, "--num-experts", m.experts);
+  add(a, "--moe-router-topk", m.experts_per_token);
+  add(a, "--moe-ffn-hidden-size", m.expert_ffn_size);
+  if (m.shared_ffn_size > 0) add(a, "--moe-shared-expert-intermediate-size", m.shared_ffn_size);
+  if (m.shared_expert_gate) a.emplace_back("--moe-shared-expert-gate");
+  a.emplace_back("--moe-grouped-gemm");
+}
+
 void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
   add(a, "--num-layers", s.num_layers);
   add(a, "--hidden-size", s.hidden_size);
@@ -41,6 +51,11 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
     a.emplace_back("--disable-bias-linear");
     if (s.qkv_bias) a.emplace_back("--add-qkv-bias");
   }
+  if (s.qk_norm) a.emplace_back("--qk-layernorm");
+  // Transformer Engine's (left, right) window: the w - 1 earlier tokens and none after.
+  if (s.sliding_window > 0 && s.sliding_window < seq_len)
+    add(a, "--window-size", std::to_string(s.sliding_window - 1) + ",0");
+  if (s.moe.active()) mixture_of_experts(a, s.moe);
 }
 
 // The stage split Megatron-LM is told: nothing for an even split, the embedding-and-loss

@@ -17,7 +17,7 @@ nlohmann::json run_json(const std::string& command) {
 
 TEST_CASE("models lists every preset with its exact count") {
   const auto j = run_json("models");
-  CHECK(j["models"].size() == 15);
+  CHECK(j["models"].size() == 20);
   int found = 0;
   for (const auto& m : j["models"]) {
     if (m["name"] == "llama-2-70b") {
@@ -49,8 +49,51 @@ TEST_CASE("models lists every preset with its exact count") {
       CHECK(m["params"] == 8'030'261'248);
       CHECK(m["shape"]["max_positions"] == 131072);
     }
+    if (m["name"] == "mixtral-8x7b") {
+      ++found;
+      // 2 x 32000 x 4096 (untied) + 4096 + 32 x (attention 41,943,040 + norms 8,192 + router
+      // 8 x 4096 + 8 experts x 3 x 4096 x 14336) = 46,702,792,704 (keras-hub's Mixtral preset
+      // "params"; the checkpoint's safetensors total_size 93,405,585,408 bytes / 2). Active:
+      // 2 of 8 experts, 12,879,925,248 (Mistral AI's "12.9B").
+      CHECK(m["params"] == 46'702'792'704);
+      CHECK(m["active_params"] == 12'879'925'248);
+      CHECK(m["shape"]["moe"]["experts"] == 8);
+    }
+    if (m["name"] == "qwen3-30b-a3b") {
+      ++found;
+      // 2 x 151936 x 2048 + 2048 + 48 x (attention 2048 x (4096 + 2 x 512) + 4096 x 2048,
+      // q/k norms 2 x 128, norms 4,096, router 128 x 2048, 128 x 3 x 2048 x 768) =
+      // 30,532,122,624 (keras-hub's Qwen3-MoE preset); active, 8 experts: 3,353,032,704
+      // (Qwen's "3.3B activated").
+      CHECK(m["params"] == 30'532'122'624);
+      CHECK(m["active_params"] == 3'353'032'704);
+    }
+    if (m["name"] == "qwen1.5-moe-a2.7b") {
+      ++found;
+      // Per layer: attention 4 x 2048^2 + q/k/v biases 3 x 2048, norms 4,096, router 60 x
+      // 2048, 60 x 3 x 2048 x 1408, shared expert 3 x 2048 x 5632 and its gate 2048; x 24,
+      // + 2 x 151936 x 2048 + 2048 = 14,315,784,192 (keras-hub's preset; the model card's
+      // "14.3B in total and 2.7B activated").
+      CHECK(m["params"] == 14'315'784'192);
+      CHECK(m["active_params"] == 2'689'173'504);
+    }
+    if (m["name"] == "phi-3-mini") {
+      ++found;
+      // 2 x 32064 x 3072 + 3072 + 32 x (4 x 3072^2 + 3 x 3072 x 8192 + 2 x 3072) =
+      // 3,821,079,552 (keras-hub's Phi-3 preset); dense, so active = total.
+      CHECK(m["params"] == 3'821'079'552);
+      CHECK(m["active_params"] == 3'821'079'552);
+      CHECK(m["shape"]["sliding_window"] == 2047);
+    }
+    if (m["name"] == "qwen3-8b") {
+      ++found;
+      // 2 x 151936 x 4096 + 4096 + 36 x (41,943,040 + q/k norms 256 + 150,994,944 + 8,192)
+      // = 8,190,735,360 (keras-hub's Qwen3 preset; 16,381,470,720 bytes of bf16 weights).
+      CHECK(m["params"] == 8'190'735'360);
+      CHECK(m["shape"]["qk_norm"] == true);
+    }
   }
-  CHECK(found == 4);
+  CHECK(found == 9);
 }
 
 TEST_CASE("gpus lists the catalogue") {

@@ -128,3 +128,37 @@ TEST_CASE("a bare parameter count has no activation model") {
   CHECK_FALSE(a.modelled);
   CHECK(a.total.value == 0);
 }
+
+TEST_CASE("a mixture of experts keeps routed copies of every token and the experts' tensors") {
+  // Mixtral 8x7B's block (h 4096, 32 heads, 8 key/value heads of 128, 8 experts of 14336,
+  // 2 per token), bf16, flash attention, one sequence of s = 4096 tokens, per sb:
+  //   replicated: QKV, MLP and two norm inputs         4 x 2 x 4096       = 32,768
+  //   Q and the output projection's input, K and V     2 x 2 x (4096 + 1024) = 20,480
+  //   router probabilities, fp32, 8 experts            4 x 8              = 32
+  //   the experts' inputs and outputs, 2 copies        2 x 2 x 2 x 4096   = 32,768
+  //   gate, up, SiLU and product for 2 sb rows         4 x 2 x 2 x 14336  = 229,376
+  TransformerSpec t;
+  t.model_type = "mixtral";
+  t.vocab_size = 32000;
+  t.hidden_size = 4096;
+  t.num_layers = 32;
+  t.num_heads = 32;
+  t.num_kv_heads = 8;
+  t.head_dim = 128;
+  t.ffn_size = 14336;
+  t.max_positions = 32768;
+  t.mlp = MlpKind::swiglu;
+  t.norm = NormKind::rmsnorm;
+  t.positions = PositionKind::rotary;
+  t.qkv_bias = t.attn_out_bias = t.mlp_bias = false;
+  t.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_size = 14336};
+  ActivationShape a;
+  a.tokens = 4096;
+  a.layers = 32;
+  const std::int64_t sb = 4096;
+  CHECK(block_activations(t, a).linear.value == sb * (32'768 + 20'480 + 32 + 32'768 + 229'376));
+  // Tensor parallelism 2 halves the heads and every expert's width, not the token copies:
+  // 32,768 + 10,240 + 32 + 32,768 + 114,688.
+  a.tp = 2;
+  CHECK(block_activations(t, a).linear.value == sb * (32'768 + 10'240 + 32 + 32'768 + 114'688));
+}

@@ -405,3 +405,81 @@ TEST_CASE("compute constants: attention curves are checked, retired keys named")
   const auto flat = load_edited([](nlohmann::json& j) { j.erase("attention_kernels"); });
   CHECK(flat.attention_kernels.empty());
 }
+
+namespace {
+// One SwiGLU block, h = 1024 with 8 heads of 128, a vocabulary of 1024, causal LM.
+TransformerSpec one_block(std::int64_t ffn) {
+  TransformerSpec s;
+  s.model_type = "llama";
+  s.vocab_size = 1024;
+  s.hidden_size = 1024;
+  s.num_layers = 1;
+  s.num_heads = s.num_kv_heads = 8;
+  s.head_dim = 128;
+  s.ffn_size = ffn;
+  s.max_positions = 1024;
+  s.mlp = MlpKind::swiglu;
+  s.norm = NormKind::rmsnorm;
+  s.positions = PositionKind::rotary;
+  s.qkv_bias = s.attn_out_bias = s.mlp_bias = false;
+  s.tied_embeddings = false;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a mixture of experts: a router, grouped expert GEMMs, FLOPs of the active experts") {
+  // 8 experts of 2048, 2 per token, against a dense twin whose MLP is 2 x 2048 wide: at
+  // 8 x 1024 tokens both MLPs are compute-bound with equal FLOPs (rows 16384 x 1024 x 2048
+  // against 8192 x 1024 x 4096), so the GEMMs differ by the router alone. Its forward GEMM,
+  // 8192 x 1024 by 1024 x 8, is memory-bound on an A100 at 50%: 2 x (8192 x 1024 + 1024 x 8
+  // + 8192 x 8) = 16,924,672 B / 1.0195e12 B/s, plus 10 us; backward twice that.
+  auto moe = one_block(2048);
+  moe.moe.experts = 8;
+  moe.moe.experts_per_token = 2;
+  moe.moe.expert_ffn_size = 2048;
+  const auto dense = one_block(4096);
+  auto c = bf16(8);
+  c.seq_len = 1024;
+  const auto k = round_constants();
+  const auto m = estimate_compute(model_from_transformer(moe, "moe", "test"), c, a100(), k);
+  const auto d = estimate_compute(model_from_transformer(dense, "dense", "test"), c, a100(), k);
+  const double router = 16'924'672.0 / (2.039e12 * 0.5) + 1e-5;
+  CHECK(m.gemm_s - d.gemm_s == Approx(3 * router).epsilon(1e-6));
+  // Active matmul parameters differ by the router's 1024 x 8: 6 x 8192 x 8192 more FLOPs.
+  CHECK(m.model_flops - d.model_flops == Approx(6.0 * 8192 * 8192).epsilon(1e-9));
+  // Element-wise, the experts' activations move the same bytes (3 x 2 x 16384 x 2048 against
+  // 3 x 2 x 8192 x 4096); routing adds the fp32 scores (3 x 4 x 8192 x 8), the gather of two
+  // copies of every token (read and write, 2 x 2 x 16384 x 1024), their weighted sum (2 x
+  // 16384 x 1024 read, 2 x 8192 x 1024 written) and 5 kernels; backward twice that.
+  const double routing =
+      (12.0 * 8192 * 8 + 4.0 * 16384 * 1024 + 2.0 * 16384 * 1024 + 2.0 * 8192 * 1024) /
+          (2.039e12 * 0.5) +
+      5 * 1e-5;
+  CHECK(m.elementwise_s - d.elementwise_s == Approx(3 * routing).epsilon(1e-6));
+}
+
+TEST_CASE("a sliding window: attention computes the pairs inside it") {
+  auto s = one_block(4096);
+  CHECK(attended_fraction(s, 4096) == 0.5);  // causal: the kernel skips the upper half
+  s.sliding_window = 4096;
+  CHECK(attended_fraction(s, 4096) == 0.5);  // a window as long as the sequence changes nothing
+  // Phi-3-mini's 2047 tokens at 4096: 2047 x 2048 / 2 pairs while the window fills, then
+  // 2049 tokens x 2047 = 2,096,128 + 4,194,303 = 6,290,431 of 4096^2.
+  s.sliding_window = 2047;
+  CHECK(attended_fraction(s, 4096) == Approx(6'290'431.0 / 16'777'216.0).epsilon(1e-12));
+  s.head = HeadKind::base;
+  CHECK(attended_fraction(s, 4096) == 1.0);  // no causal mask: every pair
+  // Model FLOPs count 12 L q min(s, w) per token for attention (PaLM's convention capped by
+  // the window): 12 x 1 x 1024 x (4096 - 2047) x 4096 tokens fewer than without it.
+  auto c = bf16(1);
+  c.seq_len = 4096;
+  auto windowed = one_block(4096);
+  windowed.max_positions = 4096;
+  auto full = windowed;
+  windowed.sliding_window = 2047;
+  const auto k = round_constants();
+  const auto w = estimate_compute(model_from_transformer(windowed, "w", "test"), c, a100(), k);
+  const auto f = estimate_compute(model_from_transformer(full, "f", "test"), c, a100(), k);
+  CHECK(f.model_flops - w.model_flops == Approx(12.0 * 1024 * (4096 - 2047) * 4096).epsilon(1e-9));
+  CHECK(w.attention_s < f.attention_s);
+}

@@ -942,3 +942,31 @@ TEST_CASE("a layout's attention kernel is its framework's: Transformer Engine or
   Model3D general(f.m, f.topo, f.table, f.gpu, k);
   CHECK(general.time(fsdp).compute_s == Approx(general.time(megatron).compute_s));
 }
+
+TEST_CASE("tensor parallelism splits every expert and keeps the router whole") {
+  // The small model's MLP as 8 GELU experts of 1024, 2 per token. A block: attention
+  // 4 x 1024^2 + 4 x 1024 biases, the router 1024 x 8, 8 experts of 2 x 1024 x 1024 + 1024
+  // + 1024 biases, two LayerNorms 4 x 1024. At tp 2 the attention's matrices and QKV biases,
+  // the experts' matrices and up biases halve (column- and row-parallel); the output
+  // projection's bias, the norms, the router and each expert's down bias stay whole.
+  auto m = small_model();
+  auto& t = *m.transformer;
+  t.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_size = 1024};
+  m = model_from_transformer(t, "small-moe", "test");
+  auto l = layout(2, 1, 1);
+  const auto mem = memory_3d(m, l, OverheadConstants{});
+  const std::int64_t split = (4 * 1024 * 1024 + 3 * 1024) + 8 * (2 * 1024 * 1024 + 1024);
+  const std::int64_t whole = 1024 + 4 * 1024 + 8 * 1024 + 8 * 1024;
+  // One stage: 8 blocks, half the word embedding, the position table, the final LayerNorm.
+  CHECK(mem.params_per_gpu == 8 * (split / 2 + whole) + 32000 * 1024 / 2 + 2048 * 1024 + 2 * 1024);
+  // An expert width tp does not divide is refused, naming it.
+  t.moe.expert_ffn_size = 1001;
+  CHECK_THROWS_WITH(check_layout(t, l, 8),
+                    Contains("experts' intermediate size 1001 does not divide by tp"));
+  // A sliding window shorter than the sequence is refused under context parallelism.
+  t.moe = {};
+  t.sliding_window = 512;
+  auto cp = layout(1, 1, 1);
+  cp.cp = 2;
+  CHECK_THROWS_WITH(check_layout(t, cp, 8), Contains("context parallelism with a sliding window"));
+}

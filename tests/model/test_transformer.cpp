@@ -194,3 +194,102 @@ TEST_CASE("config.json sizes beyond a sane maximum are refused when read") {
       "num_attention_heads": 128, "num_key_value_heads": 8,
       "max_position_embeddings": 131072})"));
 }
+
+namespace {
+// Mixtral 8x7B's config.json (Hugging Face, mistralai/Mixtral-8x7B-v0.1), the keys that count.
+constexpr const char* kMixtral =
+    R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
+        "max_position_embeddings": 32768, "sliding_window": null,
+        "tie_word_embeddings": false})";
+
+std::string with(std::string json, const std::string& from, const std::string& to) {
+  const auto at = json.find(from);
+  REQUIRE(at != std::string::npos);
+  return json.replace(at, from.size(), to);
+}
+}  // namespace
+
+TEST_CASE("Mixtral: every expert counts, two per token are active") {
+  const auto s = from_config(kMixtral);
+  REQUIRE(s.moe.active());
+  const auto p = count_parameters(s);
+  // One expert: 3 x 4096 x 14336 = 176,160,768; router 4096 x 8.
+  CHECK(p.mlp == 32LL * (8 * 176'160'768LL + 4096 * 8));
+  CHECK(p.total() == 46'702'792'704);  // keras-hub's Mixtral preset; 93,405,585,408 B of bf16
+  CHECK(p.active == p.total() - 32LL * 6 * 176'160'768LL);
+  // Mixtral 8x22B (hidden 6144, 56 layers, 48 heads, experts of 16384, vocabulary 32000):
+  // 140,620,634,112, the checkpoint's 281,241,268,224 bytes of bf16 weights / 2.
+  const auto big = from_config(
+      R"({"model_type": "mixtral", "hidden_size": 6144, "intermediate_size": 16384,
+          "num_attention_heads": 48, "num_hidden_layers": 56, "num_key_value_heads": 8,
+          "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
+          "max_position_embeddings": 65536})");
+  CHECK(count_parameters(big).total() == 140'620'634'112);
+}
+
+TEST_CASE("a block's modules hold its parameters, experts and fused projections included") {
+  for (const std::string& json :
+       {std::string(kMixtral),
+        std::string(R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+          "num_attention_heads": 16, "num_hidden_layers": 24, "vocab_size": 151936,
+          "max_position_embeddings": 8192, "num_experts": 60, "num_experts_per_tok": 4,
+          "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632})"),
+        std::string(R"({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+          "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 32064,
+          "max_position_embeddings": 4096, "sliding_window": 2047})")}) {
+    const auto s = from_config(json);
+    std::int64_t sum = 0;
+    for (const auto t : layer_parameter_tensors(s))
+      sum += t;
+    CHECK(sum == count_parameters(s).per_layer);
+  }
+  // Mixtral: 2 norms, q, k, v, o, the router, 8 experts x 3 projections.
+  CHECK(layer_submodules(from_config(kMixtral)).size() == 2 + 4 + 1 + 24);
+}
+
+TEST_CASE("Qwen3: a norm on every query and key head, a tied embedding counted once") {
+  // Qwen3-0.6B: hidden 1024, 28 layers, 16 heads of 128 (q is 2048 wide), 8 key/value heads,
+  // MLP 3072, tied 151936 x 1024 embedding. Per layer: attention 1024 x (2048 + 2 x 1024) +
+  // 2048 x 1024 = 6,291,456, q/k norms 2 x 128, MLP 3 x 1024 x 3072 = 9,437,184, norms 2,048.
+  const auto s = from_config(
+      R"({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+          "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+          "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+          "tie_word_embeddings": true, "use_sliding_window": false, "sliding_window": null})");
+  CHECK(s.qk_norm);
+  CHECK(count_parameters(s).per_layer == 6'291'456 + 256 + 9'437'184 + 2'048);
+  // keras-hub's Qwen3-0.6B preset: 596,049,920 (the checkpoint stores the tied matrix twice).
+  CHECK(count_parameters(s).total() == 596'049'920);
+}
+
+TEST_CASE("keys that change the count are read or refused, never skipped") {
+  // Mixtral relabelled as Mistral would be counted as a 7.2B dense model.
+  CHECK_THAT(error_of(with(kMixtral, "\"mixtral\"", "\"mistral\"")),
+             Contains("/num_local_experts: changes the parameter count") &&
+                 Contains("model_type 'mistral'"));
+  CHECK_THAT(error_of(with(kMixtral, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9")),
+             Contains("num_experts_per_tok 9 must be between 1 and the 8 experts"));
+  const std::string qwen_moe =
+      R"({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+          "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
+          "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+          "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+          "decoder_sparse_step": 1, "mlp_only_layers": []})";
+  CHECK(count_parameters(from_config(qwen_moe)).total() == 30'532'122'624);  // keras-hub
+  CHECK_THAT(error_of(with(qwen_moe, "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2")),
+             Contains("/decoder_sparse_step: dense layers between sparse ones"));
+  CHECK_THAT(error_of(with(qwen_moe, "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0]")),
+             Contains("/mlp_only_layers"));
+  CHECK_THAT(error_of(with(qwen_moe, "\"num_experts\": 128",
+                           "\"use_sliding_window\": true, "
+                           "\"num_experts\": 128")),
+             Contains("/use_sliding_window: sliding-window attention on some layers"));
+  CHECK_THAT(error_of(with(qwen_moe, "\"qwen3_moe\"", "\"qwen3\"")),
+             Contains("/num_experts: changes the parameter count"));
+  CHECK_THAT(error_of(R"({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+                          "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 32064,
+                          "max_position_embeddings": 4096, "sliding_window": -1})"),
+             Contains("/sliding_window: must be a positive number of tokens"));
+}

@@ -83,6 +83,11 @@ struct ComputeTime {
 // end, FlashAttention-2) or Transformer Engine (cuDNN's fused attention), as Megatron-LM runs.
 enum class AttentionLibrary { pytorch, transformer_engine };
 
+// The fraction of the s x s query-key pairs attention computes over a sequence of `s` tokens:
+// 1 without a causal mask, 1/2 with one (the fused kernel skips blocks above the diagonal),
+// (w (w + 1) / 2 + (s - w) w) / s^2 under a sliding window of w < s tokens.
+double attended_fraction(const TransformerSpec& t, double s);
+
 // The kernel that runs: `requested`, or the library's own for AttentionKernel::framework.
 AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib);
 

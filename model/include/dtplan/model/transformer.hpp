@@ -22,6 +22,20 @@ enum class HeadKind {
   sequence_classification,  // *ForSequenceClassification: a num_labels projection
 };
 
+// A mixture-of-experts MLP (Shazeer et al. 2017; Mixtral, Qwen-MoE): a router scores
+// `experts` routed experts per token, each token runs through the top `experts_per_token` of
+// them, and through the always-active shared expert when `shared_ffn_size` > 0. Each expert is
+// an MLP of the model's kind (gate, up, down under SwiGLU).
+struct MoeSpec {
+  std::int64_t experts = 0;            // routed experts per layer; 0: a dense MLP
+  std::int64_t experts_per_token = 0;  // top-k
+  std::int64_t expert_ffn_size = 0;    // intermediate size of one routed expert
+  std::int64_t shared_ffn_size = 0;    // intermediate size of the shared expert(s), 0 if none
+  bool shared_expert_gate = false;     // Qwen-MoE: a sigmoid gate Linear(hidden, 1) on it
+  bool router_bias = false;            // the router's Linear has a bias
+  bool active() const { return experts > 0; }
+};
+
 struct TransformerSpec {
   std::string model_type;  // Hugging Face model_type: gpt2, gpt_neox, llama, ...
   std::int64_t vocab_size = 0;
@@ -32,6 +46,7 @@ struct TransformerSpec {
   std::int64_t head_dim = 0;      // usually hidden_size / num_heads
   std::int64_t ffn_size = 0;      // MLP intermediate size
   std::int64_t max_positions = 0;
+  std::int64_t sliding_window = 0;   // tokens each token attends back to; 0: all earlier ones
   std::int64_t type_vocab_size = 0;  // BERT token-type embeddings; 0 otherwise
   MlpKind mlp = MlpKind::gelu;
   NormKind norm = NormKind::layernorm;
@@ -48,6 +63,8 @@ struct TransformerSpec {
   bool attention_dropout = false;
   bool hidden_dropout = false;     // after attention and MLP outputs
   bool embedding_dropout = false;  // after the embeddings
+  bool qk_norm = false;            // Qwen3: RMSNorm over head_dim on each query and key head
+  MoeSpec moe;                     // every block's MLP when moe.active()
 
   std::int64_t q_size() const { return num_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }
@@ -61,15 +78,22 @@ struct ParamComponent {
 struct TransformerParams {
   std::int64_t embeddings = 0;  // token (+ learned position, token-type, embedding norm)
   std::int64_t attention = 0;   // all layers
-  std::int64_t mlp = 0;         // all layers
+  std::int64_t mlp = 0;         // all layers: dense MLPs, or routers and every expert
   std::int64_t norms = 0;       // per-layer norms and the final norm
   std::int64_t head = 0;        // untied LM head, MLM transform, pooler, classifier
   std::int64_t per_layer = 0;   // one transformer block
+  // What one token runs through: equal to total() for a dense model; for a mixture of experts
+  // the router, the shared expert and experts_per_token routed experts per layer.
+  std::int64_t active = 0;
   std::int64_t total() const { return embeddings + attention + mlp + norms + head; }
   std::vector<ParamComponent> components() const;
 };
 
 // Exact parameter count. Throws dtplan::Error if the spec is inconsistent.
+// The matrices of one block's MLP that a token runs through (router and shared expert
+// included) and all of them; equal for a dense MLP. Biases included.
+std::int64_t mlp_active_params(const TransformerSpec& spec);
+std::int64_t mlp_params(const TransformerSpec& spec);
 TransformerParams count_parameters(const TransformerSpec& spec);
 
 // The parameter tensors of one block as the model's modules register them: weights and biases
