@@ -170,9 +170,23 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
       in_.model, c, 1, y == 0, {*all_models_[d], *node_models_[d], in_.compute.kernel_overhead_s},
       in_.overheads);
   g.ops = comm.ops;
+  const auto full = std::find(checkpointings_.begin(), checkpointings_.end(), Checkpointing::full);
+  if (full != checkpointings_.end()) {
+    auto recomputing = c;
+    recomputing.checkpointing = Checkpointing::full;
+    if (cost::recompute_regather(recomputing)) {
+      g.ops_full_recompute =
+          cost::estimate_training_comm(
+              in_.model, recomputing, 1, y == 0,
+              {*all_models_[d], *node_models_[d], in_.compute.kernel_overhead_s}, in_.overheads)
+              .ops;
+    }
+  }
   const auto elements = cost::optimizer_elements(in_.model, c);
   g.optimizer_s = cost::optimizer_time(elements, c, in_.gpu, in_.compute);
   g.host_s = cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops);
+  if (!g.ops_full_recompute.empty())
+    cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops_full_recompute);
   g.ok = true;
   return g;
 }
@@ -332,6 +346,8 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     if (!line.ok) continue;
     ++result_.configs_evaluated;
     c.checkpointing = checkpointings_[ci];
+    const bool regathers = c.checkpointing == Checkpointing::full && !g.ops_full_recompute.empty();
+    step.ops = regathers ? g.ops_full_recompute : g.ops;
     c.memory = line.at(c.micro_batch);
     c.host_memory = line.host;
     if (c.memory > result_.usable) {

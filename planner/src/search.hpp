@@ -21,6 +21,9 @@ namespace dtplan::planner::detail {
 // Communication, optimizer and host time of one (strategy, precision, GPUs, offload).
 struct Group {
   std::vector<cost::CommOp> ops;
+  // With full recomputation, where it adds collectives (ZeRO-3 gathers the recomputed
+  // submodules again): the ops then. Empty when they are `ops`.
+  std::vector<cost::CommOp> ops_full_recompute;
   double optimizer_s = 0;
   double host_s = 0;
   bool ok = false;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dtplan/cost/memory.hpp"
+#include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/planner/planner.hpp"
@@ -337,4 +338,30 @@ TEST_CASE("a deadline rejects runs that take longer, and says by how much") {
   CHECK_THAT(none.suggestions.front(), Catch::Contains("misses {max_run_s}"));
   r.steps = 0;
   CHECK_THROWS_WITH(f.run(r), Catch::Contains("max_run_s: needs"));
+}
+
+TEST_CASE("the search prices ZeRO-3's gathers after full recomputation as the estimate does") {
+  // DeepSpeed ZeRO-3 gathers the recomputed block's submodules again before their backward:
+  // an op only full recomputation adds. The search prepares communication once per strategy
+  // and GPU count; the chosen plan's step must still be the estimate's, op for op. (Qwen3-30B-
+  // A3B: its 623M-parameter blocks are beyond DeepSpeed's reuse distance of 1e9 elements, and
+  // its 384 expert projections per block are gathered one by one, too many to hide.)
+  const Fixture f("qwen3-30b-a3b", "dgx-h100", 1, "H100-SXM");
+  auto r = request(256, 4096);
+  r.strategies = {Strategy::zero3};
+  r.checkpointing = {Checkpointing::none, Checkpointing::full};
+  const auto res = f.run(r);
+  REQUIRE(res.best);
+  REQUIRE(res.best->checkpointing == Checkpointing::full);
+  const auto cfg = training_config(*res.best, r, 8);
+  cost::CommModel all(f.topology, f.table, cfg.dp_size);
+  cost::CommModel node(f.topology, f.table, cfg.dp_size);
+  cost::StepOptions o;
+  o.micro_steps = res.best->grad_accum;
+  o.no_sync = res.best->no_sync;
+  const auto e = cost::estimate_step(f.model, cfg, o, f.gpu, f.compute, f.overheads,
+                                     {all, node, f.compute.kernel_overhead_s});
+  REQUIRE(e.comm.ops.size() == 4);
+  CHECK(e.comm.ops[3].name == "weights re-gathered after recomputation");
+  CHECK(res.best->step_time_s == Approx(e.times.step_s).epsilon(1e-9));
 }
