@@ -74,7 +74,10 @@ int run_gpus(const CatalogOptions& o, const RunContext& ctx) {
                          {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
                          {"peak_flops_bf16", g.peak_flops.bf16},
                          {"peak_flops_fp16", g.peak_flops.fp16},
-                         {"peak_flops_fp32", g.peak_flops.fp32}});
+                         {"peak_flops_fp32", g.peak_flops.fp32},
+                         {"peak_flops_fp8", g.peak_flops.fp8},
+                         {"peak_flops_fp4", g.peak_flops.fp4},
+                         {"architecture", g.architecture}});
   }
   if (o.json) {
     ctx.out << j.dump(2) << '\n';

@@ -37,6 +37,8 @@ PeakFlops read_flops(const ObjectReader& r) {
   f.fp16 = r.number("fp16", kSpec);
   f.bf16 = r.number("bf16", kSpec);
   f.fp8 = r.number("fp8", kSpec);
+  f.fp6 = r.number("fp6", kSpec);
+  f.fp4 = r.number("fp4", kSpec);
   f.int8 = r.number("int8", kSpec);
   r.reject_unknown_keys();
   return f;
@@ -55,8 +57,8 @@ GpuSpec read_gpu(const ObjectReader& r) {
   g.pcie_lanes = r.positive_integer("pcie_lanes");
   g.tdp_watts = r.number("tdp_watts", kSpec);
   g.architecture = r.string("architecture");
-  static const std::vector<std::string> kArchitectures{"volta", "turing", "ampere", "ada",
-                                                       "hopper"};
+  static const std::vector<std::string> kArchitectures{"volta",  "turing",    "ampere", "ada",
+                                                       "hopper", "blackwell", "cdna3",  "cdna4"};
   if (std::find(kArchitectures.begin(), kArchitectures.end(), g.architecture) ==
       kArchitectures.end()) {
     r.fail("architecture", unknown_name_message("architecture", g.architecture, kArchitectures));

@@ -98,6 +98,13 @@ TEST_CASE("models lists every preset with its exact count") {
 
 TEST_CASE("gpus lists the catalogue") {
   const auto j = run_json("gpus");
-  CHECK(j["gpus"].size() == 12);
+  CHECK(j["gpus"].size() == 17);
   CHECK(j["gpus"][0].contains("memory_bytes"));
+  for (const auto& g : j["gpus"]) {
+    if (g["name"] != "B200") continue;
+    // HGX B200's table, per 8 GPUs: FP16/BF16 36 PF with sparsity, so 2.25 PF dense per GPU;
+    // nvidia-smi reports 183359 MiB.
+    CHECK(g["peak_flops_bf16"] == 2.25e15);
+    CHECK(g["memory_bytes"] == 183359LL * 1048576);
+  }
 }

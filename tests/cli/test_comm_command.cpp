@@ -99,3 +99,18 @@ TEST_CASE("comm errors") {
              Contains("--nodes: 5000 is beyond the supported 4,096"));
   CHECK_THAT(run({"comm", "--topology", "/tmp", "--size", "1GiB"}).err, Contains("a directory"));
 }
+
+TEST_CASE("DGX B200: a ring all-reduce over NVLink 5 at NCCL's per-link bandwidth") {
+  // 18 NVLink 5 links per B200 at NCCL's SM100_NVLINK_BW 40.1 GB/s each (src/graph/topo.h):
+  // 721.8 GB/s, the bottleneck of a one-node ring. At 16 GiB the bus bandwidth is that less
+  // the latency: Together's DGX B200 sweep measured 679 GB/s (ring, NCCL 2.29.7), 6% below.
+  const auto r = run({"comm", "--topology", "dgx-b200", "--size", "16GiB", "--collective",
+                      "all_reduce", "--algorithm", "ring", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["bottleneck"]["class"] == "nvlink5");
+  CHECK(j["bottleneck"]["achieved_Bps"].get<double>() == Approx(18 * 40.1e9));
+  const double bytes = 16.0 * (1 << 30);
+  const double time_s = 2.0 * 7.0 / 8.0 * bytes / (18 * 40.1e9) + j["latency_s"].get<double>();
+  CHECK(j["time_s"].get<double>() == Approx(time_s).epsilon(1e-6));
+}

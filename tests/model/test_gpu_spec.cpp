@@ -65,14 +65,14 @@ TEST_CASE("a catalogue with a typo in a key is rejected") {
   const auto path = std::filesystem::temp_directory_path() / "dtplan_test_gpus.json";
   std::ofstream(path) << R"({"schema_version": 1, "gpus": [{"name": "X", "aliases": [],
     "memory_bytes": 1, "hbm_bandwidth_bytes_per_s": 1, "peak_flops": {"fp32": 1, "tf32": 0,
-    "fp16": 0, "bf16": 0, "fp8": 0, "int8": 0}, "nvlink_links": 0,
+    "fp16": 0, "bf16": 0, "fp8": 0, "fp6": 0, "fp4": 0, "int8": 0}, "nvlink_links": 0,
     "nvlink_bytes_per_s_per_direction": 0, "pcie_generation": 4, "pcie_lanes": 16,
     "tdp_watt": 300}]})";
   CHECK_THROWS_WITH(GpuCatalog::load(path),
                     Contains("/gpus/0/tdp_watts: missing required key (found 'tdp_watt'"));
   std::ofstream(path) << R"({"schema_version": 1, "gpus": [{"name": "X", "aliases": [],
     "memory_bytes": 1, "hbm_bandwidth_bytes_per_s": 1, "peak_flops": {"fp32": 1, "tf32": 0,
-    "fp16": 0, "bf16": 0, "fp8": 0, "int8": 0}, "nvlink_links": 0,
+    "fp16": 0, "bf16": 0, "fp8": 0, "fp6": 0, "fp4": 0, "int8": 0}, "nvlink_links": 0,
     "nvlink_bytes_per_s_per_direction": 0, "pcie_generation": 4, "pcie_lanes": 16,
     "tdp_watts": 300, "architecture": "blackwel"}]})";
   CHECK_THROWS_WITH(GpuCatalog::load(path), Contains("/gpus/0/architecture") &&

@@ -41,15 +41,15 @@ std::int64_t count(const Topology& t, DeviceKind k) {
 
 TEST_CASE("every preset builds with the GPUs it names") {
   const std::pair<const char*, std::int64_t> presets[] = {
-      {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8},
-      {"dgx1-v100", 8},      {"dgx-a100", 8},       {"dgx-h100", 8}};
+      {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8}, {"dgx1-v100", 8},
+      {"dgx-a100", 8},       {"dgx-h100", 8},       {"dgx-b200", 8}};
   for (const auto& [name, gpus] : presets) {
     INFO(name);
     const auto t = build(name);
     CHECK(t.gpu_count() == gpus);
     CHECK(t.gpus_per_node() == gpus);
   }
-  CHECK(list_topology_presets(kData / "topologies").size() == 6);
+  CHECK(list_topology_presets(kData / "topologies").size() == 7);
 }
 
 TEST_CASE("DGX A100: NVSwitch with 12 NVLinks per GPU, 8 NICs") {

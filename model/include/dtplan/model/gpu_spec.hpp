@@ -18,6 +18,8 @@ struct PeakFlops {  // dense (no 2:4 sparsity) FLOP/s; 0 = no tensor-core suppor
   double fp16 = 0;
   double bf16 = 0;
   double fp8 = 0;
+  double fp6 = 0;  // Blackwell and CDNA4: FP6 (MXFP6) tensor cores
+  double fp4 = 0;  // Blackwell (NVFP4, MXFP4) and CDNA4 (MXFP4)
   double int8 = 0;
 };
 
@@ -32,7 +34,8 @@ struct GpuSpec {
   std::int64_t pcie_generation = 0;
   std::int64_t pcie_lanes = 0;
   double tdp_watts = 0;
-  // The tensor-core generation: volta, turing, ampere, ada, hopper. Kernels written for one
+  // The tensor-core generation: volta, turing, ampere, ada, hopper, blackwell (NVIDIA), cdna3,
+  // cdna4 (AMD Instinct). Kernels written for one
   // generation run below the peak of a later one (FlashAttention-2 on Hopper).
   std::string architecture;
 
