@@ -137,6 +137,16 @@ void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t s
   if (a.loss == LossKind::vocab_parallel) {
     add_term(est, a, "fp32 softmax kept by the vocab-parallel cross-entropy", fp32);
     loss = fp32;
+  } else if (a.loss == LossKind::loss_parallel) {
+    // The logits are freed before backward (torchtitan deletes them), whose peak holds four
+    // fp32 copies: the kept log-softmax and three temporaries.
+    const std::int64_t temporaries = checked_mul(3, fp32, "bytes") - logits;  // logits <= fp32
+    add_term(est, a, "fp32 log-softmax kept by loss_parallel", fp32);
+    add_term(est, a,
+             "loss_parallel backward: zero gradient, exp of the log-softmax, their sum (fp32), "
+             "less the logits freed before it",
+             temporaries);
+    loss = fp32 + temporaries;
   } else {
     const std::int64_t upcast = is_mixed(a.precision) ? fp32 : 0;
     add_term(est, a, "fp32 logits for the loss", upcast);

@@ -344,7 +344,11 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
   a.embedding = i == 0;
   a.head = i == head_stage(l);
-  a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel : LossKind::torch;
+  // torchtitan turns loss_parallel on whenever tensor parallelism shards the LM head
+  // (training.disable_loss_parallel defaults to false).
+  a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel
+           : l.tp > 1                         ? LossKind::loss_parallel
+                                              : LossKind::torch;
   return a;
 }
 

@@ -970,3 +970,25 @@ TEST_CASE("tensor parallelism splits every expert and keeps the router whole") {
   cp.cp = 2;
   CHECK_THROWS_WITH(check_layout(t, cp, 8), Contains("context parallelism with a sliding window"));
 }
+
+TEST_CASE("FSDP2 with tensor parallelism: loss_parallel's backward holds four fp32 logits") {
+  // torchtitan's loss under tensor parallelism runs PyTorch's loss_parallel on the rank's
+  // 32000 / 2 = 16,000 logits per token. It frees the bf16 logits before backward, whose peak
+  // keeps the fp32 log-softmax and makes a zero gradient, exp of the log-softmax and their
+  // sum (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward):
+  // 4 x 4 bytes per logit, where Megatron-LM's vocab-parallel loss keeps 2 + 4.
+  const auto m = small_model();
+  auto l = layout(2, 1, 4);
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 16LL * 1024 * 16000);
+  l.framework = Framework::megatron;
+  l.sharding = DpSharding::optimizer;
+  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 6LL * 1024 * 16000);
+  // Without tensor parallelism the loss is torch's cross-entropy over all 32000 logits: the
+  // bf16 logits, their fp32 copy and the fp32 log-softmax, 10 bytes each.
+  l = layout(1, 1, 8);
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 10LL * 1024 * 32000);
+}

@@ -33,7 +33,13 @@ struct ActivationEstimate {
 //                   log-softmax (over 1/t of the vocabulary with loss parallelism)
 //   vocab_parallel  Megatron-LM's vocab-parallel cross-entropy: the fp32 softmax of the
 //                   rank's 1/t of the vocabulary
-enum class LossKind { torch, vocab_parallel };
+//   loss_parallel   PyTorch's loss_parallel over logits sharded on the vocabulary (torchtitan
+//                   under tensor parallelism): log-softmax and its backward decomposed into
+//                   separate fp32 tensors of the rank's 1/t of the vocabulary; at its peak,
+//                   in backward, the kept log-softmax, a zero gradient, exp of the
+//                   log-softmax and their sum (torch/distributed/tensor/parallel/loss.py,
+//                   _nll_loss_and_log_softmax_backward), 16 bytes per logit
+enum class LossKind { torch, vocab_parallel, loss_parallel };
 
 // What one GPU keeps of a transformer: the blocks of its pipeline stage with 1/t of the heads
 // and MLP width, the tokens its context-parallel rank holds, and as many micro-batches as its
