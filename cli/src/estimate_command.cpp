@@ -10,6 +10,7 @@
 #include "dtplan/cost/trace.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/planner/export_accelerate_fsdp2.hpp"
@@ -142,6 +143,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   per_dp.dp_size = layout_dp(o.layout, c.dp_size);
   const auto l = layout_of(o.layout, o.strategy, model, seq, micro_steps_of(o, per_dp));
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
+  check_gpu_on_topology(gpu, t);
   const auto k = compute_constants_of(o.compute, data);
   if (!o.megatron_file.empty()) check_output_path(o.megatron_file, "--export-megatron");
   if (!o.torchtitan_file.empty()) check_output_path(o.torchtitan_file, "--export-torchtitan");
@@ -202,6 +204,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   check_deepspeed_version(o.training, name_of(c.strategy));
   sequence_length(model, c.seq_len);
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
+  check_gpu_on_topology(gpu, t);
   const auto k = compute_constants_of(o.compute, data);
   const auto overheads = overheads_of(o.training, data);
   cost::StepOptions options;

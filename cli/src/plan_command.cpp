@@ -14,6 +14,7 @@
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
+#include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/model/suggest.hpp"
@@ -228,6 +229,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   const auto loaded = load_topology(o.topology, data);
   const auto& t = loaded.topology;
   const auto gpu = find_gpu(o.gpu, data, "--gpu");
+  check_gpu_on_topology(gpu, t);
   const auto k = compute_constants_of(o.compute, data);
   auto overheads = cost::load_overheads(data / "overheads.json");
   for (const auto& a : o.overhead_overrides)

@@ -2,6 +2,7 @@
 #include "dtplan/planner/cluster_inputs.hpp"
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/topology_io.hpp"
 
 namespace dtplan::planner {
@@ -28,6 +29,8 @@ ClusterInputs::ClusterInputs(const std::filesystem::path& data_dir, const Cluste
                                names.nodes, table)),
       gpu(GpuCatalog::load(data_dir / "gpus.json").find(names.gpu)),
       compute(cost::load_compute_constants(data_dir / "compute.json")),
-      overheads(cost::load_overheads(data_dir / "overheads.json")) {}
+      overheads(cost::load_overheads(data_dir / "overheads.json")) {
+  check_gpu_on_topology(gpu, topology);
+}
 
 }  // namespace dtplan::planner

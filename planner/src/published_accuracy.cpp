@@ -14,6 +14,7 @@
 #include "dtplan/cost/step_time.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_spec.hpp"
+#include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/number_range.hpp"
@@ -193,6 +194,7 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
   const auto& gpu = in.gpu(row.gpu);
   p.gpus = row.gpus;
   const auto& t = in.topology(c.text("topology", "dgx-a100"), c.integer("nodes", 0), p.gpus);
+  if (p.gpus > 1) check_gpu_on_topology(gpu, t);  // one GPU uses no link
   auto tc = training_of(c, p.model, t, p.gpus);
   p.precision = tc.precision;
   p.seq_len = tc.seq_len;

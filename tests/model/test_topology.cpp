@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/topology_io.hpp"
 
 using namespace dtplan;
@@ -143,4 +144,26 @@ TEST_CASE("presets state their hosts' CPU vendor, which NCCL's network proxy cos
   CHECK_THAT(build_error("bad_cpu_vendor.json"),
              Contains("bad_cpu_vendor.json:") && Contains("/cpu_vendor") &&
                  Contains("unknown CPU vendor 'via' (known: intel, amd, other)"));
+}
+
+TEST_CASE("a GPU fits a topology only with the NVLink the topology gives it") {
+  const auto gpus = GpuCatalog::load(kData / "gpus.json");
+  // DGX A100: 12 NVLink 3 links of 25 GB/s per direction, 300 GB/s; A100 has exactly that.
+  CHECK(nvlink_Bps_per_gpu(build("dgx-a100")) == Approx(300e9));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("A100-80GB"), build("dgx-a100")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("H100-SXM"), build("dgx-h100")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("B200"), build("dgx-b200")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("L40S"), build("pcie-split-8")));
+  // A800 and H800 keep 400 GB/s of NVLink (200 per direction): a DGX preset would price
+  // their collectives at the full part's links.
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("A800-80GB"), build("dgx-a100")),
+                    Catch::Contains("{gpu} A800-80GB has 200 GB/s NVLink per direction") &&
+                        Catch::Contains("{topology} dgx-a100 gives each GPU 300 GB/s"));
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("H800"), build("dgx-h100")),
+                    Catch::Contains("gives each GPU 450 GB/s"));
+  // An H100 on NVLink 5 (900 GB/s) and an MI300X (Infinity Fabric, no NVLink) on NVSwitch.
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("H100-SXM"), build("dgx-b200")),
+                    Catch::Contains("gives each GPU 900 GB/s"));
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("MI300X"), build("dgx-h100")),
+                    Catch::Contains("MI300X has no NVLink"));
 }
