@@ -8,7 +8,10 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/launcher.hpp"
 
 namespace dtplan::cli {
@@ -20,8 +23,29 @@ struct RunCommandOptions {
   std::vector<std::string> forwarded;  // passed to dtplan-run unchanged
 };
 
+// The data directory dtplan-run will use: its --data-dir flag, if forwarded.
+std::string forwarded_data_dir(const std::vector<std::string>& forwarded) {
+  for (std::size_t i = 0; i + 1 < forwarded.size(); ++i)
+    if (forwarded[i] == "--data-dir") return forwarded[i + 1];
+  return "";
+}
+
+// What dtplan-run would refuse after mpirun has started every rank is refused here, once:
+// a plan that does not read, a model it cannot execute.
+void check_runnable(const RunCommandOptions& o) {
+  const auto plan = plan_from_json(o.plan);
+  const auto model =
+      load_model(plan.model, resolve_data_dir(forwarded_data_dir(o.forwarded)) / "models");
+  if (model.transformer && model.transformer->moe.active()) {
+    throw Error("plan " + o.plan + ": model " + model.name +
+                " is a mixture of experts; dtplan-run executes dense blocks only (estimate "
+                "and plan it instead)");
+  }
+}
+
 int run_run(const RunCommandOptions& o, const RunContext& ctx) {
   if (o.np < 1) throw Error("--np " + std::to_string(o.np) + ": must be >= 1");
+  check_runnable(o);
   std::vector<std::string> run_args{"--plan", o.plan};
   run_args.insert(run_args.end(), o.forwarded.begin(), o.forwarded.end());
   auto args = runtime::mpirun_argv(o.np, run_args);
@@ -34,9 +58,10 @@ int run_run(const RunCommandOptions& o, const RunContext& ctx) {
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);
-  execvp("mpirun", argv.data());
-  throw Error("dtplan run: cannot start mpirun (install openmpi-bin): " +
-              std::string(std::strerror(errno)));
+  // One rank runs dtplan-run itself (an MPI singleton), more go through mpirun.
+  execvp(argv.front(), argv.data());
+  throw Error("dtplan run: cannot start " + args.front() +
+              (o.np > 1 ? " (install openmpi-bin): " : ": ") + std::string(std::strerror(errno)));
 }
 
 }  // namespace
