@@ -172,6 +172,8 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   ops.print(out, {1, 6}, "    ");
   for (const auto& note : e.comm.notes)
     out << "    note: " << note << '\n';
+  for (const auto& note : e.memory.notes)
+    out << "    note: " << note << '\n';
   out << "\n  timeline of the step:\n";
   print_gantt(out, e.timeline, 72);
 }

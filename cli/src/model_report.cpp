@@ -21,8 +21,11 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
   s.add_row({"heads / kv heads / head dim", std::to_string(t.num_heads) + " / " +
                                                 std::to_string(t.num_kv_heads) + " / " +
                                                 std::to_string(t.head_dim)});
-  s.add_row({"ffn", std::to_string(t.ffn_size) +
-                        (t.mlp == MlpKind::swiglu ? " (SwiGLU: gate, up, down)" : " (GELU MLP)")});
+  if (!t.moe.active()) {
+    s.add_row(
+        {"ffn", std::to_string(t.ffn_size) +
+                    (t.mlp == MlpKind::swiglu ? " (SwiGLU: gate, up, down)" : " (GELU MLP)")});
+  }
   if (t.moe.active()) {
     s.add_row({"experts", std::to_string(t.moe.experts) + " of " +
                               std::to_string(t.moe.expert_ffn_size) + ", " +

@@ -350,6 +350,12 @@ class Builder {
         e_.seq_len > m_.transformer->max_positions) {
       e_.notes.push_back("sequence length exceeds the model's max_position_embeddings");
     }
+    if (m_.transformer && m_.transformer->moe.active()) {
+      e_.notes.push_back("mixture of experts: every GPU of a data-parallel group holds all " +
+                         std::to_string(m_.transformer->moe.experts) +
+                         " experts (expert parallelism is not modelled yet), routing is priced "
+                         "as balanced, and MFU counts the parameters active per token");
+    }
     attention_note();
   }
 

@@ -313,9 +313,10 @@ const nlohmann::json* ObjectReader::find(std::string_view key) const {
 const nlohmann::json& ObjectReader::require(std::string_view key) const {
   const auto* v = find(key);
   if (v != nullptr) return *v;
+  if (node_->contains(std::string(key))) fail(key, "required, got null");
   std::vector<std::string> present;
   for (const auto& item : node_->items())
-    present.push_back(item.key());
+    if (item.key() != key) present.push_back(item.key());
   const auto close = close_names(key, present, 1);
   fail(key, close.empty() ? std::string("missing required key")
                           : "missing required key (found '" + close.front() + "': a typo?)");

@@ -15,12 +15,15 @@
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/number_range.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/model/units.hpp"
 
 namespace dtplan {
 
 namespace {
+
+constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;  // DeepSeek-V3 has 256
 
 // Counts from a config file can be absurd (a fuzzed n_embd of 2^63 - 1): every product and
 // sum below is checked, so an overflow is an error and never undefined behaviour.
@@ -93,7 +96,6 @@ std::vector<ParamComponent> TransformerParams::components() const {
 namespace {
 
 void validate_moe(const MoeSpec& m, const std::string& origin) {
-  constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;  // DeepSeek-V3 has 256
   if (m.experts > kMaxExperts) {
     throw Error(origin + "num_experts " + std::to_string(m.experts) +
                 " is beyond the sane maximum " + std::to_string(kMaxExperts));
@@ -309,6 +311,7 @@ void read_llama_like(const ObjectReader& c, TransformerSpec& s) {
   s.mlp = MlpKind::swiglu;
   s.norm = NormKind::rmsnorm;
   s.positions = PositionKind::rotary;
+  s.rope_theta = c.optional_number("rope_theta", NumberRange::positive(1e12)).value_or(10000.0);
   s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(false);
   s.mlp_bias = c.optional_boolean("mlp_bias").value_or(false);
   s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
@@ -363,10 +366,17 @@ TransformerSpec read_phi3(const ObjectReader& c) {
 
 // Mixtral: Mistral's blocks with num_local_experts SwiGLU experts of intermediate_size each,
 // num_experts_per_tok of them per token, behind a bias-free router.
+// Routed experts and how many each token runs through, checked where the config states them.
+void read_routing(const ObjectReader& c, const char* experts_key, MoeSpec& m) {
+  m.experts = c.integer(experts_key, 1, kMaxExperts);
+  m.experts_per_token = c.integer("num_experts_per_tok", 1, m.experts);
+  m.aux_loss_coef =
+      c.optional_number("router_aux_loss_coef", NumberRange::non_negative(1e3)).value_or(0.0);
+}
+
 TransformerSpec read_mixtral(const ObjectReader& c) {
   TransformerSpec s = read_mistral(c);
-  s.moe.experts = c.positive_integer("num_local_experts");
-  s.moe.experts_per_token = c.positive_integer("num_experts_per_tok");
+  read_routing(c, "num_local_experts", s.moe);
   s.moe.expert_ffn_size = s.ffn_size;
   return s;
 }
@@ -375,9 +385,9 @@ TransformerSpec read_mixtral(const ObjectReader& c) {
 // a shared expert of shared_expert_intermediate_size behind a sigmoid gate. Every layer must
 // be sparse: dense layers among them (decoder_sparse_step, mlp_only_layers) are refused.
 void read_qwen_moe(const ObjectReader& c, TransformerSpec& s) {
-  s.moe.experts = c.positive_integer("num_experts");
-  s.moe.experts_per_token = c.positive_integer("num_experts_per_tok");
+  read_routing(c, "num_experts", s.moe);
   s.moe.expert_ffn_size = c.positive_integer("moe_intermediate_size");
+  s.moe.normalize_top_k = c.optional_boolean("norm_topk_prob").value_or(false);
   if (c.optional_integer("decoder_sparse_step").value_or(1) != 1) {
     c.fail("decoder_sparse_step",
            "dense layers between sparse ones are not modelled yet (only 1 is supported)");
@@ -430,6 +440,8 @@ TransformerSpec read_gpt_neox(const ObjectReader& c) {
   TransformerSpec s;
   read_common_dims(c, s);
   s.positions = PositionKind::rotary;
+  s.rope_theta =
+      c.optional_number("rotary_emb_base", NumberRange::positive(1e12)).value_or(10000.0);
   s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
   s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(true);
   s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
@@ -565,7 +577,9 @@ std::vector<std::string> supported_model_types() {
 
 TransformerSpec spec_from_hf_config(const ObjectReader& config) {
   const std::string type = config.string("model_type");
-  if (config.has("quantization_config")) {
+  const auto known = std::find_if(std::begin(kReaders), std::end(kReaders),
+                                  [&](const auto& r) { return type == r.model_type; });
+  if (known != std::end(kReaders) && config.has("quantization_config")) {
     config.fail("quantization_config",
                 "quantized checkpoints are not supported: dtplan models full-precision training");
   }

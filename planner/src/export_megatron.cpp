@@ -2,6 +2,8 @@
 #include "dtplan/planner/export_megatron.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "dtplan/model/error.hpp"
 
@@ -20,6 +22,15 @@ void add(Args& a, const std::string& flag, const std::string& value) {
   a.push_back(value);
 }
 
+// A number as Megatron-LM's argument parser reads it: an integer when whole (--rotary-base
+// is an int), else the shortest decimal.
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(std::llround(v));
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 // Megatron-LM's MoE layer with every expert's GEMMs grouped, as dtplan times them.
 void mixture_of_experts(Args& a, const MoeSpec& m) {
   add(a, "--num-experts", m.experts);
@@ -27,6 +38,13 @@ void mixture_of_experts(Args& a, const MoeSpec& m) {
   add(a, "--moe-ffn-hidden-size", m.expert_ffn_size);
   if (m.shared_ffn_size > 0) add(a, "--moe-shared-expert-intermediate-size", m.shared_ffn_size);
   if (m.shared_expert_gate) a.emplace_back("--moe-shared-expert-gate");
+  // Softmax over all experts without renormalising the top k (Qwen's norm_topk_prob false);
+  // Megatron-LM's default, softmax over the top k, equals renormalising them.
+  if (!m.normalize_top_k) a.emplace_back("--moe-router-pre-softmax");
+  if (m.aux_loss_coef > 0) {
+    add(a, "--moe-router-load-balancing-type", "aux_loss");
+    add(a, "--moe-aux-loss-coeff", number_text(m.aux_loss_coef));
+  }
   a.emplace_back("--moe-grouped-gemm");
 }
 
@@ -44,6 +62,10 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
   add(a, "--max-position-embeddings", std::max(s.max_positions, seq_len));
   add(a, "--position-embedding-type",
       s.positions == PositionKind::rotary ? "rope" : "learned_absolute");
+  if (s.positions == PositionKind::rotary) add(a, "--rotary-base", number_text(s.rope_theta));
+  // Megatron-LM's dropouts default to 0.1; a model trained without them says 0.
+  if (!s.attention_dropout) add(a, "--attention-dropout", "0");
+  if (!s.hidden_dropout) add(a, "--hidden-dropout", "0");
   add(a, "--normalization", s.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   if (s.mlp == MlpKind::swiglu) a.emplace_back("--swiglu");
   if (!s.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");

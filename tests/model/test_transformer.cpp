@@ -150,6 +150,14 @@ TEST_CASE("config.json errors name the key") {
              Contains("num_key_value_heads 5 does not divide num_attention_heads 32"));
   CHECK_THAT(error_of(R"({"model_type": "llama", "quantization_config": {"bits": 4}})"),
              Contains("/quantization_config: quantized checkpoints are not supported"));
+  // An unsupported model_type is the first thing said, before its other keys (DeepSeek-V3's
+  // released config carries an fp8 quantization_config).
+  CHECK_THAT(error_of(R"({"model_type": "deepseek_v3", "quantization_config": {"fmt": "e4m3"}})"),
+             Contains("/model_type: model_type 'deepseek_v3' is not supported"));
+  CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+                          "intermediate_size": null, "num_hidden_layers": 32,
+                          "num_attention_heads": 32, "max_position_embeddings": 4096})"),
+             Contains("/intermediate_size: required, got null"));
   CHECK_THAT(error_of(R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768,
                           "n_layer": 12, "n_head": 12, "n_positions": 1024,
                           "add_cross_attention": true})"),
@@ -270,7 +278,7 @@ TEST_CASE("keys that change the count are read or refused, never skipped") {
              Contains("/num_local_experts: changes the parameter count") &&
                  Contains("model_type 'mistral'"));
   CHECK_THAT(error_of(with(kMixtral, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9")),
-             Contains("num_experts_per_tok 9 must be between 1 and the 8 experts"));
+             Contains("/num_experts_per_tok: must be an integer from 1 to 8, got 9"));
   const std::string qwen_moe =
       R"({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
           "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,

@@ -54,6 +54,22 @@ const std::map<std::string, bool> kTakesValue{
     {"--use-precision-aware-optimizer", false},
     {"--optimizer", true},  // adam, sgd
     {"--sgd-momentum", true},
+    {"--rotary-base", true},
+    // The fields of TransformerConfig (megatron/core/transformer/transformer_config.py), which
+    // arguments.py turns into flags (ArgumentGroupFactory): booleans as switches.
+    {"--attention-dropout", true},
+    {"--hidden-dropout", true},
+    {"--qk-layernorm", false},
+    {"--window-size", true},  // "left,right"
+    {"--num-experts", true},
+    {"--moe-router-topk", true},
+    {"--moe-ffn-hidden-size", true},
+    {"--moe-shared-expert-intermediate-size", true},
+    {"--moe-shared-expert-gate", false},
+    {"--moe-router-pre-softmax", false},
+    {"--moe-router-load-balancing-type", true},
+    {"--moe-aux-loss-coeff", true},
+    {"--moe-grouped-gemm", false},
 };
 
 // The arguments as flag -> value ("" for switches), checking each flag is documented and
@@ -114,6 +130,10 @@ TEST_CASE("Megatron-LM arguments: Llama 3 8B shapes, tp x cp, sequence parallel,
   CHECK(a.count("--swiglu") == 1);
   CHECK(a.count("--untie-embeddings-and-output-weights") == 1);
   CHECK(a.count("--disable-bias-linear") == 1);
+  CHECK(a.at("--rotary-base") == "500000");   // rope_theta 500000.0; an int for Megatron-LM
+  CHECK(a.at("--attention-dropout") == "0");  // Llama has none; Megatron-LM defaults to 0.1
+  CHECK(a.at("--hidden-dropout") == "0");
+  CHECK(a.count("--num-experts") == 0);
   CHECK(a.at("--tensor-model-parallel-size") == "2");
   CHECK(a.at("--context-parallel-size") == "8");
   CHECK(a.at("--cp-comm-type") == "p2p");
@@ -206,4 +226,37 @@ TEST_CASE("Megatron-LM arguments: schedules it does not run are refused, the fil
   CHECK_THAT(file, Contains("\n  --tensor-model-parallel-size 1\n"));
   CHECK_THAT(file, Contains("\n  --swiglu\n"));
   CHECK(file.substr(file.size() - 2) == ")\n");
+}
+
+TEST_CASE("Megatron-LM arguments: a mixture of experts as Qwen1.5-MoE-A2.7B configures it") {
+  // config.json: 60 experts of 1408, 4 per token, a gated shared expert of 5632, q/k/v biases,
+  // norm_topk_prob false (softmax over all 60, the top 4 not renormalised: Megatron-LM's
+  // pre-softmax routing), router_aux_loss_coef 0.001, rope_theta 1e6, a 32768-token window
+  // that use_sliding_window false leaves off.
+  const auto m = load_model("qwen1.5-moe-a2.7b", resolve_data_dir("") / "models");
+  auto l = layout(2, 1, 1, 4);
+  l.seq_len = 4096;
+  const auto a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.at("--num-experts") == "60");
+  CHECK(a.at("--moe-router-topk") == "4");
+  CHECK(a.at("--moe-ffn-hidden-size") == "1408");
+  CHECK(a.at("--moe-shared-expert-intermediate-size") == "5632");
+  CHECK(a.count("--moe-shared-expert-gate") == 1);
+  CHECK(a.count("--moe-router-pre-softmax") == 1);
+  CHECK(a.at("--moe-router-load-balancing-type") == "aux_loss");
+  CHECK(a.at("--moe-aux-loss-coeff") == "0.001");
+  CHECK(a.count("--moe-grouped-gemm") == 1);
+  CHECK(a.count("--add-qkv-bias") == 1);
+  CHECK(a.at("--rotary-base") == "1000000");
+  CHECK(a.count("--window-size") == 0);
+  // Qwen3-30B-A3B renormalises its top 8 (norm_topk_prob true) and norms q and k.
+  const auto q3 = parsed(
+      planner::megatron_arguments(load_model("qwen3-30b-a3b", resolve_data_dir("") / "models"), l));
+  CHECK(q3.count("--moe-router-pre-softmax") == 0);
+  CHECK(q3.count("--qk-layernorm") == 1);
+  CHECK(q3.at("--kv-channels") == "128");  // 32 heads x 128 = 4096 against hidden 2048
+  // Phi-3-mini's 2047-token window at 4096 tokens: Transformer Engine's (2046, 0).
+  const auto phi = parsed(
+      planner::megatron_arguments(load_model("phi-3-mini", resolve_data_dir("") / "models"), l));
+  CHECK(phi.at("--window-size") == "2046,0");
 }

@@ -33,6 +33,11 @@ struct MoeSpec {
   std::int64_t shared_ffn_size = 0;    // intermediate size of the shared expert(s), 0 if none
   bool shared_expert_gate = false;     // Qwen-MoE: a sigmoid gate Linear(hidden, 1) on it
   bool router_bias = false;            // the router's Linear has a bias
+  // Routing semantics the exports carry (they change no count or cost): whether the top-k
+  // weights are renormalised to sum to 1 (Mixtral; Qwen's norm_topk_prob), and the
+  // load-balancing loss coefficient (router_aux_loss_coef, 0 when not stated).
+  bool normalize_top_k = true;
+  double aux_loss_coef = 0;
   bool active() const { return experts > 0; }
 };
 
@@ -47,6 +52,7 @@ struct TransformerSpec {
   std::int64_t ffn_size = 0;      // MLP intermediate size
   std::int64_t max_positions = 0;
   std::int64_t sliding_window = 0;   // tokens each token attends back to; 0: all earlier ones
+  double rope_theta = 0;             // rotary base (rope_theta); 0 with learned positions
   std::int64_t type_vocab_size = 0;  // BERT token-type embeddings; 0 otherwise
   MlpKind mlp = MlpKind::gelu;
   NormKind norm = NormKind::layernorm;
