@@ -6,7 +6,8 @@
 //               2(n-1) or n-1 sequential steps
 //   tree        per channel, a chain inside each node and two mirrored binary trees over
 //               the nodes carrying 1/2 each; the reduction up, then the result down (NCCL
-//               times the halves one after the other); 2((g-1) + ceil(log2 N)) steps
+//               times the halves one after the other); 2((g-1) + ceil(log2 N)) steps;
+//               across nodes no channel beats NCCL's per-channel cap for the GPU generation
 //   nvls        each GPU sends its buffer to the NVSwitch, which reduces, and receives the
 //               result: (1 + 1/n) over its switch link; one step
 //   hierarchical reduce-scatter in every node, g concurrent all-reduces of 1/g across nodes,
@@ -134,6 +135,12 @@ CommModel::CommModel(const Topology& t, const InterconnectTable& table, std::int
                                  std::to_string(t.gpu_count()) + " GPUs (" +
                                  std::to_string(t.nodes()) + " node(s) of " +
                                  std::to_string(t.gpus_per_node()) + ")");
+  }
+  for (const auto& link : t.node().links) {
+    if (table.find(link.link_class).kind == LinkKind::nvlink) {
+      nvlink_class_ = link.link_class;
+      break;
+    }
   }
   if (gpus > t.gpus_per_node() && gpus % t.gpus_per_node() != 0) {
     throw FieldError("gpus", std::to_string(gpus) +
@@ -284,7 +291,15 @@ CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
     for (std::size_t k = 0; k < 4; ++k)
       latency += p.hops_by_kind[k] * std::max(pc->hop_latency_s[k], floor_s);
     const double fraction = nodes() == 1 ? pc->bandwidth_fraction_one_node : pc->bandwidth_fraction;
-    const double time = latency + bytes * p.seconds_per_byte / fraction;
+    double transfer_s = bytes * p.seconds_per_byte / fraction;
+    // A tree across nodes runs no channel faster than NCCL's cap for the GPU generation.
+    if (const auto cap = pc->channel_max_Bps_across_nodes.find(nvlink_class_);
+        table_algo == CommAlgorithm::tree && nodes() > 1 &&
+        cap != pc->channel_max_Bps_across_nodes.end()) {
+      const double bus_Bps = static_cast<double>(p.channels) * cap->second[nodes() == 2 ? 0 : 1];
+      transfer_s = std::max(transfer_s, bytes * bus_factor(c, n_) / bus_Bps);
+    }
+    const double time = latency + transfer_s;
     if (time < e.time_s) {
       e.time_s = time;
       e.latency_s = latency;

@@ -83,6 +83,14 @@ ProtocolCost read_protocol(const ObjectReader& r) {
     p.multi_node_step_s[static_cast<std::size_t>(CpuVendor::amd)] = step->number("amd", kSeconds);
     step->reject_unknown_keys();
   }
+  if (const auto caps = r.optional_object("channel_max_Bps_across_nodes")) {
+    for (const auto& item : r.value("channel_max_Bps_across_nodes").items()) {
+      const auto cap = caps->object(item.key());
+      p.channel_max_Bps_across_nodes[item.key()] = {cap.number("two_nodes", kLinkBandwidth),
+                                                    cap.number("more_nodes", kLinkBandwidth)};
+      cap.reject_unknown_keys();
+    }
+  }
   r.reject_unknown_keys();
   return p;
 }
@@ -115,6 +123,17 @@ InterconnectTable InterconnectTable::load(const std::filesystem::path& path) {
   const auto algorithms = root.object("algorithms");
   for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i) {
     t.algorithms_[i] = read_algorithm(algorithms.object(kAlgorithmNames[i]));
+    // A channel cap names the NVLink class of a GPU generation.
+    for (const auto& protocol : t.algorithms_[i].protocols) {
+      if (!protocol) continue;
+      for (const auto& [name, cap] : protocol->channel_max_Bps_across_nodes) {
+        const bool nvlink = names.count(name) > 0 && t.find(name).kind == LinkKind::nvlink;
+        if (!nvlink) {
+          algorithms.fail(kAlgorithmNames[i], "channel_max_Bps_across_nodes: '" + name +
+                                                  "' is not an NVLink class of link_classes");
+        }
+      }
+    }
   }
   algorithms.reject_unknown_keys();
   root.optional_string("source");

@@ -114,3 +114,22 @@ TEST_CASE("DGX B200: a ring all-reduce over NVLink 5 at NCCL's per-link bandwidt
   const double time_s = 2.0 * 7.0 / 8.0 * bytes / (18 * 40.1e9) + j["latency_s"].get<double>();
   CHECK(j["time_s"].get<double>() == Approx(time_s).epsilon(1e-6));
 }
+
+TEST_CASE("a tree across nodes runs no channel faster than NCCL's cap for the generation") {
+  // NCCL's tuning model caps a tree channel's bus bandwidth by GPU generation and node count
+  // (src/graph/tuning.cc perChMaxTreeBws, Blackwell: 42.8 GB/s for 2 nodes, 24.0 from 3 on).
+  // With one channel per rail, 8 on DGX B200: 342.4 and 192 GB/s. Together's DGX B200 sweep
+  // measured 335 (2 nodes) and 191-194 GB/s (4 to 46 nodes) at 16 GiB; without the cap the
+  // tree was priced by its links at 643 and 333.
+  for (const auto& [nodes, cap] : {std::pair{"2", 8 * 42.8e9}, std::pair{"4", 8 * 24.0e9}}) {
+    const auto r = run({"comm", "--topology", "dgx-b200", "--nodes", nodes, "--size", "16GiB",
+                        "--collective", "all_reduce", "--algorithm", "tree", "--json"});
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["channels"] == 8);
+    const double gpus = std::stod(nodes) * 8;
+    const double bytes = 16.0 * (1 << 30);
+    const double time_s = bytes * 2 * (gpus - 1) / gpus / cap + j["latency_s"].get<double>();
+    CHECK(j["time_s"].get<double>() == Approx(time_s).epsilon(1e-9));
+  }
+}

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/interconnect.hpp"
@@ -60,5 +61,30 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
     {"name": "x", "kind": "pcie", "bandwidth_Bps": 1e-300, "efficiency": 1}], "algorithms": {}})";
   CHECK_THROWS_WITH(InterconnectTable::load(path),
                     Contains("/bandwidth_Bps: must be at least 1e6"));
+  // A tree's channel cap names the NVLink class of a GPU generation, nothing else.
+  auto with_cap = [&](const std::string& cls) {
+    nlohmann::json j = nlohmann::json::parse(
+        std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));
+    j["algorithms"]["tree"]["Simple"]["channel_max_Bps_across_nodes"] = {
+        {cls, {{"two_nodes", 1e10}, {"more_nodes", 1e10}}}};
+    std::ofstream(path) << j.dump();
+  };
+  with_cap("pcie4");
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("channel_max_Bps_across_nodes: 'pcie4' is not an NVLink class"));
+  with_cap("nvlink9");
+  CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("'nvlink9' is not an NVLink class"));
   std::filesystem::remove(path);
+}
+
+TEST_CASE("a tree across nodes is capped per channel as NCCL's tuning model caps it") {
+  // NCCL 2.30.7 src/graph/tuning.cc perChMaxTreeBws, columns N2 and N4: Ampere 23.6 / 17.8,
+  // Hopper 41.4 / 36.0, Blackwell 42.8 / 24.0 GB/s.
+  const auto t = table();
+  const auto& simple =
+      *t.algorithm(CommAlgorithm::tree).protocols[static_cast<std::size_t>(Protocol::simple)];
+  const auto cap = [&](const char* cls) { return simple.channel_max_Bps_across_nodes.at(cls); };
+  CHECK(cap("nvlink3") == std::array<double, 2>{23.6e9, 17.8e9});
+  CHECK(cap("nvlink4") == std::array<double, 2>{41.4e9, 36.0e9});
+  CHECK(cap("nvlink5") == std::array<double, 2>{42.8e9, 24.0e9});
 }

@@ -135,6 +135,7 @@ class CommModel {
   std::int64_t n_;
   std::shared_ptr<CommContext> context_;
   Router& router_;
+  std::string nvlink_class_;  // the NVLink class between the GPUs, empty without NVLink
 };
 
 }  // namespace dtplan::cost

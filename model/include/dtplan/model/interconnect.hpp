@@ -9,6 +9,7 @@
 
 #include <array>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,10 @@ struct ProtocolCost {
   // the network proxy's overhead, by CpuVendor (NCCL: "inter-node rings still have to
   // launch nsteps * net overhead"). Zero where the table states none.
   std::array<double, 3> multi_node_step_s{};
+  // Tree across nodes: NCCL caps each channel's bus bandwidth by GPU generation
+  // (src/graph/tuning.cc, perChMaxTreeBws and perChMaxTreeLL128Bws), here keyed by the
+  // NVLink class that marks the generation: {2 nodes, 3 or more}. Empty where not stated.
+  std::map<std::string, std::array<double, 2>, std::less<>> channel_max_Bps_across_nodes;
 };
 
 struct AlgorithmCost {
