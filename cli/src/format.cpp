@@ -40,6 +40,11 @@ std::string gib(Bytes b) {
   return fixed(to_gib(b), 2);
 }
 
+std::string gib_or_mib(double gib) {
+  if (std::fabs(gib) >= 0.01) return fixed(gib, 2) + " GiB";
+  return fixed(gib * 1024.0, 1) + " MiB";
+}
+
 std::string percent(double fraction) {
   return fixed(100.0 * fraction, 1) + "%";
 }

@@ -22,6 +22,8 @@ std::string significant(double v, int digits);
 std::string seconds(double s);
 // GiB with two decimals, no unit.
 std::string gib(Bytes b);
+// An amount in GiB, in MiB below 0.01 GiB (a near miss is never "0.00 GiB").
+std::string gib_or_mib(double gib);
 // 45.1%
 std::string percent(double fraction);
 // +4.5%, -0.3% (relative errors)

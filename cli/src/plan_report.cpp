@@ -57,7 +57,7 @@ std::string reason_text(Reason reason, double amount, const std::string& detail,
                         planner::Objective o) {
   switch (reason) {
     case Reason::out_of_memory:
-      return "out of memory by " + fixed(amount, 2) + " GiB";
+      return "out of memory by " + gib_or_mib(amount);
     case Reason::host_out_of_memory:
       return "host memory per node over by " + fixed(amount, 2) + " GiB (needs " +
              gib(host_memory) + " GiB; --host-memory)";
@@ -314,8 +314,7 @@ std::vector<std::string> outcome_row(const PlanReportContext& ctx, const PlanExt
     const double over =
         (static_cast<double>(miss.memory.total().value) - double(ctx.result().usable.value)) /
         double(1LL << 30);
-    return {o.family, "out of memory by " + fixed(over, 2) + " GiB", "",
-            entry_text({std::nullopt, miss})};
+    return {o.family, "out of memory by " + gib_or_mib(over), "", entry_text({std::nullopt, miss})};
   }
   const auto& best = *ctx.plan.best();
   const bool winner = o.family == best.family() && o.behind_pct == 0.0;

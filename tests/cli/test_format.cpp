@@ -29,3 +29,9 @@ TEST_CASE("significant digits, as the learning rate is shown") {
   CHECK(significant(0.000125, 3) == "0.000125");
   CHECK_THROWS_AS(significant(std::numeric_limits<double>::infinity(), 3), NonFiniteInReport);
 }
+
+TEST_CASE("a near miss is said in MiB, never as 0.00 GiB") {
+  CHECK(gib_or_mib(1.5) == "1.50 GiB");
+  CHECK(gib_or_mib(0.01) == "0.01 GiB");
+  CHECK(gib_or_mib(0.003) == "3.1 MiB");  // 0.003 x 1024 = 3.072
+}
