@@ -11,6 +11,13 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                  "context-parallel size: ranks that share each sequence (dp = GPUs / (tp x cp "
                  "x pp))")
       ->capture_default_str();
+  cmd.add_option("--ep", o.ep,
+                 "expert-parallel size: ranks the routed experts are spread over (a mixture of "
+                 "experts; etp x ep divides tp x cp x dp)")
+      ->capture_default_str();
+  cmd.add_option("--etp", o.etp,
+                 "expert tensor-parallel size: ways each expert is split (default 0: --tp)")
+      ->capture_default_str();
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

@@ -1,5 +1,5 @@
-// The layout flags `dtplan estimate` and `dtplan memory` share: --tp --pp --cp --cp-comm
-// --interleave --sp --schedule --pp-layers --framework --sharding --dp-shard, and the
+// The layout flags `dtplan estimate` and `dtplan memory` share: --tp --pp --cp --ep --etp
+// --cp-comm --interleave --sp --schedule --pp-layers --framework --sharding --dp-shard, and the
 // layout frameworks as --strategy names (megatron, fsdp2). Given any of them, the command
 // describes a tensor x context x pipeline x data layout instead of a data-parallel strategy.
 #pragma once

@@ -71,6 +71,8 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
       << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
       << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
       << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
+      << (tm.ep_comm_s > 0 ? ", expert dispatch and combine " + seconds(tm.ep_comm_s)
+                           : std::string())
       << (l.framework == cost::Framework::fsdp2
               ? ", FSDP gathers and reductions not hidden " + seconds(tm.fsdp_comm_s)
               : std::string())

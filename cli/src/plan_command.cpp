@@ -44,6 +44,7 @@ struct PlanOptions {
   std::vector<std::string> strategies, precisions, checkpointings, offloads;
   std::vector<std::int64_t> micro_batches;
   std::vector<std::int64_t> tps, pps, cps, interleaves;  // the tensor x pipeline search
+  std::vector<std::int64_t> eps, etps;                   // a mixture of experts
   std::vector<std::string> cp_comms;
   std::vector<std::string> frameworks;  // megatron, fsdp2
   std::vector<std::string> schedules;
@@ -146,10 +147,11 @@ planner::PlanRequest request_of(const PlanOptions& o) {
 // --framework restricts the layouts' frameworks only.
 planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest r) {
   planner::LayoutRequest x;
-  for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves}) {
+  for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves, &o.eps, &o.etps}) {
     for (auto v : *list) {
       if (v < 1) {
-        throw Error("--tp/--pp/--cp/--interleave " + std::to_string(v) + ": sizes are positive");
+        throw Error("--tp/--pp/--cp/--interleave/--ep/--etp " + std::to_string(v) +
+                    ": sizes are positive");
       }
     }
   }
@@ -181,6 +183,8 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.pps = o.pps;
   x.cps = o.cps;
   x.interleaves = o.interleaves;
+  x.eps = o.eps;
+  x.etps = o.etps;
   for (const auto& name : o.cp_comms)
     x.cp_comms.push_back(cost::parse_cp_comm(name));
   for (const auto& name : o.schedules)
@@ -336,6 +340,12 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->delimiter(',');
   cmd.add_option("--cp-comm", o.cp_comms,
                  "context-parallel exchanges: p2p,all_gather,a2a (default: p2p)")
+      ->delimiter(',');
+  cmd.add_option("--ep", o.eps,
+                 "expert-parallel sizes, a mixture of experts (default: every divisor of the "
+                 "experts that folds into tp x cp x dp)")
+      ->delimiter(',');
+  cmd.add_option("--etp", o.etps, "expert tensor-parallel sizes (default: tp, and 1 when tp > 1)")
       ->delimiter(',');
   cmd.add_option("--framework", o.frameworks,
                  "who runs the tensor x context x pipeline layouts: megatron,fsdp2 (default: both)")

@@ -210,6 +210,8 @@ std::string layout_cell(const LayoutChoice& c) {
   const auto& l = c.layout->layout;
   std::string text = cost::states_name(l);
   if (l.cp > 1) text += ", " + std::string(name_of(l.cp_comm));
+  if (l.ep > 1) text += ", ep " + std::to_string(l.ep);
+  if (l.etp > 0 && l.etp != l.tp) text += ", etp " + std::to_string(l.etp);
   if (l.pp > 1) text += ", " + std::string(name_of(l.pipeline_schedule()));
   if (l.interleave > 1) text += " v" + std::to_string(l.interleave);
   if (l.sequence_parallel) text += ", sp";
@@ -265,9 +267,10 @@ std::optional<StepParts> parts_of(const LayoutChoice& c, const PlanExtras& extra
   if (c.layout) {
     const auto& t = c.layout->time;
     const double m = static_cast<double>(c.layout->layout.micro_batches);
-    return StepParts{t.compute_s * m, t.bubble_s,
-                     (t.tp_comm_s + t.cp_comm_s + t.p2p_s + t.fsdp_comm_s) * m + t.dp_sync_s,
-                     t.optimizer_s, 0};
+    return StepParts{
+        t.compute_s * m, t.bubble_s,
+        (t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.p2p_s + t.fsdp_comm_s) * m + t.dp_sync_s,
+        t.optimizer_s, 0};
   }
   const auto found = extras.strategy_times.find(c.data_parallel->strategy);
   if (found == extras.strategy_times.end()) return std::nullopt;

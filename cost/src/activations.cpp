@@ -225,18 +225,23 @@ std::int64_t mlp_inner_bytes(const TransformerSpec& t, std::int64_t e, std::int6
 // router's fp32 probabilities (sb x E, for the softmax's backward), the k permuted copies of
 // every token (the experts' inputs), the experts' inner tensors for those k sb rows, the
 // experts' outputs (the routing weights' gradient is their dot product with the output's
-// gradient), and the shared expert's inner tensors. Expert widths split t ways (expert
-// tensor parallelism equal to tp); the token copies do not.
+// gradient), and the shared expert's inner tensors. Expert widths split etp ways; a GPU's
+// routed rows are the k copies of the tokens of its expert-tensor-parallel group (balanced
+// routing: what expert parallelism sends away it receives back), k sb etp / tp of them; the
+// router runs on the rank's own tokens (sb / t under sequence parallelism).
 std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShape& a,
-                                  std::int64_t sb, std::int64_t sbh) {
+                                  std::int64_t sb, std::int64_t h) {
   const auto& moe = t.moe;
   const std::int64_t e = element_bytes(a.precision);
-  const std::int64_t rows = checked_mul(sb, moe.experts_per_token, "activation bytes");
-  const std::int64_t copies = checked_mul(sbh, moe.experts_per_token, "activation bytes");
-  std::int64_t bytes =
-      checked_mul(4, checked_mul(sb, moe.experts, "activation bytes"), "activation bytes");
+  const std::int64_t etp = a.expert_tp > 0 ? a.expert_tp : a.tp;
+  const std::int64_t routed_tokens = checked_mul(sb, etp, "activation bytes") / a.tp;
+  const std::int64_t router_tokens = a.sequence_parallel ? split(sb, a.tp) : sb;
+  const std::int64_t rows = checked_mul(routed_tokens, moe.experts_per_token, "activation bytes");
+  const std::int64_t copies = checked_mul(rows, h, "activation bytes");
+  std::int64_t bytes = checked_mul(4, checked_mul(router_tokens, moe.experts, "activation bytes"),
+                                   "activation bytes");
   bytes = checked_add(bytes, checked_mul(2 * e, copies, "activation bytes"), "activation bytes");
-  bytes = checked_add(bytes, mlp_inner_bytes(t, e, rows, split(moe.expert_ffn_size, a.tp)),
+  bytes = checked_add(bytes, mlp_inner_bytes(t, e, rows, split(moe.expert_ffn_size, etp)),
                       "activation bytes");
   if (moe.shared_ffn_size > 0) {
     bytes = checked_add(bytes, mlp_inner_bytes(t, e, sb, split(moe.shared_ffn_size, a.tp)),
@@ -264,7 +269,7 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   const std::int64_t replicated = e * sbh + mask + e * sbh + mask + 2 * e * sbh;
   // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
   const std::int64_t mlp =
-      t.moe.active() ? moe_activation_bytes(t, a, sb, sbh) : mlp_inner_bytes(t, e, sb, f);
+      t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : mlp_inner_bytes(t, e, sb, f);
   const std::int64_t inner = 2 * e * checked_mul(sb, q, "activation bytes") +
                              2 * e * checked_mul(sb, kv, "activation bytes") + mlp;
   BlockActivations out;

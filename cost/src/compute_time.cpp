@@ -339,20 +339,21 @@ void dense_mlp(const TransformerSpec& t, double m, double f, const Timer& time, 
 constexpr double kMoeRoutingKernels = 5;
 
 // A mixture-of-experts MLP on m tokens: the router GEMM, the routed experts as grouped GEMMs
-// over the m k routed rows, the shared expert as a dense MLP; element-wise, the router's fp32
-// scores (read, softmax written, read by top-k), the gather of the k copies of every token and
-// the weighted sum back.
+// over the m k routed rows (a shard's share of them over its local experts, MoeSpec), the shared
+// expert as a dense MLP; element-wise, the router's fp32 scores (read, softmax written, read by
+// top-k), the gather of the k copies of every token and the weighted sum back.
 void moe_mlp(const TransformerSpec& t, double m, const Timer& time, Phase& p, double& bytes) {
   const auto& moe = t.moe;
   const double h = static_cast<double>(t.hidden_size);
   const double e = time.element_bytes();
   const double experts = static_cast<double>(moe.experts);
-  const double rows = m * static_cast<double>(moe.experts_per_token);
+  const double local = static_cast<double>(moe.experts_on_gpu());
+  const double rows = m * static_cast<double>(moe.experts_per_token) * moe.routed_rows_share;
   const double fe = static_cast<double>(moe.expert_ffn_size);
   const bool gated = t.mlp == MlpKind::swiglu;
   p.gemm += time.gemm(m, h, experts);
-  p.gemm += (gated ? 2 : 1) * time.grouped_gemm(rows, h, fe, experts) +
-            time.grouped_gemm(rows, fe, h, experts);
+  p.gemm += (gated ? 2 : 1) * time.grouped_gemm(rows, h, fe, local) +
+            time.grouped_gemm(rows, fe, h, local);
   bytes += (gated ? 3.0 : 2.0) * e * rows * fe;
   if (moe.shared_ffn_size > 0)
     dense_mlp(t, m, static_cast<double>(moe.shared_ffn_size), time, p, bytes);

@@ -29,6 +29,9 @@ std::string describe(const Layout3D& l) {
   s << "tp " << l.tp;
   if (l.cp > 1) s << " x cp " << l.cp << " (" << name_of(l.cp_comm) << ")";
   s << " x pp " << l.pp << " x dp " << l.dp;
+  if (l.ep > 1 || l.etp > 0) {
+    s << ", experts over ep " << l.ep << " x etp " << l.expert_tp() << " x edp " << l.expert_dp();
+  }
   if (l.framework == Framework::fsdp2) {
     s << ", FSDP2 over " << l.shard_ranks() << " ranks ("
       << (l.sharding == DpSharding::gradients ? "blocks kept gathered from forward to backward"

@@ -41,7 +41,10 @@ Bytes MemoryComponents::torch_allocated() const {
 
 namespace {
 
-std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements) {
+std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements,
+                          const std::string& parts = "") {
+  if (sharded && !parts.empty())
+    return "x " + format_thousands(elements) + " params (" + parts + ")";
   if (!sharded || n == 1) return "x " + format_thousands(elements) + " params, not sharded";
   return "x " + format_thousands(elements) + " params (1/" + std::to_string(n) + " shard)";
 }
@@ -55,7 +58,7 @@ class Builder {
     e_.params = v.params;
     e_.shard_degree = v.shard_degree;
     e_.recipe = layout_.description;
-    shard_elements_ = ceil_div(v.params, e_.shard_degree);
+    shard_elements_ = v.shard_elements > 0 ? v.shard_elements : ceil_div(v.params, e_.shard_degree);
   }
 
   MemoryEstimate build() {
@@ -117,21 +120,24 @@ class Builder {
   void explain_model_states() {
     const auto& l = layout_;
     const auto n = e_.shard_degree;
-    explain("weights", std::to_string(l.parameter_bytes()) + " B (" +
-                           std::string(name_of(l.parameter)) + ") " +
-                           sharding_text(t_.shards_weights, n, elements(t_.shards_weights)));
+    explain("weights",
+            std::to_string(l.parameter_bytes()) + " B (" + std::string(name_of(l.parameter)) +
+                ") " +
+                sharding_text(t_.shards_weights, n, elements(t_.shards_weights), v_.shard_text));
     explain("master_weights",
             l.main_weight_bytes() == 0
                 ? "none: the optimizer updates the fp32 weights directly"
                 : std::to_string(l.main_weight_bytes()) + " B (" +
                       std::string(name_of(*l.main_weight)) + ") " +
-                      sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
-    explain("gradients", std::to_string(l.gradient_bytes()) + " B (" +
-                             std::string(name_of(l.gradient)) + ") " +
-                             sharding_text(t_.shards_gradients, n, elements(t_.shards_gradients)));
-    explain("optimizer_states",
-            optimizer_explain(c_.optimizer, k_) + " " +
-                sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer)));
+                      sharding_text(t_.shards_optimizer, n, elements(t_.shards_optimizer),
+                                    v_.shard_text));
+    explain(
+        "gradients",
+        std::to_string(l.gradient_bytes()) + " B (" + std::string(name_of(l.gradient)) + ") " +
+            sharding_text(t_.shards_gradients, n, elements(t_.shards_gradients), v_.shard_text));
+    explain("optimizer_states", optimizer_explain(c_.optimizer, k_) + " " +
+                                    sharding_text(t_.shards_optimizer, n,
+                                                  elements(t_.shards_optimizer), v_.shard_text));
     explain("grad_buckets",
             ddp_buckets()
                 ? std::to_string(l.gradient_bytes()) + " B x " + format_thousands(v_.params) +
@@ -351,10 +357,15 @@ class Builder {
       e_.notes.push_back("sequence length exceeds the model's max_position_embeddings");
     }
     if (m_.transformer && m_.transformer->moe.active()) {
-      e_.notes.push_back("mixture of experts: every GPU of a data-parallel group holds all " +
-                         std::to_string(m_.transformer->moe.experts) +
-                         " experts (expert parallelism is not modelled yet), routing is priced "
-                         "as balanced, and MFU counts the parameters active per token");
+      // A layout states its own expert placement (parallel3d.cpp).
+      const std::string held = v_.whole_model ? "every GPU of a data-parallel group holds all " +
+                                                    std::to_string(m_.transformer->moe.experts) +
+                                                    " experts (a layout with {ep} spreads them), "
+                                              : "";
+      e_.notes.push_back("mixture of experts: " + held +
+                         "routing is priced as balanced (every expert gets k/E of the tokens: "
+                         "no capacity factor, no imbalance), and MFU counts the parameters "
+                         "active per token");
     }
     attention_note();
   }

@@ -28,14 +28,21 @@ const TransformerSpec& spec_of(const ModelDesc& m) {
   return *m.transformer;
 }
 
-// One block's parameters: matrices (split by t) and norms (replicated).
+// One block's parameters: matrices (split by t), the routed experts' matrices (split over ep
+// x etp) and norms (replicated).
 struct BlockParams {
-  std::int64_t matrices = 0, replicated = 0;
+  std::int64_t matrices = 0, experts = 0, replicated = 0;
+  // On one GPU of layout `l`.
+  std::int64_t on_gpu(const Layout3D& l) const {
+    return matrices / l.tp + experts_on_gpu(l) + replicated;
+  }
+  std::int64_t experts_on_gpu(const Layout3D& l) const { return experts / (l.ep * l.expert_tp()); }
 };
 
-// A mixture of experts splits every expert t ways (Megatron-LM's expert tensor parallelism,
-// equal to tp by default) and keeps the router, the shared expert's gate and each expert's
-// output bias whole, as a row-parallel Linear keeps its bias.
+// A mixture of experts splits every routed expert etp ways (Megatron-LM's expert tensor
+// parallelism, equal to tp by default) and spreads the experts over ep ranks; the shared expert
+// splits tp ways as a dense MLP does; the router, the shared expert's gate and each expert's
+// output bias stay whole, as a row-parallel Linear keeps its bias.
 BlockParams block_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size, q = s.q_size(), kv = s.kv_size(), f = s.ffn_size;
   BlockParams p;
@@ -44,10 +51,16 @@ BlockParams block_params(const TransformerSpec& s) {
   p.replicated = (s.norm == NormKind::layernorm ? 4 : 2) * h + (s.attn_out_bias ? h : 0) +
                  (s.qk_norm ? 2 * s.head_dim : 0);
   if (s.moe.active()) {
-    const std::int64_t experts = s.moe.experts + (s.moe.shared_ffn_size > 0 ? 1 : 0);
+    const bool gated = s.mlp == MlpKind::swiglu;
+    const auto split_part = [&](std::int64_t fe) {  // one MLP's matrices and input biases
+      return (gated ? 3 : 2) * h * fe + (s.mlp_bias ? (gated ? 2 : 1) * fe : 0);
+    };
+    const std::int64_t shared = s.moe.shared_ffn_size > 0 ? 1 : 0;
     const std::int64_t whole = h * s.moe.experts + (s.moe.router_bias ? s.moe.experts : 0) +
-                               (s.moe.shared_expert_gate ? h : 0) + (s.mlp_bias ? experts * h : 0);
-    p.matrices += mlp_params(s) - whole;
+                               (s.moe.shared_expert_gate ? h : 0) +
+                               (s.mlp_bias ? (s.moe.experts + shared) * h : 0);
+    p.experts = s.moe.experts * split_part(s.moe.expert_ffn_size);
+    p.matrices += shared * split_part(s.moe.shared_ffn_size);
     p.replicated += whole;
     return p;
   }
@@ -70,7 +83,7 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
   const auto b = block_params(s);
   const std::int64_t h = s.hidden_size;
   const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
-  const std::int64_t blocks = layers * (b.matrices / l.tp + b.replicated);
+  const std::int64_t blocks = layers * b.on_gpu(l);
   // The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
   // and token types and an embedding norm whole.
   const std::int64_t embedding = s.vocab_size * h / l.tp +
@@ -259,6 +272,37 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 
 }  // namespace
 
+std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l) {
+  if (l.ep == 1 && l.etp == 0) return std::nullopt;
+  if (!m.moe.active()) {
+    return "expert parallelism ({ep}, {etp}) needs a mixture-of-experts model; " +
+           std::string(m.model_type.empty() ? "this one" : m.model_type) + " has a dense MLP";
+  }
+  if (l.ep < 1 || l.etp < 0) return "{ep} must be positive and {etp} positive (or 0: tp)";
+  if (m.moe.experts % l.ep != 0) {
+    return std::to_string(m.moe.experts) + " experts do not divide over ep " + std::to_string(l.ep);
+  }
+  const std::int64_t ranks = l.tp * l.cp * l.dp;
+  if (ranks % (l.expert_tp() * l.ep) != 0) {
+    return "etp x ep = " + std::to_string(l.expert_tp() * l.ep) +
+           " does not divide the stage's tp x cp x dp = " + std::to_string(ranks) +
+           " GPUs the experts fold onto";
+  }
+  // torchtitan's expert parallelism borrows its ranks from FSDP and TP, each expert whole
+  // (parallel_dims.py: efsdp = dp_shard x cp x tp / ep); without it the experts split over tp.
+  const std::int64_t titan_etp = l.ep > 1 ? 1 : l.tp;
+  if (l.framework == Framework::fsdp2 && l.expert_tp() != titan_etp) {
+    return "torchtitan " +
+           std::string(l.ep > 1 ? "keeps each expert whole under expert parallelism"
+                                : "splits the experts over tp without expert parallelism") +
+           " ({etp} " + std::to_string(titan_etp) + ")";
+  }
+  if (l.shard_group > 0 && l.shard_group != l.dp * l.cp) {
+    return "hybrid sharding with expert parallelism is not modelled ({dp_shard})";
+  }
+  return std::nullopt;
+}
+
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
   const auto fail = [&](const std::string& why) {
     throw Error("tp " + std::to_string(l.tp) + (l.cp > 1 ? " x cp " + std::to_string(l.cp) : "") +
@@ -276,14 +320,21 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
          " attention heads) do not divide by tp: each tensor-parallel rank needs whole "
          "key/value heads");
   }
-  if (m.moe.active() && (m.moe.expert_ffn_size % l.tp != 0 || m.moe.shared_ffn_size % l.tp != 0))
+  if (const auto why = expert_layout_problem(m, l)) fail(*why);
+  if (m.moe.active() && m.moe.expert_ffn_size % l.expert_tp() != 0)
     fail("the experts' intermediate size " + std::to_string(m.moe.expert_ffn_size) +
-         (m.moe.shared_ffn_size > 0 ? " (shared " + std::to_string(m.moe.shared_ffn_size) + ")"
-                                    : "") +
-         " does not divide by tp: each tensor-parallel rank needs an equal slice of every expert");
-  if (l.tp > gpus_per_node)
-    fail("tensor parallelism must stay inside a node of " + std::to_string(gpus_per_node) +
-         " GPUs");
+         " does not divide by the expert tensor parallel size " + std::to_string(l.expert_tp()) +
+         ": each expert-tensor-parallel rank needs an equal slice of every expert");
+  if (m.moe.active() && m.moe.shared_ffn_size % l.tp != 0)
+    fail("the shared expert's intermediate size " + std::to_string(m.moe.shared_ffn_size) +
+         " does not divide by tp");
+  if (m.moe.active() && l.framework == Framework::megatron && l.tp > 1 && !l.sequence_parallel)
+    fail(
+        "Megatron-LM's MoE layer with tensor parallelism needs sequence parallelism (it refuses "
+        "to train without: {sequence_parallel})");
+  if (l.tp > gpus_per_node || l.expert_tp() > gpus_per_node)
+    fail(std::string(l.tp > gpus_per_node ? "tensor" : "expert tensor") +
+         " parallelism must stay inside a node of " + std::to_string(gpus_per_node) + " GPUs");
   if (const auto why = stage_split_problem(m, l)) fail(*why);
   if (l.pp > 1) {
     if (const auto why =
@@ -325,6 +376,22 @@ std::int64_t communicators(const Layout3D& l) {
          (l.pp > 1 ? 1 : 0);
 }
 
+// Whether the experts' states shard over other ranks than the rest's (their own data-parallel
+// ranks under expert parallelism).
+bool experts_sharded_apart(const TransformerSpec& s, const Layout3D& l) {
+  return s.moe.active() && l.sharding != DpSharding::none && l.expert_dp() != l.shard_ranks();
+}
+
+// The elements of a GPU's sharded states on a stage of `layers` blocks holding `params`: 1/n
+// of them over the shard ranks, or the experts' 1/edp and the rest's 1/n apart.
+std::int64_t sharded_elements(const TransformerSpec& s, const Layout3D& l, std::int64_t params,
+                              std::int64_t layers) {
+  if (l.sharding == DpSharding::none) return params;
+  if (!experts_sharded_apart(s, l)) return ceil_div(params, l.shard_ranks());
+  const std::int64_t experts = layers * block_params(s).experts_on_gpu(l);
+  return ceil_div(params - experts, l.shard_ranks()) + ceil_div(experts, l.expert_dp());
+}
+
 // What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the
 // heads and MLP width, the micro-batches its schedule keeps in flight; the embedding's inputs
 // on the first stage, the head and the loss (Megatron-LM's vocab-parallel cross-entropy, or
@@ -337,6 +404,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.attention = l.attention;
   a.recompute = l.recompute;
   a.tp = l.tp;
+  a.expert_tp = l.expert_tp();
   a.sequence_parallel = l.sequence_parallel;
   a.layers = layers;
   a.in_flight =
@@ -426,8 +494,16 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   v.params = stage_params(s, l, i, layers);
   v.shard_degree = l.shard_ranks();
   const auto b = block_params(s);
-  v.units.blocks.assign(static_cast<std::size_t>(layers), b.matrices / l.tp + b.replicated);
+  v.units.blocks.assign(static_cast<std::size_t>(layers), b.on_gpu(l));
   v.units.known = true;
+  const std::int64_t experts = layers * b.experts_on_gpu(l);
+  if (experts_sharded_apart(s, l)) {
+    v.shard_elements = sharded_elements(s, l, v.params, layers);
+    v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
+                   format_thousands(v.params - experts) + " outside the experts, 1/" +
+                   std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
+                   " in the experts (expert data parallel)";
+  }
   auto shape = activation_shape(l, i, layers);
   shape.named = explained;
   v.activations = stage_activations(s, shape);
@@ -462,6 +538,17 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.overhead_terms = std::move(e.overhead_terms);
   out.explain = std::move(e.explain);
   out.notes = std::move(e.notes);
+  const auto& moe = m.transformer->moe;
+  if (explained && moe.active()) {
+    out.notes.push_back(
+        "experts: " + std::to_string(moe.experts / l.ep) + " of " + std::to_string(moe.experts) +
+        " per GPU (ep " + std::to_string(l.ep) + "), each split " + std::to_string(l.expert_tp()) +
+        " ways (etp), their gradients reduced over " + std::to_string(l.expert_dp()) +
+        " expert-data-parallel ranks" +
+        (l.ep > 1 || l.expert_tp() != l.tp
+             ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
+             : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)"));
+  }
   return out;
 }
 
@@ -482,14 +569,13 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 }
 
 struct Model3D::Cache {
-  // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, t,
-  // stage layers, tokens per rank, precision, attention); data-parallel all-reduce: (dp x cp,
-  // bytes, tp).
+  // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
+  // shape, tokens per rank, precision, attention).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
-  std::map<std::pair<std::int64_t, std::int64_t>, ModelDesc> shards;  // (t, layers)
-  std::map<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::int64_t, int, int>,
-           ComputeTime>
-      stage;
+  // (t, layers, ep, etp)
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<Shape, ModelDesc> shards;
+  std::map<std::tuple<std::int64_t, int, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   // (collective, group span in ranks, group size, bytes)
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
@@ -512,12 +598,17 @@ namespace {
 // those blocks with 1/t of the heads, key/value heads and MLP width, and 1/t of the LM head --
 // the GEMM shapes tensor parallelism leaves it, so small-GEMM inefficiency shows (the hidden
 // size, norms and residuals stay whole).
-ModelDesc shard_of(const ModelDesc& m, std::int64_t t, std::int64_t layers) {
+ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers) {
   auto s = *m.transformer;
+  const std::int64_t t = l.tp;
   s.num_heads /= t;
   s.num_kv_heads /= t;
   s.ffn_size /= t;
-  s.moe.expert_ffn_size /= t;
+  // Routed experts: experts / ep of them, 1/etp of each one's width, the routed copies of the
+  // tokens of etp sequence-parallel ranks (the shard's tokens are those of tp).
+  s.moe.expert_ffn_size /= l.expert_tp();
+  s.moe.local_experts = s.moe.experts / l.ep;
+  s.moe.routed_rows_share = static_cast<double>(l.expert_tp()) / static_cast<double>(t);
   s.moe.shared_ffn_size /= t;
   s.vocab_size = (s.vocab_size + t - 1) / t;
   s.num_layers = layers;
@@ -550,7 +641,7 @@ double p2p_latency_s(bool across_nodes) {
 //     bytes (twice for an all-reduce). Priced on the rings of one GPU per node through each
 //     rail (which carry (n-1)/n of theirs over n nodes) with the bytes scaled to match; the
 //     ring's r - 1 steps of latency are counted as the n - 1 network hops (exact for k = 1,
-//     one GPU per node).
+//     one GPU per node); an all-to-all as over the whole nodes (below).
 CollectiveEstimate group_estimate_of(const Topology& t, const InterconnectTable& table,
                                      Collective c, std::int64_t span, std::int64_t ranks,
                                      std::int64_t bytes, const std::shared_ptr<CommContext>& comm) {
@@ -558,7 +649,10 @@ CollectiveEstimate group_estimate_of(const Topology& t, const InterconnectTable&
   if (span <= per_node) return CommModel(t, table, ranks, comm).estimate(c, Bytes{bytes});
   const std::int64_t nodes = (span + per_node - 1) / per_node;
   CommModel whole(t, table, nodes * per_node, comm);
-  if (span == ranks) return whole.estimate(c, Bytes{bytes});
+  // An all-to-all's rank sends (n - 1)/n of its bytes to other nodes through its own NIC
+  // whether its group fills the nodes or strides through them: priced on the whole nodes
+  // (with their peers' per-message latency, an upper bound for a strided group).
+  if (span == ranks || c == Collective::all_to_all) return whole.estimate(c, Bytes{bytes});
   const std::int64_t k = std::max<std::int64_t>(1, ranks / nodes);
   const double r = static_cast<double>(ranks), n = static_cast<double>(nodes);
   const double scale = ((r - 1) / r) / ((n - 1) / n) / static_cast<double>(k);
@@ -605,11 +699,11 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   c.attention_kernel = l.attention_kernel;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
-  const auto shape = std::make_pair(l.tp, stage_layers);
-  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l.tp, stage_layers));
+  const auto shape = std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp());
+  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l, stage_layers));
   const auto lib = attention_library(l);
-  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.tp, stage_layers,
-                                   c.seq_len, static_cast<int>(l.precision), attention_key(l, lib));
+  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), shape, c.seq_len,
+                                   static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.stage.count(key))
     cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_, lib);
   return cache.stage.at(key);
@@ -673,6 +767,49 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
   return out;
 }
 
+namespace {
+
+// Whether the experts are laid out apart from the dense part (expert parallelism, or an
+// expert tensor-parallel size other than tp): tokens then travel to their experts by
+// all-to-all (Megatron-LM's alltoall dispatcher, torchtitan's expert parallelism) instead of
+// being gathered with the tensor-parallel group.
+bool experts_folded(const TransformerSpec& s, const Layout3D& l) {
+  return s.moe.active() && (l.ep > 1 || l.expert_tp() != l.tp);
+}
+
+}  // namespace
+
+// Per MoE layer and micro-batch, each rank holding T = b s / (cp t) tokens (sequence-parallel
+// slices) sends the k copies of them to the ranks of their experts and gets the outputs back:
+// an all-to-all of k T h e bytes over the ep ranks for dispatch and one for combine
+// (expert-parallel ranks are etp apart: Megatron-LM orders expert ranks etp, ep, edp); with
+// etp > 1 the received rows are all-gathered over the etp ranks before the experts and
+// reduce-scattered after (k T etp h e bytes gathered). The backward sends the gradients the
+// same way; recomputation repeats the forward. None of it overlaps compute (Megatron-LM's
+// defaults; its 1F1B overlap of expert-parallel communication is opt-in). Routing is
+// taken as balanced: every rank sends and receives the same bytes.
+CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
+  CommPhaseTime out;
+  const auto& s = *m_.transformer;
+  if (!experts_folded(s, l)) return out;
+  const auto e = static_cast<double>(recipe_of(l).activation_bytes());
+  const double tokens =
+      static_cast<double>(tokens_per_rank(l) * l.micro_batch) / static_cast<double>(l.tp);
+  const double rows = tokens * static_cast<double>(s.moe.experts_per_token);
+  const auto bytes =
+      static_cast<std::int64_t>(std::ceil(rows * static_cast<double>(s.hidden_size) * e));
+  const std::int64_t etp = l.expert_tp();
+  double one_way = 0;  // dispatch and combine, one direction
+  if (l.ep > 1) one_way += 2 * group_collective_s(Collective::all_to_all, etp * l.ep, l.ep, bytes);
+  if (etp > 1) {
+    one_way += group_collective_s(Collective::all_gather, etp, etp, bytes * etp) +
+               group_collective_s(Collective::reduce_scatter, etp, etp, bytes * etp);
+  }
+  out.forward_s = layers * one_way;
+  out.backward_s = layers * one_way * (l.recompute == Checkpointing::full ? 2 : 1);
+  return out;
+}
+
 Time3D Model3D::time(const Layout3D& l) {
   const auto& s = spec_of(m_);
   check_layout(s, l, t_.gpus_per_node());
@@ -712,10 +849,17 @@ Time3D Model3D::time(const Layout3D& l) {
       cache.tp_all_reduce[k2] = group.estimate(Collective::all_reduce, Bytes{k2.second}).time_s;
     }
     tp_all_reduce_s = cache.tp_all_reduce.at(k2);
-    out.tp_comm_s = layers * (l.recompute == Checkpointing::full ? 6 : 4) * tp_all_reduce_s;
   }
+  // Two of a layer's tensor-parallel collectives each way belong to the attention, two to
+  // the MLP; a MoE layer whose experts are folded apart sends its tokens to the experts
+  // instead (unless a shared expert still runs tensor-parallel).
+  const double tp_per_way = experts_folded(s, l) && s.moe.shared_ffn_size == 0 ? 1.0 : 2.0;
+  const double tp_forward_s = layers * tp_per_way * tp_all_reduce_s;
+  out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2);
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
+  const auto ep = expert_exchange(l, layers);
+  out.ep_comm_s = ep.forward_s + ep.backward_s;
   const auto schedule = l.pipeline_schedule();
   double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)
   double p2p_factor = 1;
@@ -730,13 +874,14 @@ Time3D Model3D::time(const Layout3D& l) {
   }
   const double forward_s =
       data_parallel_and_optimizer(l, stage, stage_layers, max_stage_params(s, l), out);
-  out.microbatch_s = out.compute_s + out.tp_comm_s + out.cp_comm_s + out.fsdp_comm_s + out.p2p_s;
+  out.microbatch_s =
+      out.compute_s + out.tp_comm_s + out.cp_comm_s + out.ep_comm_s + out.fsdp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
   // gradients (equal FLOPs); recomputation, backward TP and CP exchanges and the gradient
   // send precede B's output and belong to it.
   const double weight_grad_s = (stage.backward_s - stage.recompute_s) / 2;
   StageTimes st;
-  st.forward_s = forward_s + 2 * layers * tp_all_reduce_s + cp.forward_s + p2p_one_s * p2p_factor;
+  st.forward_s = forward_s + tp_forward_s + cp.forward_s + ep.forward_s + p2p_one_s * p2p_factor;
   st.backward_weight_s = weight_grad_s;
   st.backward_input_s = out.microbatch_s - st.forward_s - weight_grad_s;
   out.bubble_s =
@@ -752,22 +897,42 @@ Time3D Model3D::time(const Layout3D& l) {
 
 std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t layers,
                                                std::int64_t params) {
-  const std::int64_t ranks = l.dp * l.cp;  // the ranks that hold the same weights
-  const std::int64_t shards = l.shard_ranks();
-  if (ranks == 1) return {};
   const auto b = block_params(*m_.transformer);
-  const std::int64_t block = b.matrices / l.tp + b.replicated;  // one TP rank's block
+  const std::int64_t experts = b.experts_on_gpu(l);  // per block, on this GPU
+  // Experts folded onto their own data-parallel ranks sync apart from the rest (Megatron-LM's
+  // expert data-parallel group; torchtitan shards them over the dp_shard_mod_ep mesh).
+  const bool apart = experts > 0 && l.expert_dp() != l.dp * l.cp;
+  const std::int64_t dense_block = b.on_gpu(l) - (apart ? experts : 0);
   // The units: the stage's blocks, and what else the stage holds (the embedding on the first,
   // the final norm and head on the last) as the root's unit.
-  Messages units{{block, layers}};
-  if (params > block * layers) units.push_back({params - block * layers, 1});
+  const std::int64_t dense = params - (apart ? experts * layers : 0);
+  Messages units{{dense_block, layers}};
+  if (dense > dense_block * layers) units.push_back({dense - dense_block * layers, 1});
+  // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard
+  // group tp x shards, and the replicas of a shard stride through the whole span.
+  const std::int64_t ranks = l.dp * l.cp;
+  auto ops = data_parallel_ops_of(l, units, dense, ranks, l.shard_ranks(), " (dp x cp)");
+  if (apart) {
+    // Expert ranks ordered etp, ep, edp: the edp ranks stride through all tp x cp x dp GPUs.
+    const std::int64_t edp = l.expert_dp();
+    auto expert_ops = data_parallel_ops_of(l, Messages{{experts, layers}}, experts * layers, edp,
+                                           l.sharding == DpSharding::none ? 1 : edp,
+                                           " (expert dp, experts' states)");
+    ops.insert(ops.end(), expert_ops.begin(), expert_ops.end());
+  }
+  return ops;
+}
+
+std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messages& units,
+                                                  std::int64_t params, std::int64_t ranks,
+                                                  std::int64_t shards, const std::string& what) {
+  if (ranks == 1) return {};
   const auto messages = [&](MessageSplit split) -> Messages {
     if (split == MessageSplit::units) return units;
     if (split == MessageSplit::unit_shards) return shards_of(units, shards);
     return {{params, 1}};  // whole_model: the stage's parameters on this GPU
   };
-  // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard
-  // group tp x shards, and the replicas of a shard stride through the whole span.
+  const std::int64_t stride = l.tp * l.cp * l.dp / ranks;  // GPUs between a group's ranks
   const auto group = [&](std::string label, std::int64_t span, std::int64_t n) {
     return RuleGroup{
         .label = std::move(label),
@@ -776,11 +941,11 @@ std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t l
                                     Algorithm) { return group_estimate(c, span, n, size.value); },
         .algorithm = ""};
   };
-  const RuleGroup all = group(std::to_string(ranks) + " GPUs (dp x cp)", l.tp * ranks, ranks);
+  const RuleGroup all = group(std::to_string(ranks) + " GPUs" + what, stride * ranks, ranks);
   const RuleGroup shard_group =
-      group(std::to_string(shards) + " GPUs of a shard group", l.tp * shards, shards);
+      group(std::to_string(shards) + " GPUs of a shard group", stride * shards, shards);
   const RuleGroup replicas =
-      group(std::to_string(ranks / shards) + " replicas", l.tp * ranks, ranks / shards);
+      group(std::to_string(ranks / shards) + " replicas", stride * ranks, ranks / shards);
   const RuleSources sources{.messages = messages,
                             .group = [&](CommGroup g) -> const RuleGroup& {
                               return g == CommGroup::data_parallel ? all
@@ -805,12 +970,13 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   StepInputs in;
   in.forward_s = stage.forward_s;
   in.backward_s = stage.backward_s;
-  const std::int64_t elements = sharded_optimizer ? params / l.shard_ranks() : params;
+  const std::int64_t elements =
+      sharded_optimizer ? sharded_elements(*m_.transformer, l, params, layers) : params;
   in.optimizer_s =
       optimizer_time(elements, recipe, l.offload, gpu_, k_, std::min(l.gpus(), t_.gpus_per_node()));
-  in.host_transfer_s = host_transfers_s(l.offload, elements, ceil_div(params, l.shard_ranks()),
-                                        static_cast<double>(recipe.compute_bytes()),
-                                        host_link_Bps(gpu_, k_), out.dp_ops);
+  in.host_transfer_s = host_transfers_s(
+      l.offload, elements, sharded_elements(*m_.transformer, l, params, layers),
+      static_cast<double>(recipe.compute_bytes()), host_link_Bps(gpu_, k_), out.dp_ops);
   in.ops = out.dp_ops;  // with the offloaded shard's fetch before each all-gather
   in.micro_steps = l.micro_batches;
   in.no_sync = deferred_sync(l);

@@ -42,6 +42,11 @@ struct StateView {
   NumericRecipe recipe;
   std::int64_t params = 0;
   std::int64_t shard_degree = 1;  // ranks a sharded state is split over
+  // Parts sharded over different ranks (expert parallelism: the experts over their own data-
+  // parallel ranks): the elements of this GPU's shard, and how to say it ("1/4 of the dense
+  // part, 1/2 of the experts"); 0 and empty: params / shard_degree.
+  std::int64_t shard_elements = 0;
+  std::string shard_text;
   GatherUnits units;
   ActivationEstimate activations;
   std::int64_t communicators = 0;  // NCCL communicators, each with its buffers

@@ -60,6 +60,7 @@ struct Builder3D {
     serial("compute", "forward + backward" + label, count * x.compute_s);
     serial("tensor parallel", "all-reduces" + label, count * x.tp_comm_s);
     serial("context parallel", "K/V exchange (exposed)" + label, count * x.cp_comm_s);
+    serial("expert parallel", "token dispatch and combine" + label, count * x.ep_comm_s);
     serial("pipeline", "activation sends" + label, count * x.p2p_s);
     serial("data parallel", "FSDP gathers and reductions (exposed)" + label, count * x.fsdp_comm_s);
   }

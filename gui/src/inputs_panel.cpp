@@ -144,6 +144,9 @@ void InputsPanel::add_layout_rows(QFormLayout* form) {
   form->addRow("tensor parallel", tp_ = spin(1, 1'000'000));
   form->addRow("pipeline stages", pp_ = spin(1, 1'000'000));
   form->addRow("context parallel", cp_ = spin(1, 1'000'000));
+  form->addRow("expert parallel", ep_ = spin(1, 1'000'000));
+  form->addRow("expert tensor parallel", etp_ = spin(0, 1'000'000));
+  etp_->setSpecialValueText("as tensor parallel");
   form->addRow("chunks per GPU", interleave_ = spin(1, 1'000'000));
   sequence_parallel_ = new QCheckBox(this);
   connect(sequence_parallel_, &QCheckBox::toggled, this, [this] { changed(); });
@@ -186,6 +189,8 @@ Session InputsPanel::session() const {
   s.layout.tp = tp_->value();
   s.layout.pp = pp_->value();
   s.layout.cp = cp_->value();
+  s.layout.ep = ep_->value();
+  s.layout.etp = etp_->value();
   s.layout.interleave = interleave_->value();
   s.layout.sequence_parallel = sequence_parallel_->isChecked();
   s.layout.cp_comm = cp_comm_->currentText().toStdString();
@@ -221,6 +226,8 @@ void InputsPanel::set_session(const Session& s) {
   tp_->setValue(static_cast<int>(s.layout.tp));
   pp_->setValue(static_cast<int>(s.layout.pp));
   cp_->setValue(static_cast<int>(s.layout.cp));
+  ep_->setValue(static_cast<int>(s.layout.ep));
+  etp_->setValue(static_cast<int>(s.layout.etp));
   interleave_->setValue(static_cast<int>(s.layout.interleave));
   sequence_parallel_->setChecked(s.layout.sequence_parallel);
   select(cp_comm_, s.layout.cp_comm);

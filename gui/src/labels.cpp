@@ -36,6 +36,8 @@ std::string label_of(const std::string& field) {
       {"pps", "pipeline stages"},
       {"cp", "context parallel"},
       {"cps", "context parallel"},
+      {"ep", "expert parallel"},
+      {"etp", "expert tensor parallel"},
       {"cp_comm", "CP exchange"},
       {"interleave", "chunks per GPU"},
       {"sequence_parallel", "sequence parallel"},

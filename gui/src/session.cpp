@@ -13,6 +13,8 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
   return {{"tp", l.tp},
           {"pp", l.pp},
           {"cp", l.cp},
+          {"ep", l.ep},
+          {"etp", l.etp},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
           {"framework", l.framework},
@@ -29,6 +31,9 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
   l.tp = r.integer("tp", 1, 1'000'000);
   l.pp = r.integer("pp", 1, 1'000'000);
   l.cp = r.integer("cp", 1, 1'000'000);
+  // Sessions saved before expert parallelism have neither.
+  if (r.has("ep")) l.ep = r.integer("ep", 1, 1'000'000);
+  if (r.has("etp")) l.etp = r.integer("etp", 0, 1'000'000);
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");
   l.framework = r.string("framework");

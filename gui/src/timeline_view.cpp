@@ -15,6 +15,7 @@ constexpr double kWidth = 1100, kLane = 90, kLeft = 140, kTop = 72;
 QColor color_of(const std::string& stream, const std::string& name) {
   if (stream == "tensor parallel") return QColor(214, 39, 40);
   if (stream == "context parallel") return QColor(227, 119, 194);
+  if (stream == "expert parallel") return QColor(255, 187, 120);
   if (stream == "pipeline")
     return name.rfind("bubble", 0) == 0 ? QColor(199, 199, 199) : QColor(140, 86, 75);
   if (stream == "data parallel") return QColor(23, 190, 207);
@@ -140,6 +141,7 @@ void draw_legend(QGraphicsScene* s, double y, bool layout) {
   if (layout) {
     legend.insert(legend.end(), {{"tensor parallel", "tensor parallel"},
                                  {"context parallel", "context parallel"},
+                                 {"expert parallel", "expert parallel"},
                                  {"pipeline sends", "pipeline"},
                                  {"bubble", "pipeline"},
                                  {"data parallel", "data parallel"},

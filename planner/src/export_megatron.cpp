@@ -114,6 +114,13 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
   add(a, "--context-parallel-size", l.cp);
   if (l.cp > 1) add(a, "--cp-comm-type", std::string(cost::name_of(l.cp_comm)));
   if (l.sequence_parallel) a.emplace_back("--sequence-parallel");
+  // Experts laid out apart (parallel folding) send tokens to them by all-to-all, Megatron-LM's
+  // alltoall dispatcher; its default (allgather) gathers every token over the tp x ep ranks.
+  if (s.moe.active()) {
+    add(a, "--expert-model-parallel-size", l.ep);
+    add(a, "--expert-tensor-parallel-size", l.expert_tp());
+    if (l.ep > 1 || l.expert_tp() != l.tp) add(a, "--moe-token-dispatcher-type", "alltoall");
+  }
   if (l.pp > 1) {
     const auto schedule = l.pipeline_schedule();
     if (schedule != cost::PipelineSchedule::one_f_one_b &&
@@ -176,6 +183,9 @@ std::string megatron_args_file(const ModelDesc& m, const cost::Layout3D& l) {
   std::string out = "# Megatron-LM arguments for " + m.name + " on " + std::to_string(l.gpus()) +
                     " GPUs: tp " + std::to_string(l.tp) + " x cp " + std::to_string(l.cp) +
                     " x pp " + std::to_string(l.pp) + " x dp " + std::to_string(l.dp) +
+                    (l.ep > 1 || l.etp > 0 ? ", experts ep " + std::to_string(l.ep) + " x etp " +
+                                                 std::to_string(l.expert_tp())
+                                           : std::string()) +
                     " (written by dtplan)\n"
                     "# torchrun <launch args> pretrain_gpt.py \"${DTPLAN_MEGATRON_ARGS[@]}\" "
                     "<data, tokenizer, optimizer and schedule arguments>\n"

@@ -108,6 +108,8 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
     << (l.sharding == cost::DpSharding::parameters ? "always" : "never") << "\"\n"
     << "tensor_parallel_degree = " << l.tp << "\n"
     << "context_parallel_degree = " << l.cp << "\n";
+  // EP borrows its ranks from FSDP and TP (torchtitan's parallel_dims.py).
+  if (s.moe.active()) o << "expert_parallel_degree = " << l.ep << "\n";
   if (l.cp > 1) {
     o << "context_parallel_rotate_method = \""
       << (l.cp_comm == cost::CpComm::all_gather ? "allgather" : "alltoall") << "\"\n";

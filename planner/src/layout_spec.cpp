@@ -13,9 +13,10 @@ bool is_layout_framework(std::string_view strategy) {
 }
 
 bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
-  return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.interleave != 1 || s.sequence_parallel ||
-         !s.schedule.empty() || !s.pp_layers.empty() || !s.framework.empty() ||
-         !s.sharding.empty() || s.dp_shard != 0 || is_layout_framework(strategy);
+  return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.ep != 1 || s.etp != 0 || s.interleave != 1 ||
+         s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
+         !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 ||
+         is_layout_framework(strategy);
 }
 
 namespace {
@@ -63,6 +64,12 @@ void check_sizes(const LayoutSpec& s) {
   check_size("pp", s.pp);
   check_size("cp", s.cp);
   check_size("interleave", s.interleave);
+  check_size("ep", s.ep);
+  if (s.etp < 0) {
+    throw FieldError("etp", std::to_string(s.etp) +
+                                " is not a size: a positive integer, or 0 for the tensor-parallel "
+                                "size");
+  }
   if (s.dp_shard < 0) {
     throw FieldError("dp_shard", std::to_string(s.dp_shard) +
                                      " is not a size: a positive "
@@ -116,6 +123,8 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.tp = s.tp;
   l.pp = s.pp;
   l.cp = s.cp;
+  l.ep = s.ep;
+  l.etp = s.etp;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   l.sharding = !s.sharding.empty() ? parsed("sharding", s.sharding, cost::parse_dp_sharding)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "dtplan/cost/layout_text.hpp"
 
@@ -46,6 +47,65 @@ std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objec
          one_decimal(p.behind_pct(dp.objective)) + "% " + behind_word(objective) + "; " +
          (framework == cost::Framework::megatron ? "{export_megatron}" : "{export_torchtitan}") +
          " writes the layout";
+}
+
+namespace {
+
+std::string expert_layout_name(const cost::Layout3D& l) {
+  return "ep " + std::to_string(l.ep) + " x etp " + (l.etp == 0 ? "= tp" : std::to_string(l.etp));
+}
+
+// The best outcome of an expert layout: the best objective among those that fit, else the
+// least memory over.
+struct ExpertOutcome {
+  std::optional<double> objective;
+  double over_gib = 0;
+  bool over = false;
+  void fit(double o) {
+    if (!objective || o < *objective) objective = o;
+  }
+  void missed(double gib) {
+    if (!over || gib < over_gib) over_gib = gib;
+    over = true;
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective objective) {
+  const auto* best = p.best();
+  if (!best || !best->layout || !p.layouts) return std::nullopt;
+  const auto& chosen = best->layout->layout;
+  std::map<std::pair<std::int64_t, std::int64_t>, ExpertOutcome> outcomes;
+  bool experts = false;
+  for (const auto& r : p.layouts->rejected) {
+    const auto& l = r.candidate.layout;
+    experts |= l.ep > 1 || l.etp > 0;
+    if (l.ep == chosen.ep && l.etp == chosen.etp) continue;
+    auto& o = outcomes[{l.ep, l.etp}];
+    if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
+      o.missed(r.amount);
+    } else if (r.reason == Reason::slower) {
+      o.fit(r.candidate.objective);
+    }
+  }
+  if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
+  std::string text = "expert layout " + expert_layout_name(chosen) + " (tp " +
+                     std::to_string(chosen.tp) + ") chosen";
+  int shown = 0;
+  for (const auto& [key, o] : outcomes) {
+    if (shown++ == 8) {
+      text += "; ...";
+      break;
+    }
+    cost::Layout3D l;
+    l.ep = key.first;
+    l.etp = key.second;
+    text += "; " + expert_layout_name(l) + ": ";
+    text += o.objective ? one_decimal(p.behind_pct(*o.objective)) + "% " + behind_word(objective)
+                        : "out of memory by " + one_decimal(o.over_gib) + " GiB";
+  }
+  return text + " (each at its best; {ep}, {etp} restrict them)";
 }
 
 std::optional<std::string> idle_gpus_note(const PlanResult& result, std::int64_t batch) {

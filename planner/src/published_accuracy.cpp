@@ -164,6 +164,8 @@ LayoutSpec layout_spec_of(const Config& c) {
   s.tp = c.integer("tp", 1);
   s.pp = c.integer("pp", 1);
   s.cp = c.integer("cp", 1);
+  s.ep = c.integer("ep", 1);
+  s.etp = c.has("etp") ? c.integer("etp", 0) : 0;
   s.interleave = c.integer("interleave", 1);
   s.cp_comm = c.text("cp-comm", "p2p");
   s.framework = c.text("framework");
@@ -210,6 +212,7 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
     p.parts = {{"compute", m_batches * time.compute_s},
                {"tensor-parallel collectives", m_batches * time.tp_comm_s},
                {"context-parallel exchange", m_batches * time.cp_comm_s},
+               {"expert dispatch and combine", m_batches * time.ep_comm_s},
                {"pipeline sends", m_batches * time.p2p_s},
                {"FSDP gathers and reductions not hidden", m_batches * time.fsdp_comm_s},
                {"pipeline bubble", time.bubble_s},

@@ -83,6 +83,37 @@ void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   }
 }
 
+// A mixture of experts' expert layouts (parallel folding): ep dividing the experts, etp the
+// tensor-parallel size or 1 (each expert whole, DeepSeek-V3's choice), etp x ep dividing the
+// stage's tp x cp x dp GPUs, each as its framework runs it (cost::expert_layout_problem).
+// Megatron-LM's MoE layer runs tensor parallelism only with sequence parallelism.
+template <class Visit>
+void for_each_expert_layout(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
+                            Visit& visit) {
+  l.ep = 1;
+  l.etp = 0;
+  if (!s.moe.active()) {
+    for_each_schedule(r, l, visit);
+    return;
+  }
+  if (l.framework == cost::Framework::megatron && l.tp > 1 && !l.sequence_parallel) return;
+  const std::int64_t ranks = l.tp * l.cp * l.dp;
+  std::vector<std::int64_t> etps{l.tp};
+  if (l.tp > 1) etps.push_back(1);
+  for (const std::int64_t etp : etps) {
+    if (!allowed(r.etps, etp) || s.moe.expert_ffn_size % etp) continue;
+    for (std::int64_t ep = 1; ep <= s.moe.experts; ++ep) {
+      if (s.moe.experts % ep || ranks % (etp * ep) || !allowed(r.eps, ep)) continue;
+      l.ep = ep;
+      l.etp = etp == l.tp ? 0 : etp;
+      if (cost::expert_layout_problem(s, l)) continue;
+      for_each_schedule(r, l, visit);
+    }
+  }
+  l.ep = 1;
+  l.etp = 0;
+}
+
 // Megatron-LM offloads the optimizer, FSDP2 parameters, gradients and optimizer together.
 bool runs_offload(cost::Framework f, Offload o) {
   if (o == Offload::none) return true;
@@ -91,7 +122,8 @@ bool runs_offload(cost::Framework f, Offload o) {
 
 // The layout under each framework, sharding and offload mode the request allows.
 template <class Visit>
-void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit) {
+void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
+                             Visit& visit) {
   using cost::DpSharding;
   using cost::Framework;
   const std::pair<Framework, DpSharding> modes[] = {{Framework::megatron, DpSharding::optimizer},
@@ -111,7 +143,7 @@ void for_each_state_sharding(const Request3D& r, cost::Layout3D& l, Visit& visit
     for (const auto o : r.offloads.empty() ? every : r.offloads) {
       if (!runs_offload(framework, o)) continue;
       l.offload = o;
-      for_each_schedule(r, l, visit);
+      for_each_expert_layout(s, r, l, visit);
     }
   }
 }
@@ -166,7 +198,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;
             l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
-            for_each_state_sharding(r, l, visit);
+            for_each_state_sharding(s, r, l, visit);
           }
         }
       }
@@ -259,13 +291,15 @@ std::vector<std::int64_t> counts_of(const Request3D& r, std::int64_t cluster) {
 }
 
 // The shape a ranked layout stands for: the best micro-batch and recompute mode of each.
-using ShapeKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, std::int64_t,
-                            std::int64_t, bool, int, int>;
+using ShapeKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                            int, std::int64_t, std::int64_t, bool, int, int>;
 ShapeKey shape_key(const cost::Layout3D& l) {
   const int schedule = l.pp > 1 ? static_cast<int>(l.pipeline_schedule()) : -1;
   return {l.gpus(),
           l.tp,
           l.cp,
+          l.ep,
+          l.expert_tp(),
           static_cast<int>(l.cp_comm),
           l.pp,
           l.interleave,

@@ -59,6 +59,7 @@ std::string data_parallel_left_out(const LayoutRequest& r) {
   if (!allows_one(r.tps)) return "tensor-parallel sizes without 1";
   if (!allows_one(r.pps)) return "pipeline sizes without 1";
   if (!allows_one(r.cps)) return "context-parallel sizes without 1";
+  if (!allows_one(r.eps)) return "expert-parallel sizes without 1";
   if (!allows_one(r.interleaves)) return "interleaving without 1";
   return {};
 }
@@ -114,6 +115,8 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.cps = r.cps;
   x.interleaves = r.interleaves;
   x.cp_comms = r.cp_comms;
+  x.eps = r.eps;
+  x.etps = r.etps;
   x.frameworks = r.frameworks;
   x.sequence_parallel = r.sequence_parallel;
   x.schedules = r.schedules;

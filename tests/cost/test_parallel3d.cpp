@@ -7,6 +7,7 @@
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/topology_io.hpp"
+#include "small_transformer.hpp"
 
 using namespace dtplan;
 using namespace dtplan::cost;
@@ -58,19 +59,9 @@ constexpr std::int64_t kTokenIds = 8 * 1024;
 // The last stage's final norm and LM head inputs of one micro-batch: 2 x 2 B x s x h.
 constexpr std::int64_t kHeadInputs = 4LL * 1024 * 1024;
 
-// A small GPT-style model: h 1024, 16 heads of 64, MLP 4096, 8 layers, vocabulary 32000,
-// learned positions (2048), biases, LayerNorm, tied embeddings.
+// The small GPT-style model (small_transformer.hpp).
 ModelDesc small_model() {
-  TransformerSpec t;
-  t.model_type = "gpt2";
-  t.vocab_size = 32000;
-  t.hidden_size = 1024;
-  t.num_layers = 8;
-  t.num_heads = t.num_kv_heads = 16;
-  t.head_dim = 64;
-  t.ffn_size = 4096;
-  t.max_positions = 2048;
-  return model_from_transformer(t, "small", "test");
+  return model_from_transformer(test::small_transformer(), "small", "test");
 }
 
 // The small model on DGX H100 nodes, with what Model3D keeps references to.
@@ -961,8 +952,10 @@ TEST_CASE("tensor parallelism splits every expert and keeps the router whole") {
   CHECK(mem.params_per_gpu == 8 * (split / 2 + whole) + 32000 * 1024 / 2 + 2048 * 1024 + 2 * 1024);
   // An expert width tp does not divide is refused, naming it.
   t.moe.expert_ffn_size = 1001;
-  CHECK_THROWS_WITH(check_layout(t, l, 8),
-                    Contains("experts' intermediate size 1001 does not divide by tp"));
+  CHECK_THROWS_WITH(
+      check_layout(t, l, 8),
+      Contains(
+          "experts' intermediate size 1001 does not divide by the expert tensor parallel size 2"));
   // A sliding window shorter than the sequence is refused under context parallelism.
   t.moe = {};
   t.sliding_window = 512;

@@ -70,6 +70,11 @@ const std::map<std::string, bool> kTakesValue{
     {"--moe-router-load-balancing-type", true},
     {"--moe-aux-loss-coeff", true},
     {"--moe-grouped-gemm", false},
+    // ModelParallelConfig (megatron/core/model_parallel_config.py) and TransformerConfig
+    // fields; the MoE README's table lists the flags.
+    {"--expert-model-parallel-size", true},
+    {"--expert-tensor-parallel-size", true},
+    {"--moe-token-dispatcher-type", true},  // allgather, alltoall, flex
 };
 
 // The arguments as flag -> value ("" for switches), checking each flag is documented and
@@ -259,4 +264,29 @@ TEST_CASE("Megatron-LM arguments: a mixture of experts as Qwen1.5-MoE-A2.7B conf
   const auto phi = parsed(
       planner::megatron_arguments(load_model("phi-3-mini", resolve_data_dir("") / "models"), l));
   CHECK(phi.at("--window-size") == "2046,0");
+}
+
+TEST_CASE("Megatron-LM arguments: expert parallelism folded beside tensor parallelism") {
+  // Mixtral 8x7B at tp 2 x dp 8 with its 8 experts over ep 8, each whole (etp 1): tokens go
+  // to the experts by all-to-all, Megatron-LM's alltoall dispatcher (its default, allgather,
+  // gathers every token over tp x ep); a MoE layer under tp needs sequence parallelism.
+  const auto m = load_model("mixtral-8x7b", resolve_data_dir("") / "models");
+  auto l = layout(2, 1, 1, 8);
+  l.seq_len = 4096;
+  l.sequence_parallel = true;
+  l.ep = 8;
+  l.etp = 1;
+  const auto a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.at("--expert-model-parallel-size") == "8");
+  CHECK(a.at("--expert-tensor-parallel-size") == "1");
+  CHECK(a.at("--moe-token-dispatcher-type") == "alltoall");
+  CHECK(a.count("--sequence-parallel") == 1);
+  CHECK_THAT(planner::megatron_args_file(m, l), Contains("experts ep 8 x etp 1"));
+  // Without expert parallelism the experts split over tp, gathered as Megatron-LM's default.
+  l.ep = 1;
+  l.etp = 0;
+  const auto plain = parsed(planner::megatron_arguments(m, l));
+  CHECK(plain.at("--expert-model-parallel-size") == "1");
+  CHECK(plain.at("--expert-tensor-parallel-size") == "2");
+  CHECK(plain.count("--moe-token-dispatcher-type") == 0);
 }

@@ -21,7 +21,9 @@ const std::map<std::string, std::set<std::string>> kKeys{
      {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
       "tensor_parallel_degree", "context_parallel_degree", "context_parallel_rotate_method",
       "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
-      "pipeline_parallel_layers_per_stage", "pipeline_parallel_split_points"}},
+      "pipeline_parallel_layers_per_stage", "pipeline_parallel_split_points",
+      // torchtitan/config/configs.py, Parallelism
+      "expert_parallel_degree"}},
     {"activation_checkpoint", {"mode", "selective_ac_option"}},
     {"optimizer", {"name"}},
 };
@@ -139,4 +141,21 @@ TEST_CASE("torchtitan config: what torchtitan cannot run is refused with the rea
   l.framework = cost::Framework::megatron;
   l.sharding = cost::DpSharding::optimizer;
   CHECK_THROWS_WITH(planner::torchtitan_config(llama(32), l), Contains("not FSDP2"));
+}
+
+TEST_CASE("torchtitan config: expert parallelism borrows its ranks from FSDP and TP") {
+  // Mixtral 8x7B, tp 2 x dp 8 with its 8 experts over ep 8, each whole: torchtitan's
+  // parallel_dims.py lays the experts out as efsdp x ep = dp_shard x cp x tp = 16, efsdp 2.
+  const auto m = load_model("mixtral-8x7b", resolve_data_dir("") / "models");
+  auto l = fsdp2(2, 1, 1, 8);
+  l.ep = 8;
+  l.etp = 1;
+  l.seq_len = 4096;
+  const auto c = parsed(planner::torchtitan_config(m, l));
+  CHECK(c.at("parallelism.expert_parallel_degree") == "8");
+  CHECK(c.at("parallelism.tensor_parallel_degree") == "2");
+  CHECK(c.at("parallelism.data_parallel_shard_degree") == "8");
+  // A dense model writes no expert key.
+  CHECK(parsed(planner::torchtitan_config(llama(32), fsdp2(2, 1, 1, 8)))
+            .count("parallelism.expert_parallel_degree") == 0);
 }

@@ -159,3 +159,31 @@ TEST_CASE("3D search: offloading fits Llama 2 70B on one DGX H100, within the no
   for (const auto& c : small.ranked)
     CHECK(c.memory.host.value * 8 <= r.host_per_node.value);
 }
+
+TEST_CASE("3D search: a mixture of experts fits Megatron-LM by spreading its experts") {
+  // Mixtral 8x7B: about 1.6B parameters outside the experts (attention 32 x 41.9M, embedding
+  // and head 2 x 131M) and 45.1B in them (32 layers x 8 experts x 3 x 4096 x 14336). At tp 1
+  // and pp 1 Megatron-LM keeps bf16 weights and fp32 main gradients of all it holds, 6 B a
+  // parameter: 280 GB with every expert, 6 x (1.6 + 45.1 / 4) = 77 GB over ep 4 -- both above
+  // the 71.7 GiB an H100 leaves with 10% headroom -- and 43 GB over ep 8.
+  const DgxH100 f("mixtral-8x7b", 4);
+  planner::Request3D r;
+  r.global_batch = 256;
+  r.seq_len = 4096;
+  r.tps = {1};
+  r.pps = {1};
+  r.frameworks = {cost::Framework::megatron};
+  r.top_k = 10;
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked) {
+    const auto& l = c.layout;
+    CHECK(l.ep == 8);
+    CHECK(l.expert_tp() == 1);
+    CHECK(l.expert_dp() == 4);  // 32 GPUs / (etp 1 x ep 8)
+    CHECK(double(c.memory.total().value) <= res.usable_bytes);
+  }
+  // Held to ep 1 nothing fits.
+  r.eps = {1};
+  CHECK(f.search(r).ranked.empty());
+}

@@ -6,6 +6,7 @@
 
 #include "cluster_fixture.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/planner/plan_decisions.hpp"
 
 using namespace dtplan;
 
@@ -155,4 +156,31 @@ TEST_CASE("restrictions apply to both families, and leaving out both is an error
   CHECK_THROWS_WITH(c.plan(r), Catch::Contains("nothing left to search") &&
                                    Catch::Contains("tensor-parallel sizes without 1") &&
                                    Catch::Contains("only data-parallel strategies were named"));
+}
+
+TEST_CASE("a mixture of experts' plan says why its expert layout won, the others at their best") {
+  // Mixtral 8x7B on 4 DGX H100 nodes held to tp 1 and pp 1 under Megatron-LM: only ep 8 fits
+  // (6 B a parameter of weights and main gradients: 280 GB with all 8 experts on a GPU, 77 GB
+  // with 2 of them; test_search3d.cpp derives it), so the note gives ep 1, 2 and 4 as over
+  // memory.
+  const Cluster c("mixtral-8x7b", "dgx-h100", 4, "H100-SXM");
+  auto r = request(256, 4096);
+  r.tps = {1};
+  r.pps = {1};
+  r.frameworks = {cost::Framework::megatron};
+  r.strategies_named = true;
+  const auto p = c.plan(r);
+  REQUIRE(p.best());
+  REQUIRE(p.best()->layout);
+  CHECK(p.best()->layout->layout.ep == 8);
+  const auto note = planner::expert_layout_note(p, r.plan.objective);
+  REQUIRE(note);
+  CHECK_THAT(*note, Catch::Matchers::StartsWith("expert layout ep 8 x etp = tp (tp 1) chosen"));
+  for (const char* other :
+       {"ep 1 x etp = tp: out of memory by", "ep 2 x etp = tp: out of memory by",
+        "ep 4 x etp = tp: out of memory by"})
+    CHECK_THAT(*note, Catch::Matchers::Contains(other));
+  // A dense model's plan has no such note.
+  const Cluster dense("gpt2-xl", "dgx-a100", 1, "A100-80GB");
+  CHECK_FALSE(planner::expert_layout_note(dense.plan(request(512, 1024)), r.plan.objective));
 }

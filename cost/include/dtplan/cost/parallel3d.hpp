@@ -61,6 +61,17 @@
 //   a2a         all-to-all of (s/cp) b (2q + 2k) e bytes per rank (Q, K, V in, the output
 //               back) forward, the same backward
 // and recomputation (selective or full) repeats the forward exchange.
+//
+// Expert parallelism (a mixture of experts; Megatron-LM's parallel folding, Liu et al. 2025,
+// "MoE Parallel Folding"): the tp x cp x dp GPUs of a stage are laid out again for the experts
+// as etp x ep x edp. A GPU holds E/ep routed experts, each 1/etp of its width; the rest of the
+// block (attention, router, shared expert) as before. Expert gradients are reduced, and their
+// optimizer states sharded, over the edp ranks holding the same experts; the rest over dp x cp.
+// Per MoE layer and micro-batch, a rank's b s/(cp t) tokens go to their experts' ranks and
+// back: two all-to-alls of k b s h e/(cp t) bytes forward, two backward (and again in a
+// recomputed forward), plus an all-gather and a reduce-scatter over etp when etp > 1; a MoE
+// layer folded so sends no tensor-parallel collectives for its MLP. Its GEMMs: the k copies
+// of the tokens of etp ranks over E/ep experts of width f/etp (balanced routing).
 #pragma once
 
 #include <cstdint>
@@ -121,6 +132,11 @@ std::optional<std::string> optimizer_problem(Framework f, Optimizer o);
 struct Layout3D {
   std::int64_t tp = 1, pp = 1, dp = 1;
   std::int64_t cp = 1;  // context parallel: each rank holds seq_len / cp tokens
+  // Expert parallelism (a mixture of experts): each GPU holds experts / ep of the routed
+  // experts, split etp ways (0: tp) in width; Megatron-LM's parallel folding lays the tp x cp x
+  // dp GPUs of a stage out again as etp x ep x edp for the experts (expert_dp()).
+  std::int64_t ep = 1;
+  std::int64_t etp = 0;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
@@ -149,6 +165,9 @@ struct Layout3D {
   // rule.
   std::vector<std::int64_t> stage_layers;
   std::int64_t gpus() const { return tp * cp * pp * dp; }
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // The ranks holding the same experts, which reduce their gradients and shard their states.
+  std::int64_t expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
   PipelineSchedule pipeline_schedule() const {
     return schedule.value_or(default_schedule(interleave));
   }
@@ -171,6 +190,10 @@ struct Layout3D {
 std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layout3D& l);
 // Why layers_per_stage has no answer, or nullopt.
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l);
+
+// Why the layout's experts cannot be laid out so (Megatron-LM's parallel folding: experts
+// dividing over ep, etp x ep dividing tp x cp x dp; torchtitan's own rule), or nullopt.
+std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l);
 
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
 // p x v, t within a node, the sequence by 2 x cp (Megatron's load-balanced split: two chunks
@@ -211,8 +234,9 @@ struct Time3D {
   double compute_s = 0;        // per micro-batch per stage (forward + backward + recompute)
   double tp_comm_s = 0;        // per micro-batch per stage
   double cp_comm_s = 0;        // per micro-batch per stage: K/V exchange not hidden by attention
+  double ep_comm_s = 0;        // per micro-batch per stage: token dispatch and combine (experts)
   double p2p_s = 0;            // per micro-batch per stage (both directions)
-  double microbatch_s = 0;     // the four above
+  double microbatch_s = 0;     // the five above
   double pipeline_s = 0;       // m x microbatch_s + bubble_s
   double bubble_s = 0;         // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
   double fsdp_comm_s = 0;      // per micro-batch per stage: FSDP gathers and reductions not hidden
@@ -237,6 +261,7 @@ using CpExchange = CommPhaseTime;
 // micro-batch size and recompute mode, the collective models of each group size), so a
 // planner can time thousands of layouts.
 class CommContext;  // collectives.hpp
+struct MessageRun;  // rule_pricing.hpp
 
 class Model3D {
  public:
@@ -255,6 +280,9 @@ class Model3D {
   ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers);
   // Exposed K/V exchange of a stage's `layers` for one micro-batch; `local`: stage_compute.
   CpExchange cp_exchange(const Layout3D& l, const ComputeTime& local, double layers);
+  // Token dispatch and combine of a stage's `layers` MoE layers for one micro-batch under
+  // expert parallelism (none when the experts are laid out as the dense part is).
+  CommPhaseTime expert_exchange(const Layout3D& l, double layers);
   // A collective over `ranks` ranks spread over `span` consecutive GPUs.
   CollectiveEstimate group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
                                     std::int64_t bytes);
@@ -266,6 +294,11 @@ class Model3D {
   // parameters on one GPU.
   std::vector<CommOp> data_parallel_ops(const Layout3D& l, std::int64_t layers,
                                         std::int64_t params);
+  // The collectives of `params` parameters held as `units`, synced over `ranks` ranks strided
+  // evenly through the stage's tp x cp x dp GPUs and sharded over `shards` of them.
+  std::vector<CommOp> data_parallel_ops_of(const Layout3D& l, const std::vector<MessageRun>& units,
+                                           std::int64_t params, std::int64_t ranks,
+                                           std::int64_t shards, const std::string& what);
   // Composes the micro-batches' compute with the data-parallel collectives and the optimizer
   // (step_time.hpp's step_times): sets compute_s, fsdp_comm_s, dp_sync_s, optimizer_s, dp_ops;
   // returns a micro-batch's forward with the gathers it waits for.

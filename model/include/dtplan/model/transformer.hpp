@@ -38,7 +38,15 @@ struct MoeSpec {
   // load-balancing loss coefficient (router_aux_loss_coef, 0 when not stated).
   bool normalize_top_k = true;
   double aux_loss_coef = 0;
+  // When the spec is one GPU's shard under expert parallelism (parallel3d.cpp): the routed
+  // experts the GPU holds (0: all of them), and the routed rows it computes per token of the
+  // shard as a share of the k copies (expert tensor parallel size / tensor parallel size: a
+  // shard's tokens are those of its tensor-parallel group, the experts see those of their
+  // expert-tensor-parallel group). Neither changes a parameter count.
+  std::int64_t local_experts = 0;
+  double routed_rows_share = 1.0;
   bool active() const { return experts > 0; }
+  std::int64_t experts_on_gpu() const { return local_experts > 0 ? local_experts : experts; }
 };
 
 struct TransformerSpec {

@@ -1,9 +1,9 @@
 // A layout as a front end names it: sizes, and the framework, sharding, schedule and CP
 // exchange by name (the flags of `dtplan estimate`/`dtplan memory`, the GUI's inputs). Turned
 // into a cost::Layout3D here, once, so the CLI and the GUI agree on defaults and on what is
-// refused; problems are FieldErrors naming the LayoutSpec field (tp, pp, cp, interleave,
-// cp_comm, framework, sharding, dp_shard, schedule, pp_layers, sequence_parallel) or the
-// training field (gpus) they concern.
+// refused; problems are FieldErrors naming the LayoutSpec field (tp, pp, cp, ep, etp,
+// interleave, cp_comm, framework, sharding, dp_shard, schedule, pp_layers, sequence_parallel) or
+// the training field (gpus) they concern.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,8 @@ namespace dtplan::planner {
 
 struct LayoutSpec {
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;
+  std::int64_t ep = 1;   // expert parallel (a mixture of experts)
+  std::int64_t etp = 0;  // expert tensor parallel; 0: tp
   std::string cp_comm = "p2p";
   std::string framework;      // empty: megatron, or the strategy when it names a framework
   std::string sharding;       // empty: the framework's own (optimizer; FSDP2 parameters)

@@ -25,6 +25,10 @@ ExportChoice deepspeed_choice(const PlanResult& best, Objective objective);
 // asked for (DeepSpeed, Accelerate, the Plan file, launch lines): what they hold instead.
 std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective);
 
+// When the best is a mixture of experts' layout: why its expert layout (ep x etp) won, each
+// other expert layout the search priced at its best (slower by how much, or over memory).
+std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective objective);
+
 // When the batch kept GPUs idle: the batches that would use the most GPUs searched.
 // Both notes mark fields as {name} (render_fields).
 std::optional<std::string> idle_gpus_note(const PlanResult& r, std::int64_t global_batch);

@@ -2,8 +2,10 @@
 // (dividing the heads and the key/value heads, inside a node) x cp (splitting the sequence)
 // x pp (dividing the layers) with dp = GPUs / (tp x cp x pp) dividing the global batch, every
 // micro-batch and the micro-batches per pipeline it leaves, interleaving (chunks dividing the
-// layers; micro-batches divisible by pp), sequence parallelism on or off (tp > 1), and each
-// recompute mode; memory checked against the GPU, ranked by step time (cost/parallel3d.hpp).
+// layers; micro-batches divisible by pp), sequence parallelism on or off (tp > 1), each
+// recompute mode, and for a mixture of experts every expert-parallel size and expert
+// tensor-parallel size (tp or 1) Megatron-LM's parallel folding allows; memory checked against the
+// GPU, ranked by step time (cost/parallel3d.hpp).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ struct Request3D {
   // kMinTokensPerContextRank tokens (1 alone for short sequences).
   std::vector<std::int64_t> cps;
   std::vector<cost::CpComm> cp_comms;  // empty: p2p (Megatron-LM's default ring attention)
+  // A mixture of experts: expert-parallel sizes (empty: every divisor of the experts that
+  // folds into tp x cp x dp) and expert tensor-parallel sizes (empty: tp, and 1 when tp > 1).
+  std::vector<std::int64_t> eps, etps;
   // Who runs the layout; empty: both -- Megatron-LM with its distributed optimizer, and
   // FSDP2 (torchtitan) with parameters sharded (reshard after forward) or kept gathered from
   // forward to backward.
@@ -81,7 +86,7 @@ struct RejectedLayout {
 };
 
 struct Result3D {
-  // Best objective first, up to top_k, one per shape (GPUs, tp, cp, pp, v, sp, schedule,
+  // Best objective first, up to top_k, one per shape (GPUs, tp, cp, ep, etp, pp, v, sp, schedule,
   // framework): the best micro-batch and recompute mode of each.
   std::vector<Candidate3D> ranked;
   std::optional<Candidate3D> nearest_miss;  // the least over memory, when nothing fits

@@ -1,0 +1,189 @@
+// Tests for expert parallelism in cost/src/parallel3d.cpp (ep, etp, the expert data-parallel
+// group of Megatron-LM's parallel folding): every figure against a hand derivation.
+#include <catch2/catch.hpp>
+
+#include "dtplan/cost/collectives.hpp"
+#include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/model/data_dir.hpp"
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/topology_io.hpp"
+#include "small_transformer.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// The small GPT-style model (small_transformer.hpp: h 1024, 8 layers, vocabulary 32000,
+// learned positions, biases, tied embeddings) whose MLP is 8 GELU experts of 1024, 2 per token.
+ModelDesc small_moe() {
+  auto t = test::small_transformer();
+  t.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_size = 1024};
+  return model_from_transformer(t, "small-moe", "test");
+}
+
+// tp 2 x dp 4 (8 GPUs, one DGX H100), sequence parallel, 1024 tokens, the experts over ep 4
+// whole (etp 1): edp = 8 / (1 x 4) = 2.
+Layout3D folded() {
+  Layout3D l;
+  l.tp = 2;
+  l.dp = 4;
+  l.sequence_parallel = true;
+  l.seq_len = 1024;
+  l.ep = 4;
+  l.etp = 1;
+  return l;
+}
+
+struct DgxH100 {
+  DgxH100()
+      : data(resolve_data_dir("")),
+        table(InterconnectTable::load(data / "interconnect.json")),
+        topo(Topology::build(load_node_template("dgx-h100", data / "topologies"), 1, table)),
+        gpu(GpuCatalog::load(data / "gpus.json").find("H100-SXM")),
+        k(load_compute_constants(data / "compute.json")) {}
+  std::filesystem::path data;
+  InterconnectTable table;
+  Topology topo;
+  GpuSpec gpu;
+  ComputeConstants k;
+};
+
+// Per block: the attention's matrices and QKV biases (4 x 1024^2 + 3 x 1024) split over tp;
+// each expert's two matrices and up bias (2 x 1024^2 + 1024) over ep x etp; whole: the
+// output projection's bias, two LayerNorms, the router (1024 x 8) and each expert's down
+// bias (8 x 1024).
+constexpr std::int64_t kAttention = 4 * 1024 * 1024 + 3 * 1024;
+constexpr std::int64_t kExpert = 2 * 1024 * 1024 + 1024;
+constexpr std::int64_t kWhole = 1024 + 4 * 1024 + 8 * 1024 + 8 * 1024;
+// The stage's embedding (half the vocabulary at tp 2), positions and final LayerNorm.
+constexpr std::int64_t kOutside = 32000 * 1024 / 2 + 2048 * 1024 + 2 * 1024;
+
+}  // namespace
+
+TEST_CASE("expert parallelism: a GPU holds E/ep experts, their states sharded over edp") {
+  const auto m = small_moe();
+  const auto l = folded();
+  CHECK(l.expert_dp() == 2);
+  const auto mem = memory_3d(m, l, OverheadConstants{});
+  // 8 experts over ep 4: 2 whole experts per block.
+  const std::int64_t experts = 8 * 2 * kExpert;
+  const std::int64_t params = 8 * (kAttention / 2 + 2 * kExpert + kWhole) + kOutside;
+  CHECK(mem.params_per_gpu == params);
+  // Megatron-LM: bf16 weights and fp32 main gradients of everything held; the distributed
+  // optimizer's fp32 main weights and Adam's two moments over the 4 dp x cp ranks for the
+  // dense part, over the 2 expert-data-parallel ranks for the experts.
+  const std::int64_t shard = (params - experts + 3) / 4 + experts / 2;
+  CHECK(mem.weights.value == 2 * params);
+  CHECK(mem.gradients.value == 4 * params);
+  CHECK(mem.master_weights.value == 4 * shard);
+  CHECK(mem.optimizer_states.value == 8 * shard);
+  // Without expert parallelism every GPU holds all 8 experts, split over tp.
+  auto plain = folded();
+  plain.ep = 1;
+  plain.etp = 0;
+  CHECK(memory_3d(m, plain, OverheadConstants{}).params_per_gpu ==
+        8 * (kAttention / 2 + 8 * kExpert / 2 + kWhole) + kOutside);
+}
+
+TEST_CASE("expert tensor parallelism below tp: experts see the tokens of etp ranks") {
+  // One block at tp 2 with sequence parallelism, b 1, s 1024: a rank holds 512 tokens.
+  // With etp 2 the experts compute the k = 2 copies of 1024 tokens at half width; with etp 1
+  // the copies of the rank's own 512 tokens at full width. The inner tensors are the same
+  // bytes (rows x width), the permuted copies and outputs (2 B x rows x h each) halve:
+  // 2 x 2 B x 1024 rows x 1024 fewer.
+  const auto& t = *small_moe().transformer;
+  ActivationShape a;
+  a.tokens = 1024;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  a.layers = 1;
+  a.expert_tp = 2;
+  const auto wide = block_activations(t, a);
+  a.expert_tp = 1;
+  const auto whole = block_activations(t, a);
+  CHECK(wide.linear.value - whole.linear.value == 2LL * 2 * 1024 * 1024);
+}
+
+TEST_CASE("expert parallelism: two all-to-alls each way per MoE layer, no MLP TP collectives") {
+  const DgxH100 f;
+  const auto m = small_moe();
+  Model3D model(m, f.topo, f.table, f.gpu, f.k);
+  const auto l = folded();
+  const auto t = model.time(l);
+  // A rank's 1024 / 2 = 512 tokens, 2 copies each, 1024 x 2 B: 2 MiB per all-to-all over the
+  // 4 expert-parallel ranks (etp 1: the first 4 GPUs of the node); dispatch and combine
+  // forward and backward, 8 layers.
+  CommModel ep_group(f.topo, f.table, 4);
+  const double a2a = ep_group.estimate(Collective::all_to_all, Bytes{2LL * 1024 * 1024}).time_s;
+  CHECK(t.ep_comm_s == Approx(8 * 4 * a2a).epsilon(1e-9));
+  // Tensor parallelism is left with the attention's two collectives each way of the four
+  // a dense layer has (sequence-parallel all-gather and reduce-scatter of 1024 x 1024 x 2 B,
+  // priced as all-reduces of that size).
+  CommModel tp_group(f.topo, f.table, 2);
+  const double ar = tp_group.estimate(Collective::all_reduce, Bytes{2LL * 1024 * 1024}).time_s;
+  CHECK(t.tp_comm_s == Approx(8 * 2 * ar).epsilon(1e-9));
+  auto plain = folded();
+  plain.ep = 1;
+  plain.etp = 0;
+  const auto p = model.time(plain);
+  CHECK(p.ep_comm_s == 0);
+  CHECK(p.tp_comm_s == Approx(8 * 4 * ar).epsilon(1e-9));
+  // Full recomputation repeats the forward's dispatch and combine.
+  auto full = folded();
+  full.recompute = Checkpointing::full;
+  CHECK(model.time(full).ep_comm_s == Approx(8 * 6 * a2a).epsilon(1e-9));
+}
+
+TEST_CASE("expert parallelism: the experts' gradients sync over the expert data-parallel ranks") {
+  const DgxH100 f;
+  const auto m = small_moe();
+  Model3D model(m, f.topo, f.table, f.gpu, f.k);
+  const auto t = model.time(folded());
+  // Megatron-LM's distributed optimizer: a reduce-scatter of the gradients and an all-gather
+  // of the updated weights, once over the 4 dp x cp ranks for the dense part and once over
+  // the 2 expert-data-parallel ranks for the 2 experts x 8 layers this GPU holds.
+  std::int64_t expert_bytes = 0, dense_ops = 0, expert_ops = 0;
+  for (const auto& op : t.dp_ops) {
+    INFO(op.name << " on " << op.group);
+    if (op.group.find("expert dp") != std::string::npos) {
+      ++expert_ops;
+      CHECK(op.group.rfind("2 GPUs", 0) == 0);
+      if (op.collective == Collective::reduce_scatter) expert_bytes = op.bytes.value;
+    } else {
+      ++dense_ops;
+      CHECK(op.group.rfind("4 GPUs", 0) == 0);
+    }
+  }
+  CHECK(dense_ops == 2);
+  CHECK(expert_ops == 2);
+  CHECK(expert_bytes == 4 * 8 * 2 * kExpert);  // fp32 main gradients
+}
+
+TEST_CASE("expert layouts that cannot fold are refused, naming the rule") {
+  const auto m = small_moe();
+  const auto& t = *m.transformer;
+  auto l = folded();
+  l.ep = 3;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("8 experts do not divide over ep 3"));
+  l.ep = 8;
+  l.etp = 2;  // 2 x 8 = 16 does not divide the 8 GPUs
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("etp x ep = 16 does not divide"));
+  // A dense model has no experts to spread.
+  auto dense = t;
+  dense.moe = {};
+  CHECK_THROWS_WITH(check_layout(dense, folded(), 8), Contains("needs a mixture-of-experts"));
+  // Megatron-LM refuses a MoE layer under tensor parallelism without sequence parallelism.
+  l = folded();
+  l.sequence_parallel = false;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("needs sequence parallelism"));
+  // torchtitan keeps each expert whole under expert parallelism.
+  l = folded();
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  l.etp = 2;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("keeps each expert whole"));
+  l.etp = 1;
+  CHECK_NOTHROW(check_layout(t, l, 8));
+}
