@@ -77,6 +77,9 @@ nlohmann::json published_json(const planner::PublishedSet& set,
   j["by_family"] = nlohmann::json::array();
   for (const auto& s : a.by_family)
     j["by_family"].push_back(summary_json(s));
+  j["by_workload"] = nlohmann::json::array();
+  for (const auto& s : a.by_workload)
+    j["by_workload"].push_back(summary_json(s));
   j["by_source"] = nlohmann::json::array();
   for (const auto& s : a.by_source)
     j["by_source"].push_back(summary_json(s));
@@ -115,6 +118,10 @@ void print_published(std::ostream& out, const planner::PublishedSet& set,
       << "  error = predicted / measured - 1 for throughput, bandwidth and memory, measured / "
          "predicted - 1 for times: positive is optimistic (or more memory)\n\n";
   print_summaries(out, a.by_family, "family (held out)");
+  if (!a.by_workload.empty()) {
+    out << "\n";
+    print_summaries(out, a.by_workload, "workload (held out)");
+  }
   out << "\n";
   print_summaries(out, a.by_source, "source");
   out << "\nerror bands of step predictions (what dtplan estimate shows beside a prediction):\n";

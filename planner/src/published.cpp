@@ -20,10 +20,12 @@ constexpr std::array<NamedValue<Family>, 3> kFamilies{{
     {Family::memory, "memory", "peak memory of a training run"},
 }};
 
-constexpr std::array<NamedValue<FlopsConvention>, 2> kConventions{{
+constexpr std::array<NamedValue<FlopsConvention>, 3> kConventions{{
     {FlopsConvention::model, "model", "the model's FLOPs, no recomputation"},
     {FlopsConvention::narayanan2021, "narayanan2021",
      "Narayanan et al. 2021 eq. (3), full recomputation counted"},
+    {FlopsConvention::megatron_causal, "megatron_causal",
+     "the model's FLOPs, causal attention counted for half the keys (Megatron-LM since 2025-03)"},
 }};
 
 // The metrics of each family, and which way is more.
@@ -60,7 +62,7 @@ const std::set<std::string>& config_keys() {
     std::set<std::string> k;
     std::istringstream names(
         "model seq-len global-batch micro-batch grad-accum gpus nodes gpu topology precision "
-        "strategy tp pp cp interleave sp sharding dp-shard schedule checkpointing attention "
+        "strategy tp pp cp ep etp interleave sp sharding dp-shard schedule checkpointing attention "
         "attention-kernel optimizer cp-comm pp-layers offload collective size algorithm "
         "framework deepspeed-version");
     for (std::string name; names >> name;)

@@ -268,7 +268,20 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
     return narayanan_flops(*p.model.transformer, p.global_batch, p.seq_len) / p.step_s / gpus /
            1e12;
   }
-  return p.mfu * gpu.peak_flops_for(p.precision) / 1e12;
+  const double model_flops_per_gpu_s = p.mfu * gpu.peak_flops_for(p.precision);
+  if (source.flops == FlopsConvention::megatron_causal) {
+    if (!p.model.transformer) throw Error("the megatron_causal FLOP count needs layer shapes");
+    // The model count's attention is 3 x 4 L keys q per token (forward and backward);
+    // Megatron-LM counts half of it.
+    const auto& t = *p.model.transformer;
+    const double seq = static_cast<double>(p.seq_len);
+    const double keys =
+        t.sliding_window > 0 ? std::min(seq, static_cast<double>(t.sliding_window)) : seq;
+    const double half_attention =
+        6.0 * static_cast<double>(t.num_layers) * keys * static_cast<double>(t.q_size()) * tokens;
+    return (model_flops_per_gpu_s - half_attention / p.step_s / gpus) / 1e12;
+  }
+  return model_flops_per_gpu_s / 1e12;
 }
 
 double predict_comm(const PublishedRow& row, Inputs& in) {
@@ -292,10 +305,26 @@ double error_of(const PublishedRow& row, double predicted) {
                                     : row.measured / predicted - 1.0;
 }
 
+// A row's workloads from what it says: experts in its layout (ep) or its needs ("moe",
+// "moe:...", a mixture-of-experts model type), FP8 in its precision or needs.
+std::vector<std::string> stated_workloads(const PublishedRow& row) {
+  const Config c(row.config);
+  bool moe = c.has("ep") && c.integer("ep", 1) > 1, fp8 = c.text("precision", "").find("fp8") == 0;
+  for (const auto& n : row.needs) {
+    moe |= n.rfind("moe", 0) == 0;
+    fp8 |= n.rfind("fp8", 0) == 0 || n.rfind("mxfp8", 0) == 0 || n.rfind("nvfp4", 0) == 0;
+  }
+  std::vector<std::string> out;
+  if (moe) out.emplace_back("moe");
+  if (fp8) out.emplace_back("fp8");
+  return out;
+}
+
 RowPrediction predict(const PublishedSet& set, std::size_t i, Inputs& in) {
   const auto& row = set.rows[i];
   RowPrediction out;
   out.row = i;
+  out.workloads = stated_workloads(row);
   if (!row.expressible) {
     out.status = RowStatus::not_expressible;
     std::string needs;
@@ -310,6 +339,10 @@ RowPrediction predict(const PublishedSet& set, std::size_t i, Inputs& in) {
       out.predicted = predict_comm(row, in);
     } else {
       auto p = predict_step(row, source, in);
+      if (p.model.transformer && p.model.transformer->moe.active() &&
+          std::find(out.workloads.begin(), out.workloads.end(), "moe") == out.workloads.end()) {
+        out.workloads.insert(out.workloads.begin(), "moe");
+      }
       if (row.family == Family::step) {
         out.group =
             band_group(Config(row.config).text("strategy", "ddp"), in.gpu(row.gpu).architecture);
@@ -453,6 +486,14 @@ PublishedAccuracy published_accuracy(const PublishedSet& set, const PublishedReq
       if (set.rows[p.row].family == f && held_out(p)) rows.push_back(&p);
     }
     if (!rows.empty()) out.by_family.push_back(summarise(std::string(name_of(f)), rows));
+    for (const char* w : {"moe", "fp8"}) {
+      std::vector<const RowPrediction*> of;
+      for (const auto* p : rows) {
+        if (std::find(p->workloads.begin(), p->workloads.end(), w) != p->workloads.end())
+          of.push_back(p);
+      }
+      if (!of.empty()) out.by_workload.push_back(summarise(std::string(name_of(f)) + ": " + w, of));
+    }
   }
   for (std::size_t s = 0; s < set.sources.size(); ++s) {
     std::vector<const RowPrediction*> rows;

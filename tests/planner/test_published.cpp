@@ -103,6 +103,47 @@ TEST_CASE("published runs: every metric of one step gives the same error") {
   CHECK(a.by_family[0].mean_abs_error == Approx(std::abs(expected)).epsilon(1e-9));
 }
 
+TEST_CASE("published runs: Megatron-LM's causal FLOP count halves attention's keys") {
+  // The same GPT-2 XL run as TFLOP/s per GPU under two sources: dtplan's model count and
+  // Megatron-LM's since 2025-03, which counts causal attention's scores and their product
+  // with V for half the keys. Per step they differ by half of attention's 3 x 4 L s q FLOPs
+  // per token: 6 x 48 layers x 1024 x 1600 x (64 x 1024 tokens), over the step and 8 GPUs.
+  const auto dir = fresh_dir("causal");
+  write(dir / "a.json",
+        source_json(step_row("t", "step_s", 2.0) + "," + step_row("model", "tflops_per_gpu", 100)));
+  auto causal = source_json(step_row("causal", "tflops_per_gpu", 100));
+  causal.replace(causal.find(R"("id": "test")"), 12, R"("id": "test2")");
+  causal.replace(causal.find(R"("rows")"), 6, R"("flops_convention": "megatron_causal", "rows")");
+  write(dir / "b.json", causal);
+  const auto a =
+      planner::published_accuracy(planner::load_published(dir), {resolve_data_dir(""), {}, "", {}});
+  REQUIRE(a.rows.size() == 3);
+  for (const auto& r : a.rows)
+    REQUIRE(r.status == planner::RowStatus::predicted);
+  const double step_s = a.rows[0].predicted;
+  const double half = 6.0 * 48 * 1024 * 1600 * 65536.0 / step_s / 8 / 1e12;
+  CHECK(a.rows[1].predicted - a.rows[2].predicted == Approx(half).epsilon(1e-9));
+}
+
+TEST_CASE("published runs: mixture-of-experts and FP8 rows are reported as workloads too") {
+  const auto dir = fresh_dir("workloads");
+  write(dir / "a.json", source_json(step_row("dense", "step_s", 2.0) + "," + R"({"id": "moe",
+    "family": "step", "where": "w", "hardware": {"gpu": "H100-SXM", "gpus": 16},
+    "config": {"model": "mixtral-8x7b", "ep": 8}, "measured": {"metric": "step_s", "value": 1},
+    "expressible": false, "needs": ["moe:deepep-internode"]},
+    {"id": "fp8", "family": "step", "where": "w", "hardware": {"gpu": "H100-SXM", "gpus": 8},
+    "config": {"model": "gpt2"}, "measured": {"metric": "mfu", "value": 0.4},
+    "expressible": false, "needs": ["fp8"]})"));
+  const auto a =
+      planner::published_accuracy(planner::load_published(dir), {resolve_data_dir(""), {}, "", {}});
+  REQUIRE(a.by_workload.size() == 2);
+  CHECK(a.by_workload[0].name == "step: moe");
+  CHECK(a.by_workload[0].not_expressible == 1);
+  CHECK(a.by_workload[1].name == "step: fp8");
+  CHECK(a.by_workload[1].not_expressible == 1);
+  CHECK(a.by_family[0].predicted == 1);  // the dense row is in its family alone
+}
+
 TEST_CASE("published runs: a memory row is predicted as the figure it measured") {
   // The same run measured three ways: torch.cuda.max_memory_allocated, _reserved, and the whole
   // GPU (nvidia-smi). GPT-2 XL under ZeRO-2 on 8 GPUs: one NCCL communicator.

@@ -24,7 +24,11 @@ Family parse_family(std::string_view text);
 //   model          the model's FLOPs (forward + backward, no recomputation), as dtplan's MFU
 //   narayanan2021  Narayanan et al. 2021, eq. (3): 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per
 //                  iteration, which counts full activation recomputation
-enum class FlopsConvention { model, narayanan2021 };
+//   megatron_causal  the model's FLOPs with causal attention's scores and their product with
+//                  V counted for half the key positions: Megatron-LM's
+//                  num_floating_point_operations since 2025-03 (commit 8873b55d6a, "only half
+//                  of the attention matrix is non-zero"); earlier releases count all, as model
+enum class FlopsConvention { model, narayanan2021, megatron_causal };
 
 struct PublishedSource {
   std::string file;  // the JSON file it was read from

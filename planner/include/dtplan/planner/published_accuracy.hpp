@@ -37,6 +37,9 @@ struct RowPrediction {
   // kind, communication not hidden, pipeline bubble, optimizer, host copies), largest first.
   std::vector<std::pair<std::string, double>> breakdown;
   std::string group;  // step rows: band_group of the row's framework and GPU
+  // The workloads of 2026 the row is one of ("moe", "fp8"): a model with experts (or a row
+  // that needs them), FP8 numerics; reported as families of their own as well.
+  std::vector<std::string> workloads;
 };
 
 // How far predictions of one kind of run have been from measurement: the held-out step rows
@@ -65,6 +68,8 @@ struct PublishedAccuracy {
   // fitted on. A family's error mixes its metrics (each error is relative).
   std::vector<ErrorSummary> by_family;
   std::vector<ErrorSummary> by_source;  // every source, in file order, fitted or not
+  // Held out, by family and workload: "step: moe", "step: fp8" (those with rows).
+  std::vector<ErrorSummary> by_workload;
   // Step rows by band_group, held out, groups of at least kMinBandRows rows.
   std::vector<ErrorBand> bands;
 };
