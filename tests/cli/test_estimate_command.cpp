@@ -529,3 +529,52 @@ TEST_CASE("estimate --attention-kernel: the named kernel's measured curve, refus
   CHECK(typo.code != 0);
   CHECK_THAT(typo.err, Contains("did you mean: cudnn"));
 }
+
+TEST_CASE("estimate --ep --etp: experts spread, their exchange priced, bad sizes named") {
+  const auto args = [](const std::string& ep, const std::string& etp) {
+    return std::vector<std::string>{"estimate",
+                                    "--model",
+                                    "mixtral-8x7b",
+                                    "--topology",
+                                    "dgx-h100",
+                                    "--nodes",
+                                    "4",
+                                    "--gpu",
+                                    "H100-SXM",
+                                    "--tp",
+                                    "2",
+                                    "--pp",
+                                    "4",
+                                    "--sp",
+                                    "--ep",
+                                    ep,
+                                    "--etp",
+                                    etp,
+                                    "--seq-len",
+                                    "4096",
+                                    "--micro-batch",
+                                    "1",
+                                    "--global-batch",
+                                    "256",
+                                    "--json"};
+  };
+  const auto r = run(args("4", "1"));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["ep"] == 4);
+  CHECK(j["etp"] == 1);
+  CHECK(j["expert_dp"] == 2);  // tp 2 x dp 4 = 8 GPUs of a stage / (etp 1 x ep 4)
+  CHECK(j["time"]["ep_comm_per_microbatch_s"].get<double>() > 0);
+  // Sizes that do not fold are refused naming the flags.
+  auto bad = run(args("3", "1"));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("8 experts do not divide over ep 3"));
+  bad = run(args("8", "2"));
+  CHECK_THAT(bad.err, Contains("etp x ep = 16 does not divide"));
+  bad = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+             "--ep", "2", "--seq-len", "4096", "--micro-batch", "1"});
+  CHECK_THAT(bad.err,
+             Contains("expert parallelism (--ep, --etp) needs a mixture-of-experts model"));
+  bad = run(args("0", "1"));
+  CHECK_THAT(bad.err, Contains("--ep"));
+}

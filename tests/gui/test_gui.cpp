@@ -418,6 +418,10 @@ class TestGui : public QObject {
     QVERIFY(s.layout.sequence_parallel);
     QCOMPARE(s.layout.pp_layers, (std::vector<std::int64_t>{15, 17}));
     QCOMPARE(s.layout.schedule, std::string("zb-h1"));
+    const auto moe = parse({"--model", "mixtral-8x7b", "--ep", "8", "--etp", "1"});
+    QCOMPARE(moe.strategy, std::string("megatron"));  // a layout flag makes it a layout
+    QCOMPARE(moe.layout.ep, std::int64_t{8});
+    QCOMPARE(moe.layout.etp, std::int64_t{1});
     // --nodes alone takes every GPU of the nodes; --gpus still says how many.
     QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16"}).gpus, std::int64_t{128});
     QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16", "--gpus", "32"}).gpus,
@@ -500,6 +504,17 @@ class TestGui : public QObject {
     auto old = to_json(layout);
     old.erase("layout");  // a session saved before layouts: the data-parallel strategy alone
     QCOMPARE(session_from_json(old, "test").layout.tp, std::int64_t{1});
+    // Expert parallelism round-trips; a layout saved before it has neither key: ep 1, etp tp.
+    auto experts = layout;
+    experts.layout.ep = 4;
+    experts.layout.etp = 1;
+    QCOMPARE(session_from_json(to_json(experts), "test").layout.ep, std::int64_t{4});
+    QCOMPARE(session_from_json(to_json(experts), "test").layout.etp, std::int64_t{1});
+    auto before = to_json(layout);
+    before["layout"].erase("ep");
+    before["layout"].erase("etp");
+    QCOMPARE(session_from_json(before, "test").layout.ep, std::int64_t{1});
+    QCOMPARE(session_from_json(before, "test").layout.etp, std::int64_t{0});
     auto typo = to_json(layout);
     typo["layout"]["tpp"] = 2;
     try {
