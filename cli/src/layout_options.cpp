@@ -18,6 +18,11 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_option("--etp", o.etp,
                  "expert tensor-parallel size: ways each expert is split (default 0: --tp)")
       ->capture_default_str();
+  cmd.add_option("--capacity-factor", o.capacity_factor,
+                 "experts' capacity over their balanced share of the routed tokens, inputs "
+                 "padded to it (Megatron-LM's --moe-expert-capacity-factor with "
+                 "--moe-pad-expert-input-to-capacity); default 0: dropless, balanced routing")
+      ->capture_default_str();
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

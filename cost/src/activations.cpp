@@ -25,6 +25,7 @@
 // splits them t ways; s is its context-parallel rank's tokens.
 #include "dtplan/cost/activations.hpp"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -56,6 +57,8 @@ void check_shape(const ActivationShape& a) {
   if (a.tp < 1) throw FieldError("tp", "must be a positive integer");
   if (a.layers < 0) throw Error("activations: a negative number of layers");
   if (!(a.in_flight >= 1)) throw Error("activations: fewer than one micro-batch in flight");
+  if (!(a.expert_rows_factor > 0 && a.expert_rows_factor <= 64))
+    throw FieldError("capacity_factor", "routed rows must be 0 to 64 times the balanced share");
 }
 
 // `bytes` for each micro-batch in flight (a fraction under interleaving, rounded down).
@@ -236,7 +239,9 @@ std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShap
   const std::int64_t etp = a.expert_tp > 0 ? a.expert_tp : a.tp;
   const std::int64_t routed_tokens = checked_mul(sb, etp, "activation bytes") / a.tp;
   const std::int64_t router_tokens = a.sequence_parallel ? split(sb, a.tp) : sb;
-  const std::int64_t rows = checked_mul(routed_tokens, moe.experts_per_token, "activation bytes");
+  const auto rows = static_cast<std::int64_t>(std::ceil(
+      static_cast<double>(checked_mul(routed_tokens, moe.experts_per_token, "activation bytes")) *
+      a.expert_rows_factor));
   const std::int64_t copies = checked_mul(rows, h, "activation bytes");
   std::int64_t bytes = checked_mul(4, checked_mul(router_tokens, moe.experts, "activation bytes"),
                                    "activation bytes");

@@ -363,9 +363,8 @@ class Builder {
                                                     " experts (a layout with {ep} spreads them), "
                                               : "";
       e_.notes.push_back("mixture of experts: " + held +
-                         "routing is priced as balanced (every expert gets k/E of the tokens: "
-                         "no capacity factor, no imbalance), and MFU counts the parameters "
-                         "active per token");
+                         "routing is priced as balanced (every expert gets k/E of the tokens, "
+                         "no imbalance), and MFU counts the parameters active per token");
     }
     attention_note();
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -273,6 +274,16 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 }  // namespace
 
 std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l) {
+  if (!(l.capacity_factor >= 0) || l.capacity_factor > 64) {
+    return "{capacity_factor} " + std::to_string(l.capacity_factor) +
+           ": a capacity factor is a number from 0 (dropless) to 64";
+  }
+  if (l.capacity_factor > 0 && !m.moe.active()) {
+    return "{capacity_factor} needs a mixture-of-experts model";
+  }
+  if (l.capacity_factor > 0 && l.framework == Framework::fsdp2) {
+    return "{capacity_factor}: torchtitan's experts are dropless";
+  }
   if (l.ep == 1 && l.etp == 0) return std::nullopt;
   if (!m.moe.active()) {
     return "expert parallelism ({ep}, {etp}) needs a mixture-of-experts model; " +
@@ -405,6 +416,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.recompute = l.recompute;
   a.tp = l.tp;
   a.expert_tp = l.expert_tp();
+  a.expert_rows_factor = l.expert_rows_factor();
   a.sequence_parallel = l.sequence_parallel;
   a.layers = layers;
   a.in_flight =
@@ -515,6 +527,28 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   return v;
 }
 
+// Where a layout puts the experts, and how their tokens reach them.
+std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
+  const auto& moe = s.moe;
+  std::string text =
+      "experts: " + std::to_string(moe.experts / l.ep) + " of " + std::to_string(moe.experts) +
+      " per GPU (ep " + std::to_string(l.ep) + "), " +
+      (l.expert_tp() == 1 ? std::string("each whole")
+                          : "each split " + std::to_string(l.expert_tp()) + " ways (etp)") +
+      ", their gradients reduced over " + std::to_string(l.expert_dp()) +
+      " expert-data-parallel ranks";
+  text += l.ep > 1 || l.expert_tp() != l.tp
+              ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
+              : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)";
+  if (l.capacity_factor > 0) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", l.capacity_factor);
+    text += "; inputs padded to capacity factor " + std::string(factor) +
+            ": each expert computes, keeps and receives that many times its balanced share";
+  }
+  return text;
+}
+
 Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
                       const OverheadConstants& k, bool explained) {
   const auto view = stage_view(*m.transformer, l, i, layers, explained);
@@ -538,17 +572,8 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.overhead_terms = std::move(e.overhead_terms);
   out.explain = std::move(e.explain);
   out.notes = std::move(e.notes);
-  const auto& moe = m.transformer->moe;
-  if (explained && moe.active()) {
-    out.notes.push_back(
-        "experts: " + std::to_string(moe.experts / l.ep) + " of " + std::to_string(moe.experts) +
-        " per GPU (ep " + std::to_string(l.ep) + "), each split " + std::to_string(l.expert_tp()) +
-        " ways (etp), their gradients reduced over " + std::to_string(l.expert_dp()) +
-        " expert-data-parallel ranks" +
-        (l.ep > 1 || l.expert_tp() != l.tp
-             ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
-             : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)"));
-  }
+  if (explained && m.transformer->moe.active())
+    out.notes.push_back(experts_note(*m.transformer, l));
   return out;
 }
 
@@ -608,7 +633,8 @@ ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers) {
   // tokens of etp sequence-parallel ranks (the shard's tokens are those of tp).
   s.moe.expert_ffn_size /= l.expert_tp();
   s.moe.local_experts = s.moe.experts / l.ep;
-  s.moe.routed_rows_share = static_cast<double>(l.expert_tp()) / static_cast<double>(t);
+  s.moe.routed_rows_share =
+      static_cast<double>(l.expert_tp()) / static_cast<double>(t) * l.expert_rows_factor();
   s.moe.shared_ffn_size /= t;
   s.vocab_size = (s.vocab_size + t - 1) / t;
   s.num_layers = layers;
@@ -795,7 +821,8 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
   const auto e = static_cast<double>(recipe_of(l).activation_bytes());
   const double tokens =
       static_cast<double>(tokens_per_rank(l) * l.micro_batch) / static_cast<double>(l.tp);
-  const double rows = tokens * static_cast<double>(s.moe.experts_per_token);
+  const double rows =
+      tokens * static_cast<double>(s.moe.experts_per_token) * l.expert_rows_factor();
   const auto bytes =
       static_cast<std::int64_t>(std::ceil(rows * static_cast<double>(s.hidden_size) * e));
   const std::int64_t etp = l.expert_tp();

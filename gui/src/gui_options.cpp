@@ -26,6 +26,9 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--cp-comm", l.cp_comm, "p2p, all_gather, a2a")->capture_default_str();
   app.add_option("--ep", l.ep, "expert-parallel size (mixture of experts)")->capture_default_str();
   app.add_option("--etp", l.etp, "expert tensor-parallel size (0: --tp)")->capture_default_str();
+  app.add_option("--capacity-factor", l.capacity_factor,
+                 "experts' padded capacity over the balanced share (0: dropless)")
+      ->capture_default_str();
   app.add_option("--interleave", l.interleave, "model chunks per GPU")->capture_default_str();
   app.add_flag("--sp", l.sequence_parallel, "sequence parallelism (needs --tp > 1)");
   app.add_option("--pp-layers", l.pp_layers, "layers of each stage, first to last: 7,8,8,7")
@@ -36,9 +39,10 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 13> kLayoutFlags{
-    "--tp", "--pp",        "--cp",       "--ep",        "--etp",      "--cp-comm", "--interleave",
-    "--sp", "--pp-layers", "--schedule", "--framework", "--sharding", "--dp-shard"};
+constexpr std::array<const char*, 14> kLayoutFlags{
+    "--capacity-factor", "--tp",         "--pp", "--cp",        "--ep",       "--etp",
+    "--cp-comm",         "--interleave", "--sp", "--pp-layers", "--schedule", "--framework",
+    "--sharding",        "--dp-shard"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
 // --framework or else Megatron-LM.
@@ -70,6 +74,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--cp", l.cp, given.cp);
   set("--ep", l.ep, given.ep);
   set("--etp", l.etp, given.etp);
+  set("--capacity-factor", l.capacity_factor, given.capacity_factor);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);
   set("--sp", l.sequence_parallel, given.sequence_parallel);

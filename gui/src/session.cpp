@@ -15,6 +15,7 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
           {"cp", l.cp},
           {"ep", l.ep},
           {"etp", l.etp},
+          {"capacity_factor", l.capacity_factor},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
           {"framework", l.framework},
@@ -34,6 +35,8 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
   // Sessions saved before expert parallelism have neither.
   if (r.has("ep")) l.ep = r.integer("ep", 1, 1'000'000);
   if (r.has("etp")) l.etp = r.integer("etp", 0, 1'000'000);
+  if (r.has("capacity_factor"))
+    l.capacity_factor = r.number("capacity_factor", NumberRange::non_negative(64));
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");
   l.framework = r.string("framework");

@@ -45,6 +45,11 @@ class Config {
     }
     return j_[key].get<std::int64_t>();
   }
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_number()) throw FieldError(key, "expected a number");
+    return j_[key].get<double>();
+  }
   bool flag(const char* key) const {
     if (!has(key)) return false;
     if (!j_[key].is_boolean()) throw FieldError(key, "expected true or false");
@@ -166,6 +171,7 @@ LayoutSpec layout_spec_of(const Config& c) {
   s.cp = c.integer("cp", 1);
   s.ep = c.integer("ep", 1);
   s.etp = c.has("etp") ? c.integer("etp", 0) : 0;
+  s.capacity_factor = c.has("capacity-factor") ? c.number("capacity-factor", 0) : 0;
   s.interleave = c.integer("interleave", 1);
   s.cp_comm = c.text("cp-comm", "p2p");
   s.framework = c.text("framework");

@@ -187,3 +187,44 @@ TEST_CASE("expert layouts that cannot fold are refused, naming the rule") {
   l.etp = 1;
   CHECK_NOTHROW(check_layout(t, l, 8));
 }
+
+TEST_CASE("a capacity factor pads every expert's inputs: rows, exchange and activations grow") {
+  // Megatron-LM's --moe-expert-capacity-factor 1.25 with --moe-pad-expert-input-to-capacity:
+  // each expert receives and computes 1.25 x its balanced share of the routed rows.
+  const DgxH100 f;
+  const auto m = small_moe();
+  Model3D model(m, f.topo, f.table, f.gpu, f.k);
+  auto l = folded();
+  l.capacity_factor = 1.25;
+  // 512 tokens x 2 copies x 1.25 x 1024 x 2 B = 2.5 MiB per all-to-all.
+  CommModel ep_group(f.topo, f.table, 4);
+  const double a2a = ep_group.estimate(Collective::all_to_all, Bytes{5LL * 1024 * 1024 / 2}).time_s;
+  CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * a2a).epsilon(1e-9));
+  // One block at tp 2, sequence parallel, etp 1: 2 x 512 = 1024 routed rows balanced, whose
+  // permuted copies and outputs (2 x 2 B x 1024) and GELU inner tensors (2 x 2 B x 1024 wide)
+  // are 8 MiB; a quarter more rows keep 2 MiB more.
+  ActivationShape a;
+  a.tokens = 1024;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  a.layers = 1;
+  a.expert_tp = 1;
+  const auto balanced = block_activations(*m.transformer, a);
+  a.expert_rows_factor = 1.25;
+  CHECK(block_activations(*m.transformer, a).linear.value - balanced.linear.value ==
+        2LL * 1024 * 1024);
+  // Refused where it means nothing: a dense model, torchtitan's dropless experts, nonsense.
+  auto dense = *m.transformer;
+  dense.moe = {};
+  Layout3D plain;
+  plain.dp = 8;
+  plain.seq_len = 1024;
+  plain.capacity_factor = 1.25;
+  CHECK_THROWS_WITH(check_layout(dense, plain, 8), Contains("needs a mixture-of-experts model"));
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("dropless"));
+  l = folded();
+  l.capacity_factor = -1;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("from 0 (dropless) to 64"));
+}

@@ -75,6 +75,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--expert-model-parallel-size", true},
     {"--expert-tensor-parallel-size", true},
     {"--moe-token-dispatcher-type", true},  // allgather, alltoall, flex
+    {"--moe-expert-capacity-factor", true},
+    {"--moe-pad-expert-input-to-capacity", false},
 };
 
 // The arguments as flag -> value ("" for switches), checking each flag is documented and
@@ -282,6 +284,12 @@ TEST_CASE("Megatron-LM arguments: expert parallelism folded beside tensor parall
   CHECK(a.at("--moe-token-dispatcher-type") == "alltoall");
   CHECK(a.count("--sequence-parallel") == 1);
   CHECK_THAT(planner::megatron_args_file(m, l), Contains("experts ep 8 x etp 1"));
+  CHECK(a.count("--moe-expert-capacity-factor") == 0);  // dropless
+  l.capacity_factor = 1.25;
+  const auto padded = parsed(planner::megatron_arguments(m, l));
+  CHECK(padded.at("--moe-expert-capacity-factor") == "1.25");
+  CHECK(padded.count("--moe-pad-expert-input-to-capacity") == 1);
+  l.capacity_factor = 0;
   // Without expert parallelism the experts split over tp, gathered as Megatron-LM's default.
   l.ep = 1;
   l.etp = 0;

@@ -56,10 +56,11 @@ struct ActivationShape {
   // Expert tensor parallel size (0: tp): each expert's width splits this many ways, and its
   // ranks compute the routed copies of the tokens of etp (not tp) sequence-parallel ranks.
   std::int64_t expert_tp = 0;
-  std::int64_t layers = 0;  // transformer blocks on this GPU
-  double in_flight = 1;     // micro-batches whose block activations it keeps
-  bool embedding = true;    // the first stage: token ids, embedding dropout and norm
-  bool head = true;         // the last stage: final norm, head, logits and loss
+  double expert_rows_factor = 1;  // routed rows over the balanced share (padded capacity)
+  std::int64_t layers = 0;        // transformer blocks on this GPU
+  double in_flight = 1;           // micro-batches whose block activations it keeps
+  bool embedding = true;          // the first stage: token ids, embedding dropout and norm
+  bool head = true;               // the last stage: final norm, head, logits and loss
   LossKind loss = LossKind::torch;
   bool named = true;  // false: the total alone, no list of terms (a search)
 };

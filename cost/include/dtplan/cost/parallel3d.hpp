@@ -137,6 +137,11 @@ struct Layout3D {
   // dp GPUs of a stage out again as etp x ep x edp for the experts (expert_dp()).
   std::int64_t ep = 1;
   std::int64_t etp = 0;
+  // Megatron-LM's --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity: every
+  // expert computes (and receives) capacity_factor x its balanced share of the routed tokens,
+  // padded; 0: dropless, routing priced as balanced.
+  double capacity_factor = 0;
+  double expert_rows_factor() const { return capacity_factor > 0 ? capacity_factor : 1.0; }
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;

@@ -19,8 +19,9 @@ namespace dtplan::planner {
 
 struct LayoutSpec {
   std::int64_t tp = 1, pp = 1, cp = 1, interleave = 1;
-  std::int64_t ep = 1;   // expert parallel (a mixture of experts)
-  std::int64_t etp = 0;  // expert tensor parallel; 0: tp
+  std::int64_t ep = 1;         // expert parallel (a mixture of experts)
+  std::int64_t etp = 0;        // expert tensor parallel; 0: tp
+  double capacity_factor = 0;  // experts' padded capacity over the balanced share; 0: dropless
   std::string cp_comm = "p2p";
   std::string framework;      // empty: megatron, or the strategy when it names a framework
   std::string sharding;       // empty: the framework's own (optimizer; FSDP2 parameters)
