@@ -76,7 +76,8 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--gpus", o.gpus, "data-parallel GPUs")->capture_default_str();
   app.add_option("--gpus-per-node", o.gpus_per_node,
                  "GPUs per node (hybrid shard group, host totals); default min(--gpus, 8)");
-  app.add_option("--precision", o.precision, names_of(kPrecisions))->capture_default_str();
+  app.add_option("--precision", o.precision, names_of(kPrecisions) + ", fp8 (bf16 with FP8 GEMMs)")
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, names_of(kOptimizers))->capture_default_str();
   app.add_flag("--grad-bucket-view", o.grad_bucket_view,
                "DDP gradient_as_bucket_view=True: no separate bucket copy");
@@ -95,6 +96,10 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--attention-kernel", o.attention_kernel,
                  "fused attention kernel: " + names_of(kAttentionKernels))
       ->capture_default_str();
+  app.add_option("--fp8-recipe", o.fp8_recipe,
+                 "FP8 GEMMs in the blocks' Linear layers on top of bf16 (a layout: megatron or "
+                 "fsdp2): " +
+                     names_of(kFp8Recipes) + "; --precision fp8 is bf16 with delayed");
   app.add_option("--gpu", o.gpu, "GPU model for the fit check, e.g. A100-80GB, H100-SXM");
   app.add_option("--overhead", o.overhead_overrides,
                  "override an overhead constant, KEY=VALUE (repeatable)");
@@ -147,7 +152,17 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.dp_size = o.gpus;
   c.gpus_per_node = o.gpus_per_node.value_or(std::min<std::int64_t>(o.gpus, 8));
   require_positive(c.gpus_per_node, "--gpus-per-node", 1024);
-  c.precision = parse_flag("--precision", o.precision, parse_precision);
+  // --precision fp8: bf16 mixed precision with FP8 GEMMs, Transformer Engine's default recipe
+  // unless --fp8-recipe names one.
+  const bool fp8 = o.precision == "fp8";
+  c.precision = fp8 ? Precision::bf16 : parse_flag("--precision", o.precision, parse_precision);
+  if (!o.fp8_recipe.empty()) {
+    c.fp8 = parse_flag("--fp8-recipe", o.fp8_recipe, parse_fp8_recipe);
+  } else if (fp8) {
+    c.fp8 = Fp8Recipe::delayed;
+  }
+  if (fp8 && c.fp8 == Fp8Recipe::none)
+    throw Error("--precision fp8 with --fp8-recipe none: give an FP8 recipe, or bf16");
   c.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   c.grad_bucket_view = o.grad_bucket_view;
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));

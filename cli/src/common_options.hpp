@@ -44,6 +44,7 @@ struct TrainingOptions {
   std::string checkpointing = "none";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
+  std::string fp8_recipe;  // empty: none, or delayed with --precision fp8
   std::string gpu;
   std::vector<std::string> overhead_overrides;
   std::string overheads_file;

@@ -45,6 +45,7 @@ struct PlanOptions {
   std::vector<std::int64_t> micro_batches;
   std::vector<std::int64_t> tps, pps, cps, interleaves;  // the tensor x pipeline search
   std::vector<std::int64_t> eps, etps;                   // a mixture of experts
+  std::string fp8_recipe = "none";                       // FP8 Linear GEMMs (layouts)
   std::vector<std::string> cp_comms;
   std::vector<std::string> frameworks;  // megatron, fsdp2
   std::vector<std::string> schedules;
@@ -185,6 +186,7 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.interleaves = o.interleaves;
   x.eps = o.eps;
   x.etps = o.etps;
+  x.fp8 = parse_flag("--fp8-recipe", o.fp8_recipe, parse_fp8_recipe);
   for (const auto& name : o.cp_comms)
     x.cp_comms.push_back(cost::parse_cp_comm(name));
   for (const auto& name : o.schedules)
@@ -345,6 +347,10 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
                  "expert-parallel sizes, a mixture of experts (default: every divisor of the "
                  "experts that folds into tp x cp x dp)")
       ->delimiter(',');
+  cmd.add_option("--fp8-recipe", o.fp8_recipe,
+                 "FP8 Linear GEMMs on top of bf16, layouts only (megatron: delayed, tensorwise, "
+                 "blockwise, mxfp8; fsdp2: tensorwise, rowwise); default none")
+      ->capture_default_str();
   cmd.add_option("--etp", o.etps, "expert tensor-parallel sizes (default: tp, and 1 when tp > 1)")
       ->delimiter(',');
   cmd.add_option("--framework", o.frameworks,

@@ -215,6 +215,7 @@ std::string layout_cell(const LayoutChoice& c) {
   if (l.pp > 1) text += ", " + std::string(name_of(l.pipeline_schedule()));
   if (l.interleave > 1) text += " v" + std::to_string(l.interleave);
   if (l.sequence_parallel) text += ", sp";
+  if (l.fp8 != Fp8Recipe::none) text += ", fp8 " + std::string(name_of(l.fp8));
   return text;
 }
 

@@ -277,8 +277,20 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
       t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : mlp_inner_bytes(t, e, sb, f);
   const std::int64_t inner = 2 * e * checked_mul(sb, q, "activation bytes") +
                              2 * e * checked_mul(sb, kv, "activation bytes") + mlp;
+  // Under FP8 the four Linear inputs kept are 1-byte copies: e - 1 bytes less per element of
+  // the QKV and MLP inputs (replicated unless sequence parallel), the output projection's
+  // input and the down projection's (dense MLP or shared expert).
+  const std::int64_t saved = e - 1;
+  const std::int64_t fp8_replicated = a.fp8_linear_inputs ? 2 * saved * sbh : 0;
+  std::int64_t fp8_inner = 0;
+  if (a.fp8_linear_inputs) {
+    const std::int64_t down = t.moe.active() ? split(t.moe.shared_ffn_size, tp) : f;
+    fp8_inner = saved * checked_mul(sb, q + down, "activation bytes");
+  }
   BlockActivations out;
-  out.linear = Bytes{inner + (a.sequence_parallel ? split(replicated, tp) : replicated)};
+  out.linear = Bytes{
+      inner - fp8_inner +
+      (a.sequence_parallel ? split(replicated - fp8_replicated, tp) : replicated - fp8_replicated)};
   out.input = Bytes{a.sequence_parallel ? split(e * sbh, tp) : e * sbh};
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;

@@ -35,6 +35,7 @@ struct ConstantField {
 constexpr ConstantField kFields[] = {
     {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
     {"hopper_gemm_efficiency", &ComputeConstants::hopper_gemm_efficiency, 0.0, 1.0},
+    {"fp8_gemm_efficiency", &ComputeConstants::fp8_gemm_efficiency, 1e-3, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
@@ -248,8 +249,11 @@ namespace {
 class Timer {
  public:
   Timer(const GpuSpec& gpu, const ComputeConstants& k, Precision p, AttentionKernel kernel,
-        AttentionLibrary lib)
-      : gpu_(gpu),
+        AttentionLibrary lib, Fp8Recipe fp8 = Fp8Recipe::none)
+      : fp8_(fp8 != Fp8Recipe::none),
+        fp8_peak_(gpu.peak_flops.fp8),
+        cast_bytes_(fp8 == Fp8Recipe::tensorwise ? 6.0 : 4.0),
+        gpu_(gpu),
         peak_(gpu.peak_flops_for(p)),
         hbm_(gpu.memory_bandwidth_bytes_per_s),
         k_(k),
@@ -263,7 +267,36 @@ class Timer {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another {precision}");
     }
+    if (fp8_ && !(fp8_peak_ > 0)) {
+      throw Error(gpu.name + " has no FP8 tensor cores: {fp8_recipe} " + std::string(name_of(fp8)) +
+                  " needs Hopper, Ada or newer");
+    }
+    if (fp8 == Fp8Recipe::mxfp8 && gpu.architecture != "blackwell") {
+      throw Error("{fp8_recipe} mxfp8 runs on Blackwell tensor cores; " + gpu.name + " is " +
+                  gpu.architecture);
+    }
+    if (fp8_ && !is_mixed(p)) {
+      throw Error("{fp8_recipe} " + std::string(name_of(fp8)) +
+                  " quantizes the GEMMs of bf16 or fp16 mixed precision, not " +
+                  std::string(name_of(p)));
+    }
   }
+  // One of a transformer block's Linear GEMMs (M x K) x (K x N): in FP8 under an FP8 recipe
+  // (1-byte inputs, a 16-bit output, the FP8 peak at its own efficiency), else as gemm().
+  double linear(double m, double k, double n) const {
+    if (!fp8_) return gemm(m, k, n);
+    return fp8_gemm(2.0 * m * k * n, m * k + k * n, e_ * m * n);
+  }
+  double grouped_linear(double rows, double k, double n, double groups) const {
+    if (!fp8_) return grouped_gemm(rows, k, n, groups);
+    return fp8_gemm(2.0 * rows * k * n, rows * k + groups * k * n, e_ * rows * n);
+  }
+  // The quantization of a Linear's input of `elements` under the FP8 recipe: read 16 bits,
+  // write the FP8 copy and its transpose (the weight-gradient GEMM's operand on Hopper; MXFP8's
+  // column-wise copy), 4 B per element; per-tensor current scaling reads the tensor once more
+  // for its amax first (6 B). 0 without FP8.
+  double cast_bytes(double elements) const { return fp8_ ? cast_bytes_ * elements : 0.0; }
+  double cast_kernels(double linears) const { return fp8_ ? linears : 0.0; }
   double element_bytes() const { return e_; }
   // One GEMM (M x K) x (K x N), forward.
   double gemm(double m, double k, double n) const {
@@ -304,6 +337,15 @@ class Timer {
   }
 
  private:
+  double fp8_gemm(double flops, double fp8_elements, double out_bytes) const {
+    const double bytes = fp8_elements + out_bytes;
+    return std::max(flops / (fp8_peak_ * k_.fp8_gemm_efficiency),
+                    bytes / (hbm_ * k_.memory_efficiency)) +
+           k_.kernel_overhead_s;
+  }
+  bool fp8_;
+  double fp8_peak_;
+  double cast_bytes_;
   const GpuSpec& gpu_;
   double peak_;
   double hbm_;
@@ -329,8 +371,9 @@ void dense_mlp(const TransformerSpec& t, double m, double f, const Timer& time, 
   const double h = static_cast<double>(t.hidden_size);
   const double e = time.element_bytes();
   const bool gated = t.mlp == MlpKind::swiglu;
-  p.gemm += (gated ? 2 : 1) * time.gemm(m, h, f) + time.gemm(m, f, h);
+  p.gemm += (gated ? 2 : 1) * time.linear(m, h, f) + time.linear(m, f, h);
   bytes += (gated ? 3.0 : 2.0) * e * m * f;
+  bytes += time.cast_bytes(m * h + m * f);  // the two Linears' inputs, under FP8
 }
 
 // The structural kernels of one mixture-of-experts layer's routing, forward: the router's
@@ -352,9 +395,10 @@ void moe_mlp(const TransformerSpec& t, double m, const Timer& time, Phase& p, do
   const double fe = static_cast<double>(moe.expert_ffn_size);
   const bool gated = t.mlp == MlpKind::swiglu;
   p.gemm += time.gemm(m, h, experts);
-  p.gemm += (gated ? 2 : 1) * time.grouped_gemm(rows, h, fe, local) +
-            time.grouped_gemm(rows, fe, h, local);
+  p.gemm += (gated ? 2 : 1) * time.grouped_linear(rows, h, fe, local) +
+            time.grouped_linear(rows, fe, h, local);
   bytes += (gated ? 3.0 : 2.0) * e * rows * fe;
+  bytes += time.cast_bytes(rows * h + rows * fe);
   if (moe.shared_ffn_size > 0)
     dense_mlp(t, m, static_cast<double>(moe.shared_ffn_size), time, p, bytes);
   bytes += 3.0 * 4.0 * m * experts;   // router scores, softmax, top-k
@@ -383,8 +427,8 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const double kv = static_cast<double>(t.kv_size());
   const double e = time.element_bytes();
   Phase p;
-  p.gemm = time.gemm(m, h, q + 2 * kv) + time.gemm(m, q, h);
-  double bytes = 0;
+  p.gemm = time.linear(m, h, q + 2 * kv) + time.linear(m, q, h);
+  double bytes = time.cast_bytes(m * h + m * q);  // QKV and output projection inputs
   if (t.moe.active()) {
     moe_mlp(t, m, time, p, bytes);
   } else {
@@ -407,7 +451,8 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   if (t.qk_norm) bytes += 2 * e * m * (q + kv);        // RMSNorm of every query and key head
   if (t.positions == PositionKind::rotary) bytes += 2 * e * m * (q + kv);
   if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
-  p.elementwise += time.bytes(bytes, k.elementwise_kernels_per_layer);
+  // The casts of the four Linears' inputs (QKV, output projection, up, down) under FP8.
+  p.elementwise += time.bytes(bytes, k.elementwise_kernels_per_layer + time.cast_kernels(4));
   return p;
 }
 
@@ -503,7 +548,7 @@ ComputeTime layer_list_compute(const LayerListModel& layers, const TrainingConfi
 
 ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
                              const ComputeConstants& k, AttentionLibrary lib) {
-  const Timer time(gpu, k, c.precision, c.attention_kernel, lib);
+  const Timer time(gpu, k, c.precision, c.attention_kernel, lib, c.fp8);
   if (m.transformer) return transformer_compute(*m.transformer, c, time, k);
   if (m.layers) return layer_list_compute(*m.layers, c, time, k);
   throw Error("model '" + m.name +

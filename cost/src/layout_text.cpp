@@ -48,6 +48,7 @@ std::string describe(const Layout3D& l) {
     s << ", layers per stage " << runs_text(split);
   }
   if (l.sequence_parallel) s << ", sequence parallel";
+  if (l.fp8 != Fp8Recipe::none) s << ", FP8 " << name_of(l.fp8);
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);
   if (l.offload != Offload::none) s << ", offload " << name_of(l.offload);

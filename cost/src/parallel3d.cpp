@@ -33,17 +33,20 @@ const TransformerSpec& spec_of(const ModelDesc& m) {
 // x etp) and norms (replicated).
 struct BlockParams {
   std::int64_t matrices = 0, experts = 0, replicated = 0;
+  std::int64_t expert_biases = 0;  // each routed expert's output bias: with it, whole over etp
   // On one GPU of layout `l`.
   std::int64_t on_gpu(const Layout3D& l) const {
     return matrices / l.tp + experts_on_gpu(l) + replicated;
   }
-  std::int64_t experts_on_gpu(const Layout3D& l) const { return experts / (l.ep * l.expert_tp()); }
+  std::int64_t experts_on_gpu(const Layout3D& l) const {
+    return experts / (l.ep * l.expert_tp()) + expert_biases / l.ep;
+  }
 };
 
 // A mixture of experts splits every routed expert etp ways (Megatron-LM's expert tensor
 // parallelism, equal to tp by default) and spreads the experts over ep ranks; the shared expert
-// splits tp ways as a dense MLP does; the router, the shared expert's gate and each expert's
-// output bias stay whole, as a row-parallel Linear keeps its bias.
+// splits tp ways as a dense MLP does; the router and the shared expert's gate stay whole, and
+// each expert's output bias stays whole with its expert (a row-parallel Linear's bias).
 BlockParams block_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size, q = s.q_size(), kv = s.kv_size(), f = s.ffn_size;
   BlockParams p;
@@ -58,9 +61,9 @@ BlockParams block_params(const TransformerSpec& s) {
     };
     const std::int64_t shared = s.moe.shared_ffn_size > 0 ? 1 : 0;
     const std::int64_t whole = h * s.moe.experts + (s.moe.router_bias ? s.moe.experts : 0) +
-                               (s.moe.shared_expert_gate ? h : 0) +
-                               (s.mlp_bias ? (s.moe.experts + shared) * h : 0);
+                               (s.moe.shared_expert_gate ? h : 0) + (s.mlp_bias ? shared * h : 0);
     p.experts = s.moe.experts * split_part(s.moe.expert_ffn_size);
+    p.expert_biases = s.mlp_bias ? s.moe.experts * h : 0;
     p.matrices += shared * split_part(s.moe.shared_ffn_size);
     p.replicated += whole;
     return p;
@@ -100,12 +103,18 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
          (i == head_stage(l) ? final_norm + (shared ? 0 : head) : 0);
 }
 
-// The stage with the most parameters on one GPU (the last on ties: it carries the head).
-std::int64_t max_stage_params(const TransformerSpec& s, const Layout3D& l) {
+// The stage with the most parameters on one GPU (the last on ties: it carries the head): its
+// blocks and its parameters.
+struct StageShare {
+  std::int64_t layers = 0, params = 0;
+};
+StageShare heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) {
   const auto layers = layers_per_stage(s, l);
-  std::int64_t most = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    most = std::max(most, stage_params(s, l, static_cast<std::int64_t>(i), layers[i]));
+  StageShare most;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto params = stage_params(s, l, static_cast<std::int64_t>(i), layers[i]);
+    if (params >= most.params) most = {layers[i], params};
+  }
   return most;
 }
 
@@ -259,6 +268,17 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
     fail("hybrid sharding (a shard group smaller than dp x cp) needs framework fsdp2");
   }
   if (const auto why = optimizer_problem(l.framework, l.optimizer)) fail(*why);
+  // Transformer Engine's recipes under Megatron-LM (--fp8-recipe), torchao's under torchtitan.
+  if (l.framework == Framework::megatron && l.fp8 == Fp8Recipe::rowwise) {
+    fail(
+        "{fp8_recipe} rowwise is torchao's (fsdp2); Megatron-LM runs delayed, tensorwise, "
+        "blockwise or mxfp8");
+  }
+  if (l.framework == Framework::fsdp2 && l.fp8 != Fp8Recipe::none &&
+      l.fp8 != Fp8Recipe::tensorwise && l.fp8 != Fp8Recipe::rowwise) {
+    fail("{fp8_recipe} " + std::string(name_of(l.fp8)) +
+         ": torchtitan's float8 runs tensorwise or rowwise scaling");
+  }
   if (l.framework == Framework::megatron && l.offload == Offload::optimizer_and_params) {
     fail(
         "{offload} optimizer+params: Megatron-LM offloads the optimizer only "
@@ -285,6 +305,10 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
     return "{capacity_factor}: torchtitan's experts are dropless";
   }
   if (l.ep == 1 && l.etp == 0) return std::nullopt;
+  if (l.tp > 1 && !l.sequence_parallel && (l.ep > 1 || l.expert_tp() != l.tp)) {
+    return "experts folded apart from tensor parallelism dispatch each rank's own tokens: "
+           "{sequence_parallel} is needed with tp > 1";
+  }
   if (!m.moe.active()) {
     return "expert parallelism ({ep}, {etp}) needs a mixture-of-experts model; " +
            std::string(m.model_type.empty() ? "this one" : m.model_type) + " has a dense MLP";
@@ -383,14 +407,19 @@ namespace {
 // group, and under hybrid sharding the shard and the replica groups instead of one.
 std::int64_t communicators(const Layout3D& l) {
   const std::int64_t dp_ranks = l.dp * l.cp;
+  // Folded experts add their own: expert parallel, expert tensor parallel (when not tp's),
+  // expert data parallel (when not dp x cp's).
+  const std::int64_t experts = (l.ep > 1 ? 1 : 0) +
+                               (l.expert_tp() > 1 && l.expert_tp() != l.tp ? 1 : 0) +
+                               (l.expert_dp() > 1 && l.expert_dp() != dp_ranks ? 1 : 0);
   return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (l.hybrid() ? 2 : 1) : 0) +
-         (l.pp > 1 ? 1 : 0);
+         (l.pp > 1 ? 1 : 0) + experts;
 }
 
 // Whether the experts' states shard over other ranks than the rest's (their own data-parallel
 // ranks under expert parallelism).
 bool experts_sharded_apart(const TransformerSpec& s, const Layout3D& l) {
-  return s.moe.active() && l.sharding != DpSharding::none && l.expert_dp() != l.shard_ranks();
+  return s.moe.active() && l.sharding != DpSharding::none && l.expert_dp() != l.dp * l.cp;
 }
 
 // The elements of a GPU's sharded states on a stage of `layers` blocks holding `params`: 1/n
@@ -417,6 +446,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.tp = l.tp;
   a.expert_tp = l.expert_tp();
   a.expert_rows_factor = l.expert_rows_factor();
+  a.fp8_linear_inputs = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
   a.sequence_parallel = l.sequence_parallel;
   a.layers = layers;
   a.in_flight =
@@ -527,6 +557,26 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   return v;
 }
 
+// Transformer Engine keeps each FP8 Linear's quantized weight across a step's micro-batches
+// (Megatron-LM passes is_first_microbatch): the FP8 copy and its transpose for the backward's
+// GEMMs on Hopper, the row- and column-wise copies of MXFP8 on Blackwell, 2 bytes per weight of
+// the blocks' Linears. torchao's float8 (fsdp2) casts the weights in every forward instead.
+void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int64_t layers,
+                           Memory3D& out) {
+  if (l.fp8 == Fp8Recipe::none || l.framework != Framework::megatron) return;
+  const auto b = block_params(s);
+  const std::int64_t weights = layers * (b.matrices / l.tp + b.experts_on_gpu(l));
+  const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
+  out.buffers = out.buffers + copies;
+  out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
+  for (auto& [component, text] : out.explain) {
+    if (component == "buffers") {
+      text += "; FP8 weight copies and transposes: 2 B x " + format_thousands(weights) +
+              " Linear weights (" + std::string(name_of(l.fp8)) + ")";
+    }
+  }
+}
+
 // Where a layout puts the experts, and how their tokens reach them.
 std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
   const auto& moe = s.moe;
@@ -574,6 +624,7 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.notes = std::move(e.notes);
   if (explained && m.transformer->moe.active())
     out.notes.push_back(experts_note(*m.transformer, l));
+  add_fp8_weight_copies(*m.transformer, l, layers, out);
   return out;
 }
 
@@ -597,8 +648,8 @@ struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
   // shape, tokens per rank, precision, attention).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
-  // (t, layers, ep, etp)
-  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  // (t, layers, ep, etp, routed rows over the balanced share)
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double>;
   std::map<Shape, ModelDesc> shards;
   std::map<std::tuple<std::int64_t, int, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
@@ -707,10 +758,12 @@ AttentionLibrary attention_library(const Layout3D& l) {
                                             : AttentionLibrary::pytorch;
 }
 
-// The attention settings of a cached compute time, as one number.
+// The attention settings and FP8 recipe of a cached compute time, as one number.
 int attention_key(const Layout3D& l, AttentionLibrary lib) {
-  return (static_cast<int>(l.attention) * 2 + static_cast<int>(lib)) * 8 +
-         static_cast<int>(l.attention_kernel);
+  return ((static_cast<int>(l.attention) * 2 + static_cast<int>(lib)) * 8 +
+          static_cast<int>(l.attention_kernel)) *
+             8 +
+         static_cast<int>(l.fp8);
 }
 
 }  // namespace
@@ -723,9 +776,11 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   c.checkpointing = l.recompute;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
+  c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
-  const auto shape = std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp());
+  const auto shape =
+      std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor());
   if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l, stage_layers));
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), shape, c.seq_len,
@@ -851,6 +906,7 @@ Time3D Model3D::time(const Layout3D& l) {
   c.checkpointing = l.recompute;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
+  c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto lib = attention_library(l);
@@ -899,8 +955,9 @@ Time3D Model3D::time(const Layout3D& l) {
     p2p_factor = schedule_cost(schedule, l.pp, l.interleave, l.micro_batches, {}).p2p_factor;
     out.p2p_s = 2 * p2p_one_s * p2p_factor;
   }
-  const double forward_s =
-      data_parallel_and_optimizer(l, stage, stage_layers, max_stage_params(s, l), out);
+  // The data-parallel collectives and optimizer of the GPU holding the most parameters.
+  const auto heavy = heaviest_params_stage(s, l);
+  const double forward_s = data_parallel_and_optimizer(l, stage, heavy.layers, heavy.params, out);
   out.microbatch_s =
       out.compute_s + out.tp_comm_s + out.cp_comm_s + out.ep_comm_s + out.fsdp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight

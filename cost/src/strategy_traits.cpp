@@ -426,6 +426,11 @@ void check_supported(const TrainingConfig& c) {
     throw Error(strategy_label(c.strategy) + ": {offload} optimizer+params needs zero3 or an " +
                 "FSDP sharding strategy");
   }
+  if (c.fp8 != Fp8Recipe::none) {
+    throw Error(strategy_label(c.strategy) + ": {fp8_recipe} " + std::string(name_of(c.fp8)) +
+                " is modelled for the layouts that run FP8 (Transformer Engine under megatron, "
+                "torchao's float8 under fsdp2): give {strategy} megatron or fsdp2");
+  }
   const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
   if (autocast && c.strategy != Strategy::dp && c.strategy != Strategy::ddp) {
     throw Error(strategy_label(c.strategy) + ": {precision} " + std::string(name_of(c.precision)) +

@@ -50,6 +50,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   c.attention = parse_attention(s.attention);
   c.attention_kernel = parse_attention_kernel(s.attention_kernel);
   check_attention_kernel(c.attention, c.attention_kernel);
+  c.fp8 = parse_fp8_recipe(s.fp8_recipe);
   c.offload = parse_offload(s.offload);
   c.grad_accum = s.grad_accum;
   return c;
@@ -318,6 +319,7 @@ Analysis analyse(const Session& s) {
   try {
     planner::LayoutRequest request;
     request.plan = a.plan_request;
+    request.fp8 = parse_fp8_recipe(s.fp8_recipe);
     a.plan =
         planner::plan_layouts(in.model, in.cluster->topology, in.cluster->table, in.cluster->gpu,
                               request, in.cluster->compute, in.cluster->overheads);

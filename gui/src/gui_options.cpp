@@ -119,6 +119,10 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
                  "fused attention kernel: framework, flash-attn-1, flash-attn-2, cudnn, "
                  "flash-attn-triton")
       ->capture_default_str();
+  app.add_option("--fp8-recipe", s.fp8_recipe,
+                 "FP8 Linear GEMMs of a layout: none, delayed, tensorwise, rowwise, blockwise, "
+                 "mxfp8")
+      ->capture_default_str();
   app.add_option("--global-batch", s.global_batch, "the planner's target")->capture_default_str();
   add_layout_flags(app, s.layout);
   app.add_option("--measured", s.measurements, "dtplan-run measurement files (validation)");
@@ -159,6 +163,7 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--measured")) merged.measurements = s.measurements;
     if (given("--attention")) merged.attention = s.attention;
     if (given("--attention-kernel")) merged.attention_kernel = s.attention_kernel;
+    if (given("--fp8-recipe")) merged.fp8_recipe = s.fp8_recipe;
     merge_layout(app, s.layout, merged.layout);
     s = merged;
   }

@@ -38,6 +38,7 @@ std::string label_of(const std::string& field) {
       {"cps", "context parallel"},
       {"ep", "expert parallel"},
       {"etp", "expert tensor parallel"},
+      {"fp8_recipe", "FP8 recipe (dtplan-gui --fp8-recipe)"},
       {"capacity_factor", "capacity factor (dtplan-gui --capacity-factor)"},
       {"cp_comm", "CP exchange"},
       {"interleave", "chunks per GPU"},

@@ -67,6 +67,7 @@ nlohmann::json to_json(const Session& s) {
           {"checkpointing", s.checkpointing},
           {"attention", s.attention},
           {"attention_kernel", s.attention_kernel},
+          {"fp8_recipe", s.fp8_recipe},
           {"offload", s.offload},
           {"global_batch", s.global_batch},
           {"measurements", s.measurements},
@@ -97,6 +98,7 @@ Session session_from_reader(const ObjectReader& r) {
   s.attention = r.optional_string("attention").value_or("flash");
   // ... and, before the fused kernel was one, the framework's own.
   s.attention_kernel = r.optional_string("attention_kernel").value_or("framework");
+  s.fp8_recipe = r.optional_string("fp8_recipe").value_or("none");
   s.offload = r.string("offload");
   s.global_batch = r.integer("global_batch", 1, 100'000'000);
   s.measurements = r.strings("measurements");

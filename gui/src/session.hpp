@@ -28,6 +28,7 @@ struct Session {
   std::string checkpointing = "none";
   std::string attention = "flash";             // flash|eager|hf-eager, as --attention
   std::string attention_kernel = "framework";  // as --attention-kernel
+  std::string fp8_recipe = "none";             // as --fp8-recipe (layouts)
   std::string offload = "none";
   std::int64_t global_batch = 512;        // the planner's target
   std::vector<std::string> measurements;  // dtplan-run measurement files (validation view)

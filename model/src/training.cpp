@@ -6,6 +6,14 @@
 
 namespace dtplan {
 
+std::string_view name_of(Fp8Recipe v) {
+  return name_in(kFp8Recipes, v);
+}
+
+Fp8Recipe parse_fp8_recipe(std::string_view t) {
+  return value_in(kFp8Recipes, t, "FP8 recipe");
+}
+
 std::string_view name_of(Precision v) {
   return name_in(kPrecisions, v);
 }

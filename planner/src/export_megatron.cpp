@@ -149,6 +149,11 @@ void training(Args& a, const cost::Layout3D& l) {
   const auto type = compute_type(l.precision);
   if (type == "bf16") a.emplace_back("--bf16");
   if (type == "fp16") a.emplace_back("--fp16");
+  // FP8 Linear GEMMs: E4M3 forward, E5M2 gradients (hybrid), Transformer Engine's recipe.
+  if (l.fp8 != Fp8Recipe::none) {
+    add(a, "--fp8-format", "hybrid");
+    add(a, "--fp8-recipe", std::string(name_of(l.fp8)));
+  }
   if (l.sharding == cost::DpSharding::optimizer) a.emplace_back("--use-distributed-optimizer");
   // Megatron Core's optimizer CPU offload, all of it on the host (its documentation: these
   // three flags together).

@@ -115,6 +115,14 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
       << (l.cp_comm == cost::CpComm::all_gather ? "allgather" : "alltoall") << "\"\n";
   }
   pipeline(o, s, l);
+  // torchao's float8 Linears (the job config of the TOML era): tensorwise or rowwise scales.
+  if (l.fp8 != Fp8Recipe::none) {
+    o << "\n[model]\n"
+      << "converters = [\"quantize.linear.float8\"]\n\n"
+      << "[quantize.linear.float8]\n"
+      << "recipe_name = \"" << name_of(l.fp8) << "\"\n"
+      << "filter_fqns = [\"output\"]\n";  // the LM head stays bf16, as priced
+  }
   o << "\n[activation_checkpoint]\n"
     << "mode = \"" << name_of(l.recompute) << "\"\n";
   if (l.recompute == Checkpointing::selective) o << "selective_ac_option = \"op\"\n";

@@ -43,6 +43,7 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"stage_layers", l.stage_layers},
           {"heaviest_stage", c.memory.stage},
           {"precision", std::string(name_of(l.precision))},
+          {"fp8_recipe", std::string(name_of(l.fp8))},
           {"optimizer", std::string(name_of(l.optimizer))},
           {"attention", std::string(name_of(l.attention))},
           {"attention_kernel", std::string(name_of(l.attention_kernel))},

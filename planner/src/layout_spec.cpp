@@ -142,6 +142,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.attention = c.attention;
   l.attention_kernel = c.attention_kernel;
   l.precision = c.precision;
+  l.fp8 = c.fp8;
   l.optimizer = c.optimizer;
   l.offload = c.offload;
   cost::check_layout(*m.transformer, l, c.gpus_per_node);

@@ -51,8 +51,8 @@ std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objec
 
 namespace {
 
-std::string expert_layout_name(const cost::Layout3D& l) {
-  return "ep " + std::to_string(l.ep) + " x etp " + (l.etp == 0 ? "= tp" : std::to_string(l.etp));
+std::string expert_layout_name(std::int64_t ep, std::int64_t etp) {
+  return "ep " + std::to_string(ep) + " x etp " + std::to_string(etp);
 }
 
 // The best outcome of an expert layout: the best objective among those that fit, else the
@@ -81,8 +81,8 @@ std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective ob
   for (const auto& r : p.layouts->rejected) {
     const auto& l = r.candidate.layout;
     experts |= l.ep > 1 || l.etp > 0;
-    if (l.ep == chosen.ep && l.etp == chosen.etp) continue;
-    auto& o = outcomes[{l.ep, l.etp}];
+    if (l.ep == chosen.ep && l.expert_tp() == chosen.expert_tp()) continue;
+    auto& o = outcomes[{l.ep, l.expert_tp()}];
     if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
       o.missed(r.amount);
     } else if (r.reason == Reason::slower) {
@@ -90,18 +90,24 @@ std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective ob
     }
   }
   if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
-  std::string text = "expert layout " + expert_layout_name(chosen) + " (tp " +
-                     std::to_string(chosen.tp) + ") chosen";
+  std::string text = "expert layout " + expert_layout_name(chosen.ep, chosen.expert_tp()) +
+                     " (tp " + std::to_string(chosen.tp) + ") chosen";
+  // The nearest first: those that fit by how far behind, then those over memory by how much.
+  std::vector<std::pair<std::pair<std::int64_t, std::int64_t>, ExpertOutcome>> ordered(
+      outcomes.begin(), outcomes.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.second;
+    const auto& y = b.second;
+    if (x.objective.has_value() != y.objective.has_value()) return x.objective.has_value();
+    return x.objective ? *x.objective < *y.objective : x.over_gib < y.over_gib;
+  });
   int shown = 0;
-  for (const auto& [key, o] : outcomes) {
+  for (const auto& [key, o] : ordered) {
     if (shown++ == 8) {
       text += "; ...";
       break;
     }
-    cost::Layout3D l;
-    l.ep = key.first;
-    l.etp = key.second;
-    text += "; " + expert_layout_name(l) + ": ";
+    text += "; " + expert_layout_name(key.first, key.second) + ": ";
     text += o.objective ? one_decimal(p.behind_pct(*o.objective)) + "% " + behind_word(objective)
                         : "out of memory by " + one_decimal(o.over_gib) + " GiB";
   }

@@ -157,6 +157,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.attention = parse_attention(c.text("attention", "flash"));
   tc.attention_kernel = parse_attention_kernel(c.text("attention-kernel", "framework"));
   check_attention_kernel(tc.attention, tc.attention_kernel);
+  tc.fp8 = parse_fp8_recipe(c.text("fp8-recipe", "none"));
   tc.offload = parse_offload(c.text("offload", "none"));
   if (c.has("deepspeed-version")) {
     tc.zero3_gathers = zero3_gathers_of_deepspeed(c.text("deepspeed-version"));
@@ -277,15 +278,16 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
   const double model_flops_per_gpu_s = p.mfu * gpu.peak_flops_for(p.precision);
   if (source.flops == FlopsConvention::megatron_causal) {
     if (!p.model.transformer) throw Error("the megatron_causal FLOP count needs layer shapes");
-    // The model count's attention is 3 x 4 L keys q per token (forward and backward);
-    // Megatron-LM counts half of it.
+    // The model count's attention is 3 x 4 L keys q per token (forward and backward, keys
+    // capped by a sliding window); Megatron-LM counts s/2 keys whatever the window.
     const auto& t = *p.model.transformer;
     const double seq = static_cast<double>(p.seq_len);
     const double keys =
         t.sliding_window > 0 ? std::min(seq, static_cast<double>(t.sliding_window)) : seq;
-    const double half_attention =
-        6.0 * static_cast<double>(t.num_layers) * keys * static_cast<double>(t.q_size()) * tokens;
-    return (model_flops_per_gpu_s - half_attention / p.step_s / gpus) / 1e12;
+    const double per_key =
+        12.0 * static_cast<double>(t.num_layers) * static_cast<double>(t.q_size()) * tokens;
+    const double difference = per_key * (keys - seq / 2);
+    return (model_flops_per_gpu_s - difference / p.step_s / gpus) / 1e12;
   }
   return model_flops_per_gpu_s / 1e12;
 }
@@ -315,7 +317,8 @@ double error_of(const PublishedRow& row, double predicted) {
 // "moe:...", a mixture-of-experts model type), FP8 in its precision or needs.
 std::vector<std::string> stated_workloads(const PublishedRow& row) {
   const Config c(row.config);
-  bool moe = c.has("ep") && c.integer("ep", 1) > 1, fp8 = c.text("precision", "").find("fp8") == 0;
+  bool moe = c.has("ep") && c.integer("ep", 1) > 1;
+  bool fp8 = c.text("fp8-recipe", "none") != "none";
   for (const auto& n : row.needs) {
     moe |= n.rfind("moe", 0) == 0;
     fp8 |= n.rfind("fp8", 0) == 0 || n.rfind("mxfp8", 0) == 0 || n.rfind("nvfp4", 0) == 0;

@@ -114,6 +114,13 @@ void for_each_expert_layout(const TransformerSpec& s, const Request3D& r, cost::
   l.etp = 0;
 }
 
+// Transformer Engine's recipes under Megatron-LM; torchao's tensorwise and rowwise under FSDP2.
+bool runs_fp8(cost::Framework f, Fp8Recipe r) {
+  if (r == Fp8Recipe::none) return true;
+  if (f == cost::Framework::megatron) return r != Fp8Recipe::rowwise;
+  return r == Fp8Recipe::tensorwise || r == Fp8Recipe::rowwise;
+}
+
 // Megatron-LM offloads the optimizer, FSDP2 parameters, gradients and optimizer together.
 bool runs_offload(cost::Framework f, Offload o) {
   if (o == Offload::none) return true;
@@ -136,6 +143,7 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     }
     if (framework == Framework::fsdp2 && l.dp * l.cp == 1) continue;  // nothing to shard
     if (cost::optimizer_problem(framework, r.optimizer)) continue;
+    if (!runs_fp8(framework, r.fp8)) continue;
     l.framework = framework;
     l.sharding = sharding;
     static const std::vector<Offload> every{Offload::none, Offload::optimizer,
@@ -194,6 +202,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.seq_len = sp.seq;
             l.recompute = rc;
             l.precision = r.precision;
+            l.fp8 = r.fp8;
             l.attention = r.attention;
             l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;

@@ -60,6 +60,10 @@ std::string data_parallel_left_out(const LayoutRequest& r) {
   if (!allows_one(r.pps)) return "pipeline sizes without 1";
   if (!allows_one(r.cps)) return "context-parallel sizes without 1";
   if (!allows_one(r.eps)) return "expert-parallel sizes without 1";
+  if (r.fp8 != Fp8Recipe::none) {
+    return "FP8 (" + std::string(name_of(r.fp8)) +
+           ") is modelled for the layouts (megatron, fsdp2), not the data-parallel strategies";
+  }
   if (!allows_one(r.interleaves)) return "interleaving without 1";
   return {};
 }
@@ -117,6 +121,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.cp_comms = r.cp_comms;
   x.eps = r.eps;
   x.etps = r.etps;
+  x.fp8 = r.fp8;
   x.frameworks = r.frameworks;
   x.sequence_parallel = r.sequence_parallel;
   x.schedules = r.schedules;

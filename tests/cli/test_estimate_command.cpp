@@ -578,3 +578,31 @@ TEST_CASE("estimate --ep --etp: experts spread, their exchange priced, bad sizes
   bad = run(args("0", "1"));
   CHECK_THAT(bad.err, Contains("--ep"));
 }
+
+TEST_CASE("estimate --precision fp8: bf16 with FP8 GEMMs on a layout, refused elsewhere") {
+  const std::vector<std::string> layout{"estimate", "--model",        "llama-3-8b", "--topology",
+                                        "dgx-h100", "--gpu",          "H100-SXM",   "--strategy",
+                                        "megatron", "--seq-len",      "4096",       "--micro-batch",
+                                        "1",        "--global-batch", "64",         "--json"};
+  const auto plain = run(layout);
+  REQUIRE(plain.code == 0);
+  auto with_fp8 = layout;
+  with_fp8.insert(with_fp8.end(), {"--precision", "fp8"});
+  const auto r = run(with_fp8);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  CHECK(j["precision"] == "bf16");
+  CHECK(j["fp8_recipe"] == "delayed");  // Transformer Engine's default recipe
+  // Faster: the Linears' GEMMs at the FP8 peak.
+  CHECK(j["step_time_s"].get<double>() <
+        nlohmann::json::parse(plain.out)["parallel3d"]["step_time_s"].get<double>());
+  // A data-parallel strategy is not priced in FP8; an A100 has no FP8 tensor cores.
+  auto ddp = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu",
+                  "H100-SXM", "--strategy", "zero3", "--seq-len", "4096", "--precision", "fp8"});
+  CHECK(ddp.code == 1);
+  CHECK_THAT(ddp.err, Contains("--fp8-recipe delayed is modelled for the layouts"));
+  auto a100 = with_fp8;
+  a100[6] = "A100-80GB";
+  a100[4] = "dgx-a100";
+  CHECK_THAT(run(a100).err, Contains("has no FP8 tensor cores"));
+}

@@ -155,7 +155,9 @@ TEST_CASE("bad input: one line, exit code 1, names the input and the problem") {
       {{"--gpus", "8"}, "no model: give --model"},
       {{"--params", "1B", "--gpu", "A100-81GB"}, "unknown GPU 'A100-81GB'"},
       {{"--params", "1B", "--strategy", "zero4"}, "did you mean: zero1"},
-      {{"--params", "1B", "--precision", "fp8"}, "unknown precision 'fp8'"},
+      {{"--params", "1B", "--precision", "fp9"}, "unknown precision 'fp9'"},
+      // FP8 is bf16 with FP8 GEMMs, modelled for the layouts only.
+      {{"--params", "1B", "--precision", "fp8"}, "is modelled for the layouts that run FP8"},
       {{"--params", "1B", "--strategy", "ddp", "--offload", "optimizer"},
        "--offload optimizer needs"},
       {{"--params", "1B", "--overhead", "nccl=1"}, "unknown overhead constant 'nccl'"},
@@ -360,8 +362,8 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   bad = run(
       {"memory", "--model", "gpt2", "--tp", "2", "--pp", "2", "--gpus", "8", "--schedule", "foo"});
   CHECK_THAT(bad.err, Contains("--schedule: pipeline schedule 'foo' is not known"));
-  bad = run({"memory", "--model", "gpt2", "--gpus", "8", "--precision", "fp8"});
-  CHECK_THAT(bad.err, Contains("--precision: unknown precision 'fp8'"));
+  bad = run({"memory", "--model", "gpt2", "--gpus", "8", "--precision", "fp9"});
+  CHECK_THAT(bad.err, Contains("--precision: unknown precision 'fp9'"));
   // Llama 2 70B's 64 heads divide by 16, its 8 key/value heads do not.
   bad = run({"memory", "--model", "llama-2-70b", "--tp", "16", "--gpus", "16"});
   CHECK(bad.code == 1);

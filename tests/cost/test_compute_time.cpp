@@ -483,3 +483,50 @@ TEST_CASE("a sliding window: attention computes the pairs inside it") {
   CHECK(f.model_flops - w.model_flops == Approx(12.0 * 1024 * (4096 - 2047) * 4096).epsilon(1e-9));
   CHECK(w.attention_s < f.attention_s);
 }
+
+TEST_CASE("FP8: the blocks' Linear GEMMs run at the FP8 peak, the LM head and attention do not") {
+  // One GPT block of h 8192, MLP 32768, 4096 tokens on an H100 (989.5 TFLOP/s bf16, 1979 FP8;
+  // round constants: 50% of either, 10 us a kernel). Its four Linears do
+  // 2 x 4096 x (8192 x 24576 + 8192 x 8192 + 2 x 8192 x 32768) FLOPs forward, compute-bound in
+  // both precisions; backward twice that. Everything else (embedding, attention, norms, LM
+  // head) is priced the same, so the GEMM times differ by 3 x the Linears' FLOPs x
+  // (1/(989.5e12 x 0.5) - 1/(1979e12 x 0.5)).
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = 64;
+  t.hidden_size = 8192;
+  t.num_layers = 1;
+  t.num_heads = t.num_kv_heads = 64;
+  t.head_dim = 128;
+  t.ffn_size = 32768;
+  t.max_positions = 4096;
+  const auto m = model_from_transformer(t, "wide", "test");
+  auto k = round_constants();
+  k.fp8_gemm_efficiency = 0.5;
+  const auto h100 = GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
+  auto c = bf16(1);
+  c.seq_len = 4096;
+  const auto plain = estimate_compute(m, c, h100, k);
+  c.fp8 = Fp8Recipe::delayed;
+  const auto fp8 = estimate_compute(m, c, h100, k);
+  const double flops = 2.0 * 4096 * (8192.0 * 24576 + 8192.0 * 8192 + 2 * 8192.0 * 32768);
+  CHECK(plain.gemm_s - fp8.gemm_s ==
+        Approx(3 * flops * (1 / (989.5e12 * 0.5) - 1 / (1979e12 * 0.5))).epsilon(1e-6));
+  CHECK(fp8.attention_s == plain.attention_s);
+  CHECK(fp8.model_flops == plain.model_flops);  // the work is the same
+  // Quantizing each Linear's input costs element-wise traffic: forward 4 B per element of the
+  // inputs (4096 x (8192 + 8192 + 8192 + 32768)) over 3.35 TB/s at 50%, and 4 more kernels.
+  const double cast_s = 4.0 * 4096 * (3 * 8192.0 + 32768) / (3.35e12 * 0.5) + 4 * 1e-5;
+  const double forward_elementwise = [&] {
+    const double fwd_plain = plain.forward_s, fwd_fp8 = fp8.forward_s;
+    return (fwd_fp8 - fwd_plain) + flops * (1 / (989.5e12 * 0.5) - 1 / (1979e12 * 0.5));
+  }();
+  CHECK(forward_elementwise == Approx(cast_s).epsilon(1e-6));
+  // Where it cannot run: no FP8 tensor cores, MXFP8 off Blackwell, FP8 over fp32.
+  CHECK_THROWS_WITH(estimate_compute(m, c, a100(), k), Catch::Contains("no FP8 tensor cores"));
+  c.fp8 = Fp8Recipe::mxfp8;
+  CHECK_THROWS_WITH(estimate_compute(m, c, h100, k), Catch::Contains("runs on Blackwell"));
+  c.fp8 = Fp8Recipe::delayed;
+  c.precision = Precision::fp32;
+  CHECK_THROWS_WITH(estimate_compute(m, c, h100, k), Catch::Contains("bf16 or fp16 mixed"));
+}

@@ -51,12 +51,13 @@ struct DgxH100 {
 };
 
 // Per block: the attention's matrices and QKV biases (4 x 1024^2 + 3 x 1024) split over tp;
-// each expert's two matrices and up bias (2 x 1024^2 + 1024) over ep x etp; whole: the
-// output projection's bias, two LayerNorms, the router (1024 x 8) and each expert's down
-// bias (8 x 1024).
+// each expert's two matrices and up bias (2 x 1024^2 + 1024) over ep x etp, its down bias
+// (1024) over ep (whole over etp, as a row-parallel bias); whole: the output projection's
+// bias, two LayerNorms, the router (1024 x 8).
 constexpr std::int64_t kAttention = 4 * 1024 * 1024 + 3 * 1024;
 constexpr std::int64_t kExpert = 2 * 1024 * 1024 + 1024;
-constexpr std::int64_t kWhole = 1024 + 4 * 1024 + 8 * 1024 + 8 * 1024;
+constexpr std::int64_t kDownBias = 1024;
+constexpr std::int64_t kWhole = 1024 + 4 * 1024 + 8 * 1024;
 // The stage's embedding (half the vocabulary at tp 2), positions and final LayerNorm.
 constexpr std::int64_t kOutside = 32000 * 1024 / 2 + 2048 * 1024 + 2 * 1024;
 
@@ -67,9 +68,9 @@ TEST_CASE("expert parallelism: a GPU holds E/ep experts, their states sharded ov
   const auto l = folded();
   CHECK(l.expert_dp() == 2);
   const auto mem = memory_3d(m, l, OverheadConstants{});
-  // 8 experts over ep 4: 2 whole experts per block.
-  const std::int64_t experts = 8 * 2 * kExpert;
-  const std::int64_t params = 8 * (kAttention / 2 + 2 * kExpert + kWhole) + kOutside;
+  // 8 experts over ep 4: 2 whole experts per block, with their down biases.
+  const std::int64_t experts = 8 * 2 * (kExpert + kDownBias);
+  const std::int64_t params = 8 * (kAttention / 2 + kWhole) + experts + kOutside;
   CHECK(mem.params_per_gpu == params);
   // Megatron-LM: bf16 weights and fp32 main gradients of everything held; the distributed
   // optimizer's fp32 main weights and Adam's two moments over the 4 dp x cp ranks for the
@@ -84,7 +85,14 @@ TEST_CASE("expert parallelism: a GPU holds E/ep experts, their states sharded ov
   plain.ep = 1;
   plain.etp = 0;
   CHECK(memory_3d(m, plain, OverheadConstants{}).params_per_gpu ==
-        8 * (kAttention / 2 + 8 * kExpert / 2 + kWhole) + kOutside);
+        8 * (kAttention / 2 + 8 * kExpert / 2 + 8 * kDownBias + kWhole) + kOutside);
+  // FSDP2 sharding states over groups of 2 of the 4 dp ranks (hybrid), experts unfolded: every
+  // state, experts included, is sharded over the group of 2 (fp32 Adam moments, 8 B each).
+  plain.framework = Framework::fsdp2;
+  plain.sharding = DpSharding::parameters;
+  plain.shard_group = 2;
+  const auto hybrid = memory_3d(m, plain, OverheadConstants{});
+  CHECK(hybrid.optimizer_states.value == 8 * ((hybrid.params_per_gpu + 1) / 2));
 }
 
 TEST_CASE("expert tensor parallelism below tp: experts see the tokens of etp ranks") {
@@ -134,6 +142,18 @@ TEST_CASE("expert parallelism: two all-to-alls each way per MoE layer, no MLP TP
   auto full = folded();
   full.recompute = Checkpointing::full;
   CHECK(model.time(full).ep_comm_s == Approx(8 * 6 * a2a).epsilon(1e-9));
+  // ep 2 x etp 2: the all-to-all of the same 2 MiB between 2 ranks 2 GPUs apart (inside the
+  // node: priced on 2 GPUs), then an all-gather of the 2 etp ranks' rows (4 MiB gathered)
+  // before the experts and a reduce-scatter after, each way.
+  auto wide = folded();
+  wide.ep = 2;
+  wide.etp = 2;
+  CommModel pair(f.topo, f.table, 2);
+  const double one_way =
+      2 * pair.estimate(Collective::all_to_all, Bytes{2LL * 1024 * 1024}).time_s +
+      pair.estimate(Collective::all_gather, Bytes{4LL * 1024 * 1024}).time_s +
+      pair.estimate(Collective::reduce_scatter, Bytes{4LL * 1024 * 1024}).time_s;
+  CHECK(model.time(wide).ep_comm_s == Approx(8 * 2 * one_way).epsilon(1e-9));
 }
 
 TEST_CASE("expert parallelism: the experts' gradients sync over the expert data-parallel ranks") {
@@ -158,7 +178,7 @@ TEST_CASE("expert parallelism: the experts' gradients sync over the expert data-
   }
   CHECK(dense_ops == 2);
   CHECK(expert_ops == 2);
-  CHECK(expert_bytes == 4 * 8 * 2 * kExpert);  // fp32 main gradients
+  CHECK(expert_bytes == 4 * 8 * 2 * (kExpert + kDownBias));  // fp32 main gradients
 }
 
 TEST_CASE("expert layouts that cannot fold are refused, naming the rule") {
@@ -174,9 +194,13 @@ TEST_CASE("expert layouts that cannot fold are refused, naming the rule") {
   auto dense = t;
   dense.moe = {};
   CHECK_THROWS_WITH(check_layout(dense, folded(), 8), Contains("needs a mixture-of-experts"));
-  // Megatron-LM refuses a MoE layer under tensor parallelism without sequence parallelism.
+  // Folded experts dispatch each rank's own tokens: tp > 1 needs sequence parallelism; so
+  // does Megatron-LM's MoE layer under tensor parallelism when it is not folded.
   l = folded();
   l.sequence_parallel = false;
+  CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("is needed with tp > 1"));
+  l.ep = 1;
+  l.etp = 0;
   CHECK_THROWS_WITH(check_layout(t, l, 8), Contains("needs sequence parallelism"));
   // torchtitan keeps each expert whole under expert parallelism.
   l = folded();
@@ -200,6 +224,13 @@ TEST_CASE("a capacity factor pads every expert's inputs: rows, exchange and acti
   CommModel ep_group(f.topo, f.table, 4);
   const double a2a = ep_group.estimate(Collective::all_to_all, Bytes{5LL * 1024 * 1024 / 2}).time_s;
   CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * a2a).epsilon(1e-9));
+  // The padded rows reach the GEMMs: a model timing both agrees with fresh ones.
+  const double padded_s = model.time(l).compute_s;
+  auto dropless = l;
+  dropless.capacity_factor = 0;
+  const double dropless_s = model.time(dropless).compute_s;
+  CHECK(padded_s > dropless_s);
+  CHECK(Model3D(m, f.topo, f.table, f.gpu, f.k).time(dropless).compute_s == dropless_s);
   // One block at tp 2, sequence parallel, etp 1: 2 x 512 = 1024 routed rows balanced, whose
   // permuted copies and outputs (2 x 2 B x 1024) and GELU inner tensors (2 x 2 B x 1024 wide)
   // are 8 MiB; a quarter more rows keep 2 MiB more.

@@ -985,3 +985,34 @@ TEST_CASE("FSDP2 with tensor parallelism: loss_parallel's backward holds four fp
   l.sharding = DpSharding::parameters;
   CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 10LL * 1024 * 32000);
 }
+
+TEST_CASE("FP8 under Megatron-LM: weight copies and transposes kept, Linear inputs saved in FP8") {
+  // Transformer Engine keeps each block Linear's FP8 weight and its transpose across the step:
+  // 2 B per weight of the 8 blocks' matrices and their input biases (QKV 3 x 1024^2 + 3 x 1024,
+  // output 1024^2, fc1 1024 x 4096 + 4096, fc2 4096 x 1024), on top of everything bf16 keeps.
+  const auto m = small_model();
+  auto l = layout(1, 1, 8);
+  const auto plain = memory_3d(m, l, OverheadConstants{});
+  l.fp8 = Fp8Recipe::delayed;
+  const auto fp8 = memory_3d(m, l, OverheadConstants{});
+  const std::int64_t linear = 4 * 1024 * 1024 + 3 * 1024 + 2 * 1024 * 4096 + 4096;
+  CHECK(fp8.buffers.value - plain.buffers.value == 2 * 8 * linear);
+  CHECK(fp8.weights == plain.weights);
+  // A block's saved Linear inputs are 1 B instead of 2: QKV and MLP inputs (s h each), the
+  // output projection's (s q) and the down projection's (s f), s 1024: 1024 x (1024 + 1024 +
+  // 1024 + 4096) bytes less per layer.
+  ActivationShape a;
+  a.tokens = 1024;
+  a.layers = 1;
+  const auto kept = block_activations(*m.transformer, a);
+  a.fp8_linear_inputs = true;
+  CHECK(kept.linear.value - block_activations(*m.transformer, a).linear.value ==
+        1024LL * (3 * 1024 + 4096));
+  // torchao's recipes are FSDP2's, Transformer Engine's Megatron-LM's.
+  l.fp8 = Fp8Recipe::rowwise;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("rowwise is torchao's"));
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  l.fp8 = Fp8Recipe::blockwise;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("tensorwise or rowwise"));
+}

@@ -77,6 +77,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--moe-token-dispatcher-type", true},  // allgather, alltoall, flex
     {"--moe-expert-capacity-factor", true},
     {"--moe-pad-expert-input-to-capacity", false},
+    {"--fp8-format", true},  // e4m3, hybrid
+    {"--fp8-recipe", true},  // delayed, tensorwise, blockwise, mxfp8, custom
 };
 
 // The arguments as flag -> value ("" for switches), checking each flag is documented and
@@ -297,4 +299,19 @@ TEST_CASE("Megatron-LM arguments: expert parallelism folded beside tensor parall
   CHECK(plain.at("--expert-model-parallel-size") == "1");
   CHECK(plain.at("--expert-tensor-parallel-size") == "2");
   CHECK(plain.count("--moe-token-dispatcher-type") == 0);
+}
+
+TEST_CASE("Megatron-LM arguments: an FP8 recipe as Transformer Engine runs it") {
+  // --fp8-format hybrid (E4M3 forward, E5M2 gradients) and the recipe by Megatron-LM's name;
+  // torchao's rowwise is refused for Megatron-LM by the layout's own check.
+  const auto m = llama_3_8b();
+  auto l = layout(2, 1, 1, 4);
+  l.sequence_parallel = true;
+  CHECK(parsed(planner::megatron_arguments(m, l)).count("--fp8-format") == 0);
+  for (const auto recipe : {Fp8Recipe::delayed, Fp8Recipe::tensorwise, Fp8Recipe::blockwise}) {
+    l.fp8 = recipe;
+    const auto a = parsed(planner::megatron_arguments(m, l));
+    CHECK(a.at("--fp8-format") == "hybrid");
+    CHECK(a.at("--fp8-recipe") == std::string(name_of(recipe)));
+  }
 }

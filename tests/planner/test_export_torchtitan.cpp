@@ -25,6 +25,9 @@ const std::map<std::string, std::set<std::string>> kKeys{
       // torchtitan/config/configs.py, Parallelism
       "expert_parallel_degree"}},
     {"activation_checkpoint", {"mode", "selective_ac_option"}},
+    // The TOML era's float8 converter (job_config.py at 238fa9953e4a: Model, Float8Linear).
+    {"model", {"converters"}},
+    {"quantize.linear.float8", {"recipe_name", "filter_fqns"}},
     {"optimizer", {"name"}},
 };
 
@@ -158,4 +161,16 @@ TEST_CASE("torchtitan config: expert parallelism borrows its ranks from FSDP and
   // A dense model writes no expert key.
   CHECK(parsed(planner::torchtitan_config(llama(32), fsdp2(2, 1, 1, 8)))
             .count("parallelism.expert_parallel_degree") == 0);
+}
+
+TEST_CASE("torchtitan config: torchao's float8 Linears, the LM head left in bf16") {
+  auto l = fsdp2(2, 1, 1, 8);
+  l.fp8 = Fp8Recipe::rowwise;
+  const auto c = parsed(planner::torchtitan_config(llama(32), l));
+  CHECK(c.at("model.converters") == "[\"quantize.linear.float8\"]");
+  CHECK(c.at("quantize.linear.float8.recipe_name") == "\"rowwise\"");
+  CHECK(c.at("quantize.linear.float8.filter_fqns") == "[\"output\"]");
+  CHECK(
+      parsed(planner::torchtitan_config(llama(32), fsdp2(2, 1, 1, 8))).count("model.converters") ==
+      0);
 }

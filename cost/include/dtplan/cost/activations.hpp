@@ -57,10 +57,13 @@ struct ActivationShape {
   // ranks compute the routed copies of the tokens of etp (not tp) sequence-parallel ranks.
   std::int64_t expert_tp = 0;
   double expert_rows_factor = 1;  // routed rows over the balanced share (padded capacity)
-  std::int64_t layers = 0;        // transformer blocks on this GPU
-  double in_flight = 1;           // micro-batches whose block activations it keeps
-  bool embedding = true;          // the first stage: token ids, embedding dropout and norm
-  bool head = true;               // the last stage: final norm, head, logits and loss
+  // Transformer Engine's FP8 Linears save their inputs for backward in FP8 (1 byte): the QKV,
+  // output projection, MLP up and down inputs.
+  bool fp8_linear_inputs = false;
+  std::int64_t layers = 0;  // transformer blocks on this GPU
+  double in_flight = 1;     // micro-batches whose block activations it keeps
+  bool embedding = true;    // the first stage: token ids, embedding dropout and norm
+  bool head = true;         // the last stage: final norm, head, logits and loss
   LossKind loss = LossKind::torch;
   bool named = true;  // false: the total alone, no list of terms (a search)
 };

@@ -45,6 +45,7 @@ struct AttentionCurve {
 struct ComputeConstants {
   double gemm_efficiency = 0;         // achieved fraction of dense peak for large GEMMs
   double hopper_gemm_efficiency = 0;  // the same on a Hopper GPU; 0: gemm_efficiency
+  double fp8_gemm_efficiency = 0;     // achieved fraction of the FP8 dense peak, large GEMMs
   // Of dense peak: eager attention's batched GEMMs, and a framework's fused attention on a GPU
   // architecture with no measured curve in attention_kernels.
   double attention_efficiency = 0;

@@ -159,6 +159,7 @@ struct Layout3D {
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
   Precision precision = Precision::bf16;
+  Fp8Recipe fp8 = Fp8Recipe::none;         // FP8 GEMMs in the blocks' Linear layers (training.hpp)
   Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
   // States in host memory, the optimizer stepping on the CPU: Megatron-LM's
   // --optimizer-cpu-offload (optimizer: fp32 main weights and optimizer states; gradients

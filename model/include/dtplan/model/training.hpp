@@ -99,7 +99,30 @@ inline constexpr std::array<NamedValue<AttentionKernel>, 5> kAttentionKernels{{
      "the Triton FlashAttention of 2022 (llm-foundry attn_impl=triton)"},
 }};
 
+// FP8 (or FP4) GEMMs in the transformer blocks' Linear layers on top of bf16 mixed precision,
+// as Transformer Engine (Megatron-LM's --fp8-recipe) and torchao (torchtitan's float8
+// converter) run them: each Linear's input, weight and output gradient are quantized and the
+// GEMM runs at the GPU's FP8 peak; attention, norms, the embedding, the LM head and the
+// optimizer stay as they were. The recipes differ in their scales:
+//   delayed     one scale per tensor from an amax history, the amax taken in the cast kernel
+//   tensorwise  one scale per tensor from the current amax: a pass to find it, then the cast
+//   rowwise     one scale per row (torchao); the amax and cast in one pass per row
+//   blockwise   1 x 128 activation and 128 x 128 weight blocks (DeepSeek-V3's recipe)
+//   mxfp8       32-element blocks with E8M0 scales, native on Blackwell tensor cores
+enum class Fp8Recipe { none, delayed, tensorwise, rowwise, blockwise, mxfp8 };
+
+inline constexpr std::array<NamedValue<Fp8Recipe>, 6> kFp8Recipes{{
+    {Fp8Recipe::none, "none", "no FP8: the GEMMs run in the precision's own type"},
+    {Fp8Recipe::delayed, "delayed", "per-tensor scales from an amax history (TE's default)"},
+    {Fp8Recipe::tensorwise, "tensorwise", "per-tensor scales from the current amax"},
+    {Fp8Recipe::rowwise, "rowwise", "per-row scales (torchao rowwise)"},
+    {Fp8Recipe::blockwise, "blockwise", "1x128 activation, 128x128 weight blocks (DeepSeek-V3)"},
+    {Fp8Recipe::mxfp8, "mxfp8", "MXFP8: 32-element blocks, Blackwell tensor cores"},
+}};
+
 // Name of a value; parse throws dtplan::Error naming `what` and the known names.
+std::string_view name_of(Fp8Recipe v);
+Fp8Recipe parse_fp8_recipe(std::string_view text);
 std::string_view name_of(Precision v);
 std::string_view name_of(Optimizer v);
 std::string_view name_of(Strategy v);
@@ -156,6 +179,7 @@ struct TrainingConfig {
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only
+  Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs on top of bf16 or fp16 mixed precision
   Offload offload = Offload::none;
   bool grad_bucket_view = false;                   // DDP gradient_as_bucket_view=True
   std::int64_t bucket_cap_bytes = 25LL * 1048576;  // DDP bucket_cap_mb default 25

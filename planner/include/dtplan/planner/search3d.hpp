@@ -48,6 +48,7 @@ struct Request3D {
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;
   Precision precision = Precision::bf16;
+  Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs; frameworks that do not run it are left out
   // The attention kernel; context parallelism (cp > 1) needs flash.
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs

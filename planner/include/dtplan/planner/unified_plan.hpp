@@ -26,6 +26,7 @@ struct LayoutRequest {
   std::vector<std::int64_t> tps, pps, cps, interleaves;
   std::vector<cost::CpComm> cp_comms;       // empty: p2p
   std::vector<std::int64_t> eps, etps;      // a mixture of experts; empty: search3d.hpp's
+  Fp8Recipe fp8 = Fp8Recipe::none;          // FP8 Linear GEMMs: layouts only
   std::vector<cost::Framework> frameworks;  // empty: Megatron-LM and FSDP2
   std::vector<bool> sequence_parallel;      // empty: both
   std::vector<cost::PipelineSchedule> schedules;
