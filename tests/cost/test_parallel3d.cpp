@@ -1016,3 +1016,20 @@ TEST_CASE("FP8 under Megatron-LM: weight copies and transposes kept, Linear inpu
   l.fp8 = Fp8Recipe::blockwise;
   CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("tensorwise or rowwise"));
 }
+
+TEST_CASE("Ulysses across nodes: a strided all-to-all priced over the whole nodes") {
+  // tp 8 x cp 2 on two DGX H100 nodes: each a2a group is 2 GPUs, one per node, 8 apart. A
+  // rank of it holds 512 of the 1024 tokens and 16/8 = 2 heads (q and k/v widths 128): it
+  // sends Q, K, V in and the output back, 512 x (2 x 128 + 2 x 128) x 2 B = 524,288 bytes, an
+  // all-to-all that sends (n-1)/n of its bytes through its own NIC, as every GPU of the two
+  // nodes would: priced as the 16-GPU all-to-all, forward and again backward, per layer.
+  const DgxH100 f(2);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  auto l = layout(8, 1, 1);
+  l.cp = 2;
+  l.cp_comm = CpComm::a2a;
+  l.sequence_parallel = true;
+  CommModel nodes(f.topo, f.table, 16);
+  const double a2a = nodes.estimate(Collective::all_to_all, Bytes{524'288}).time_s;
+  CHECK(model.time(l).cp_comm_s == Approx(8 * 2 * a2a).epsilon(1e-9));
+}
