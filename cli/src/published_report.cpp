@@ -106,6 +106,7 @@ nlohmann::json published_json(const planner::PublishedSet& set,
     } else {
       r["reason"] = p.reason;
     }
+    r["workloads"] = p.workloads;
     j["rows"].push_back(std::move(r));
   }
   return j;
