@@ -55,8 +55,12 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
   const Bytes host_capacity = host_memory_of(o.training.host_memory).value_or(kDefaultHostMemory);
   const auto l =
       layout_of(o.layout, o.strategy == "all" ? "" : o.strategy, model, config, o.grad_accum);
-  const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto gpu = gpu_of(o.training, data);
+  if (gpu && l.fp8 != Fp8Recipe::none && !(gpu->peak_flops.fp8 > 0)) {
+    throw Error("--fp8-recipe " + std::string(name_of(l.fp8)) + ": " + gpu->name +
+                " has no FP8 tensor cores");
+  }
+  const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto host = layout_host(mem, std::min(config.dp_size, config.gpus_per_node), host_capacity);
   if (o.json) {
     auto j = report_preamble("memory", ctx.args);

@@ -108,7 +108,10 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     throw Error("--gpus: a positive integer up to 1,000,000");
   }
   r.max_gpus = o.max_gpus.value_or(0);
-  r.precisions = parse_all("--precision", o.precisions, parse_precision);
+  // fp8 is bf16 with FP8 GEMMs (layout_request sets the recipe).
+  auto precisions = o.precisions;
+  std::replace(precisions.begin(), precisions.end(), std::string("fp8"), std::string("bf16"));
+  r.precisions = parse_all("--precision", precisions, parse_precision);
   r.checkpointing = parse_all("--checkpointing", o.checkpointings, parse_checkpointing);
   r.offloads = parse_all("--offload", o.offloads, parse_offload);
   for (const auto mb : o.micro_batches) {
@@ -187,6 +190,8 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.eps = o.eps;
   x.etps = o.etps;
   x.fp8 = parse_flag("--fp8-recipe", o.fp8_recipe, parse_fp8_recipe);
+  const bool fp8 = std::find(o.precisions.begin(), o.precisions.end(), "fp8") != o.precisions.end();
+  if (fp8 && x.fp8 == Fp8Recipe::none) x.fp8 = Fp8Recipe::delayed;  // Transformer Engine's default
   for (const auto& name : o.cp_comms)
     x.cp_comms.push_back(cost::parse_cp_comm(name));
   for (const auto& name : o.schedules)

@@ -252,6 +252,14 @@ std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShap
     bytes = checked_add(bytes, mlp_inner_bytes(t, e, sb, split(moe.shared_ffn_size, a.tp)),
                         "activation bytes");
   }
+  // FP8 grouped Linears save their inputs in FP8: the routed copies (the up projection's) and
+  // the activation's output (the down projection's), e - 1 bytes less per element.
+  if (a.fp8_linear_inputs) {
+    const std::int64_t inputs =
+        checked_add(copies, checked_mul(rows, split(moe.expert_ffn_size, etp), "activation bytes"),
+                    "activation bytes");
+    bytes -= checked_mul(e - 1, inputs, "activation bytes");
+  }
   return bytes;
 }
 

@@ -36,6 +36,7 @@ constexpr ConstantField kFields[] = {
     {"gemm_efficiency", &ComputeConstants::gemm_efficiency, 1e-3, 1.0},
     {"hopper_gemm_efficiency", &ComputeConstants::hopper_gemm_efficiency, 0.0, 1.0},
     {"fp8_gemm_efficiency", &ComputeConstants::fp8_gemm_efficiency, 1e-3, 1.0},
+    {"fp8_blockwise_gemm_efficiency", &ComputeConstants::fp8_blockwise_gemm_efficiency, 1e-3, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
@@ -252,7 +253,11 @@ class Timer {
         AttentionLibrary lib, Fp8Recipe fp8 = Fp8Recipe::none)
       : fp8_(fp8 != Fp8Recipe::none),
         fp8_peak_(gpu.peak_flops.fp8),
-        cast_bytes_(fp8 == Fp8Recipe::tensorwise ? 6.0 : 4.0),
+        fp8_efficiency_(fp8 == Fp8Recipe::blockwise ? k.fp8_blockwise_gemm_efficiency
+                                                    : k.fp8_gemm_efficiency),
+        // Current scaling (per tensor, torchao's per row) reads the input once for its amax,
+        // then casts; delayed scaling takes the amax in the cast, block scales per block.
+        cast_bytes_(fp8 == Fp8Recipe::tensorwise || fp8 == Fp8Recipe::rowwise ? 6.0 : 4.0),
         gpu_(gpu),
         peak_(gpu.peak_flops_for(p)),
         hbm_(gpu.memory_bandwidth_bytes_per_s),
@@ -293,8 +298,8 @@ class Timer {
   }
   // The quantization of a Linear's input of `elements` under the FP8 recipe: read 16 bits,
   // write the FP8 copy and its transpose (the weight-gradient GEMM's operand on Hopper; MXFP8's
-  // column-wise copy), 4 B per element; per-tensor current scaling reads the tensor once more
-  // for its amax first (6 B). 0 without FP8.
+  // column-wise copy), 4 B per element; current scaling (tensorwise, rowwise) reads the tensor
+  // once more for its amax first (6 B). 0 without FP8.
   double cast_bytes(double elements) const { return fp8_ ? cast_bytes_ * elements : 0.0; }
   double cast_kernels(double linears) const { return fp8_ ? linears : 0.0; }
   double element_bytes() const { return e_; }
@@ -339,12 +344,12 @@ class Timer {
  private:
   double fp8_gemm(double flops, double fp8_elements, double out_bytes) const {
     const double bytes = fp8_elements + out_bytes;
-    return std::max(flops / (fp8_peak_ * k_.fp8_gemm_efficiency),
-                    bytes / (hbm_ * k_.memory_efficiency)) +
+    return std::max(flops / (fp8_peak_ * fp8_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
            k_.kernel_overhead_s;
   }
   bool fp8_;
   double fp8_peak_;
+  double fp8_efficiency_;
   double cast_bytes_;
   const GpuSpec& gpu_;
   double peak_;

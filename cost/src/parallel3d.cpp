@@ -277,7 +277,8 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
   if (l.framework == Framework::fsdp2 && l.fp8 != Fp8Recipe::none &&
       l.fp8 != Fp8Recipe::tensorwise && l.fp8 != Fp8Recipe::rowwise) {
     fail("{fp8_recipe} " + std::string(name_of(l.fp8)) +
-         ": torchtitan's float8 runs tensorwise or rowwise scaling");
+         " ({precision} fp8 means delayed): torchtitan's float8 runs tensorwise or rowwise "
+         "scaling; give {fp8_recipe} tensorwise or rowwise");
   }
   if (l.framework == Framework::megatron && l.offload == Offload::optimizer_and_params) {
     fail(
@@ -294,12 +295,21 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 }  // namespace
 
 std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l) {
-  if (!(l.capacity_factor >= 0) || l.capacity_factor > 64) {
-    return "{capacity_factor} " + std::to_string(l.capacity_factor) +
-           ": a capacity factor is a number from 0 (dropless) to 64";
-  }
+  if (!(l.capacity_factor >= 0)) return "{capacity_factor} must be 0 (dropless) or at least 1";
   if (l.capacity_factor > 0 && !m.moe.active()) {
     return "{capacity_factor} needs a mixture-of-experts model";
+  }
+  // Below 1 the experts drop tokens (work dtplan would count as done); above E/k an expert's
+  // capacity exceeds every token it could receive.
+  const double most = m.moe.active() ? static_cast<double>(m.moe.experts) /
+                                           static_cast<double>(m.moe.experts_per_token)
+                                     : 0;
+  if (l.capacity_factor > 0 && (l.capacity_factor < 1 || l.capacity_factor > most)) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%g: padded capacity is priced from 1 to experts/k = %g",
+                  l.capacity_factor, most);
+    return "{capacity_factor} " + std::string(text) +
+           " (below 1 tokens are dropped, which is not modelled)";
   }
   if (l.capacity_factor > 0 && l.framework == Framework::fsdp2) {
     return "{capacity_factor}: torchtitan's experts are dropless";
@@ -588,7 +598,9 @@ std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
       ", their gradients reduced over " + std::to_string(l.expert_dp()) +
       " expert-data-parallel ranks";
   text += l.ep > 1 || l.expert_tp() != l.tp
-              ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
+              ? (l.framework == Framework::megatron
+                     ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
+                     : "; tokens reach them by all-to-all (torchtitan's expert parallelism)")
               : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)";
   if (l.capacity_factor > 0) {
     char factor[32];

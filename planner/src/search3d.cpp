@@ -252,6 +252,15 @@ std::string sizes_text(const std::vector<std::int64_t>& valid,
   return join(valid) + "; of those the request allows: " + join(kept);
 }
 
+// For a mixture of experts: the expert sizes it allows and the request's.
+std::string experts_reason(const TransformerSpec& s, const Request3D& r) {
+  if (!s.moe.active()) return "";
+  return "; ep must divide the " + std::to_string(s.moe.experts) + " experts (" +
+         sizes_text(divisors(s.moe.experts), r.eps) +
+         ") with etp x ep dividing tp x cp x dp, etp being tp or 1 (the request allows: " +
+         (r.etps.empty() ? std::string("any") : join(r.etps)) + ")";
+}
+
 std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::int64_t gpus,
                              std::int64_t per_node, std::int64_t seq) {
   std::vector<std::int64_t> tps, pps, cps;
@@ -276,7 +285,7 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
          sizes_text(cps.size() > 8 ? std::vector<std::int64_t>(cps.begin(), cps.begin() + 8) : cps,
                     r.cps) +
          "), and " + std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
-         std::to_string(r.global_batch);
+         std::to_string(r.global_batch) + experts_reason(s, r);
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ std::string data_parallel_left_out(const LayoutRequest& r) {
   if (!allows_one(r.pps)) return "pipeline sizes without 1";
   if (!allows_one(r.cps)) return "context-parallel sizes without 1";
   if (!allows_one(r.eps)) return "expert-parallel sizes without 1";
+  if (!allows_one(r.etps)) return "expert tensor-parallel sizes without 1";
   if (r.fp8 != Fp8Recipe::none) {
     return "FP8 (" + std::string(name_of(r.fp8)) +
            ") is modelled for the layouts (megatron, fsdp2), not the data-parallel strategies";
@@ -71,6 +72,13 @@ std::string data_parallel_left_out(const LayoutRequest& r) {
 // Why the tensor x context x pipeline layouts are left out, or empty.
 std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
   if (!m.transformer) return "the model has no transformer shapes to split";
+  const bool expert_sizes =
+      std::any_of(r.eps.begin(), r.eps.end(), [](auto v) { return v != 1; }) ||
+      std::any_of(r.etps.begin(), r.etps.end(), [](auto v) { return v != 1; });
+  if (expert_sizes && !m.transformer->moe.active()) {
+    throw FieldError("ep", "expert parallelism ({ep}, {etp}) needs a mixture-of-experts model; " +
+                               m.name + " has a dense MLP");
+  }
   if (r.strategies_named && r.frameworks.empty()) {
     return "only data-parallel strategies were named (add megatron or fsdp2 to the strategies)";
   }

@@ -522,3 +522,28 @@ TEST_CASE("plan --export-accelerate writes the best plan with FSDP2 when it is a
   REQUIRE(run(with({"--export-accelerate", acc.string()})).code == 0);
   CHECK_THAT(read(acc), Contains("fsdp_sharding_strategy: SHARD_GRAD_OP"));
 }
+
+TEST_CASE("plan: expert sizes a model cannot take are named, and --precision fp8 plans in FP8") {
+  const std::vector<std::string> mixtral{
+      "plan", "--model",    "mixtral-8x7b", "--topology", "dgx-h100", "--nodes",
+      "4",    "--gpu",      "H100-SXM",     "--seq-len",  "4096",     "--global-batch",
+      "256",  "--strategy", "megatron"};
+  auto args = mixtral;
+  args.insert(args.end(), {"--ep", "16"});
+  auto r = run(args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out + r.err, Contains("ep must divide the 8 experts (1,2,4,8; of those the "
+                                     "request allows: none)"));
+  // A dense model has no experts to spread.
+  r = run({"plan", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--seq-len", "4096", "--global-batch", "64", "--ep", "2"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--ep: expert parallelism (--ep, --etp) needs a mixture-of-experts"));
+  // fp8 in the precision list: bf16 with Transformer Engine's delayed recipe, layouts only.
+  args = mixtral;
+  args.insert(args.end(), {"--precision", "fp8", "--json"});
+  r = run(args);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["best"]["fp8_recipe"] == "delayed");
+}

@@ -522,6 +522,20 @@ TEST_CASE("FP8: the blocks' Linear GEMMs run at the FP8 peak, the LM head and at
     return (fwd_fp8 - fwd_plain) + flops * (1 / (989.5e12 * 0.5) - 1 / (1979e12 * 0.5));
   }();
   CHECK(forward_elementwise == Approx(cast_s).epsilon(1e-6));
+  // Current scaling (tensorwise, torchao's rowwise) reads each input once more for its amax:
+  // 2 B an element more than delayed scaling; block scales run their GEMMs at their own
+  // efficiency (round constants: 0.25 of the FP8 peak against 0.5).
+  c.fp8 = Fp8Recipe::tensorwise;
+  const auto tensorwise = estimate_compute(m, c, h100, k);
+  c.fp8 = Fp8Recipe::rowwise;
+  CHECK(estimate_compute(m, c, h100, k).forward_s == tensorwise.forward_s);
+  CHECK(tensorwise.forward_s - fp8.forward_s ==
+        Approx(2.0 * 4096 * (3 * 8192.0 + 32768) / (3.35e12 * 0.5)).epsilon(1e-6));
+  k.fp8_blockwise_gemm_efficiency = 0.25;
+  c.fp8 = Fp8Recipe::blockwise;
+  CHECK(estimate_compute(m, c, h100, k).gemm_s - fp8.gemm_s ==
+        Approx(3 * flops * (1 / (1979e12 * 0.25) - 1 / (1979e12 * 0.5))).epsilon(1e-6));
+  c.fp8 = Fp8Recipe::delayed;
   // Where it cannot run: no FP8 tensor cores, MXFP8 off Blackwell, FP8 over fp32.
   CHECK_THROWS_WITH(estimate_compute(m, c, a100(), k), Catch::Contains("no FP8 tensor cores"));
   c.fp8 = Fp8Recipe::mxfp8;

@@ -257,5 +257,30 @@ TEST_CASE("a capacity factor pads every expert's inputs: rows, exchange and acti
   CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("dropless"));
   l = folded();
   l.capacity_factor = -1;
-  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("from 0 (dropless) to 64"));
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("0 (dropless) or at least 1"));
+  // Below 1 tokens are dropped; above E/k = 4 no expert could fill its capacity.
+  l.capacity_factor = 0.5;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("from 1 to experts/k = 4"));
+  l.capacity_factor = 4.5;
+  CHECK_THROWS_WITH(check_layout(*m.transformer, l, 8), Contains("from 1 to experts/k = 4"));
+}
+
+TEST_CASE("FP8 experts save their Linear inputs in FP8 too") {
+  // One block at tp 2, sequence parallel, etp 1: 1024 routed rows; the up projection's input
+  // (the routed copies, 1024 x 1024) and the down projection's (the GELU output, 1024 x 1024)
+  // are kept in 1 byte instead of 2, besides the attention's and the block's own inputs.
+  const auto m = small_moe();
+  ActivationShape a;
+  a.tokens = 1024;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  a.layers = 1;
+  a.expert_tp = 1;
+  const auto bf16 = block_activations(*m.transformer, a);
+  a.fp8_linear_inputs = true;
+  const auto fp8 = block_activations(*m.transformer, a);
+  // Dense part: QKV and MLP inputs 2 x 1024 x 1024 over tp 2 (sequence parallel), the output
+  // projection's 1024 x 1024 / 2; experts: 2 x 1024 x 1024.
+  const std::int64_t dense = 2LL * 1024 * 1024 / 2 + 1024LL * 1024 / 2;
+  CHECK(bf16.linear.value - fp8.linear.value == dense + 2LL * 1024 * 1024);
 }

@@ -43,9 +43,10 @@ struct AttentionCurve {
 
 // data/compute.json, documented in docs/step-time-model.md; calibration refits them.
 struct ComputeConstants {
-  double gemm_efficiency = 0;         // achieved fraction of dense peak for large GEMMs
-  double hopper_gemm_efficiency = 0;  // the same on a Hopper GPU; 0: gemm_efficiency
-  double fp8_gemm_efficiency = 0;     // achieved fraction of the FP8 dense peak, large GEMMs
+  double gemm_efficiency = 0;                // achieved fraction of dense peak for large GEMMs
+  double hopper_gemm_efficiency = 0;         // the same on a Hopper GPU; 0: gemm_efficiency
+  double fp8_gemm_efficiency = 0;            // achieved fraction of the FP8 dense peak, large GEMMs
+  double fp8_blockwise_gemm_efficiency = 0;  // the same with 1x128 / 128x128 block scales
   // Of dense peak: eager attention's batched GEMMs, and a framework's fused attention on a GPU
   // architecture with no measured curve in attention_kernels.
   double attention_efficiency = 0;
