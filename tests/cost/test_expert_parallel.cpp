@@ -61,6 +61,17 @@ constexpr std::int64_t kWhole = 1024 + 4 * 1024 + 8 * 1024;
 // The stage's embedding (half the vocabulary at tp 2), positions and final LayerNorm.
 constexpr std::int64_t kOutside = 32000 * 1024 / 2 + 2048 * 1024 + 2 * 1024;
 
+// One block of 1024 tokens at tp 2 with sequence parallelism, experts split etp ways.
+ActivationShape one_block(std::int64_t etp) {
+  ActivationShape a;
+  a.tokens = 1024;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  a.layers = 1;
+  a.expert_tp = etp;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("expert parallelism: a GPU holds E/ep experts, their states sharded over edp") {
@@ -102,12 +113,7 @@ TEST_CASE("expert tensor parallelism below tp: experts see the tokens of etp ran
   // bytes (rows x width), the permuted copies and outputs (2 B x rows x h each) halve:
   // 2 x 2 B x 1024 rows x 1024 fewer.
   const auto& t = *small_moe().transformer;
-  ActivationShape a;
-  a.tokens = 1024;
-  a.tp = 2;
-  a.sequence_parallel = true;
-  a.layers = 1;
-  a.expert_tp = 2;
+  auto a = one_block(2);
   const auto wide = block_activations(t, a);
   a.expert_tp = 1;
   const auto whole = block_activations(t, a);
@@ -234,12 +240,7 @@ TEST_CASE("a capacity factor pads every expert's inputs: rows, exchange and acti
   // One block at tp 2, sequence parallel, etp 1: 2 x 512 = 1024 routed rows balanced, whose
   // permuted copies and outputs (2 x 2 B x 1024) and GELU inner tensors (2 x 2 B x 1024 wide)
   // are 8 MiB; a quarter more rows keep 2 MiB more.
-  ActivationShape a;
-  a.tokens = 1024;
-  a.tp = 2;
-  a.sequence_parallel = true;
-  a.layers = 1;
-  a.expert_tp = 1;
+  auto a = one_block(1);
   const auto balanced = block_activations(*m.transformer, a);
   a.expert_rows_factor = 1.25;
   CHECK(block_activations(*m.transformer, a).linear.value - balanced.linear.value ==
@@ -270,12 +271,7 @@ TEST_CASE("FP8 experts save their Linear inputs in FP8 too") {
   // (the routed copies, 1024 x 1024) and the down projection's (the GELU output, 1024 x 1024)
   // are kept in 1 byte instead of 2, besides the attention's and the block's own inputs.
   const auto m = small_moe();
-  ActivationShape a;
-  a.tokens = 1024;
-  a.tp = 2;
-  a.sequence_parallel = true;
-  a.layers = 1;
-  a.expert_tp = 1;
+  auto a = one_block(1);
   const auto bf16 = block_activations(*m.transformer, a);
   a.fp8_linear_inputs = true;
   const auto fp8 = block_activations(*m.transformer, a);
