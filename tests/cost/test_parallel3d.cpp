@@ -1001,12 +1001,12 @@ TEST_CASE("FP8 under Megatron-LM: weight copies and transposes kept, Linear inpu
   // A block's saved Linear inputs are 1 B instead of 2: QKV and MLP inputs (s h each), the
   // output projection's (s q) and the down projection's (s f), s 1024: 1024 x (1024 + 1024 +
   // 1024 + 4096) bytes less per layer.
-  ActivationShape a;
-  a.tokens = 1024;
-  a.layers = 1;
-  const auto kept = block_activations(*m.transformer, a);
-  a.fp8_linear_inputs = true;
-  CHECK(kept.linear.value - block_activations(*m.transformer, a).linear.value ==
+  ActivationShape shape;
+  shape.tokens = 1024;
+  shape.layers = 1;
+  const auto kept = block_activations(*m.transformer, shape);
+  shape.fp8_linear_inputs = true;
+  CHECK(kept.linear.value - block_activations(*m.transformer, shape).linear.value ==
         1024LL * (3 * 1024 + 4096));
   // torchao's recipes are FSDP2's, Transformer Engine's Megatron-LM's.
   l.fp8 = Fp8Recipe::rowwise;
