@@ -112,7 +112,8 @@ TEST_CASE("expert tensor parallelism below tp: experts see the tokens of etp ran
   // the copies of the rank's own 512 tokens at full width. The inner tensors are the same
   // bytes (rows x width), the permuted copies and outputs (2 B x rows x h each) halve:
   // 2 x 2 B x 1024 rows x 1024 fewer.
-  const auto& t = *small_moe().transformer;
+  const auto m = small_moe();
+  const auto& t = *m.transformer;
   auto a = one_block(2);
   const auto wide = block_activations(t, a);
   a.expert_tp = 1;
