@@ -113,7 +113,7 @@ CommModel::Pattern CommModel::nvls_pattern() {
       }
     }
   }
-  const double efficiency = table_.algorithm(CommAlgorithm::nvls).bandwidth_efficiency;
+  const double efficiency = table_.algorithm(CommAlgorithm::nvls).efficiency_for(nvlink_class_);
   const double per_byte = 1.0 + 1.0 / static_cast<double>(n_);
   p.seconds_per_byte = per_byte / (width * efficiency);
   p.bottleneck = describe_bottleneck(t_, narrowest, per_byte);

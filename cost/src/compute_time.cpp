@@ -226,6 +226,15 @@ double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, Attentio
 
 }  // namespace
 
+double pcie_lane_Bps(std::int64_t generation) {
+  // Generations 1-2: 2.5 and 5 GT/s with 8b/10b coding; 3-5: 8, 16, 32 GT/s with 128b/130b;
+  // 6 and later: 64 GT/s (doubling) in 256-byte FLITs carrying 242 bytes of data (PCI-SIG,
+  // PCIe 6.0 base specification).
+  if (generation <= 2) return 2.5e9 * static_cast<double>(generation) / 8.0 * 8.0 / 10.0;
+  const double gts = 8e9 * std::pow(2.0, static_cast<double>(generation - 3));
+  return gts / 8.0 * (generation >= 6 ? 242.0 / 256.0 : 128.0 / 130.0);
+}
+
 double attention_efficiency(const GpuSpec& gpu, const ComputeConstants& k,
                             AttentionKernel requested, AttentionLibrary lib, double seq_tokens,
                             double head_dim) {
@@ -239,9 +248,11 @@ double attention_forward_efficiency(const GpuSpec& gpu, const ComputeConstants& 
 }
 
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k) {
-  // Per-lane bandwidth after 128b/130b coding: 8, 16, 32 GT/s for generations 3, 4, 5.
-  const double gts = 8.0 * std::pow(2.0, static_cast<double>(gpu.pcie_generation - 3));
-  return gts * 1e9 / 8.0 * 128.0 / 130.0 * static_cast<double>(gpu.pcie_lanes) *
+  // NVLink-C2C (GB200, GB300) where the catalogue states a host link other than PCIe.
+  if (gpu.host_link_bytes_per_s_per_direction > 0) {
+    return gpu.host_link_bytes_per_s_per_direction * k.host_transfer_efficiency;
+  }
+  return pcie_lane_Bps(gpu.pcie_generation) * static_cast<double>(gpu.pcie_lanes) *
          k.host_transfer_efficiency;
 }
 

@@ -192,6 +192,72 @@ std::vector<std::size_t> pack(const std::vector<RingLoad>& loads,
   return picked;
 }
 
+// At most how many rings of `rate` the GPUs' own outgoing links can carry: every ring leaves
+// every GPU once, so no more rings fit than a GPU's outgoing capacity over the rate.
+std::int64_t channel_bound(Router& router, const std::vector<std::int64_t>& gpus,
+                           const std::vector<double>& cap, double rate, std::int64_t max_channels) {
+  const auto& t = router.topology();
+  const auto& g = t.graph();
+  double bound = static_cast<double>(max_channels);
+  for (const auto r : gpus) {
+    double out = 0.0;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(r), g))) {
+      out += cap[static_cast<std::size_t>(g[e].index)];
+    }
+    bound = std::min(bound, std::floor(out / rate * (1 + 1e-9)));
+  }
+  return static_cast<std::int64_t>(bound);
+}
+
+// Backtracking over the candidates (repeats allowed) for more rings at `rate` than the greedy
+// packs found, until `bound` rings or `budget` fit tests: a full mesh (8 MI300X, each pair one
+// xGMI link) holds 7 disjoint directed rings, which greedy packing misses after 6.
+class DeepPack {
+ public:
+  DeepPack(const std::vector<RingLoad>& loads, const std::vector<std::size_t>& order,
+           const std::vector<double>& cap, double rate, std::int64_t bound)
+      : loads_(loads), order_(order), residual_(cap), rate_(rate), bound_(bound) {}
+
+  std::vector<std::size_t> run(std::vector<std::size_t> best, std::int64_t budget) {
+    best_ = std::move(best);
+    budget_ = budget;
+    visit(0);
+    return best_;
+  }
+
+ private:
+  void visit(std::size_t from) {
+    if (chosen_.size() > best_.size()) best_ = chosen_;
+    for (std::size_t i = from; i < order_.size(); ++i) {
+      if (static_cast<std::int64_t>(best_.size()) >= bound_ || --budget_ < 0) return;
+      const auto& load = loads_[order_[i]];
+      if (!fits(load, residual_, rate_)) continue;
+      apply(load, -1.0);
+      chosen_.push_back(order_[i]);
+      visit(i);
+      chosen_.pop_back();
+      apply(load, 1.0);
+    }
+  }
+
+  void apply(const RingLoad& load, double sign) {
+    for (const auto& [k, hops] : load.edges)
+      residual_[k] += sign * rate_ * static_cast<double>(hops);
+  }
+
+  const std::vector<RingLoad>& loads_;
+  const std::vector<std::size_t>& order_;
+  std::vector<double> residual_;
+  double rate_;
+  std::int64_t bound_;
+  std::int64_t budget_ = 0;
+  std::vector<std::size_t> chosen_;
+  std::vector<std::size_t> best_;
+};
+
+// Fit tests the backtracking may spend per rate: about 1 ms on this kind of machine.
+constexpr std::int64_t kDeepPackBudget = 200'000;
+
 // Equal-rate channels, as NCCL splits a buffer evenly across its channels. For each rate r
 // that some candidate ring reaches on its own, rings are packed greedily (repeats allowed)
 // while one fits in what the links have left at r; B = channels x r, and the best r wins
@@ -229,6 +295,11 @@ RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidate
     for (const auto fit : {Fit::roomiest, Fit::tightest, Fit::shortest}) {
       auto p = pack(loads, order, cap, rate, fit, options.max_channels);
       if (p.size() > picked.size()) picked = std::move(p);
+    }
+    const auto bound =
+        channel_bound(router, candidates.front().ring, cap, rate, options.max_channels);
+    if (static_cast<std::int64_t>(picked.size()) < bound) {
+      picked = DeepPack(loads, order, cap, rate, bound).run(std::move(picked), kDeepPackBudget);
     }
     const double b = rate * static_cast<double>(picked.size());
     if (b <= best.bandwidth_Bps * (1 + 1e-9)) continue;

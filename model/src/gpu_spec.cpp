@@ -53,7 +53,17 @@ GpuSpec read_gpu(const ObjectReader& r) {
   g.peak_flops = read_flops(r.object("peak_flops"));
   g.nvlink_links = r.integer("nvlink_links");
   g.nvlink_bytes_per_s_per_direction = r.number("nvlink_bytes_per_s_per_direction", kSpec);
-  g.pcie_generation = r.positive_integer("pcie_generation");
+  g.xgmi_links = r.has("xgmi_links") ? r.integer("xgmi_links", 0, 64) : 0;
+  g.xgmi_bytes_per_s_per_direction =
+      r.optional_number("xgmi_bytes_per_s_per_direction", kSpec).value_or(0.0);
+  if ((g.xgmi_links > 0) != (g.xgmi_bytes_per_s_per_direction > 0)) {
+    r.fail("xgmi_links",
+           "xgmi_links and xgmi_bytes_per_s_per_direction go together: both "
+           "zero (no xGMI) or both positive");
+  }
+  g.host_link_bytes_per_s_per_direction =
+      r.optional_number("host_link_bytes_per_s_per_direction", kSpec).value_or(0.0);
+  g.pcie_generation = r.integer("pcie_generation", 1, 7);
   g.pcie_lanes = r.positive_integer("pcie_lanes");
   g.tdp_watts = r.number("tdp_watts", kSpec);
   g.architecture = r.string("architecture");

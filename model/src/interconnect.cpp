@@ -100,6 +100,18 @@ AlgorithmCost read_algorithm(const ObjectReader& r) {
   a.bandwidth_efficiency =
       r.has("bandwidth_efficiency") ? r.number("bandwidth_efficiency", kFraction) : 1.0;
   r.optional_number("bandwidth_efficiency");
+  if (const auto by_generation = r.optional_object("generation_efficiency")) {
+    for (const auto& item : r.value("generation_efficiency").items()) {
+      a.generation_efficiency[item.key()] = by_generation->number(item.key(), kFraction);
+    }
+    a.fitted_generation = r.string("fitted_generation");
+    if (a.generation_efficiency.count(a.fitted_generation) == 0) {
+      r.fail("fitted_generation", "'" + a.fitted_generation +
+                                      "' is not a key of generation_efficiency, so the fit "
+                                      "cannot be scaled to another generation");
+    }
+  }
+  r.optional_string("fitted_generation");
   r.optional_string("note");
   for (std::size_t i = 0; i < kProtocolNames.size(); ++i) {
     if (const auto p = r.optional_object(kProtocolNames[i])) a.protocols[i] = read_protocol(*p);
@@ -109,6 +121,12 @@ AlgorithmCost read_algorithm(const ObjectReader& r) {
 }
 
 }  // namespace
+
+double AlgorithmCost::efficiency_for(std::string_view nvlink_class) const {
+  const auto it = generation_efficiency.find(nvlink_class);
+  if (it == generation_efficiency.end()) return bandwidth_efficiency;
+  return bandwidth_efficiency * it->second / generation_efficiency.at(fitted_generation);
+}
 
 InterconnectTable InterconnectTable::load(const std::filesystem::path& path) {
   const auto root = ObjectReader::root(read_json_file(path));

@@ -98,7 +98,7 @@ TEST_CASE("models lists every preset with its exact count") {
 
 TEST_CASE("gpus lists the catalogue") {
   const auto j = run_json("gpus");
-  CHECK(j["gpus"].size() == 17);
+  CHECK(j["gpus"].size() == 23);
   CHECK(j["gpus"][0].contains("memory_bytes"));
   for (const auto& g : j["gpus"]) {
     if (g["name"] != "B200") continue;

@@ -201,6 +201,39 @@ TEST_CASE("8x H100 NVSwitch against nccl-tests: ring and NVLink SHARP") {
   }
 }
 
+TEST_CASE("NVLS on Blackwell: the Hopper fit scaled by NCCL's generation efficiencies") {
+  // NCCL 2.30.7 src/graph/tuning.cc nvlsEfficiency: Hopper 0.85, Blackwell 0.74. Fitted on
+  // 8 x H100 at 0.687 of the link: 0.687 x 0.74 / 0.85 on NVLink 5.
+  const auto table = InterconnectTable::load(kData / "interconnect.json");
+  const auto& nvls = table.algorithm(CommAlgorithm::nvls);
+  CHECK(nvls.efficiency_for("nvlink4") == Approx(0.687));
+  CHECK(nvls.efficiency_for("nvlink5") == Approx(0.687 * 0.74 / 0.85));
+  CHECK(nvls.efficiency_for("nvlink3") == Approx(0.687));  // not stated: as fitted
+  // 8 x B200, 16 GiB, NVLS forced: 841 GB/s busbw (Together AI NCCL scaling report,
+  // 2026-05-02, use3a-ss, 1 node). Traffic (1 + 1/n) S per link direction, so
+  // busbw = 2(n-1)/n / (1 + 1/n) x 900 GB/s x 0.598 = 14/9 x 538 = 837 GB/s.
+  auto f = real("dgx-b200");
+  CommModel m(f.topology, f.table, 8);
+  const auto e = m.estimate(Collective::all_reduce, Bytes{16 * kGiB}, Algorithm::nvls);
+  CHECK(e.busbw_Bps == Approx(841 * kGB).epsilon(0.02));
+}
+
+TEST_CASE("8 x MI300X: seven disjoint rings over the xGMI mesh against rccl-tests") {
+  // Each GPU has one 64 GB/s link per direction to each of its 7 peers, about 48 GB/s usable
+  // (AMD ROCm blog, 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct
+  // MI300X', 2025-03-02). A directed ring leaves each GPU by one link, so the 56 directed links
+  // hold at most 7 rings: B = 7 x 48 = 336 GB/s.
+  auto f = real("mi300x-8");
+  CommModel m(f.topology, f.table, 8);
+  CHECK(m.rings().rings.size() == 7);
+  CHECK(m.rings().bandwidth_Bps == Approx(336 * kGB));
+  // The same blog's rccl-tests all_reduce_perf at 16 GiB: 318.98 GB/s busbw (RCCL 2.22.3).
+  const auto e = m.estimate(Collective::all_reduce, Bytes{16 * kGiB});
+  CHECK(e.busbw_Bps == Approx(318.98 * kGB).epsilon(0.10));
+  // No NVSwitch: no NVLS.
+  CHECK_THROWS_AS(m.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::nvls), FieldError);
+}
+
 TEST_CASE("2x 8 A100 with 8 HDR NICs against nccl-tests") {
   // all_reduce 4 GB on 2 x 8 A100 with 8 HDR NICs each: 188.18 GB/s (mscclpp NDm A100 v4 doc);
   // NVIDIA quotes 192 GB/s for DGX A100 (NVIDIA/nccl#812).

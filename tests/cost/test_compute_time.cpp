@@ -337,6 +337,15 @@ TEST_CASE("host link: PCIe 4.0 x16 is 16 GT/s x 16 lanes with 128b/130b coding")
   auto k = round_constants();
   k.host_transfer_efficiency = 1.0;
   CHECK(host_link_Bps(a100(), k) == Approx(16e9 / 8 * 16 * 128.0 / 130.0));  // 31.5 GB/s
+  // PCIe 6.0: 64 GT/s in 256-byte FLITs of 242 data bytes, 121 GB/s per direction at x16;
+  // generation 2: 5 GT/s with 8b/10b coding, 0.5 GB/s per lane.
+  auto gen6 = a100();
+  gen6.pcie_generation = 6;
+  CHECK(host_link_Bps(gen6, k) == Approx(64e9 / 8 * 16 * 242.0 / 256.0));
+  CHECK(pcie_lane_Bps(2) == Approx(0.5e9));
+  // GB200: NVLink-C2C to Grace, 225 GB/s per direction per GPU (catalogue), not its PCIe.
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  CHECK(host_link_Bps(catalog.find("GB200"), k) == Approx(225e9));
 }
 
 TEST_CASE("a GPU without a peak for the precision is refused, naming it") {

@@ -78,5 +78,50 @@ TEST_CASE("a catalogue with a typo in a key is rejected") {
   CHECK_THROWS_WITH(GpuCatalog::load(path), Contains("/gpus/0/architecture") &&
                                                 Contains("unknown architecture 'blackwel'") &&
                                                 Contains("hopper"));
+  std::ofstream(path) << R"({"schema_version": 1, "gpus": [{"name": "X", "aliases": [],
+    "memory_bytes": 1, "hbm_bandwidth_bytes_per_s": 1, "peak_flops": {"fp32": 1, "tf32": 0,
+    "fp16": 0, "bf16": 0, "fp8": 0, "fp6": 0, "fp4": 0, "int8": 0}, "nvlink_links": 0,
+    "nvlink_bytes_per_s_per_direction": 0, "xgmi_links": 7, "pcie_generation": 4,
+    "pcie_lanes": 16, "tdp_watts": 300, "architecture": "cdna3"}]})";
+  CHECK_THROWS_WITH(GpuCatalog::load(path),
+                    Contains("/gpus/0/xgmi_links") && Contains("go together"));
   std::filesystem::remove(path);
+}
+
+TEST_CASE("the 2026 parts: Blackwell Ultra, export Hopper, AMD Instinct, GeForce Blackwell") {
+  const auto c = catalog();
+  // HGX B300 (NVIDIA HGX specification per 8 GPUs, sparse, halved): BF16 2.25 PF, FP8 4.5 PF;
+  // nvidia-smi "NVIDIA B300 SXM6 AC, 275040 MiB"; NVLink 5 at 1.8 TB/s bidirectional.
+  const auto& b300 = c.find("NVIDIA B300 SXM6 AC");
+  CHECK(b300.name == "B300");
+  CHECK(b300.memory.value == 275040LL * 1048576);
+  CHECK(b300.peak_flops.bf16 == Approx(2250e12));
+  CHECK(b300.nvlink_bytes_per_s_per_direction == Approx(900e9));
+  // GB300 NVL72 (per 72 GPUs: FP4 1,080 PF dense; FP16/BF16 360 PF sparse): 15 PF FP4 and
+  // 2.5 PF BF16 per GPU; NVLink-C2C to Grace, not PCIe, is its host link.
+  const auto& gb300 = c.find("GB300");
+  CHECK(gb300.peak_flops.fp4 == Approx(1080e15 / 72));
+  CHECK(gb300.peak_flops.bf16 == Approx(360e15 / 72 / 2));
+  CHECK(gb300.host_link_bytes_per_s_per_direction == Approx(225e9));
+  // H20: 148 TFLOP/s BF16, 4.0 TB/s, NVLink 4 at 900 GB/s bidirectional.
+  CHECK(c.find("H20").peak_flops.bf16 == Approx(148e12));
+  CHECK(c.find("H20").nvlink_bytes_per_s_per_direction == Approx(450e9));
+  // MI325X: MI300X's compute, 6 TB/s HBM3E, 7 xGMI links of 64 GB/s per direction.
+  const auto& mi325x = c.find("MI325X");
+  CHECK(mi325x.peak_flops.bf16 == c.find("MI300X").peak_flops.bf16);
+  CHECK(mi325x.memory_bandwidth_bytes_per_s == Approx(6e12));
+  CHECK(mi325x.xgmi_links == 7);
+  CHECK(mi325x.xgmi_bytes_per_s_per_direction == Approx(7 * 64e9));
+  CHECK(mi325x.nvlink_links == 0);
+  // MI355X: 2,516.6 TFLOP/s BF16, MXFP4 10,066.4 (AMD), 7 links of 153.6 GB/s bidirectional.
+  const auto& mi355x = c.find("MI355X");
+  CHECK(mi355x.peak_flops.bf16 == Approx(2516.6e12));
+  CHECK(mi355x.peak_flops.fp4 == Approx(4 * 2516.6e12));
+  CHECK(mi355x.xgmi_bytes_per_s_per_direction == Approx(7 * 153.6e9 / 2));
+  CHECK(mi355x.architecture == "cdna4");
+  // RTX 5090: no NVLink, PCIe 5.0 x16, nvidia-smi 32607 MiB.
+  const auto& rtx = c.find("NVIDIA GeForce RTX 5090");
+  CHECK(rtx.memory.value == 32607LL * 1048576);
+  CHECK(rtx.nvlink_links == 0);
+  CHECK(rtx.pcie_generation == 5);
 }

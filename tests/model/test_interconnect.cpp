@@ -74,6 +74,14 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
                     Contains("channel_max_Bps_across_nodes: 'pcie4' is not an NVLink class"));
   with_cap("nvlink9");
   CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("'nvlink9' is not an NVLink class"));
+  // NVLS scales its fit by generation only from a generation it states.
+  nlohmann::json j = nlohmann::json::parse(
+      std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));
+  j["algorithms"]["nvls"]["fitted_generation"] = "nvlink3";
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("/algorithms/nvls/fitted_generation") &&
+                        Contains("'nvlink3' is not a key of generation_efficiency"));
   std::filesystem::remove(path);
 }
 

@@ -43,14 +43,16 @@ std::int64_t count(const Topology& t, DeviceKind k) {
 TEST_CASE("every preset builds with the GPUs it names") {
   const std::pair<const char*, std::int64_t> presets[] = {
       {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8}, {"dgx1-v100", 8},
-      {"dgx-a100", 8},       {"dgx-h100", 8},       {"dgx-b200", 8}};
+      {"dgx-a100", 8},       {"dgx-h100", 8},       {"dgx-b200", 8},     {"hgx-a800", 8},
+      {"hgx-h800", 8},       {"hgx-b300", 8},       {"mi300x-8", 8},     {"mi355x-8", 8},
+      {"gb200-nvl72", 72},   {"gb300-nvl72", 72}};
   for (const auto& [name, gpus] : presets) {
     INFO(name);
     const auto t = build(name);
     CHECK(t.gpu_count() == gpus);
     CHECK(t.gpus_per_node() == gpus);
   }
-  CHECK(list_topology_presets(kData / "topologies").size() == 7);
+  CHECK(list_topology_presets(kData / "topologies").size() == 14);
 }
 
 TEST_CASE("DGX A100: NVSwitch with 12 NVLinks per GPU, 8 NICs") {
@@ -166,4 +168,51 @@ TEST_CASE("a GPU fits a topology only with the NVLink the topology gives it") {
                     Catch::Contains("gives each GPU 900 GB/s"));
   CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("MI300X"), build("dgx-h100")),
                     Catch::Contains("MI300X has no NVLink"));
+  // The export parts on their own boards: 8 links of 25 GB/s per direction each.
+  CHECK(nvlink_Bps_per_gpu(build("hgx-h800")) == Approx(200e9));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("H800"), build("hgx-h800")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("A800-80GB"), build("hgx-a800")));
+  // MI300X: 7 xGMI links of 64 GB/s per direction (AMD ROCm blog, 2025-03-02), 448 GB/s; no
+  // NVLink, so an NVIDIA part has no place on the mesh and MI300X none on NVSwitch.
+  CHECK(xgmi_Bps_per_gpu(build("mi300x-8")) == Approx(7 * 64e9));
+  CHECK(nvlink_Bps_per_gpu(build("mi300x-8")) == 0.0);
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("MI300X"), build("mi300x-8")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("MI325X"), build("mi300x-8")));
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("H100-SXM"), build("mi300x-8")),
+                    Catch::Contains("H100-SXM has no xGMI per direction") &&
+                        Catch::Contains("gives each GPU 448 GB/s of xGMI"));
+  // MI355X's links are 153.6 GB/s bidirectional: 7 x 76.8 GB/s = 537.6 GB/s; MI300X has less.
+  CHECK(xgmi_Bps_per_gpu(build("mi355x-8")) == Approx(537.6e9));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("MI355X"), build("mi355x-8")));
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("MI300X"), build("mi355x-8")),
+                    Catch::Contains("MI300X has 448 GB/s xGMI per direction"));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("GB200"), build("gb200-nvl72")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("GB300"), build("gb300-nvl72")));
+  CHECK_NOTHROW(check_gpu_on_topology(gpus.find("B300"), build("hgx-b300")));
+}
+
+// GB200 NVL72 (NVIDIA's NVL72 specification): 72 GPUs and 36 Grace CPUs in 18 trays, one
+// NVLink domain; each GPU has its own NIC, so a rack is a node of 72 rails.
+TEST_CASE("GB200 NVL72: one 72-GPU NVLink domain, a Grace per two GPUs, a NIC per GPU") {
+  const auto t = build("gb200-nvl72", 2);
+  CHECK(t.gpus_per_node() == 72);
+  CHECK(t.gpu_count() == 144);
+  CHECK(count(t, DeviceKind::cpu) == 2 * 36);
+  CHECK(count(t, DeviceKind::nic) == 2 * 72);
+  CHECK(count(t, DeviceKind::nvswitch) == 2);
+  // 18 NVLink 5 links of 50 GB/s per direction: 900 GB/s, B200's and GB200's figure.
+  CHECK(nvlink_Bps_per_gpu(t) == Approx(900e9));
+  const auto& g = t.graph();
+  bool c2c = false;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(73), g))) {
+    if (g[boost::target(e, g)].kind != DeviceKind::cpu) continue;
+    c2c = true;
+    CHECK(g[e].link_class == "nvlink_c2c");
+    CHECK(g[boost::target(e, g)].name == "n1/t0cpu0");  // GPUs 0 and 1 of tray 0 share a Grace
+  }
+  CHECK(c2c);
+  // Two racks join through 72 rail leaves (8 racks per leaf group) and the spine.
+  CHECK(count(t, DeviceKind::network_switch) == 72 + 1);
+  CHECK(load_node_template("gb200-nvl72", kData / "topologies").host_memory->value == 16093LL
+                                                                                          << 30);
 }

@@ -130,7 +130,10 @@ double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload off
                       const GpuSpec& gpu, const ComputeConstants& k,
                       std::int64_t ranks_on_host = 1);
 
-// Bytes per second of the GPU's PCIe link (generation x lanes), as transfers achieve it.
+// Bytes per second of the GPU's link to its host, as transfers achieve it: PCIe (generation x
+// lanes), or the catalogue's host link (NVLink-C2C) where it states one.
 double host_link_Bps(const GpuSpec& gpu, const ComputeConstants& k);
+// One PCIe lane's data rate per direction, in bytes/s, after line coding.
+double pcie_lane_Bps(std::int64_t generation);
 
 }  // namespace dtplan::cost

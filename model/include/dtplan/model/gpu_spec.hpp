@@ -31,6 +31,13 @@ struct GpuSpec {
   PeakFlops peak_flops;
   std::int64_t nvlink_links = 0;
   double nvlink_bytes_per_s_per_direction = 0;  // all links together
+  // AMD Instinct's Infinity Fabric (xGMI) links to the node's peers: the GPU-to-GPU fabric of
+  // AMD boards, as NVLink is of NVIDIA's; 0 on boards without.
+  std::int64_t xgmi_links = 0;
+  double xgmi_bytes_per_s_per_direction = 0;  // all links together
+  // The link to the host CPU when it is not the PCIe of pcie_generation x pcie_lanes
+  // (NVLink-C2C to Grace on GB200/GB300), per direction; 0: PCIe.
+  double host_link_bytes_per_s_per_direction = 0;
   std::int64_t pcie_generation = 0;
   std::int64_t pcie_lanes = 0;
   double tdp_watts = 0;

@@ -10,9 +10,11 @@ namespace dtplan {
 
 // The most NVLink bandwidth, per direction, any GPU of `t` has to its peers or switch.
 double nvlink_Bps_per_gpu(const Topology& t);
+// The same for AMD's xGMI GPU links (link classes named xgmi_gpu*).
+double xgmi_Bps_per_gpu(const Topology& t);
 
 // Throws dtplan::Error naming the GPU, the topology and both bandwidths when the topology
-// gives each GPU more NVLink than the GPU has.
+// gives each GPU more NVLink, or more xGMI, than the GPU has.
 void check_gpu_on_topology(const GpuSpec& gpu, const Topology& t);
 
 }  // namespace dtplan

@@ -64,6 +64,14 @@ struct ProtocolCost {
 struct AlgorithmCost {
   std::array<std::optional<ProtocolCost>, 3> protocols;  // by Protocol
   double bandwidth_efficiency = 1;  // nvls: achieved fraction of the GPU-switch link
+  // nvls: NCCL's efficiency by GPU generation (keyed by its NVLink class) and the generation
+  // bandwidth_efficiency was fitted on; another generation scales the fit by their ratio.
+  std::map<std::string, double, std::less<>> generation_efficiency;
+  std::string fitted_generation;
+
+  // bandwidth_efficiency for the generation of NVLink class `nvlink_class`: scaled by NCCL's
+  // ratio where both generations are stated, else as fitted.
+  double efficiency_for(std::string_view nvlink_class) const;
 };
 
 class InterconnectTable {
