@@ -37,6 +37,10 @@ constexpr ConstantField kFields[] = {
     {"hopper_gemm_efficiency", &ComputeConstants::hopper_gemm_efficiency, 0.0, 1.0},
     {"fp8_gemm_efficiency", &ComputeConstants::fp8_gemm_efficiency, 1e-3, 1.0},
     {"fp8_blockwise_gemm_efficiency", &ComputeConstants::fp8_blockwise_gemm_efficiency, 1e-3, 1.0},
+    {"mxfp8_gemm_efficiency", &ComputeConstants::mxfp8_gemm_efficiency, 1e-3, 1.0},
+    {"gemm_reference_mamf_fraction", &ComputeConstants::gemm_reference_mamf_fraction, 0.0, 1.0},
+    {"hopper_gemm_reference_mamf_fraction", &ComputeConstants::hopper_gemm_reference_mamf_fraction,
+     0.0, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
@@ -226,6 +230,42 @@ double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, Attentio
 
 }  // namespace
 
+namespace {
+
+// `fitted` x (this GPU's MAMF fraction / the reference GPU's), or `fitted` where either is
+// unknown.
+double scaled_by_mamf(double fitted, double mamf_flops, double peak_flops, double reference) {
+  if (!(mamf_flops > 0 && peak_flops > 0 && reference > 0)) return fitted;
+  return fitted * (mamf_flops / peak_flops) / reference;
+}
+
+}  // namespace
+
+double gemm_efficiency_of(const GpuSpec& gpu, const ComputeConstants& k, Precision p,
+                          Fp8Recipe fp8) {
+  // FP8 GEMMs are not scaled: Transformer Engine's GEMM benchmark on a B300 puts per-tensor
+  // FP8 at the fraction of Hopper's fit (docs/step-time-model.md), where the MAMF ratio would
+  // add 5%.
+  switch (fp8) {
+    case Fp8Recipe::none:
+      break;
+    case Fp8Recipe::blockwise:
+      return k.fp8_blockwise_gemm_efficiency;
+    case Fp8Recipe::mxfp8:
+      return k.mxfp8_gemm_efficiency;
+    case Fp8Recipe::delayed:
+    case Fp8Recipe::tensorwise:
+    case Fp8Recipe::rowwise:
+      return k.fp8_gemm_efficiency;
+  }
+  const bool hopper = gpu.architecture == "hopper" && k.hopper_gemm_efficiency > 0;
+  if (p == Precision::fp32) return hopper ? k.hopper_gemm_efficiency : k.gemm_efficiency;
+  return scaled_by_mamf(
+      hopper ? k.hopper_gemm_efficiency : k.gemm_efficiency, gpu.mamf_bf16_flops,
+      gpu.peak_flops.bf16,
+      hopper ? k.hopper_gemm_reference_mamf_fraction : k.gemm_reference_mamf_fraction);
+}
+
 double pcie_lane_Bps(std::int64_t generation) {
   // Generations 1-2: 2.5 and 5 GT/s with 8b/10b coding; 3-5: 8, 16, 32 GT/s with 128b/130b;
   // 6 and later: 64 GT/s (doubling) in 256-byte FLITs carrying 242 bytes of data (PCI-SIG,
@@ -264,8 +304,7 @@ class Timer {
         AttentionLibrary lib, Fp8Recipe fp8 = Fp8Recipe::none)
       : fp8_(fp8 != Fp8Recipe::none),
         fp8_peak_(gpu.peak_flops.fp8),
-        fp8_efficiency_(fp8 == Fp8Recipe::blockwise ? k.fp8_blockwise_gemm_efficiency
-                                                    : k.fp8_gemm_efficiency),
+        fp8_efficiency_(fp8 != Fp8Recipe::none ? gemm_efficiency_of(gpu, k, p, fp8) : 0.0),
         // Current scaling (per tensor, torchao's per row) reads the input once for its amax,
         // then casts; delayed scaling takes the amax in the cast, block scales per block.
         cast_bytes_(fp8 == Fp8Recipe::tensorwise || fp8 == Fp8Recipe::rowwise ? 6.0 : 4.0),
@@ -276,9 +315,7 @@ class Timer {
         e_(static_cast<double>(bytes_per_element(compute_element(p)))),
         kernel_(kernel),
         lib_(lib),
-        gemm_efficiency_(gpu.architecture == "hopper" && k.hopper_gemm_efficiency > 0
-                             ? k.hopper_gemm_efficiency
-                             : k.gemm_efficiency) {
+        gemm_efficiency_(gemm_efficiency_of(gpu, k, p)) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another {precision}");

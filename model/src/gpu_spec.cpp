@@ -44,6 +44,20 @@ PeakFlops read_flops(const ObjectReader& r) {
   return f;
 }
 
+// A measured maximum is a fraction of the dense peak: above it, or under 5% of it (TFLOP/s
+// written as FLOP/s), it is a unit or column mistake.
+void check_mamf(const ObjectReader& r, double mamf, double peak, const char* precision) {
+  if (mamf == 0.0) return;
+  const double fraction = peak > 0 ? mamf / peak : 2.0;
+  if (fraction < 0.05 || fraction > 1.0) {
+    r.fail("max_achievable_matmul_flops",
+           std::string(precision) + " " + std::to_string(mamf) + " FLOP/s is " +
+               (peak > 0 ? std::to_string(fraction) + " of" : "given without") +
+               " the GPU's dense peak: a measured maximum lies between 5% and 100% of it "
+               "(the unit is FLOP/s)");
+  }
+}
+
 GpuSpec read_gpu(const ObjectReader& r) {
   GpuSpec g;
   g.name = r.string("name");
@@ -63,6 +77,12 @@ GpuSpec read_gpu(const ObjectReader& r) {
   }
   g.host_link_bytes_per_s_per_direction =
       r.optional_number("host_link_bytes_per_s_per_direction", kSpec).value_or(0.0);
+  if (const auto mamf = r.optional_object("max_achievable_matmul_flops")) {
+    g.mamf_bf16_flops = mamf->optional_number("bf16", kSpec).value_or(0.0);
+    g.mamf_fp8_flops = mamf->optional_number("fp8", kSpec).value_or(0.0);
+    mamf->optional_string("source");
+    mamf->reject_unknown_keys();
+  }
   g.pcie_generation = r.integer("pcie_generation", 1, 7);
   g.pcie_lanes = r.positive_integer("pcie_lanes");
   g.tdp_watts = r.number("tdp_watts", kSpec);
@@ -74,6 +94,8 @@ GpuSpec read_gpu(const ObjectReader& r) {
     r.fail("architecture", unknown_name_message("architecture", g.architecture, kArchitectures));
   }
   r.reject_unknown_keys();
+  check_mamf(r, g.mamf_bf16_flops, g.peak_flops.bf16, "bf16");
+  check_mamf(r, g.mamf_fp8_flops, g.peak_flops.fp8, "fp8");
   return g;
 }
 

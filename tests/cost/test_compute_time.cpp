@@ -553,3 +553,36 @@ TEST_CASE("FP8: the blocks' Linear GEMMs run at the FP8 peak, the LM head and at
   c.precision = Precision::fp32;
   CHECK_THROWS_WITH(estimate_compute(m, c, h100, k), Catch::Contains("bf16 or fp16 mixed"));
 }
+
+// A GPU's large GEMMs reach the fitted efficiency scaled by its maximum achievable matmul
+// fraction over the reference GPU's (stas00/ml-engineering MAMF table at 744d01e18b79:
+// A100 SXM 271.2 of 312, H100 SXM 794.5 of 989, B300 1769 of 2250, B200 1745, GB200 1822 of
+// 2500 TFLOP/s bf16).
+TEST_CASE("GEMM efficiency follows each GPU's measured maximum matmul rate") {
+  const auto k = load_compute_constants(kData / "compute.json");
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  const auto eff = [&](const char* gpu, Fp8Recipe fp8 = Fp8Recipe::none) {
+    return gemm_efficiency_of(catalog.find(gpu), k, Precision::amp_bf16, fp8);
+  };
+  // The reference GPUs keep their fits.
+  CHECK(eff("A100-80GB") == Approx(0.75).epsilon(1e-3));
+  CHECK(eff("H100-SXM") == Approx(0.71).epsilon(1e-3));
+  CHECK(eff("B200") == Approx(0.75 * (1745.0 / 2250) / (271.2 / 312)).epsilon(1e-3));
+  CHECK(eff("GB200") == Approx(0.75 * (1822.0 / 2500) / (271.2 / 312)).epsilon(1e-3));
+  // Held-out check: Transformer Engine's GEMM benchmark on a B300 (docs/examples/
+  // gemm_profiling/gemm_profiling.rst at d0067d0da6cb), a 5B layer of M = 15,872 tokens,
+  // hidden 4096, QKV 12288, MLP 16384: fprop 2 M 4096 (12288 + 4096 + 16384 + 16384) FLOP,
+  // three passes, 12.758 ms a layer in BF16: 1.50 PFLOP/s, 0.668 of 2,250.
+  const double flops = 3 * 2.0 * 15872 * 4096 * (12288 + 4096 + 16384 + 16384);
+  const double measured = flops / 12.758e-3 / 2250e12;
+  CHECK(measured == Approx(0.668).epsilon(2e-3));
+  CHECK(eff("B300") == Approx(measured).epsilon(0.03));
+  // No measured maximum (GB300): the fit as it stands.
+  CHECK(eff("GB300") == Approx(0.75));
+  // FP8: the fits, not scaled. MXFP8 (1x32 scales): the same benchmark's pre-quantized
+  // MXFP8 against per-tensor GEMMs, 7.161 against 6.812 ms a layer: 0.65 x 6.812 / 7.161.
+  CHECK(eff("B300", Fp8Recipe::tensorwise) == Approx(0.65));
+  CHECK(eff("B300", Fp8Recipe::mxfp8) == Approx(0.65 * 6.812 / 7.161).epsilon(0.01));
+  // fp32 runs on CUDA cores: no tensor-core maximum applies.
+  CHECK(gemm_efficiency_of(catalog.find("B200"), k, Precision::fp32) == Approx(0.75));
+}

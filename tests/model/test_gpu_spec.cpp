@@ -85,6 +85,14 @@ TEST_CASE("a catalogue with a typo in a key is rejected") {
     "pcie_lanes": 16, "tdp_watts": 300, "architecture": "cdna3"}]})";
   CHECK_THROWS_WITH(GpuCatalog::load(path),
                     Contains("/gpus/0/xgmi_links") && Contains("go together"));
+  std::ofstream(path) << R"({"schema_version": 1, "gpus": [{"name": "X", "aliases": [],
+    "memory_bytes": 1, "hbm_bandwidth_bytes_per_s": 1, "peak_flops": {"fp32": 1, "tf32": 0,
+    "fp16": 0, "bf16": 312e12, "fp8": 0, "fp6": 0, "fp4": 0, "int8": 0}, "nvlink_links": 0,
+    "nvlink_bytes_per_s_per_direction": 0, "max_achievable_matmul_flops": {"bf16": 271.2},
+    "pcie_generation": 4, "pcie_lanes": 16, "tdp_watts": 300, "architecture": "ampere"}]})";
+  CHECK_THROWS_WITH(GpuCatalog::load(path), Contains("/gpus/0/max_achievable_matmul_flops") &&
+                                                Contains("bf16 271.2") &&
+                                                Contains("between 5% and 100%"));
   std::filesystem::remove(path);
 }
 

@@ -47,6 +47,13 @@ struct ComputeConstants {
   double hopper_gemm_efficiency = 0;         // the same on a Hopper GPU; 0: gemm_efficiency
   double fp8_gemm_efficiency = 0;            // achieved fraction of the FP8 dense peak, large GEMMs
   double fp8_blockwise_gemm_efficiency = 0;  // the same with 1x128 / 128x128 block scales
+  double mxfp8_gemm_efficiency = 0;          // the same with MXFP8's 1x32 scales (Blackwell)
+  // The maximum achievable matmul fraction (MAMF over dense peak) of the GPU each bf16 GEMM
+  // efficiency above was fitted on; a GPU with its own MAMF scales the efficiency by the ratio
+  // of the two (A100 SXM for gemm_efficiency, H100 SXM for hopper_gemm_efficiency). 0: no
+  // scaling.
+  double gemm_reference_mamf_fraction = 0;
+  double hopper_gemm_reference_mamf_fraction = 0;
   // Of dense peak: eager attention's batched GEMMs, and a framework's fused attention on a GPU
   // architecture with no measured curve in attention_kernels.
   double attention_efficiency = 0;
@@ -129,6 +136,12 @@ double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuS
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
                       const GpuSpec& gpu, const ComputeConstants& k,
                       std::int64_t ranks_on_host = 1);
+
+// The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with
+// `fp8`: the fitted constant, scaled by the GPU's measured maximum over the reference GPU's
+// where both are known (bf16/fp16 and FP8 tensor-core GEMMs; fp32 is not scaled).
+double gemm_efficiency_of(const GpuSpec& gpu, const ComputeConstants& k, Precision p,
+                          Fp8Recipe fp8 = Fp8Recipe::none);
 
 // Bytes per second of the GPU's link to its host, as transfers achieve it: PCIe (generation x
 // lanes), or the catalogue's host link (NVLink-C2C) where it states one.

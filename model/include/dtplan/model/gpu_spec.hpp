@@ -38,6 +38,11 @@ struct GpuSpec {
   // The link to the host CPU when it is not the PCIe of pcie_generation x pcie_lanes
   // (NVLink-C2C to Grace on GB200/GB300), per direction; 0: PCIe.
   double host_link_bytes_per_s_per_direction = 0;
+  // Maximum achievable matmul FLOP/s: the fastest large bf16 and FP8 matmul a brute-force
+  // search over shapes measured on this GPU (stas00/ml-engineering's MAMF table); 0: unknown.
+  // Over the dense peak, it says how far this GPU's GEMMs get (docs/gpus.md).
+  double mamf_bf16_flops = 0;
+  double mamf_fp8_flops = 0;
   std::int64_t pcie_generation = 0;
   std::int64_t pcie_lanes = 0;
   double tdp_watts = 0;
