@@ -390,11 +390,23 @@ RingPlan plan_across_nodes(Router& router, const std::vector<std::int64_t>& gpus
       std::reverse(ring.begin(), ring.end());
     }
   }
-  // Choose channels on two nodes (all nodes are alike), then apply them to all.
+  // Choose channels on two nodes (all nodes are alike), then apply them to all. A chain
+  // leaves its node from its last GPU and enters the next at its first, through a NIC both
+  // reach (an NVL72 tray's GPUs reach only their own tray's NICs).
   std::vector<Candidate> pair_rings;
   for (std::int64_t rail = 0; rail < t.nics_per_node(); ++rail) {
-    for (const auto& c : chains)
+    for (const auto& c : chains) {
+      if (!router.reaches_rail(t.gpu(c.back()), rail) ||
+          !router.reaches_rail(t.gpu(c.front()), rail)) {
+        continue;
+      }
       pair_rings.push_back({concatenate(c, 2, per_node), rail});
+    }
+  }
+  if (pair_rings.empty()) {
+    throw Error(t.node().origin +
+                ": no ring can leave a node: no two GPUs adjacent in the node's "
+                "rings reach a common NIC");
   }
   auto opts = options;
   opts.max_channels = std::max<std::int64_t>(options.max_channels, t.nics_per_node());

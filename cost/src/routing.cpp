@@ -227,6 +227,8 @@ std::int64_t Router::preferred_rail(Vertex gpu) {
   double best_width = -1;
   std::size_t best_hops = 0;
   for (std::int64_t r = 0; r < rails; ++r) {
+    // A NIC behind another host's CPU (another tray of an NVL72 rack) is out of reach.
+    if (!reaches_rail(gpu, r)) continue;
     const auto& route = this->route(gpu, t_.nic(host, r));
     const bool wider = route.bottleneck_Bps > best_width * (1 + 1e-9);
     const bool same = !wider && route.bottleneck_Bps > best_width * (1 - 1e-9);
@@ -237,7 +239,21 @@ std::int64_t Router::preferred_rail(Vertex gpu) {
       best_hops = route.edges.size();
     }
   }
+  if (best < 0) {
+    throw Error(t_.node().origin + ": " + g[gpu].name + " reaches none of its node's NICs");
+  }
   return preferred_rail_[gpu] = best;
+}
+
+bool Router::reaches_rail(Vertex gpu, std::int64_t rail) {
+  const auto rails = t_.nics_per_node();
+  const auto per_node = t_.gpus_per_node();
+  if (reaches_rail_.empty()) reaches_rail_.assign(static_cast<std::size_t>(per_node * rails), -1);
+  const auto& g = t_.graph();
+  const auto local = g[gpu].gpu_rank % per_node;
+  auto& known = reaches_rail_[static_cast<std::size_t>(local * rails + rail)];
+  if (known < 0) known = widest_bottleneck(t_.gpu(local), t_.nic(0, rail)) > 0.0 ? 1 : 0;
+  return known == 1;
 }
 
 namespace {

@@ -203,11 +203,13 @@ class TopologyBuilder {
     const auto& port = table_.find(net.link_class);
     const std::int64_t rails = t_.node_.nic_count();
     const std::int64_t per_leaf = std::min(net.nodes_per_leaf, t_.nodes_);
-    const std::int64_t groups = ceil_div(t_.nodes_, per_leaf);
-    const Vertex spine = add_vertex({DeviceKind::network_switch, "spine", -1, -1, -1});
+    const std::int64_t per_pod =
+        net.nodes_per_pod > 0 ? std::min(net.nodes_per_pod, t_.nodes_) : t_.nodes_;
+    const std::vector<Vertex> spines = add_pods(net, port, rails, per_pod);
     std::vector<Vertex> leaves;
-    for (std::int64_t g = 0; g < groups; ++g) {
+    for (std::int64_t g = 0; g < ceil_div(t_.nodes_, per_leaf); ++g) {
       const std::int64_t members = std::min(per_leaf, t_.nodes_ - g * per_leaf);
+      const Vertex spine = spines[static_cast<std::size_t>(g * per_leaf / per_pod)];
       for (std::int64_t r = 0; r < rails; ++r) {
         const auto leaf =
             add_vertex({DeviceKind::network_switch,
@@ -224,6 +226,26 @@ class TopologyBuilder {
       add_link(nic, leaves[static_cast<std::size_t>(group * rails + d.rail)], port, 1,
                std::nullopt);
     }
+  }
+
+  // One aggregated spine per pod ("spine" when there is one pod); with several, a core joins
+  // them, each pod's link to it carrying the pod's node-facing capacity over its
+  // oversubscription.
+  std::vector<Vertex> add_pods(const NetworkSpec& net, const LinkClass& port, std::int64_t rails,
+                               std::int64_t per_pod) {
+    const std::int64_t pods = ceil_div(t_.nodes_, per_pod);
+    if (pods == 1) return {add_vertex({DeviceKind::network_switch, "spine", -1, -1, -1})};
+    const Vertex core = add_vertex({DeviceKind::network_switch, "core", -1, -1, -1});
+    std::vector<Vertex> spines;
+    for (std::int64_t p = 0; p < pods; ++p) {
+      const std::int64_t members = std::min(per_pod, t_.nodes_ - p * per_pod);
+      spines.push_back(
+          add_vertex({DeviceKind::network_switch, "spine-p" + std::to_string(p), -1, -1, -1}));
+      const double uplink =
+          port.bandwidth_Bps * static_cast<double>(members * rails) / net.pod_oversubscription;
+      add_link(spines.back(), core, port, members * rails, uplink);
+    }
+    return spines;
   }
 
   // Every GPU must reach GPU 0 over links (directions are symmetric).

@@ -48,6 +48,18 @@ NetworkSpec read_network(const ObjectReader& r) {
   // Oversubscription is downlinks over uplinks of a leaf switch: 1 (full bisection) to a
   // few dozen; beyond 1024 there would be no uplink at all.
   n.oversubscription = r.optional_number("oversubscription", {1.0, 1024.0}).value_or(1.0);
+  if (r.has("nodes_per_pod")) {
+    n.nodes_per_pod = r.integer("nodes_per_pod", 1, 10'000'000);
+    if (n.nodes_per_pod % n.nodes_per_leaf != 0) {
+      r.fail("nodes_per_pod", "a pod holds whole leaf groups: " + std::to_string(n.nodes_per_pod) +
+                                  " is not a multiple of nodes_per_leaf " +
+                                  std::to_string(n.nodes_per_leaf));
+    }
+  }
+  n.pod_oversubscription = r.optional_number("pod_oversubscription", {1.0, 1024.0}).value_or(1.0);
+  if (r.has("pod_oversubscription") && n.nodes_per_pod == 0) {
+    r.fail("pod_oversubscription", "needs nodes_per_pod: the pods it is between");
+  }
   r.reject_unknown_keys();
   return n;
 }

@@ -106,6 +106,27 @@ TEST_CASE("all-to-all: every pair exchanges S/n point to point") {
         Approx(1.0).epsilon(1e-4));
 }
 
+TEST_CASE("a collective crossing an oversubscribed pod tier pays for it") {
+  // 4 nodes of 4 GPUs, one 2 GB/s NIC each, one node per leaf, two nodes per pod. All-to-all
+  // over the 16 GPUs: every GPU sends S/16 to each of 15 others. Each NIC sends 12 x 4 x S/16 =
+  // 3 S: 1.5 s for S = 1 GB. Pod 0 sends 8 x 8 x S/16 = 4 S to pod 1 over its core link of
+  // 2 nodes x 2 GB/s / 4 = 1 GB/s: 4 s, the bottleneck. At 1:1 the core link is 4 GB/s (1 s)
+  // and the NICs bound it again.
+  auto over = simple("switch4_pods.json", 4);
+  CommModel m(over.topology, over.table, 16);
+  CHECK(m.estimate(Collective::all_to_all, Bytes{1'000'000'000}).time_s ==
+        Approx(4.0).epsilon(1e-4));
+  auto full = simple("switch4_pods_full.json", 4);
+  CommModel f(full.topology, full.table, 16);
+  CHECK(f.estimate(Collective::all_to_all, Bytes{1'000'000'000}).time_s ==
+        Approx(1.5).epsilon(1e-4));
+  // A two-tier network of the same nodes (no pods) prices the all-to-all as the 1:1 pods do.
+  auto flat = simple("switch4.json", 4);
+  CommModel two_tier(flat.topology, flat.table, 16);
+  CHECK(two_tier.estimate(Collective::all_to_all, Bytes{1'000'000'000}).time_s ==
+        Approx(1.5).epsilon(1e-4));
+}
+
 TEST_CASE("tree: chain up, then down") {
   // One node: the chain 0-1-2-3 moves S up (0.1 s on each GPU link) then down (0.1 s);
   // latency 2 us + 2 x 3 hops x 1 us.

@@ -83,3 +83,29 @@ TEST_CASE("across nodes every rail carries a channel") {
   CHECK(four.bandwidth_Bps == Approx(192e9));
   CHECK(four.rings.front().size() == 32);
 }
+
+// GB200 NVL72 racks as nodes: a GPU reaches only its own tray's NICs (through its Grace), so a
+// ring leaves a rack through a NIC of the tray of its last GPU. Every GPU is on every channel,
+// so its NVLink (18 x 50 GB/s x 0.802 = 721.8 GB/s) bounds the channels at 47 GB/s each (one
+// 400 Gb/s NDR NIC at 0.94): floor(721.8 / 47) = 15 channels, 705 GB/s.
+TEST_CASE("GB200 NVL72: rings leave a rack through their tray's NICs, 15 channels on 2 racks") {
+  Fixture f("gb200-nvl72", 2);
+  Router router(f.topology);
+  std::vector<std::int64_t> gpus(144);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  const auto p = plan_rings(router, gpus);
+  CHECK(p.rings.size() == 15);
+  CHECK(p.bandwidth_Bps == Approx(15 * 47e9));
+  for (std::size_t c = 0; c < p.rings.size(); ++c) {
+    // The GPU before the rack boundary (local rank 71 of rack 0 in the ring's order): its
+    // tray's NICs are rails 4 t .. 4 t + 3, of which its Grace holds two.
+    const auto& ring = p.rings[c];
+    std::int64_t exit = -1;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      if (ring[i] < 72 && ring[(i + 1) % ring.size()] >= 72) exit = ring[i];
+    }
+    REQUIRE(exit >= 0);
+    INFO("channel " << c << " exits at GPU " << exit << " on rail " << p.rails[c]);
+    CHECK(p.rails[c] / 2 == exit / 2);  // the NICs of the exit GPU's Grace
+  }
+}

@@ -2,6 +2,7 @@
 // rail-optimised network, and broken topologies are refused with the reason.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_topology.hpp"
@@ -81,6 +82,44 @@ TEST_CASE("nodes replicate and join through rail leaves and a spine") {
   CHECK(four.physical_link_count() == 4 * one.physical_link_count() + 4 * 8 + 8);
   CHECK(four.graph()[four.gpu(17)].name == "n2/gpu1");
   CHECK(four.graph()[four.nic(3, 5)].rail == 5);
+}
+
+TEST_CASE("pods: a spine per pod, a core between pods at the pod oversubscription") {
+  // 4 nodes, one per leaf, two per pod: 4 leaves, 2 pod spines, 1 core.
+  const auto simple = InterconnectTable::load(kTopo / "interconnect_simple.json");
+  const auto t =
+      Topology::build(load_node_template((kTopo / "switch4_pods.json").string(), kData), 4, simple);
+  CHECK(count(t, DeviceKind::network_switch) == 4 + 2 + 1);
+  const auto& g = t.graph();
+  int core_links = 0;
+  for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
+    if (g[v].name != "spine-p1") continue;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      if (g[boost::target(e, g)].name != "core") continue;
+      ++core_links;
+      // 2 nodes x 1 NIC x 2 GB/s / 4.
+      CHECK(g[e].bandwidth_Bps == Approx(2 * 2e9 / 4));
+    }
+  }
+  CHECK(core_links == 1);
+  const auto bad = [](const std::string& json) {
+    const auto path = std::filesystem::temp_directory_path() / "dtplan_test_pods.json";
+    std::ofstream(path) << json;
+    try {
+      load_node_template(path.string(), kData);
+    } catch (const Error& e) {
+      std::filesystem::remove(path);
+      return std::string(e.what());
+    }
+    std::filesystem::remove(path);
+    return std::string("<no error>");
+  };
+  const std::string head = R"({"schema_version": 1, "name": "x", "devices": [{"id": "gpu0",
+    "kind": "gpu"}], "links": [], "network": {"class": "ib_ndr", "nodes_per_leaf": 32, )";
+  CHECK_THAT(bad(head + R"("nodes_per_pod": 48}})"),
+             Contains("/network/nodes_per_pod") && Contains("not a multiple of nodes_per_leaf 32"));
+  CHECK_THAT(bad(head + R"("pod_oversubscription": 7}})"),
+             Contains("/network/pod_oversubscription") && Contains("needs nodes_per_pod"));
 }
 
 TEST_CASE("broken topologies name the problem") {

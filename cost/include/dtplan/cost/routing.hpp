@@ -39,6 +39,9 @@ class Router {
   const Route& route_via_rail(Vertex src_gpu, Vertex dst_gpu, std::int64_t rail);
   // The rail a GPU's traffic to other nodes uses by default.
   std::int64_t preferred_rail(Vertex gpu);
+  // Whether GPU `gpu` (any node) reaches NIC `rail` of its own node: every NIC of a PCIe
+  // server, only its own tray's on an NVL72 rack. Cached by the GPU's place in the node.
+  bool reaches_rail(Vertex gpu, std::int64_t rail);
   const Topology& topology() const { return t_; }
   // The directed edge of each Link::index, and its achieved bandwidth (bytes/s).
   EdgeId edge(std::size_t index) const { return edges_[index]; }
@@ -69,6 +72,7 @@ class Router {
   std::unordered_map<std::pair<Vertex, Vertex>, Route, KeyHash> cache_;
   std::unordered_map<std::tuple<Vertex, Vertex, std::int64_t>, Route, KeyHash> rail_cache_;
   std::vector<std::int64_t> preferred_rail_;  // by vertex; -2 until computed
+  std::vector<signed char> reaches_rail_;     // local GPU x rail; -1 until computed
   std::vector<EdgeId> edges_;                 // by Link::index
   std::vector<double> capacity_Bps_;          // by Link::index
   std::size_t devices_per_node_ = 0;          // vertex stride between nodes

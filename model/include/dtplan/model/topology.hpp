@@ -54,6 +54,12 @@ struct NetworkSpec {
   std::string link_class;            // the NIC ports' class, e.g. "ib_ndr"
   std::int64_t nodes_per_leaf = 32;  // nodes whose rail-r NICs share one leaf switch
   double oversubscription = 1.0;     // leaf downlink capacity : uplink capacity
+  // A third tier: nodes per pod (a multiple of nodes_per_leaf; 0: one pod, no third tier),
+  // whose aggregated spine reaches the other pods through a core at pod_oversubscription
+  // (the pod's node-facing capacity : its core uplink), e.g. 1:7 between the 3,072-GPU pods of
+  // Meta's Llama 3 cluster.
+  std::int64_t nodes_per_pod = 0;
+  double pod_oversubscription = 1.0;
 };
 
 struct NodeTemplate {
