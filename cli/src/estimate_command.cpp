@@ -154,9 +154,10 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   if (!o.accelerate_file.empty()) check_output_path(o.accelerate_file, "--export-accelerate");
   planner::LaunchOptions launch;
   launch.master_addr = o.master_addr;
-  const auto accelerate = o.accelerate_file.empty() ? std::string()
-                                                    : planner::accelerate_fsdp2_config(
-                                                          model, l, t.gpus_per_node(), launch);
+  const auto accelerate =
+      o.accelerate_file.empty()
+          ? std::string()
+          : planner::accelerate_fsdp2_config(model, l, t.node().launch_gpus_per_host(), launch);
   const auto mem = cost::memory_3d(model, l, overheads_of(o.training, data));
   const auto tm = cost::time_3d(model, l, t, loaded.table, gpu, k);
   const auto host =

@@ -214,6 +214,7 @@ planner::ExportRequest export_request(const PlanOptions& o, const Topology& t, c
   e.export_launch = o.launch;
   e.launch = o.launch_options;
   e.launch.lr = o.lr;
+  e.launch.gpus_per_host = t.node().gpus_per_host;
   e.schedule = o.schedule;
   e.schedule.steps = o.steps.value_or(0);
   e.schedule.base_lr = o.base_lr;

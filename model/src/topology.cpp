@@ -49,6 +49,10 @@ std::int64_t NodeTemplate::gpu_count() const {
   return n;
 }
 
+std::int64_t NodeTemplate::launch_gpus_per_host() const {
+  return gpus_per_host > 0 ? gpus_per_host : gpu_count();
+}
+
 std::int64_t NodeTemplate::nic_count() const {
   std::int64_t n = 0;
   for (const auto& d : devices)

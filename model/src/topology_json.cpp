@@ -86,6 +86,14 @@ NodeTemplate node_from_json(const ObjectReader& r) {
   for (const auto& l : r.objects("links"))
     n.links.push_back(read_link(l));
   if (r.has("network")) n.network = read_network(r.object("network"));
+  if (r.has("gpus_per_host")) {
+    n.gpus_per_host = r.integer("gpus_per_host", 1, 1'000'000);
+    if (n.gpu_count() % n.gpus_per_host != 0) {
+      r.fail("gpus_per_host", "the node's " + std::to_string(n.gpu_count()) +
+                                  " GPUs do not split into hosts of " +
+                                  std::to_string(n.gpus_per_host));
+    }
+  }
   if (const auto gib = r.optional_number("host_memory_GiB")) {
     // Up to 1 PiB per node: larger is a typo (bytes given as GiB), and would overflow Bytes.
     if (!(*gib > 0.0 && *gib <= 1048576.0)) {

@@ -25,12 +25,18 @@ bool bf16(Precision p) {
   return p == Precision::bf16 || p == Precision::amp_bf16;
 }
 
-std::string gpus_per_node(const Plan& p) {
-  return std::to_string(std::min(p.training.dp_size, p.training.gpus_per_node));
+// GPUs per launcher host: the node's, or the host's where a node spans several hosts.
+std::int64_t host_size(const Plan& p, const LaunchOptions& o) {
+  const auto per = p.training.gpus_per_node;
+  return o.gpus_per_host > 0 ? std::min(o.gpus_per_host, per) : per;
 }
 
-std::int64_t nodes_used(const Plan& p) {
-  const auto per = p.training.gpus_per_node;
+std::string gpus_per_node(const Plan& p, const LaunchOptions& o) {
+  return std::to_string(std::min(p.training.dp_size, host_size(p, o)));
+}
+
+std::int64_t nodes_used(const Plan& p, const LaunchOptions& o) {
+  const auto per = host_size(p, o);
   return (p.training.dp_size + per - 1) / per;
 }
 
@@ -164,8 +170,8 @@ struct LaunchText {
 };
 
 LaunchText launch_text(const Plan& p, const LaunchOptions& o) {
-  return {nodes_used(p), gpus_per_node(p), o.master_addr.empty() ? "$MASTER_ADDR" : o.master_addr,
-          std::to_string(o.master_port),
+  return {nodes_used(p, o), gpus_per_node(p, o),
+          o.master_addr.empty() ? "$MASTER_ADDR" : o.master_addr, std::to_string(o.master_port),
           o.script + (o.script_args.empty() ? "" : " " + o.script_args)};
 }
 
@@ -212,7 +218,7 @@ std::string accelerate_config(const Plan& p, const LaunchOptions& o) {
   const auto& traits = cost::traits_of(t.strategy);
   const bool fsdp = traits.fsdp;
   const bool zero = runs_on_deepspeed(t.strategy);
-  const auto nodes = nodes_used(p);
+  const auto nodes = nodes_used(p, o);
   std::ostringstream y;
   y << "# Accelerate config written by dtplan for " << p.model << " (" << name_of(t.strategy)
     << ", " << t.dp_size << " GPUs)\n";

@@ -194,10 +194,11 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
     out.notes.push_back(*note);
   }
   if (fsdp2_accelerate) {
-    out.files.push_back({e.export_accelerate,
-                         accelerate_fsdp2_config(in.model, fsdp2_accelerate->layout,
-                                                 in.topology.gpus_per_node(), e.launch),
-                         "{export_accelerate}"});
+    out.files.push_back(
+        {e.export_accelerate,
+         accelerate_fsdp2_config(in.model, fsdp2_accelerate->layout,
+                                 in.topology.node().launch_gpus_per_host(), e.launch),
+         "{export_accelerate}"});
     out.written.emplace_back("Accelerate config (FSDP2)", e.export_accelerate);
   }
   layout_outputs(plan, in, e, out);

@@ -120,6 +120,13 @@ TEST_CASE("pods: a spine per pod, a core between pods at the pod oversubscriptio
              Contains("/network/nodes_per_pod") && Contains("not a multiple of nodes_per_leaf 32"));
   CHECK_THAT(bad(head + R"("pod_oversubscription": 7}})"),
              Contains("/network/pod_oversubscription") && Contains("needs nodes_per_pod"));
+  // Hosts split the node's GPUs evenly (an NVL72 rack: 18 trays of 4).
+  CHECK(load_node_template("gb200-nvl72", kData / "topologies").launch_gpus_per_host() == 4);
+  CHECK(load_node_template("dgx-h100", kData / "topologies").launch_gpus_per_host() == 8);
+  CHECK_THAT(bad(R"({"schema_version": 1, "name": "x", "gpus_per_host": 2, "devices": [
+    {"id": "gpu0", "kind": "gpu"}, {"id": "gpu1", "kind": "gpu"}, {"id": "gpu2", "kind": "gpu"}],
+    "links": []})"),
+             Contains("/gpus_per_host") && Contains("3 GPUs do not split into hosts of 2"));
 }
 
 TEST_CASE("broken topologies name the problem") {

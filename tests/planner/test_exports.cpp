@@ -105,6 +105,20 @@ TEST_CASE("launch lines: standalone on one node, one torchrun per node beyond") 
   CHECK_THAT(dp[0], Contains("CUDA_VISIBLE_DEVICES=0,1,2,3 python train.py"));
 }
 
+TEST_CASE("launch lines start one launcher per host where a node spans hosts (NVL72 trays)") {
+  // 144 GPUs on two NVL72 racks (72-GPU nodes) of 4-GPU trays: 36 hosts of 4 processes.
+  auto plan = make_plan(Strategy::fsdp_full, Precision::bf16, 144, 1, 1);
+  plan.training.gpus_per_node = 72;
+  LaunchOptions o;
+  o.gpus_per_host = 4;
+  const auto lines = torchrun_lines(plan, o);
+  REQUIRE(lines.size() == 1 + 36);  // the MASTER_ADDR note, then a line per tray
+  CHECK_THAT(lines[1], Contains("--nnodes=36 --nproc_per_node=4 --node_rank=0"));
+  CHECK_THAT(lines.back(), Contains("--node_rank=35"));
+  CHECK_THAT(deepspeed_lines(plan, o).back(), Contains("--num_nodes=36 --num_gpus=4"));
+  CHECK_THAT(accelerate_config(plan, o), Contains("num_machines: 36"));
+}
+
 TEST_CASE("Accelerate: FSDP settings, or DeepSpeed with the precision left to its file") {
   auto p = make_plan(Strategy::fsdp_grad_op, Precision::bf16, 16, 4, 2);
   p.training.checkpointing = Checkpointing::full;

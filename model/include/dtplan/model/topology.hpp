@@ -72,9 +72,14 @@ struct NodeTemplate {
   std::vector<std::string> assumptions;     // what a reader had to assume (nvidia-smi input)
   std::optional<Bytes> host_memory;         // host RAM per node ("host_memory_GiB"), if stated
   CpuVendor cpu_vendor = CpuVendor::other;  // "cpu_vendor"; other when not stated
+  // GPUs per host (one OS and one launcher) where a node is larger than a host: an NVL72
+  // rack is one node (one NVLink domain) of 18 hosts of 4 GPUs. 0: the node is one host.
+  std::int64_t gpus_per_host = 0;
 
   std::int64_t gpu_count() const;
   std::int64_t nic_count() const;
+  // gpus_per_host when stated, else gpu_count(): what one launcher (torchrun) runs.
+  std::int64_t launch_gpus_per_host() const;
   // The stated host memory per node, else kDefaultHostMemory.
   Bytes host_memory_or_default() const;
 };

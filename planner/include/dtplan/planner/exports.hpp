@@ -21,6 +21,9 @@ struct LaunchOptions {
   // DeepSpeed reduce/allgather bucket (elements): what the memory model assumed
   // (zero_reduce_bucket_elements in data/overheads.json).
   std::int64_t zero_reduce_bucket_elements = 500'000'000;
+  // GPUs one launcher runs where the topology's node spans several hosts (an NVL72 tray: 4);
+  // 0: a node is a host.
+  std::int64_t gpus_per_host = 0;
 };
 
 struct DeepSpeedExport {
