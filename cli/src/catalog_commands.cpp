@@ -60,30 +60,40 @@ int run_gpus(const CatalogOptions& o, const RunContext& ctx) {
   const auto catalog = GpuCatalog::load(data / "gpus.json");
   nlohmann::json j = report_preamble("gpus", ctx.args);
   j["gpus"] = nlohmann::json::array();
-  TextTable t(
-      {"GPU", "memory GiB", "HBM GB/s", "fp32 TF", "bf16 TF", "fp16 TF", "NVLink GB/s", "PCIe"});
+  TextTable t({"GPU", "memory GiB", "HBM GB/s", "fp32 TF", "bf16 TF", "fp8 TF", "NVLink GB/s",
+               "xGMI GB/s", "PCIe"});
   for (const auto& g : catalog.gpus()) {
-    t.add_row({g.name, gib(g.memory),
-               std::to_string(static_cast<long long>(g.memory_bandwidth_bytes_per_s / 1e9)),
-               tera(g.peak_flops.fp32), tera(g.peak_flops.bf16), tera(g.peak_flops.fp16),
-               std::to_string(static_cast<long long>(g.nvlink_bytes_per_s_per_direction / 1e9)),
-               "gen" + std::to_string(g.pcie_generation) + " x" + std::to_string(g.pcie_lanes)});
-    j["gpus"].push_back({{"name", g.name},
-                         {"aliases", g.aliases},
-                         {"memory_bytes", g.memory.value},
-                         {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
-                         {"peak_flops_bf16", g.peak_flops.bf16},
-                         {"peak_flops_fp16", g.peak_flops.fp16},
-                         {"peak_flops_fp32", g.peak_flops.fp32},
-                         {"peak_flops_fp8", g.peak_flops.fp8},
-                         {"peak_flops_fp4", g.peak_flops.fp4},
-                         {"architecture", g.architecture}});
+    t.add_row(
+        {g.name, gib(g.memory),
+         std::to_string(static_cast<long long>(g.memory_bandwidth_bytes_per_s / 1e9)),
+         tera(g.peak_flops.fp32), tera(g.peak_flops.bf16), tera(g.peak_flops.fp8),
+         std::to_string(static_cast<long long>(g.nvlink_bytes_per_s_per_direction / 1e9)),
+         std::to_string(static_cast<long long>(g.xgmi_bytes_per_s_per_direction / 1e9)),
+         g.host_link_bytes_per_s_per_direction > 0
+             ? "C2C"
+             : "gen" + std::to_string(g.pcie_generation) + " x" + std::to_string(g.pcie_lanes)});
+    j["gpus"].push_back(
+        {{"name", g.name},
+         {"aliases", g.aliases},
+         {"memory_bytes", g.memory.value},
+         {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
+         {"peak_flops_bf16", g.peak_flops.bf16},
+         {"peak_flops_fp16", g.peak_flops.fp16},
+         {"peak_flops_fp32", g.peak_flops.fp32},
+         {"peak_flops_fp8", g.peak_flops.fp8},
+         {"peak_flops_fp4", g.peak_flops.fp4},
+         {"nvlink_bytes_per_s_per_direction", g.nvlink_bytes_per_s_per_direction},
+         {"xgmi_bytes_per_s_per_direction", g.xgmi_bytes_per_s_per_direction},
+         {"host_link_bytes_per_s_per_direction", g.host_link_bytes_per_s_per_direction},
+         {"max_achievable_matmul_flops_bf16", g.mamf_bf16_flops},
+         {"architecture", g.architecture}});
   }
   if (o.json) {
     ctx.out << j.dump(2) << '\n';
   } else {
     t.print(ctx.out);
-    ctx.out << "\n  dense peaks; NVLink per direction, all links; sources: docs/gpus.md\n";
+    ctx.out << "\n  dense peaks; NVLink and xGMI per direction, all links; C2C: NVLink-C2C to "
+               "Grace, not PCIe; sources: docs/gpus.md\n";
   }
   return 0;
 }

@@ -111,6 +111,7 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
                 std::to_string(t.gpu_count()) + " GPUs (add --nodes)");
   }
   auto c = training_config(training);
+  c.gpus_per_host = t.node().gpus_per_host;
   if (!is_layout_framework(o.strategy)) {
     c.strategy = parse_strategy(o.strategy.empty() ? "ddp" : o.strategy);
   }

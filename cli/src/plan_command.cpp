@@ -203,6 +203,23 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   return x;
 }
 
+// FP8 is modelled for the layouts only, so an FP8 search has no data-parallel plan for the
+// exports that describe one: refused before the search, not after it.
+void check_fp8_exports(const PlanOptions& o) {
+  const bool fp8 = o.fp8_recipe != "none" ||
+                   std::find(o.precisions.begin(), o.precisions.end(), "fp8") != o.precisions.end();
+  if (!fp8) return;
+  const char* flag = !o.plan_file.empty()        ? "--save-plan"
+                     : !o.deepspeed_file.empty() ? "--export-deepspeed"
+                     : o.launch                  ? "--export-launch"
+                                                 : nullptr;
+  if (flag == nullptr) return;
+  throw Error(std::string(flag) +
+              ": FP8 is planned for Megatron-LM and torchtitan layouts only, and " + flag +
+              " describes a data-parallel plan; --export-megatron or --export-torchtitan "
+              "writes the best layout");
+}
+
 // The exports asked for, as the library names them.
 planner::ExportRequest export_request(const PlanOptions& o, const Topology& t, const GpuSpec& gpu) {
   planner::ExportRequest e;
@@ -254,6 +271,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {
     throw Error("--master-port: a TCP port from 1 to 65535");
   }
+  check_fp8_exports(o);
   // A search that runs over a second (tens of thousands of GPUs) shows a bar on a terminal.
   ProgressBar bar(ctx.err, ProgressBar::stderr_is_terminal());
   const auto search_start = std::chrono::steady_clock::now();

@@ -1068,8 +1068,8 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   in.backward_s = stage.backward_s;
   const std::int64_t elements =
       sharded_optimizer ? sharded_elements(*m_.transformer, l, params, layers) : params;
-  in.optimizer_s =
-      optimizer_time(elements, recipe, l.offload, gpu_, k_, std::min(l.gpus(), t_.gpus_per_node()));
+  in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_,
+                                  std::min(l.gpus(), t_.node().launch_gpus_per_host()));
   in.host_transfer_s = host_transfers_s(
       l.offload, elements, sharded_elements(*m_.transformer, l, params, layers),
       static_cast<double>(recipe.compute_bytes()), host_link_Bps(gpu_, k_), out.dp_ops);

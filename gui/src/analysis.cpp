@@ -42,6 +42,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   c.optimizer = parse_optimizer(s.optimizer);
   c.dp_size = s.gpus;
   c.gpus_per_node = std::min(s.gpus, t.gpus_per_node());
+  c.gpus_per_host = t.node().gpus_per_host;
   c.micro_batch = s.micro_batch;
   c.seq_len = s.seq_len;
   sequence_length(m, c.seq_len);

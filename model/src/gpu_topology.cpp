@@ -42,6 +42,29 @@ void check_fabric(const GpuSpec& gpu, const Topology& t, std::string_view fabric
               "output) or choose a GPU that fits the topology");
 }
 
+// Whether the topology's GPUs reach their CPU over NVLink-C2C (a Grace superchip board).
+bool has_c2c(const Topology& t) {
+  const auto& g = t.graph();
+  for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(0), g))) {
+    if (g[e].link_class.rfind("nvlink_c2c", 0) == 0) return true;
+  }
+  return false;
+}
+
+// A Grace superchip GPU (GB200, GB300) exists only on its C2C board, and a PCIe GPU has no C2C.
+void check_host_link(const GpuSpec& gpu, const Topology& t) {
+  const bool c2c_gpu = gpu.host_link_bytes_per_s_per_direction > 0;
+  if (c2c_gpu == has_c2c(t)) return;
+  throw Error("{gpu} " + gpu.name +
+              (c2c_gpu ? " reaches its host over NVLink-C2C (a Grace superchip), but {topology} " +
+                             t.node().name +
+                             " puts its GPUs on PCIe: choose a Grace board "
+                             "(gb200-nvl72, gb300-nvl72)"
+                       : " sits on PCIe, but {topology} " + t.node().name +
+                             " is a Grace superchip board (NVLink-C2C): choose a GPU of that "
+                             "board (GB200, GB300)"));
+}
+
 }  // namespace
 
 double nvlink_Bps_per_gpu(const Topology& t) {
@@ -55,6 +78,7 @@ double xgmi_Bps_per_gpu(const Topology& t) {
 void check_gpu_on_topology(const GpuSpec& gpu, const Topology& t) {
   check_fabric(gpu, t, "NVLink", nvlink_Bps_per_gpu(t), gpu.nvlink_bytes_per_s_per_direction);
   check_fabric(gpu, t, "xGMI", xgmi_Bps_per_gpu(t), gpu.xgmi_bytes_per_s_per_direction);
+  check_host_link(gpu, t);
 }
 
 }  // namespace dtplan

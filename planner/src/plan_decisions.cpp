@@ -148,7 +148,8 @@ CandidateEstimator::CandidateEstimator(const ModelDesc& m, const Topology& t,
       comm_(std::move(comm)) {}
 
 cost::StepEstimate CandidateEstimator::operator()(const Candidate& c) const {
-  const auto config = training_config(c, request_, topology_.gpus_per_node());
+  const auto config =
+      training_config(c, request_, topology_.gpus_per_node(), topology_.node().gpus_per_host);
   cost::CommModel all(topology_, table_, config.dp_size, comm_);
   cost::CommModel node(topology_, table_, std::min(config.dp_size, topology_.gpus_per_node()),
                        comm_);

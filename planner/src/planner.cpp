@@ -128,9 +128,10 @@ std::vector<std::int64_t> gpu_counts(std::int64_t gpus_per_node, std::int64_t no
   return out;
 }
 
-TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
-                               std::int64_t gpus_per_node) {
+TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::int64_t gpus_per_node,
+                               std::int64_t gpus_per_host) {
   TrainingConfig cfg;
+  cfg.gpus_per_host = gpus_per_host;
   cfg.strategy = c.strategy;
   cfg.precision = c.precision;
   cfg.optimizer = r.optimizer;
@@ -205,7 +206,8 @@ const Rejected* leanest_out_of_memory(const PlanResult& result) {
 // The smallest power-of-two multiple of the GPUs searched at which the leanest configuration
 // (micro-batch 1) fits, up to 2^20 GPUs; 0 if none does (the unsharded part alone is too big).
 std::int64_t gpus_that_fit(const Search::Inputs& in, const Candidate& c, Bytes usable) {
-  auto cfg = training_config(c, in.request, in.topology.gpus_per_node());
+  auto cfg =
+      training_config(c, in.request, in.topology.gpus_per_node(), in.topology.node().gpus_per_host);
   cfg.micro_batch = 1;
   for (std::int64_t dp = c.dp * 2; dp <= (std::int64_t{1} << 20); dp *= 2) {
     cfg.dp_size = dp;

@@ -150,6 +150,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.optimizer = parse_optimizer(c.text("optimizer", "adamw"));
   tc.dp_size = gpus;
   tc.gpus_per_node = std::min(gpus, t.gpus_per_node());
+  tc.gpus_per_host = t.node().gpus_per_host;
   tc.micro_batch = c.integer("micro-batch", 1);
   tc.seq_len = c.integer("seq-len", 0);
   if (m.transformer) tc.seq_len = sequence_length(*m.transformer, tc.seq_len);

@@ -103,7 +103,8 @@ TrainingConfig Search::config(std::size_t s, std::size_t p, std::size_t d, std::
   k.micro_batch = mb;
   k.checkpointing = checkpointings_[c];
   k.offload = offloads_[o];
-  return training_config(k, in_.request, in_.topology.gpus_per_node());
+  return training_config(k, in_.request, in_.topology.gpus_per_node(),
+                         in_.topology.node().gpus_per_host);
 }
 
 std::size_t Search::group_index(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
@@ -450,7 +451,8 @@ void Search::pareto() {
 
 // The memory line is exact up to rounding of a few bytes; what is reported is the estimate.
 void Search::exact_memory(Candidate& c) const {
-  const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node());
+  const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node(),
+                                   in_.topology.node().gpus_per_host);
   const auto e = cost::estimate_memory(in_.model, cfg, in_.overheads);
   c.memory = e.gpu.total();
   c.host_memory = e.cpu_per_node;

@@ -547,3 +547,23 @@ TEST_CASE("plan: expert sizes a model cannot take are named, and --precision fp8
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["best"]["fp8_recipe"] == "delayed");
 }
+
+TEST_CASE("plan: FP8 with a data-parallel export is refused before the search") {
+  const std::vector<std::string> base{"plan",      "--model",        "llama-3-8b", "--topology",
+                                      "dgx-h100",  "--gpu",          "H100-SXM",   "--seq-len",
+                                      "4096",      "--global-batch", "64",         "--fp8-recipe",
+                                      "tensorwise"};
+  auto args = base;
+  args.emplace_back("--export-launch");
+  auto r = run(args);
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());  // no search ran
+  CHECK_THAT(r.err, Contains("--export-launch: FP8 is planned for Megatron-LM and torchtitan "
+                             "layouts only") &&
+                        Contains("--export-megatron or --export-torchtitan"));
+  args = base;
+  args.insert(args.end(), {"--precision", "fp8", "--save-plan", "/tmp/dtplan-fp8-plan.json"});
+  r = run(args);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("--save-plan: FP8 is planned"));
+}

@@ -235,6 +235,13 @@ TEST_CASE("a GPU fits a topology only with the NVLink the topology gives it") {
   CHECK_NOTHROW(check_gpu_on_topology(gpus.find("GB200"), build("gb200-nvl72")));
   CHECK_NOTHROW(check_gpu_on_topology(gpus.find("GB300"), build("gb300-nvl72")));
   CHECK_NOTHROW(check_gpu_on_topology(gpus.find("B300"), build("hgx-b300")));
+  // A Grace superchip GPU only on its C2C board, a PCIe GPU never on one.
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("GB200"), build("dgx-b200")),
+                    Catch::Contains("GB200 reaches its host over NVLink-C2C") &&
+                        Catch::Contains("dgx-b200 puts its GPUs on PCIe"));
+  CHECK_THROWS_WITH(check_gpu_on_topology(gpus.find("B200"), build("gb200-nvl72")),
+                    Catch::Contains("B200 sits on PCIe") &&
+                        Catch::Contains("gb200-nvl72 is a Grace superchip board"));
 }
 
 // GB200 NVL72 (NVIDIA's NVL72 specification): 72 GPUs and 36 Grace CPUs in 18 trays, one

@@ -14,7 +14,8 @@ double nvlink_Bps_per_gpu(const Topology& t);
 double xgmi_Bps_per_gpu(const Topology& t);
 
 // Throws dtplan::Error naming the GPU, the topology and both bandwidths when the topology
-// gives each GPU more NVLink, or more xGMI, than the GPU has.
+// gives each GPU more NVLink, or more xGMI, than the GPU has, or when the GPU's host link
+// (PCIe, or NVLink-C2C on a Grace superchip) is not the board's.
 void check_gpu_on_topology(const GpuSpec& gpu, const Topology& t);
 
 }  // namespace dtplan

@@ -174,8 +174,11 @@ struct TrainingConfig {
   Optimizer optimizer = Optimizer::adamw;
   std::int64_t dp_size = 1;        // data-parallel GPUs
   std::int64_t gpus_per_node = 8;  // sets the hybrid-sharding group and per-node host totals
-  std::int64_t micro_batch = 1;    // samples per GPU per micro-step
-  std::int64_t seq_len = 0;        // tokens per sample; 0 = the model's maximum positions
+  // GPUs per host where a node spans several (an NVL72 rack's 4-GPU trays): the ranks that
+  // share one host's CPUs for an offloaded optimizer. 0: the node is one host.
+  std::int64_t gpus_per_host = 0;
+  std::int64_t micro_batch = 1;  // samples per GPU per micro-step
+  std::int64_t seq_len = 0;      // tokens per sample; 0 = the model's maximum positions
   Checkpointing checkpointing = Checkpointing::none;
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only

@@ -181,8 +181,9 @@ std::optional<StrategyOutcome> best_among(const PlanResult& r,
                                           const std::vector<Strategy>& strategies);
 
 // The configuration a candidate stands for, with the request's fixed choices.
-TrainingConfig training_config(const Candidate& c, const PlanRequest& r,
-                               std::int64_t gpus_per_node);
+// gpus_per_host: where a node spans several hosts (NodeTemplate::gpus_per_host), else 0.
+TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::int64_t gpus_per_node,
+                               std::int64_t gpus_per_host = 0);
 
 // Where a plan runs and under which names the Plan file records it.
 struct PlanTarget {
