@@ -50,6 +50,24 @@ QColor bandwidth_color(double Bps) {
   return QColor::fromHsvF(static_cast<float>(0.33 * f), 0.85f, 0.8f);
 }
 
+// The least horizontal distance between two devices of a row, in scene units.
+constexpr double kDeviceSpacing = 52.0;
+
+// Rows with more devices than this label only the bottleneck link: a label per ring hop would
+// cover each other.
+constexpr std::size_t kLabelledRow = 16;
+
+std::size_t most_gpus_per_node(const TopologyPicture& p) {
+  std::map<std::int64_t, std::size_t> per_node;
+  for (const auto& d : p.devices) {
+    if (d.gpu_rank >= 0) ++per_node[d.host];
+  }
+  std::size_t most = 0;
+  for (const auto& [host, n] : per_node)
+    most = std::max(most, n);
+  return most;
+}
+
 std::map<std::size_t, QPointF> place_devices(const TopologyPicture& p) {
   // Columns per (node, row); nodes side by side; network switches across the top.
   std::map<std::pair<std::int64_t, int>, std::vector<std::size_t>> cells;
@@ -59,7 +77,14 @@ std::map<std::size_t, QPointF> place_devices(const TopologyPicture& p) {
     cells[{d.host, row_of(d.kind)}].push_back(i);
     nodes = std::max(nodes, d.host + 1);
   }
-  const double node_width = 900.0 / static_cast<double>(std::min<std::int64_t>(nodes, 4)) + 120;
+  // A crowded row (an NVL72 rack's 72 GPUs) widens its node so devices keep 52 px apart.
+  std::size_t widest_row = 1;
+  for (const auto& [key, members] : cells) {
+    if (key.first >= 0) widest_row = std::max(widest_row, members.size());
+  }
+  const double node_width =
+      std::max(900.0 / static_cast<double>(std::min<std::int64_t>(nodes, 4)) + 120,
+               kDeviceSpacing * static_cast<double>(widest_row));
   std::map<std::size_t, QPointF> at;
   for (const auto& [key, members] : cells) {
     const auto [host, row] = key;
@@ -87,6 +112,7 @@ void TopologyView::show_analysis(const Analysis& a) {
   s->clear();
   const auto& p = a.topology;
   const auto at = place_devices(p);
+  const bool crowded = most_gpus_per_node(p) > kLabelledRow;
   drawn_links_ = 0;
   for (const auto& l : p.links) {
     const auto pa = at.at(l.from), pb = at.at(l.to);
@@ -104,7 +130,7 @@ void TopologyView::show_analysis(const Analysis& a) {
             .arg(l.bandwidth_Bps / 1e9, 0, 'f', 1)
             .arg(l.ring_hops);
     line->setToolTip(tip);
-    if (l.bottleneck || l.ring_hops > 0) {
+    if (l.bottleneck || (l.ring_hops > 0 && !crowded)) {
       auto* label = s->addSimpleText(QString("%1 GB/s%2")
                                          .arg(l.bandwidth_Bps / 1e9, 0, 'f', 0)
                                          .arg(l.ring_hops ? QString(" x%1").arg(l.ring_hops) : ""));

@@ -2,6 +2,7 @@
 // numbers (compared with direct library calls), changing an input updates them, and every
 // view renders to a non-empty image.
 #include <QBuffer>
+#include <QGraphicsEllipseItem>
 #include <QImage>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
@@ -191,6 +192,37 @@ class TestGui : public QObject {
     TopologyView view;
     view.show_analysis(a);
     QCOMPARE(view.drawn_links(), a.topology.links.size());
+  }
+
+  void topology_keeps_a_rack_of_72_gpus_apart() {
+    // A GB200 NVL72 rack is one node of 72 GPUs, 36 CPUs and 72 NICs: the node widens so no
+    // two devices of a row overlap (each is drawn 44 wide).
+    Session s;
+    s.model = "llama-3-8b";
+    s.gpu = "GB200";
+    s.topology = "gb200-nvl72";
+    s.gpus = 72;
+    s.strategy = "fsdp-full";
+    s.global_batch = 72;
+    s.seq_len = 2048;
+    const auto a = analyse(s);
+    TopologyView view;
+    view.show_analysis(a);
+    QCOMPARE(view.drawn_links(), a.topology.links.size());
+    std::map<int, std::vector<double>> rows;
+    for (const auto* item : view.scene()->items()) {
+      if (const auto* e = dynamic_cast<const QGraphicsEllipseItem*>(item)) {
+        rows[static_cast<int>(e->rect().y())].push_back(e->rect().x());
+      }
+    }
+    std::size_t most = 0;
+    for (auto& [y, xs] : rows) {
+      std::sort(xs.begin(), xs.end());
+      most = std::max(most, xs.size());
+      for (std::size_t i = 1; i < xs.size(); ++i)
+        QVERIFY2(xs[i] - xs[i - 1] >= 44.0, "two devices of a row overlap");
+    }
+    QCOMPARE(most, std::size_t{72});  // the GPU row (and the NIC row)
   }
 
   void timeline_draws_every_event_of_the_step() {
