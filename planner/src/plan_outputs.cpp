@@ -1,6 +1,7 @@
 // A ranked plan turned into its exports, launch lines, notes and estimates (plan_outputs.hpp).
 #include "dtplan/planner/plan_outputs.hpp"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "dtplan/model/error.hpp"
@@ -143,7 +144,42 @@ void layout_outputs(const UnifiedPlan& plan, const PlanInputs& in, const ExportR
   }
 }
 
+std::string signed_pct(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", fraction * 100.0);
+  return text;
+}
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", bytes / double(1LL << 30));
+  return text;
+}
+
 }  // namespace
+
+std::optional<std::string> fp8_gain_note(const UnifiedPlan& plan, const PlanInputs& in) {
+  const auto* best = plan.best();
+  if (best == nullptr || !best->layout || best->layout->layout.fp8 == Fp8Recipe::none) {
+    return std::nullopt;
+  }
+  const auto& chosen = *best->layout;
+  auto bf16 = chosen.layout;
+  bf16.fp8 = Fp8Recipe::none;
+  cost::Model3D model(in.model, in.topology, in.table, in.gpu, in.compute, in.comm);
+  const auto time = model.time(bf16);
+  const auto mem = cost::memory_3d(in.model, bf16, in.overheads, false);
+  const double gain = chosen.time.samples_per_s / time.samples_per_s - 1.0;
+  std::string text = "FP8 (" + std::string(name_of(chosen.layout.fp8)) +
+                     ") against the same layout in bf16: " + signed_pct(gain) + " samples/s";
+  if (gain < 0) text += " (its casts cost more than its GEMMs save here)";
+  const double usable = static_cast<double>(in.gpu.memory.value) * (1 - in.request.headroom);
+  if (static_cast<double>(mem.total().value) > usable) {
+    text += "; in bf16 that layout needs " + gib_text(static_cast<double>(mem.total().value)) +
+            " GiB per GPU, over the " + gib_text(usable) + " usable";
+  }
+  return text + "; other bf16 layouts: plan without {fp8_recipe}";
+}
 
 std::optional<std::string> resolve_precisions(const GpuSpec& gpu, PlanRequest& r) {
   std::optional<std::string> note;
@@ -201,6 +237,7 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
          "{export_accelerate}"});
     out.written.emplace_back("Accelerate config (FSDP2)", e.export_accelerate);
   }
+  if (const auto note = fp8_gain_note(plan, in)) out.notes.push_back(*note);
   layout_outputs(plan, in, e, out);
   return out;
 }

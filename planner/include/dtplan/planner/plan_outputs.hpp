@@ -72,4 +72,8 @@ std::optional<std::string> resolve_precisions(const GpuSpec& gpu, PlanRequest& r
 
 PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const ExportRequest& e);
 
+// When the best plan is a layout under an FP8 recipe: how its speed compares with the same
+// layout in bf16 (FP8 can lose where casts outweigh small GEMMs), and whether that fits.
+std::optional<std::string> fp8_gain_note(const UnifiedPlan& plan, const PlanInputs& in);
+
 }  // namespace dtplan::planner
