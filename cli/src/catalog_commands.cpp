@@ -60,13 +60,14 @@ int run_gpus(const CatalogOptions& o, const RunContext& ctx) {
   const auto catalog = GpuCatalog::load(data / "gpus.json");
   nlohmann::json j = report_preamble("gpus", ctx.args);
   j["gpus"] = nlohmann::json::array();
-  TextTable t({"GPU", "memory GiB", "HBM GB/s", "fp32 TF", "bf16 TF", "fp8 TF", "NVLink GB/s",
-               "xGMI GB/s", "PCIe"});
+  TextTable t({"GPU", "memory GiB", "HBM GB/s", "fp32 TF", "fp16 TF", "bf16 TF", "fp8 TF",
+               "NVLink GB/s", "xGMI GB/s", "host link"});
   for (const auto& g : catalog.gpus()) {
     t.add_row(
         {g.name, gib(g.memory),
          std::to_string(static_cast<long long>(g.memory_bandwidth_bytes_per_s / 1e9)),
-         tera(g.peak_flops.fp32), tera(g.peak_flops.bf16), tera(g.peak_flops.fp8),
+         tera(g.peak_flops.fp32), tera(g.peak_flops.fp16), tera(g.peak_flops.bf16),
+         tera(g.peak_flops.fp8),
          std::to_string(static_cast<long long>(g.nvlink_bytes_per_s_per_direction / 1e9)),
          std::to_string(static_cast<long long>(g.xgmi_bytes_per_s_per_direction / 1e9)),
          g.host_link_bytes_per_s_per_direction > 0

@@ -201,6 +201,20 @@ double curve_efficiency(const CurvePoint& p, double seq_tokens) {
   return p.plateau * seq_tokens / (seq_tokens + p.half_tokens);
 }
 
+// `fitted` x (this GPU's MAMF fraction / the reference GPU's), or `fitted` where either is
+// unknown.
+double scaled_by_mamf(double fitted, double mamf_flops, double peak_flops, double reference) {
+  if (!(mamf_flops > 0 && peak_flops > 0 && reference > 0)) return fitted;
+  return fitted * (mamf_flops / peak_flops) / reference;
+}
+
+// attention_efficiency (eager attention's batched GEMMs; fused attention where no curve was
+// measured) was set on the A100: a GPU whose matmuls reach less of its peak gets less of it.
+double attention_fallback(const GpuSpec& gpu, const ComputeConstants& k) {
+  return scaled_by_mamf(k.attention_efficiency, gpu.mamf_bf16_flops, gpu.peak_flops.bf16,
+                        k.gemm_reference_mamf_fraction);
+}
+
 double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, AttentionKernel requested,
                          AttentionLibrary lib, double seq_tokens, double head_dim, bool forward) {
   const auto kernel = kernel_of(requested, lib);
@@ -212,7 +226,7 @@ double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, Attentio
     if (c.head_dim > head_dim && (!above || c.head_dim < above->head_dim)) above = &c;
   }
   if (!below && !above) {
-    if (requested == AttentionKernel::framework) return k.attention_efficiency;
+    if (requested == AttentionKernel::framework) return attention_fallback(gpu, k);
     throw Error("attention kernel " + std::string(name_of(kernel)) + " has no measured curve for " +
                 gpu.name + " (architecture '" + gpu.architecture +
                 "') in attention_kernels of compute.json: choose another {attention-kernel} "
@@ -226,17 +240,6 @@ double kernel_efficiency(const GpuSpec& gpu, const ComputeConstants& k, Attentio
   return curve_efficiency({lo.plateau + w * (hi.plateau - lo.plateau),
                            lo.half_tokens + w * (hi.half_tokens - lo.half_tokens)},
                           seq_tokens);
-}
-
-}  // namespace
-
-namespace {
-
-// `fitted` x (this GPU's MAMF fraction / the reference GPU's), or `fitted` where either is
-// unknown.
-double scaled_by_mamf(double fitted, double mamf_flops, double peak_flops, double reference) {
-  if (!(mamf_flops > 0 && peak_flops > 0 && reference > 0)) return fitted;
-  return fitted * (mamf_flops / peak_flops) / reference;
 }
 
 }  // namespace
@@ -390,7 +393,7 @@ class Timer {
   }
   // Eager attention's two batched GEMMs.
   double eager_attention(double flops) const {
-    return flops / (peak_ * k_.attention_efficiency) + k_.kernel_overhead_s;
+    return flops / (peak_ * attention_fallback(gpu_, k_)) + k_.kernel_overhead_s;
   }
   double bytes(double b, double kernels) const {
     return b / (hbm_ * k_.memory_efficiency) + kernels * k_.kernel_overhead_s;

@@ -194,15 +194,23 @@ std::vector<std::size_t> pack(const std::vector<RingLoad>& loads,
 
 // At most how many rings of `rate` the GPUs' own outgoing links can carry: every ring leaves
 // every GPU once, so no more rings fit than a GPU's outgoing capacity over the rate.
+// Only links some candidate crosses count: an NVL72 GPU's C2C and PCIe links carry no ring.
 std::int64_t channel_bound(Router& router, const std::vector<std::int64_t>& gpus,
-                           const std::vector<double>& cap, double rate, std::int64_t max_channels) {
+                           const std::vector<RingLoad>& loads, const std::vector<double>& cap,
+                           double rate, std::int64_t max_channels) {
   const auto& t = router.topology();
   const auto& g = t.graph();
+  std::vector<char> used(cap.size(), 0);
+  for (const auto& l : loads) {
+    for (const auto& [k, hops] : l.edges)
+      used[k] = 1;
+  }
   double bound = static_cast<double>(max_channels);
   for (const auto r : gpus) {
     double out = 0.0;
     for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(r), g))) {
-      out += cap[static_cast<std::size_t>(g[e].index)];
+      const auto k = static_cast<std::size_t>(g[e].index);
+      if (used[k]) out += cap[k];
     }
     bound = std::min(bound, std::floor(out / rate * (1 + 1e-9)));
   }
@@ -255,7 +263,8 @@ class DeepPack {
   std::vector<std::size_t> best_;
 };
 
-// Fit tests the backtracking may spend per rate: about 1 ms on this kind of machine.
+// Fit tests the backtracking may spend per rate (each walks one ring's links): it runs only
+// where the GPUs' ring links could carry more rings than the greedy packings found.
 constexpr std::int64_t kDeepPackBudget = 200'000;
 
 // Equal-rate channels, as NCCL splits a buffer evenly across its channels. For each rate r
@@ -297,7 +306,7 @@ RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidate
       if (p.size() > picked.size()) picked = std::move(p);
     }
     const auto bound =
-        channel_bound(router, candidates.front().ring, cap, rate, options.max_channels);
+        channel_bound(router, candidates.front().ring, loads, cap, rate, options.max_channels);
     if (static_cast<std::int64_t>(picked.size()) < bound) {
       picked = DeepPack(loads, order, cap, rate, bound).run(std::move(picked), kDeepPackBudget);
     }

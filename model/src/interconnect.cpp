@@ -141,6 +141,13 @@ InterconnectTable InterconnectTable::load(const std::filesystem::path& path) {
   const auto algorithms = root.object("algorithms");
   for (std::size_t i = 0; i < kAlgorithmNames.size(); ++i) {
     t.algorithms_[i] = read_algorithm(algorithms.object(kAlgorithmNames[i]));
+    // NVLS generations name NVLink classes too.
+    for (const auto& [name, efficiency] : t.algorithms_[i].generation_efficiency) {
+      if (names.count(name) == 0 || t.find(name).kind != LinkKind::nvlink) {
+        algorithms.fail(kAlgorithmNames[i], "generation_efficiency: '" + name +
+                                                "' is not an NVLink class of link_classes");
+      }
+    }
     // A channel cap names the NVLink class of a GPU generation.
     for (const auto& protocol : t.algorithms_[i].protocols) {
       if (!protocol) continue;

@@ -109,3 +109,18 @@ TEST_CASE("GB200 NVL72: rings leave a rack through their tray's NICs, 15 channel
     CHECK(p.rails[c] / 2 == exit / 2);  // the NICs of the exit GPU's Grace
   }
 }
+
+// GB300 NVL72: each ConnectX-8 hangs off its own GPU (PCIe 6.0) and, through its PCIe switch,
+// off the tray's Grace (PCIe 5.0). A ring leaving a rack from one GPU and entering the next at
+// another reaches a NIC they share through a Grace: 63 GB/s x 0.762 = 48 GB/s a channel, and
+// NVLink (721.8 GB/s) bounds the channels at 15: 720 GB/s. (Without the Grace links no two GPUs
+// shared a NIC and no ring could leave a rack.)
+TEST_CASE("GB300 NVL72: rings leave a rack through a SuperNIC both boundary GPUs reach") {
+  Fixture f("gb300-nvl72", 2);
+  Router router(f.topology);
+  std::vector<std::int64_t> gpus(144);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  const auto p = plan_rings(router, gpus);
+  CHECK(p.rings.size() == 15);
+  CHECK(p.bandwidth_Bps == Approx(15 * 63.015e9 * 0.762).epsilon(1e-3));
+}

@@ -82,6 +82,11 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
   CHECK_THROWS_WITH(InterconnectTable::load(path),
                     Contains("/algorithms/nvls/fitted_generation") &&
                         Contains("'nvlink3' is not a key of generation_efficiency"));
+  j["algorithms"]["nvls"]["fitted_generation"] = "nvlink4";
+  j["algorithms"]["nvls"]["generation_efficiency"]["nvlnk5"] = 0.74;
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("generation_efficiency: 'nvlnk5' is not an NVLink class"));
   std::filesystem::remove(path);
 }
 

@@ -10,7 +10,7 @@ namespace dtplan {
 
 // The most NVLink bandwidth, per direction, any GPU of `t` has to its peers or switch.
 double nvlink_Bps_per_gpu(const Topology& t);
-// The same for AMD's xGMI GPU links (link classes named xgmi_gpu*).
+// The same for AMD's xGMI GPU links (GPU-fabric link classes whose names begin "xgmi").
 double xgmi_Bps_per_gpu(const Topology& t);
 
 // Throws dtplan::Error naming the GPU, the topology and both bandwidths when the topology
