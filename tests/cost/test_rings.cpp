@@ -89,11 +89,7 @@ TEST_CASE("across nodes every rail carries a channel") {
 // so its NVLink (18 x 50 GB/s x 0.802 = 721.8 GB/s) bounds the channels at 47 GB/s each (one
 // 400 Gb/s NDR NIC at 0.94): floor(721.8 / 47) = 15 channels, 705 GB/s.
 TEST_CASE("GB200 NVL72: rings leave a rack through their tray's NICs, 15 channels on 2 racks") {
-  Fixture f("gb200-nvl72", 2);
-  Router router(f.topology);
-  std::vector<std::int64_t> gpus(144);
-  std::iota(gpus.begin(), gpus.end(), 0);
-  const auto p = plan_rings(router, gpus);
+  const auto p = plan("gb200-nvl72", 2);
   CHECK(p.rings.size() == 15);
   CHECK(p.bandwidth_Bps == Approx(15 * 47e9));
   for (std::size_t c = 0; c < p.rings.size(); ++c) {
@@ -116,11 +112,7 @@ TEST_CASE("GB200 NVL72: rings leave a rack through their tray's NICs, 15 channel
 // NVLink (721.8 GB/s) bounds the channels at 15: 720 GB/s. (Without the Grace links no two GPUs
 // shared a NIC and no ring could leave a rack.)
 TEST_CASE("GB300 NVL72: rings leave a rack through a SuperNIC both boundary GPUs reach") {
-  Fixture f("gb300-nvl72", 2);
-  Router router(f.topology);
-  std::vector<std::int64_t> gpus(144);
-  std::iota(gpus.begin(), gpus.end(), 0);
-  const auto p = plan_rings(router, gpus);
+  const auto p = plan("gb300-nvl72", 2);
   CHECK(p.rings.size() == 15);
   CHECK(p.bandwidth_Bps == Approx(15 * 63.015e9 * 0.762).epsilon(1e-3));
 }
