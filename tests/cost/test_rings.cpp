@@ -96,13 +96,13 @@ TEST_CASE("GB200 NVL72: rings leave a rack through their tray's NICs, 15 channel
     // The GPU before the rack boundary (local rank 71 of rack 0 in the ring's order): its
     // tray's NICs are rails 4 t .. 4 t + 3, of which its Grace holds two.
     const auto& ring = p.rings[c];
-    std::int64_t exit = -1;
+    std::int64_t exit_gpu = -1;
     for (std::size_t i = 0; i < ring.size(); ++i) {
-      if (ring[i] < 72 && ring[(i + 1) % ring.size()] >= 72) exit = ring[i];
+      if (ring[i] < 72 && ring[(i + 1) % ring.size()] >= 72) exit_gpu = ring[i];
     }
-    REQUIRE(exit >= 0);
-    INFO("channel " << c << " exits at GPU " << exit << " on rail " << p.rails[c]);
-    CHECK(p.rails[c] / 2 == exit / 2);  // the NICs of the exit GPU's Grace
+    REQUIRE(exit_gpu >= 0);
+    INFO("channel " << c << " exits at GPU " << exit_gpu << " on rail " << p.rails[c]);
+    CHECK(p.rails[c] / 2 == exit_gpu / 2);  // the NICs of the exit GPU's Grace
   }
 }
 
