@@ -8,13 +8,14 @@
 #include "dtplan/cost/layout_text.hpp"
 
 namespace dtplan::planner {
-namespace {
 
 std::string one_decimal(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", v);
   return text;
 }
+
+namespace {
 
 std::string behind_word(Objective o) {
   return o == Objective::cost ? "costlier" : "slower";

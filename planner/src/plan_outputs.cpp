@@ -151,9 +151,7 @@ std::string signed_pct(double fraction) {
 }
 
 std::string gib_text(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", bytes / double(1LL << 30));
-  return text;
+  return one_decimal(bytes / double(1LL << 30));
 }
 
 }  // namespace

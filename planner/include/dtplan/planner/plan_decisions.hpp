@@ -12,6 +12,9 @@
 
 namespace dtplan::planner {
 
+// A number with one decimal, as the plan notes print them ("12.3").
+std::string one_decimal(double v);
+
 // The configuration DeepSpeed runs: the best ZeRO configuration (the best data-parallel plan
 // itself when it is one), with a note saying how far behind the best it is; else the best
 // data-parallel plan itself. `best` must hold a best configuration.
