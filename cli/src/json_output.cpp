@@ -52,11 +52,18 @@ nlohmann::json model_json(const ModelDesc& m) {
                   {"ffn", t.ffn_size},
                   {"vocab", t.vocab_size},
                   {"max_positions", t.max_positions},
-                  {"mlp", t.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
+                  {"mlp", t.mlp == MlpKind::swiglu  ? "swiglu"
+                          : t.mlp == MlpKind::geglu ? "geglu"
+                                                    : "gelu"},
                   {"positions", t.positions == PositionKind::rotary ? "rotary" : "learned"},
                   {"tied_embeddings", t.tied_embeddings},
                   {"qk_norm", t.qk_norm},
-                  {"sliding_window", t.sliding_window}};
+                  {"sliding_window", t.sliding_window},
+                  {"windowed_layers", t.windowed_layers(t.num_layers)},
+                  {"norms_per_layer", t.norms_per_layer},
+                  {"attention_sinks", t.attention_sinks},
+                  {"attn_logit_softcap", t.attn_logit_softcap},
+                  {"final_logit_softcap", t.final_logit_softcap}};
     j["active_params"] = count_parameters(t).active;
     if (t.moe.active()) {
       j["shape"]["moe"] = {{"experts", t.moe.experts},

@@ -19,10 +19,10 @@ void add_explanations(nlohmann::json& j, const cost::Memory3D& mem) {
 void print_layout_memory(std::ostream& out, const cost::Layout3D& l, const cost::Memory3D& mem,
                          const std::optional<GpuSpec>& gpu, const std::string& indent) {
   out << indent << "memory per GPU (the heaviest: pipeline stage " << mem.stage + 1 << " of "
-      << l.pp << ", " << mem.params_per_gpu << " parameters): weights " << gib(mem.weights)
-      << " GiB, master weights " << gib(mem.master_weights) << ", gradients " << gib(mem.gradients)
-      << ", optimizer states " << gib(mem.optimizer_states) << ", activations "
-      << gib(mem.activations)
+      << l.pp << ", " << format_thousands(mem.params_per_gpu) << " parameters): weights "
+      << gib(mem.weights) << " GiB, master weights " << gib(mem.master_weights) << ", gradients "
+      << gib(mem.gradients) << ", optimizer states " << gib(mem.optimizer_states)
+      << ", activations " << gib(mem.activations)
       << (mem.logits.value > 0 ? ", logits and loss " + gib(mem.logits) : std::string())
       << (mem.buffers.value > 0 ? ", buffers " + gib(mem.buffers) : std::string()) << ", overhead "
       << gib(mem.overhead) << "; total " << gib(mem.total()) << " GiB";

@@ -1,6 +1,8 @@
 // Text layout of a model description.
 #include "model_report.hpp"
 
+#include <sstream>
+
 #include "dtplan/cost/activations.hpp"
 #include "format.hpp"
 #include "table.hpp"
@@ -13,6 +15,35 @@ std::string percent(std::int64_t part, std::int64_t whole) {
   return fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1) + "%";
 }
 
+std::string mlp_text(MlpKind k) {
+  switch (k) {
+    case MlpKind::swiglu:
+      return " (SwiGLU: gate, up, down)";
+    case MlpKind::geglu:
+      return " (GeGLU: gate, up, down)";
+    case MlpKind::gelu:
+      break;
+  }
+  return " (GELU MLP)";
+}
+
+std::string window_text(const TransformerSpec& t) {
+  std::string out = std::to_string(t.sliding_window) + " tokens";
+  if (t.full_attention_every > 0) {
+    out += " on " + std::to_string(t.windowed_layers(t.num_layers)) + " of " +
+           std::to_string(t.num_layers) + " layers (full attention every " +
+           std::to_string(t.full_attention_every) + ")";
+  }
+  return out;
+}
+
+std::string cap_text(double cap) {
+  if (cap <= 0) return "none";
+  std::ostringstream o;
+  o << cap;
+  return o.str();
+}
+
 void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
   TextTable s({"shape", ""});
   s.add_row({"model_type", t.model_type});
@@ -21,11 +52,7 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
   s.add_row({"heads / kv heads / head dim", std::to_string(t.num_heads) + " / " +
                                                 std::to_string(t.num_kv_heads) + " / " +
                                                 std::to_string(t.head_dim)});
-  if (!t.moe.active()) {
-    s.add_row(
-        {"ffn", std::to_string(t.ffn_size) +
-                    (t.mlp == MlpKind::swiglu ? " (SwiGLU: gate, up, down)" : " (GELU MLP)")});
-  }
+  if (!t.moe.active()) s.add_row({"ffn", std::to_string(t.ffn_size) + mlp_text(t.mlp)});
   if (t.moe.active()) {
     s.add_row({"experts", std::to_string(t.moe.experts) + " of " +
                               std::to_string(t.moe.expert_ffn_size) + ", " +
@@ -34,8 +61,14 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
       s.add_row({"shared expert", std::to_string(t.moe.shared_ffn_size) +
                                       (t.moe.shared_expert_gate ? " (gated)" : "")});
   }
-  if (t.sliding_window > 0)
-    s.add_row({"sliding window", std::to_string(t.sliding_window) + " tokens"});
+  if (t.sliding_window > 0) s.add_row({"sliding window", window_text(t)});
+  if (t.norms_per_layer != 2)
+    s.add_row({"norms per block", std::to_string(t.norms_per_layer) + " (sub-layer outputs too)"});
+  if (t.attention_sinks) s.add_row({"attention sinks", "one learned logit per head"});
+  if (t.attn_logit_softcap > 0 || t.final_logit_softcap > 0) {
+    s.add_row({"soft-capping", "scores " + cap_text(t.attn_logit_softcap) + ", logits " +
+                                   cap_text(t.final_logit_softcap)});
+  }
   s.add_row({"vocabulary",
              std::to_string(t.vocab_size) +
                  (t.head == HeadKind::causal_lm && !t.tied_embeddings ? ", untied LM head" : "")});

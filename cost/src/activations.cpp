@@ -12,7 +12,8 @@
 //                        with dropout 4*as^2b + as^2b + e*as^2b
 //   mlp gelu   e*sbh (fc1 input) + 2e*sbf (activation input, fc2 input) + sbh (dropout mask)
 //   mlp swiglu e*sbh (gate/up input) + 4e*sbf (gate out, SiLU out, up out, product)
-//   norms      2 * e*sbh (each norm's input)
+//   norms      2 * e*sbh (each norm's input; 4 in Gemma 2/3)
+//   soft-caps  eager attention: + e*as^2b (tanh output); final logits: + e*sbv
 //   mixture of experts, E experts of width f_e, k per token, shared expert of f_s: the
 //              MLP input e*sbh as above, then 4*sbE (fp32 router probabilities)
 //              + 2e*ksbh (the k permuted copies of every token, the experts' outputs)
@@ -135,6 +136,8 @@ void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t s
   add_term(est, a, "LM head input", e * sbh_rank);
   const std::int64_t logits = checked_mul(e, sbv, "activation bytes");
   add_term(est, a, "logits", logits);
+  // Soft-capped logits (Gemma 2): tanh keeps its output, in the logits' precision.
+  if (t.final_logit_softcap > 0) add_term(est, a, "soft-capped logits (tanh output)", logits);
   const std::int64_t fp32 = checked_mul(bytes_per_element(ElementType::fp32), sbv, "bytes");
   std::int64_t loss = 0;
   if (a.loss == LossKind::vocab_parallel) {
@@ -220,8 +223,8 @@ namespace {
 // outputs and the activation's output, 4 tensors with a gate, 2 without.
 std::int64_t mlp_inner_bytes(const TransformerSpec& t, std::int64_t e, std::int64_t rows,
                              std::int64_t f) {
-  return checked_mul(t.mlp == MlpKind::swiglu ? 4 * e : 2 * e,
-                     checked_mul(rows, f, "activation bytes"), "activation bytes");
+  return checked_mul(is_gated(t.mlp) ? 4 * e : 2 * e, checked_mul(rows, f, "activation bytes"),
+                     "activation bytes");
 }
 
 // A mixture-of-experts MLP keeps, besides its input (counted with the dense terms): the
@@ -278,8 +281,10 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   const std::int64_t f = split(t.ffn_size, tp), heads = split(t.num_heads, tp);
   const std::int64_t mask = t.hidden_dropout ? sbh : 0;
   // Replicated over the tensor-parallel ranks unless sequence parallelism splits them: the
-  // inputs of the QKV projection, of the MLP and of the two norms, the two dropout masks.
-  const std::int64_t replicated = e * sbh + mask + e * sbh + mask + 2 * e * sbh;
+  // inputs of the QKV projection, of the MLP and of the norms (2, or Gemma's 4), the two
+  // dropout masks.
+  const std::int64_t replicated =
+      e * sbh + mask + e * sbh + mask + checked_mul(t.norms_per_layer * e, sbh, "activation bytes");
   // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
   const std::int64_t mlp =
       t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : mlp_inner_bytes(t, e, sb, f);
@@ -302,18 +307,20 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   out.input = Bytes{a.sequence_parallel ? split(e * sbh, tp) : e * sbh};
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
+  // Eager soft-capping keeps its tanh's output for the backward: one more s x s tensor.
+  const std::int64_t capped = t.attn_logit_softcap > 0 ? checked_mul(e, as2b, "bytes") : 0;
   switch (a.attention) {
     case Attention::flash:
       out.scores = Bytes{mul3(4 * heads, s, b)};
       break;
     case Attention::eager:
-      out.scores = Bytes{checked_mul(e, as2b, "activation bytes") + dropout};
+      out.scores = Bytes{checked_mul(e, as2b, "activation bytes") + dropout + capped};
       break;
     case Attention::hf_eager: {
       // The fp32 softmax output; then the 16-bit probabilities, or the dropout mask and output.
       const std::int64_t probs = e == 4 ? 0 : checked_mul(e, as2b, "activation bytes");
-      out.scores =
-          Bytes{checked_mul(4, as2b, "activation bytes") + (dropout > 0 ? dropout : probs)};
+      out.scores = Bytes{checked_mul(4, as2b, "activation bytes") +
+                         (dropout > 0 ? dropout : probs) + capped};
       break;
     }
   }

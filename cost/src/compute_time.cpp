@@ -433,7 +433,7 @@ void dense_mlp(const TransformerSpec& t, double m, double f, const Timer& time, 
                double& bytes) {
   const double h = static_cast<double>(t.hidden_size);
   const double e = time.element_bytes();
-  const bool gated = t.mlp == MlpKind::swiglu;
+  const bool gated = is_gated(t.mlp);
   p.gemm += (gated ? 2 : 1) * time.linear(m, h, f) + time.linear(m, f, h);
   bytes += (gated ? 3.0 : 2.0) * e * m * f;
   bytes += time.cast_bytes(m * h + m * f);  // the two Linears' inputs, under FP8
@@ -456,7 +456,7 @@ void moe_mlp(const TransformerSpec& t, double m, const Timer& time, Phase& p, do
   const double local = static_cast<double>(moe.experts_on_gpu());
   const double rows = m * static_cast<double>(moe.experts_per_token) * moe.routed_rows_share;
   const double fe = static_cast<double>(moe.expert_ffn_size);
-  const bool gated = t.mlp == MlpKind::swiglu;
+  const bool gated = is_gated(t.mlp);
   p.gemm += time.gemm(m, h, experts);
   p.gemm += (gated ? 2 : 1) * time.grouped_linear(rows, h, fe, local) +
             time.grouped_linear(rows, fe, h, local);
@@ -476,7 +476,15 @@ double attended_fraction(const TransformerSpec& t, double s) {
   if (t.head != HeadKind::causal_lm) return 1.0;
   const double w = static_cast<double>(t.sliding_window);
   if (w <= 0 || w >= s) return 0.5;
-  return (w * (w + 1) / 2 + (s - w) * w) / (s * s);
+  const double windowed = (w * (w + 1) / 2 + (s - w) * w) / (s * s);
+  const double share = t.windowed_share();  // the rest attend causally to all earlier tokens
+  return share * windowed + (1 - share) * 0.5;
+}
+
+double attended_keys(const TransformerSpec& t, double s) {
+  if (t.sliding_window <= 0) return s;
+  const double share = t.windowed_share();
+  return share * std::min(s, static_cast<double>(t.sliding_window)) + (1 - share) * s;
 }
 
 namespace {
@@ -506,16 +514,23 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
     p.attention_backward = fused.backward_s;
   } else {
     // Two batched GEMMs and a softmax over the a x s x s scores; the backward twice that.
-    const double a = static_cast<double>(t.num_heads);
-    p.attention = time.eager_attention(core_flops) + time.bytes(4.0 * e * a * s * s * b, 3);
+    // Soft-capping adds its division, tanh and multiplication, each reading and writing the
+    // scores.
+    const double scores = e * static_cast<double>(t.num_heads) * s * s * b;
+    const bool capped = t.attn_logit_softcap > 0;
+    p.attention = time.eager_attention(core_flops) +
+                  time.bytes((capped ? 10.0 : 4.0) * scores, capped ? 6 : 3);
     p.attention_backward = 2.0 * p.attention;
   }
-  bytes += 2 * (2 * e * m * h) + 2 * (3 * e * m * h);  // two norms, two residual adds
-  if (t.qk_norm) bytes += 2 * e * m * (q + kv);        // RMSNorm of every query and key head
+  const double norms = static_cast<double>(t.norms_per_layer);
+  bytes += norms * (2 * e * m * h) + 2 * (3 * e * m * h);  // the norms, two residual adds
+  if (t.qk_norm) bytes += 2 * e * m * (q + kv);            // RMSNorm of every query and key head
   if (t.positions == PositionKind::rotary) bytes += 2 * e * m * (q + kv);
   if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
-  // The casts of the four Linears' inputs (QKV, output projection, up, down) under FP8.
-  p.elementwise += time.bytes(bytes, k.elementwise_kernels_per_layer + time.cast_kernels(4));
+  // The casts of the four Linears' inputs (QKV, output projection, up, down) under FP8, and
+  // one kernel for each norm beyond the two the per-layer count assumes.
+  p.elementwise +=
+      time.bytes(bytes, k.elementwise_kernels_per_layer + (norms - 2) + time.cast_kernels(4));
   return p;
 }
 
@@ -542,6 +557,10 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
     // Logits cast to fp32, log-softmax, loss; and their gradients.
     fwd.elementwise += time.bytes(m * v * (e + 4 + 4 + 4), 3);
     bwd.elementwise += time.bytes(m * v * (4 + 4 + e), 3);
+    if (t.final_logit_softcap > 0) {  // c tanh(x / c): three passes each way over the logits
+      fwd.elementwise += time.bytes(3 * 2 * e * m * v, 3);
+      bwd.elementwise += time.bytes(3 * 2 * e * m * v + e * m * v, 3);
+    }
   }
   double recompute = 0;
   if (c.checkpointing == Checkpointing::full) recompute = block.total() * L;
@@ -562,7 +581,7 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   const double block_matmul =
       static_cast<double>(p.attention) + L * static_cast<double>(mlp_active_params(t));
   const double matmul = block_matmul + (lm ? v * h : 0.0);
-  const double keys = t.sliding_window > 0 ? std::min(s, static_cast<double>(t.sliding_window)) : s;
+  const double keys = attended_keys(t, s);
   const double attention_fwd = 4.0 * L * keys * static_cast<double>(t.q_size()) * m;
   out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
   const double block_fwd = 2.0 * block_matmul * m + attention_fwd;

@@ -44,7 +44,7 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
   s.ffn = scaled(spec.ffn_size, scale);
   s.layers = spec.num_layers;
   s.seq_len = seq_len;
-  s.gated = spec.mlp == MlpKind::swiglu;
+  s.gated = is_gated(spec.mlp);
   s.bias = spec.qkv_bias || spec.mlp_bias;
   s.tied = spec.tied_embeddings;
   return s;

@@ -52,10 +52,11 @@ BlockParams block_params(const TransformerSpec& s) {
   BlockParams p;
   p.matrices = h * (q + 2 * kv) + q * h;
   if (s.qkv_bias) p.matrices += q + 2 * kv;
-  p.replicated = (s.norm == NormKind::layernorm ? 4 : 2) * h + (s.attn_out_bias ? h : 0) +
-                 (s.qk_norm ? 2 * s.head_dim : 0);
+  if (s.attention_sinks) p.matrices += s.num_heads;  // a sink per head, with its head
+  p.replicated = (s.norm == NormKind::layernorm ? 2 : 1) * s.norms_per_layer * h +
+                 (s.attn_out_bias ? h : 0) + (s.qk_norm ? 2 * s.head_dim : 0);
   if (s.moe.active()) {
-    const bool gated = s.mlp == MlpKind::swiglu;
+    const bool gated = is_gated(s.mlp);
     const auto split_part = [&](std::int64_t fe) {  // one MLP's matrices and input biases
       return (gated ? 3 : 2) * h * fe + (s.mlp_bias ? (gated ? 2 : 1) * fe : 0);
     };
@@ -68,8 +69,8 @@ BlockParams block_params(const TransformerSpec& s) {
     p.replicated += whole;
     return p;
   }
-  p.matrices += (s.mlp == MlpKind::gelu ? 2 : 3) * h * f;
-  if (s.mlp_bias) p.matrices += (s.mlp == MlpKind::gelu ? 1 : 2) * f;
+  p.matrices += (is_gated(s.mlp) ? 3 : 2) * h * f;
+  if (s.mlp_bias) p.matrices += (is_gated(s.mlp) ? 2 : 1) * f;
   p.replicated += s.mlp_bias ? h : 0;
   return p;
 }
@@ -700,6 +701,7 @@ ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers) {
       static_cast<double>(l.expert_tp()) / static_cast<double>(t) * l.expert_rows_factor();
   s.moe.shared_ffn_size /= t;
   s.vocab_size = (s.vocab_size + t - 1) / t;
+  if (s.window_pattern_layers == 0) s.window_pattern_layers = s.num_layers;
   s.num_layers = layers;
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
 }

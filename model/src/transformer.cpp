@@ -4,7 +4,9 @@
 //   attention  h*q + 2*h*k + q*h  (+ q + 2k biases if qkv_bias, + h if attn_out_bias)
 //   mlp gelu   2*h*f              (+ f + h if mlp_bias)
 //   mlp swiglu 3*h*f              (+ 2f + h if mlp_bias)
-//   norms      2 * (h, + h if LayerNorm has a bias)  (+ 2 head_dim for Qwen3's q/k norms)
+//   norms      2 (4 in Gemma 2/3) * (h, + h if LayerNorm has a bias)  (+ 2 head_dim for the
+//              q/k norms of Qwen3 and Gemma 3)
+//   sinks      heads (gpt-oss: one learned logit per head)
 //   mixture of experts: router h*E (+ E), E experts of f_e, a shared expert of f_s (+ h for
 //   its gate); a token runs through the router, the shared expert and k of the E experts.
 #include "dtplan/model/transformer.hpp"
@@ -44,13 +46,14 @@ std::int64_t attention_params(const TransformerSpec& s) {
   std::int64_t p = add(add(mul(h, s.q_size()), mul(2, mul(h, s.kv_size()))), mul(s.q_size(), h));
   if (s.qkv_bias) p = add(p, add(s.q_size(), mul(2, s.kv_size())));
   if (s.attn_out_bias) p = add(p, h);
+  if (s.attention_sinks) p = add(p, s.num_heads);
   return p;
 }
 
 // One MLP of intermediate size f, of the model's kind.
 std::int64_t one_mlp(const TransformerSpec& s, std::int64_t f) {
   const std::int64_t h = s.hidden_size;
-  if (s.mlp == MlpKind::swiglu) return add(mul(3, mul(h, f)), s.mlp_bias ? add(mul(2, f), h) : 0);
+  if (is_gated(s.mlp)) return add(mul(3, mul(h, f)), s.mlp_bias ? add(mul(2, f), h) : 0);
   return add(mul(2, mul(h, f)), s.mlp_bias ? add(f, h) : 0);
 }
 
@@ -65,7 +68,7 @@ std::int64_t moe_params(const TransformerSpec& s, std::int64_t routed) {
 }
 
 std::int64_t layer_norm_params(const TransformerSpec& s) {
-  return add(mul(2, norm_params(s)), s.qk_norm ? mul(2, s.head_dim) : 0);
+  return add(mul(s.norms_per_layer, norm_params(s)), s.qk_norm ? mul(2, s.head_dim) : 0);
 }
 
 std::int64_t embedding_params(const TransformerSpec& s) {
@@ -83,6 +86,17 @@ std::int64_t mlp_params(const TransformerSpec& s) {
 
 std::int64_t mlp_active_params(const TransformerSpec& s) {
   return s.moe.active() ? moe_params(s, s.moe.experts_per_token) : one_mlp(s, s.ffn_size);
+}
+
+std::int64_t TransformerSpec::windowed_layers(std::int64_t layers) const {
+  if (sliding_window <= 0) return 0;
+  return full_attention_every > 0 ? layers - layers / full_attention_every : layers;
+}
+
+double TransformerSpec::windowed_share() const {
+  const std::int64_t layers = window_pattern_layers > 0 ? window_pattern_layers : num_layers;
+  if (layers <= 0) return 0;
+  return static_cast<double>(windowed_layers(layers)) / static_cast<double>(layers);
 }
 
 std::vector<ParamComponent> TransformerParams::components() const {
@@ -148,6 +162,13 @@ void validate(const TransformerSpec& s, const std::string& origin_in) {
                 " does not divide num_attention_heads " + std::to_string(s.num_heads));
   }
   if (s.type_vocab_size < 0) throw Error(origin + "type_vocab_size must not be negative");
+  if (s.norms_per_layer != 2 && s.norms_per_layer != 4)
+    throw Error(origin + "a block has 2 or 4 norms, not " + std::to_string(s.norms_per_layer));
+  if (s.full_attention_every < 0 || s.full_attention_every > s.num_layers) {
+    throw Error(origin + "full attention every " + std::to_string(s.full_attention_every) +
+                " layers must be between 0 (none) and the " + std::to_string(s.num_layers) +
+                " layers");
+  }
   if (s.moe.active()) validate_moe(s.moe, origin);
   // q_size() and kv_size() multiply unchecked; a valid spec keeps them in range.
   checked_mul(s.num_heads, s.head_dim, origin + "num_heads x head_dim");
@@ -225,26 +246,39 @@ std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& s
     next().push_back(s.head_dim);
   }
   linear(next(), s.q_size(), h, s.attn_out_bias);
+  if (s.attention_sinks) next().push_back(s.num_heads);
   norm(next(), s);
-  // One MLP's projections, each its own module: gate (SwiGLU), up, down.
+  if (s.norms_per_layer == 4) norm(next(), s);  // the attention output's, then the MLP's input
+  // One MLP's projections, each its own module: gate (gated kinds), up, down; gate and up in
+  // one tensor where the model fuses them (phi3's gate_up_proj, gpt-oss's experts).
   auto mlp = [&](std::int64_t f) {
-    if (s.mlp == MlpKind::swiglu && s.model_type == "phi3") {
-      linear(next(), h, mul(2, f), s.mlp_bias);  // gate_up_proj
+    if (is_gated(s.mlp) && (s.model_type == "phi3" || s.model_type == "gpt_oss")) {
+      linear(next(), h, mul(2, f), s.mlp_bias);
     } else {
-      if (s.mlp == MlpKind::swiglu) linear(next(), h, f, s.mlp_bias);
+      if (is_gated(s.mlp)) linear(next(), h, f, s.mlp_bias);
       linear(next(), h, f, s.mlp_bias);
     }
     linear(next(), f, h, s.mlp_bias);
   };
   if (!s.moe.active()) {
     mlp(s.ffn_size);
+    if (s.norms_per_layer == 4) norm(next(), s);  // the MLP output's
     return out;
   }
   linear(next(), h, s.moe.experts, s.moe.router_bias);
-  for (std::int64_t e = 0; e < s.moe.experts; ++e)
-    mlp(s.moe.expert_ffn_size);
+  if (s.model_type == "gpt_oss") {
+    // GptOssExperts: every expert's gate_up_proj, down_proj and their biases, 4 tensors.
+    const std::int64_t e = s.moe.experts, f = s.moe.expert_ffn_size;
+    auto& experts = next();
+    linear(experts, h, mul(e, mul(2, f)), s.mlp_bias);
+    linear(experts, f, mul(e, h), s.mlp_bias);
+  } else {
+    for (std::int64_t e = 0; e < s.moe.experts; ++e)
+      mlp(s.moe.expert_ffn_size);
+  }
   if (s.moe.shared_ffn_size > 0) mlp(s.moe.shared_ffn_size);
   if (s.moe.shared_expert_gate) linear(next(), h, 1, false);
+  if (s.norms_per_layer == 4) norm(next(), s);
   return out;
 }
 
@@ -364,6 +398,103 @@ TransformerSpec read_phi3(const ObjectReader& c) {
   return s;
 }
 
+// Which layers attend through the sliding window, for models that mix windowed and full
+// layers: "layer_types" (one "sliding_attention" or "full_attention" per layer, written by
+// transformers 4.53 and later), else the period under `period_key` (Gemma 3's
+// sliding_window_pattern), else `default_every`. Full attention must fall on layers N, 2N, ...
+// (1-based), the pattern Megatron-LM's --window-attn-skip-freq and the cost model express.
+void read_layer_windows(const ObjectReader& c, TransformerSpec& s, const char* period_key,
+                        std::int64_t default_every) {
+  if (!c.has("layer_types")) {
+    s.full_attention_every = c.optional_integer(period_key).value_or(default_every);
+    if (s.full_attention_every < 1 || s.full_attention_every > s.num_layers) {
+      c.fail(period_key, "must be between 1 and the " + std::to_string(s.num_layers) + " layers");
+    }
+    return;
+  }
+  const auto types = c.strings("layer_types");
+  if (static_cast<std::int64_t>(types.size()) != s.num_layers) {
+    c.fail("layer_types", "lists " + std::to_string(types.size()) +
+                              " layers, num_hidden_layers is " + std::to_string(s.num_layers));
+  }
+  std::vector<bool> full;
+  for (const auto& t : types) {
+    if (t != "sliding_attention" && t != "full_attention") {
+      c.fail("layer_types", "'" + t + "' is not modelled (sliding_attention, full_attention)");
+    }
+    full.push_back(t == "full_attention");
+  }
+  const auto first = std::find(full.begin(), full.end(), true);
+  if (first == full.begin() && std::all_of(full.begin(), full.end(), [](bool f) { return f; })) {
+    s.sliding_window = 0;  // no layer uses the window
+    return;
+  }
+  const std::int64_t every = first == full.end() ? 0 : (first - full.begin()) + 1;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    const bool expected = every > 0 && static_cast<std::int64_t>(i + 1) % every == 0;
+    if (full[i] != expected) {
+      c.fail("layer_types", "layer index " + std::to_string(i) +
+                                " breaks the pattern of full attention "
+                                "every " +
+                                std::to_string(every) +
+                                " layers; only such periodic "
+                                "patterns are modelled");
+    }
+  }
+  s.full_attention_every = every;
+}
+
+// Gemma: Llama's blocks with the gate under tanh-approximated GELU (GeGLU), tied embeddings
+// (scaled by sqrt(hidden), no parameters) and head_dim 256 by default.
+void read_gemma_like(const ObjectReader& c, TransformerSpec& s) {
+  read_llama_like(c, s);
+  s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
+  const char* key = c.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  const std::string act = c.optional_string(key).value_or("gelu_pytorch_tanh");
+  if (act.rfind("gelu", 0) != 0) {
+    c.fail(key, "'" + act + "' is not modelled for Gemma (gelu_pytorch_tanh, gelu)");
+  }
+  s.mlp = MlpKind::geglu;
+}
+
+TransformerSpec read_gemma(const ObjectReader& c) {
+  TransformerSpec s;
+  read_gemma_like(c, s);
+  return s;
+}
+
+void read_softcaps(const ObjectReader& c, TransformerSpec& s) {
+  s.attn_logit_softcap =
+      c.optional_number("attn_logit_softcapping", NumberRange::positive(1e6)).value_or(0.0);
+  s.final_logit_softcap =
+      c.optional_number("final_logit_softcapping", NumberRange::positive(1e6)).value_or(0.0);
+}
+
+// Gemma 2: four norms per block (each sub-layer's input and output), local sliding-window and
+// global layers alternating, tanh soft-capping of the attention scores and of the logits.
+TransformerSpec read_gemma2(const ObjectReader& c) {
+  TransformerSpec s;
+  read_gemma_like(c, s);
+  s.norms_per_layer = 4;
+  read_sliding_window(c, s);
+  read_layer_windows(c, s, "sliding_window_pattern", 2);
+  read_softcaps(c, s);
+  return s;
+}
+
+// Gemma 3 (text): Gemma 2's blocks with RMSNorm on each query and key head, five local layers
+// to one global, soft-capping replaced by the q/k norms (the keys are null in its configs).
+TransformerSpec read_gemma3_text(const ObjectReader& c) {
+  TransformerSpec s;
+  read_gemma_like(c, s);
+  s.norms_per_layer = 4;
+  s.qk_norm = true;
+  read_sliding_window(c, s);
+  read_layer_windows(c, s, "sliding_window_pattern", 6);
+  read_softcaps(c, s);
+  return s;
+}
+
 // Mixtral: Mistral's blocks with num_local_experts SwiGLU experts of intermediate_size each,
 // num_experts_per_tok of them per token, behind a bias-free router.
 // Routed experts and how many each token runs through, checked where the config states them.
@@ -409,6 +540,28 @@ TransformerSpec read_qwen2_moe(const ObjectReader& c) {
 TransformerSpec read_qwen3_moe(const ObjectReader& c) {
   TransformerSpec s = read_qwen3(c);
   read_qwen_moe(c, s);
+  return s;
+}
+
+// gpt-oss: every block a mixture of num_local_experts experts of intermediate_size, their gate
+// and up in one tensor with biases (and the router's bias), a learned sink logit per attention
+// head, projections with biases, banded (sliding-window) and full layers alternating.
+TransformerSpec read_gpt_oss(const ObjectReader& c) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(true);
+  s.attention_sinks = true;
+  read_sliding_window(c, s);
+  read_layer_windows(c, s, "sliding_window_pattern", 2);
+  read_routing(c, "num_local_experts", s.moe);
+  if (c.has("experts_per_token") &&
+      c.positive_integer("experts_per_token") != s.moe.experts_per_token) {
+    c.fail("experts_per_token",
+           "differs from num_experts_per_tok " + std::to_string(s.moe.experts_per_token));
+  }
+  s.moe.expert_ffn_size = s.ffn_size;
+  s.moe.router_bias = true;
+  s.mlp_bias = true;
   return s;
 }
 
@@ -537,6 +690,9 @@ constexpr ModelTypeReader kReaders[] = {
     {"qwen2", read_qwen2, ""},
     {"qwen3", read_qwen3, ""},
     {"phi3", read_phi3, ""},
+    {"gemma", read_gemma, ""},
+    {"gemma2", read_gemma2, ""},
+    {"gemma3_text", read_gemma3_text, ""},
     {"bert", read_bert, ""},
     {"mixtral", read_mixtral, "num_local_experts num_experts_per_tok"},
     {"qwen2_moe", read_qwen2_moe,
@@ -544,6 +700,7 @@ constexpr ModelTypeReader kReaders[] = {
      "decoder_sparse_step mlp_only_layers"},
     {"qwen3_moe", read_qwen3_moe,
      "num_experts num_experts_per_tok moe_intermediate_size decoder_sparse_step mlp_only_layers"},
+    {"gpt_oss", read_gpt_oss, "num_local_experts num_experts_per_tok"},
 };
 
 bool reads_key(std::string_view keys, std::string_view key) {
@@ -566,6 +723,14 @@ void refuse_unread_count_keys(const ObjectReader& c, const ModelTypeReader& r) {
   }
 }
 
+// gpt-oss is released with its experts in MXFP4 (quant_method mxfp4); training dequantizes
+// them to bf16 (transformers' Mxfp4Config(dequantize=True)), the same parameter count.
+bool mxfp4_release(const ObjectReader& config, const std::string& type) {
+  if (type != "gpt_oss") return false;
+  const auto q = config.object("quantization_config");
+  return q.optional_string("quant_method").value_or("") == "mxfp4";
+}
+
 }  // namespace
 
 std::vector<std::string> supported_model_types() {
@@ -579,7 +744,8 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
   const std::string type = config.string("model_type");
   const auto known = std::find_if(std::begin(kReaders), std::end(kReaders),
                                   [&](const auto& r) { return type == r.model_type; });
-  if (known != std::end(kReaders) && config.has("quantization_config")) {
+  if (known != std::end(kReaders) && config.has("quantization_config") &&
+      !mxfp4_release(config, type)) {
     config.fail("quantization_config",
                 "quantized checkpoints are not supported: dtplan models full-precision training");
   }
@@ -596,6 +762,15 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
       }
       return s;
     }
+  }
+  if (type == "gemma3") {
+    // Gemma 3's image-text checkpoints nest the language model under text_config beside a
+    // SigLIP vision tower that dtplan does not model.
+    config.fail("model_type",
+                "'gemma3' is Gemma 3's image-and-text model, whose SigLIP vision "
+                "tower is not modelled: plan its language model by saving the "
+                "\"text_config\" object as its own config.json (model_type "
+                "gemma3_text)");
   }
   config.fail("model_type", "model_type '" + type + "' is not supported (supported: " +
                                 join(supported_model_types(), ", ") + ")");

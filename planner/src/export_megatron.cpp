@@ -48,7 +48,26 @@ void mixture_of_experts(Args& a, const MoeSpec& m) {
   a.emplace_back("--moe-grouped-gemm");
 }
 
+// Parts of a model Megatron-LM's command line cannot state: exporting without them would train
+// a different model, so the export refuses and says which.
+void check_expressible(const TransformerSpec& s) {
+  std::string missing;
+  const auto note = [&missing](bool present, const char* what) {
+    if (present) missing += (missing.empty() ? "" : ", ") + std::string(what);
+  };
+  note(s.mlp == MlpKind::geglu, "a GeGLU MLP (tanh GELU on the gate)");
+  note(s.norms_per_layer == 4, "norms on the sub-layers' outputs");
+  note(s.attn_logit_softcap > 0 || s.final_logit_softcap > 0, "tanh soft-capping");
+  note(s.attention_sinks, "attention sinks");
+  note(s.moe.active() && s.moe.router_bias, "a router with a bias");
+  if (!missing.empty()) {
+    throw FieldError("export_megatron", "Megatron-LM's arguments cannot express " + missing +
+                                            " of model_type " + s.model_type);
+  }
+}
+
 void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
+  check_expressible(s);
   add(a, "--num-layers", s.num_layers);
   add(a, "--hidden-size", s.hidden_size);
   add(a, "--ffn-hidden-size", s.ffn_size);
@@ -75,8 +94,11 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
   }
   if (s.qk_norm) a.emplace_back("--qk-layernorm");
   // Transformer Engine's (left, right) window: the w - 1 earlier tokens and none after.
-  if (s.sliding_window > 0 && s.sliding_window < seq_len)
+  if (s.sliding_window > 0 && s.sliding_window < seq_len) {
     add(a, "--window-size", std::to_string(s.sliding_window - 1) + ",0");
+    // Full attention on layers N, 2N, ... (1-based), the others windowed.
+    if (s.full_attention_every > 0) add(a, "--window-attn-skip-freq", s.full_attention_every);
+  }
   if (s.moe.active()) mixture_of_experts(a, s.moe);
 }
 

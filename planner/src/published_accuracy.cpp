@@ -283,8 +283,7 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
     // capped by a sliding window); Megatron-LM counts s/2 keys whatever the window.
     const auto& t = *p.model.transformer;
     const double seq = static_cast<double>(p.seq_len);
-    const double keys =
-        t.sliding_window > 0 ? std::min(seq, static_cast<double>(t.sliding_window)) : seq;
+    const double keys = cost::attended_keys(t, seq);
     const double per_key =
         12.0 * static_cast<double>(t.num_layers) * static_cast<double>(t.q_size()) * tokens;
     const double difference = per_key * (keys - seq / 2);

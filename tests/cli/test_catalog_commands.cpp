@@ -17,7 +17,7 @@ nlohmann::json run_json(const std::string& command) {
 
 TEST_CASE("models lists every preset with its exact count") {
   const auto j = run_json("models");
-  CHECK(j["models"].size() == 20);
+  CHECK(j["models"].size() == 25);
   int found = 0;
   for (const auto& m : j["models"]) {
     if (m["name"] == "llama-2-70b") {
@@ -92,8 +92,35 @@ TEST_CASE("models lists every preset with its exact count") {
       CHECK(m["params"] == 8'190'735'360);
       CHECK(m["shape"]["qk_norm"] == true);
     }
+    if (m["name"] == "llama-3-70b") {
+      ++found;
+      // 2 x 128256 x 8192 + 8192 + 80 x (attention 8192 x (8192 + 2 x 1024 + 8192) =
+      // 150,994,944, MLP 3 x 8192 x 28672 = 704,643,072, norms 16,384) = 70,553,706,496
+      // (Hugging Face's count for Meta-Llama-3-70B).
+      CHECK(m["params"] == 70'553'706'496);
+    }
+    if (m["name"] == "gemma-2-9b") {
+      ++found;
+      // Tied 256000 x 3584 + 3584 + 42 x (44,040,192 + 154,140,672 + four norms 14,336) =
+      // 9,241,705,984 (keras-hub's gemma2_9b_en); 21 of 42 layers windowed.
+      CHECK(m["params"] == 9'241'705'984);
+      CHECK(m["shape"]["mlp"] == "geglu");
+      CHECK(m["shape"]["norms_per_layer"] == 4);
+      CHECK(m["shape"]["windowed_layers"] == 21);
+      CHECK(m["shape"]["final_logit_softcap"] == 30.0);
+    }
+    if (m["name"] == "gpt-oss-20b") {
+      ++found;
+      // 2 x 201088 x 2880 + 2880 + 24 x (attention 26,550,144 with biases and 64 sinks, two
+      // norms 5,760, router 92,192, 32 experts x 24,891,840) = 20,914,757,184 (the GGUF
+      // conversion's general.parameter_count); active, 4 experts: 4,187,440,704, the model
+      // card's 3.61B plus the 579,133,440 input embedding it leaves out.
+      CHECK(m["params"] == 20'914'757'184);
+      CHECK(m["active_params"] == 4'187'440'704);
+      CHECK(m["shape"]["attention_sinks"] == true);
+    }
   }
-  CHECK(found == 9);
+  CHECK(found == 12);
 }
 
 TEST_CASE("gpus lists the catalogue") {

@@ -162,3 +162,33 @@ TEST_CASE("a mixture of experts keeps routed copies of every token and the exper
   a.tp = 2;
   CHECK(block_activations(t, a).linear.value == sb * (32'768 + 10'240 + 32 + 32'768 + 114'688));
 }
+
+TEST_CASE("Gemma 2: four norm inputs per block, soft-capping keeps tanh outputs") {
+  // Gemma 2 9B, b 1, s 4096, bf16, no dropout: h 3584, q 16 x 256 = 4096, k 8 x 256 = 2048,
+  // f 14336, a 16. Flash: QKV and MLP inputs 2 x 2sbh, four norm inputs 4 x 2sbh, Q and the
+  // output projection's input 2 x 2sbq, K and V 2 x 2sbk, GeGLU's four tensors 4 x 2sbf, the
+  // fp32 log-sum-exp 4asb:
+  //   12 x 4096 x 3584 + 4 x 4096 x 4096 + 4 x 4096 x 2048 + 8 x 4096 x 14336 + 4 x 16 x 4096
+  //   = 176,160,768 + 67,108,864 + 33,554,432 + 469,762,048 + 262,144 = 746,848,256.
+  const auto m = load_model("gemma-2-9b", kModels);
+  const auto& t = *m.transformer;
+  const std::int64_t s = 4096, a = 16;
+  const auto flash = layer_activation_bytes(t, 1, s, Precision::bf16, Attention::flash, true);
+  CHECK(flash.value == 746'848'256);
+  // Eager: the bf16 scores (2as^2b) and tanh's output of the soft-capped scores (2as^2b) in
+  // place of the log-sum-exp.
+  const auto eager = layer_activation_bytes(t, 1, s, Precision::bf16, Attention::eager, true);
+  CHECK(eager.value - flash.value == 4 * a * s * s - 4 * a * s);
+  // The head: the bf16 logits 2sbv, tanh's output of the soft-capped logits 2sbv, the fp32
+  // copy and the fp32 log-softmax 4sbv each (vocabulary 256,000): 12 x 4096 x 256,000.
+  const auto all =
+      estimate_activations(m, config(Precision::bf16, Checkpointing::full, 1, s, Attention::flash));
+  std::int64_t head = 0;
+  for (const auto& term : all.terms) {
+    if (term.name == "logits" || term.name == "soft-capped logits (tanh output)" ||
+        term.name == "fp32 logits for the loss" ||
+        term.name == "log-softmax kept by cross-entropy (fp32)")
+      head += term.bytes.value;
+  }
+  CHECK(head == 12LL * 4096 * 256'000);
+}

@@ -615,3 +615,51 @@ TEST_CASE("GEMM efficiency follows each GPU's measured maximum matmul rate") {
   // fp32 runs on CUDA cores: no tensor-core maximum applies.
   CHECK(gemm_efficiency_of(catalog.find("B200"), k, Precision::fp32) == Approx(0.75));
 }
+
+TEST_CASE("windows on some layers: attention averages windowed and full layers") {
+  // Gemma 2 9B at 8192 tokens: a 4096-token window on layers 1, 3, ..., 41, full causal
+  // attention on 2, 4, ..., 42. Windowed: (4096 x 4097 / 2 + 4096 x 4096) / 8192^2
+  // = 25,167,872 / 67,108,864 of the pairs; full: 1/2; half the layers each.
+  const auto gemma = *load_model("gemma-2-9b", kData / "models").transformer;
+  REQUIRE(gemma.windowed_layers(gemma.num_layers) == 21);
+  CHECK(attended_fraction(gemma, 8192) ==
+        Approx((25'167'872.0 / 67'108'864.0 + 0.5) / 2).epsilon(1e-12));
+  // PaLM's keys per query: min(s, w) on the windowed layers, s on the others.
+  CHECK(attended_keys(gemma, 8192) == Approx((4096.0 + 8192.0) / 2).epsilon(1e-12));
+  // Gemma 3 1B: a 512-token window on 26 - floor(26 / 6) = 22 layers, full on 4.
+  const auto g3 = *load_model("gemma-3-1b", kData / "models").transformer;
+  CHECK(g3.windowed_layers(g3.num_layers) == 22);
+  CHECK(attended_keys(g3, 32768) == Approx((22 * 512.0 + 4 * 32768.0) / 26).epsilon(1e-12));
+  // A pipeline stage's shard keeps the whole model's average however few layers it holds.
+  auto stage = g3;
+  stage.window_pattern_layers = g3.num_layers;
+  stage.num_layers = 3;
+  CHECK(attended_keys(stage, 32768) == Approx(attended_keys(g3, 32768)).epsilon(1e-12));
+}
+
+TEST_CASE("four norms per block and soft-capped logits move their bytes") {
+  // Two more RMSNorms per block (Gemma 2's sub-layer outputs): each reads and writes the
+  // 8 x 1024 tokens x 1024 wide activation in bf16, 2 x 2 x 8192 x 1024 bytes, at 50% of
+  // 2.039 TB/s, plus a kernel of 10 us each; the backward twice that.
+  auto two = one_block(4096);
+  auto four = two;
+  four.norms_per_layer = 4;
+  auto c = bf16(8);
+  c.seq_len = 1024;
+  const auto k = round_constants();
+  const auto t2 = estimate_compute(model_from_transformer(two, "2", "test"), c, a100(), k);
+  const auto t4 = estimate_compute(model_from_transformer(four, "4", "test"), c, a100(), k);
+  const double norms = 2 * (4.0 * 8192 * 1024 / (2.039e12 * 0.5) + 1e-5);
+  CHECK(t4.elementwise_s - t2.elementwise_s == Approx(3 * norms).epsilon(1e-9));
+  CHECK(t4.gemm_s == t2.gemm_s);
+  // Soft-capped logits, c tanh(x / c) over 8192 tokens x 1024 vocabulary in bf16: three passes
+  // that read and write them forward (3 x 2 x 2 bytes), three backward that also read tanh's
+  // output (7 x 2 bytes), three kernels each way.
+  auto capped = two;
+  capped.final_logit_softcap = 30;
+  const auto tc = estimate_compute(model_from_transformer(capped, "c", "test"), c, a100(), k);
+  const double logits = 8192.0 * 1024;
+  CHECK(tc.forward_s - t2.forward_s == Approx(12 * logits / (2.039e12 * 0.5) + 3e-5).epsilon(1e-9));
+  CHECK(tc.backward_s - t2.backward_s ==
+        Approx(14 * logits / (2.039e12 * 0.5) + 3e-5).epsilon(1e-9));
+}

@@ -281,3 +281,33 @@ TEST_CASE("FP8 experts save their Linear inputs in FP8 too") {
   const std::int64_t dense = 2LL * 1024 * 1024 / 2 + 1024LL * 1024 / 2;
   CHECK(bf16.linear.value - fp8.linear.value == dense + 2LL * 1024 * 1024);
 }
+
+TEST_CASE("Gemma 2 and gpt-oss: every parameter on one GPU, sinks and extra norms included") {
+  const auto data = resolve_data_dir("");
+  for (const char* name : {"gemma-2-9b", "gpt-oss-20b"}) {
+    const auto m = load_model(name, data / "models");
+    Layout3D l;
+    l.seq_len = 4096;
+    CHECK(memory_3d(m, l, OverheadConstants{}).params_per_gpu == m.params);
+  }
+  // Gemma 2 9B at tp 2: each block's matrices (44,040,192 attention + 154,140,672 GeGLU) split
+  // in two, its four RMSNorms (4 x 3584) whole; half the tied 256,000 x 3584 embedding and the
+  // final norm.
+  const auto gemma = load_model("gemma-2-9b", data / "models");
+  Layout3D l;
+  l.tp = 2;
+  l.sequence_parallel = true;
+  l.seq_len = 4096;
+  CHECK(memory_3d(gemma, l, OverheadConstants{}).params_per_gpu ==
+        42 * (198'180'864LL / 2 + 4 * 3584) + 256'000LL * 3584 / 2 + 3584);
+  // gpt-oss-20b at tp 2, ep 1: the 64 sinks split with their heads; the attention's output bias,
+  // the norms, the router and its bias whole; each expert's matrices and input biases split,
+  // its output bias whole (kept with the expert, as a row-parallel bias).
+  const auto oss = load_model("gpt-oss-20b", data / "models");
+  l.etp = 0;
+  const std::int64_t split =
+      2880 * (4096 + 1024) + 4096 * 2880 + 4096 + 1024 + 64 + 32 * (3LL * 2880 * 2880 + 2 * 2880);
+  const std::int64_t whole = 2880 + 2 * 2880 + 2880 * 32 + 32 + 32 * 2880;
+  CHECK(memory_3d(oss, l, OverheadConstants{}).params_per_gpu ==
+        24 * (split / 2 + whole) + 2 * (201'088LL * 2880 / 2) + 2880);
+}

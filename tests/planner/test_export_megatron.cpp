@@ -60,7 +60,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--attention-dropout", true},
     {"--hidden-dropout", true},
     {"--qk-layernorm", false},
-    {"--window-size", true},  // "left,right"
+    {"--window-size", true},            // "left,right"
+    {"--window-attn-skip-freq", true},  // megatron/training/arguments.py: N or a list
     {"--num-experts", true},
     {"--moe-router-topk", true},
     {"--moe-ffn-hidden-size", true},
@@ -268,6 +269,22 @@ TEST_CASE("Megatron-LM arguments: a mixture of experts as Qwen1.5-MoE-A2.7B conf
   const auto phi = parsed(
       planner::megatron_arguments(load_model("phi-3-mini", resolve_data_dir("") / "models"), l));
   CHECK(phi.at("--window-size") == "2046,0");
+  CHECK(phi.count("--window-attn-skip-freq") == 0);  // every layer windowed
+  // The same window with full attention on every second layer (as Gemma 2 and gpt-oss lay
+  // theirs out): Megatron-LM's --window-attn-skip-freq 2 makes layers 2, 4, ... full.
+  auto alternating = load_model("phi-3-mini", resolve_data_dir("") / "models");
+  alternating.transformer->full_attention_every = 2;
+  CHECK(parsed(planner::megatron_arguments(alternating, l)).at("--window-attn-skip-freq") == "2");
+  // Gemma 2's GeGLU, output norms and soft-caps, and gpt-oss's sinks and router bias, have no
+  // Megatron-LM argument: exporting would train another model, so the export says what is
+  // missing.
+  CHECK_THROWS_WITH(
+      planner::megatron_arguments(load_model("gemma-2-9b", resolve_data_dir("") / "models"), l),
+      Contains("export_megatron") && Contains("a GeGLU MLP") &&
+          Contains("norms on the sub-layers' outputs") && Contains("tanh soft-capping"));
+  CHECK_THROWS_WITH(
+      planner::megatron_arguments(load_model("gpt-oss-20b", resolve_data_dir("") / "models"), l),
+      Contains("attention sinks") && Contains("a router with a bias"));
 }
 
 TEST_CASE("Megatron-LM arguments: expert parallelism folded beside tensor parallelism") {

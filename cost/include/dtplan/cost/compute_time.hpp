@@ -94,8 +94,12 @@ enum class AttentionLibrary { pytorch, transformer_engine };
 
 // The fraction of the s x s query-key pairs attention computes over a sequence of `s` tokens:
 // 1 without a causal mask, 1/2 with one (the fused kernel skips blocks above the diagonal),
-// (w (w + 1) / 2 + (s - w) w) / s^2 under a sliding window of w < s tokens.
+// (w (w + 1) / 2 + (s - w) w) / s^2 under a sliding window of w < s tokens; averaged over the
+// layers where only some use the window.
 double attended_fraction(const TransformerSpec& t, double s);
+// The keys each query counts in PaLM's model FLOPs, averaged over the layers: s, or min(s, w)
+// on the layers with a sliding window of w tokens.
+double attended_keys(const TransformerSpec& t, double s);
 
 // The kernel that runs: `requested`, or the library's own for AttentionKernel::framework.
 AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib);

@@ -10,7 +10,12 @@ namespace dtplan {
 
 class ObjectReader;
 
-enum class MlpKind { gelu, swiglu };  // up/act/down (2 matrices) or gate/up/down (3 matrices)
+// up/act/down (2 matrices), or gate/up/down (3 matrices) with SiLU (SwiGLU) or tanh-GELU
+// (GeGLU, Gemma) on the gate.
+enum class MlpKind { gelu, swiglu, geglu };
+inline bool is_gated(MlpKind k) {
+  return k != MlpKind::gelu;
+}
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rotary };
 // What sits on top of the transformer, from the config's "architectures".
@@ -59,7 +64,14 @@ struct TransformerSpec {
   std::int64_t head_dim = 0;      // usually hidden_size / num_heads
   std::int64_t ffn_size = 0;      // MLP intermediate size
   std::int64_t max_positions = 0;
-  std::int64_t sliding_window = 0;   // tokens each token attends back to; 0: all earlier ones
+  std::int64_t sliding_window = 0;  // tokens each token attends back to; 0: all earlier ones
+  // With a sliding window: every Nth layer (1-based: layers N, 2N, ...) attends to all earlier
+  // tokens instead, Megatron-LM's window_attn_skip_freq (Gemma 2 and gpt-oss: 2, Gemma 3: 6);
+  // 0: every layer uses the window (Mistral v0.1, Phi-3).
+  std::int64_t full_attention_every = 0;
+  // The layers whose pattern windowed_share() averages over: 0, num_layers; a pipeline
+  // stage's shard keeps the whole model's count, so its layers attend as the model's average.
+  std::int64_t window_pattern_layers = 0;
   double rope_theta = 0;             // rotary base (rope_theta); 0 with learned positions
   std::int64_t type_vocab_size = 0;  // BERT token-type embeddings; 0 otherwise
   MlpKind mlp = MlpKind::gelu;
@@ -78,10 +90,23 @@ struct TransformerSpec {
   bool hidden_dropout = false;     // after attention and MLP outputs
   bool embedding_dropout = false;  // after the embeddings
   bool qk_norm = false;            // Qwen3: RMSNorm over head_dim on each query and key head
-  MoeSpec moe;                     // every block's MLP when moe.active()
+  // Norms in each block: 2 (before attention and before the MLP), or 4 where the block also
+  // normalises each sub-layer's output before the residual add (Gemma 2 and 3).
+  std::int64_t norms_per_layer = 2;
+  bool attention_sinks = false;  // gpt-oss: one learned logit per head that absorbs attention
+  // tanh soft-capping, c tanh(x / c) (Gemma 2): of the attention scores (inside a fused kernel
+  // that supports it, a separate s x s pass in eager attention) and of the final logits (three
+  // element-wise passes over the logits in Hugging Face's forward); 0: none.
+  double attn_logit_softcap = 0;
+  double final_logit_softcap = 0;
+  MoeSpec moe;  // every block's MLP when moe.active()
 
   std::int64_t q_size() const { return num_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+  // Layers of `layers` (a model's or a pipeline stage's) that attend through the sliding
+  // window, and their share; 0 without a window.
+  std::int64_t windowed_layers(std::int64_t layers) const;
+  double windowed_share() const;
 };
 
 struct ParamComponent {

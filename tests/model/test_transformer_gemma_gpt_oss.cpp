@@ -1,0 +1,191 @@
+// Tests for the Gemma and gpt-oss readers of model/src/transformer.cpp: exact parameter counts
+// against the published ones, and the layer patterns of windowed and full attention.
+#include <catch2/catch.hpp>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/transformer.hpp"
+
+using namespace dtplan;
+using Catch::Contains;
+
+namespace {
+TransformerSpec from_config(const std::string& json) {
+  return spec_from_hf_config(ObjectReader::root(parse_json(json, "config.json")));
+}
+std::string error_of(const std::string& json) {
+  try {
+    from_config(json);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+std::string with(std::string json, const std::string& from, const std::string& to) {
+  const auto at = json.find(from);
+  REQUIRE(at != std::string::npos);
+  return json.replace(at, from.size(), to);
+}
+std::int64_t tensors_sum(const TransformerSpec& s) {
+  std::int64_t sum = 0;
+  for (const auto t : layer_parameter_tensors(s))
+    sum += t;
+  return sum;
+}
+
+// google/gemma-2-9b's config.json, the keys that count (the file has no layer_types: Gemma 2
+// alternates windowed and global layers, the first windowed).
+constexpr const char* kGemma2 =
+    R"({"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
+        "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
+        "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+        "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096,
+        "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+        "query_pre_attn_scalar": 256})";
+
+// openai/gpt-oss-20b's config.json, the keys that count.
+std::string gpt_oss(int layers, int experts) {
+  std::string types;
+  for (int i = 0; i < layers; ++i)
+    types += std::string(i ? ", " : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  return R"({"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+      "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+      "num_hidden_layers": )" +
+         std::to_string(layers) + R"(, "num_local_experts": )" + std::to_string(experts) +
+         R"(, "num_experts_per_tok": 4, "experts_per_token": 4, "vocab_size": 201088,
+      "max_position_embeddings": 131072, "sliding_window": 128, "attention_bias": true,
+      "tie_word_embeddings": false, "router_aux_loss_coef": 0.9, "swiglu_limit": 7.0,
+      "quantization_config": {"quant_method": "mxfp4"}, "layer_types": [)" +
+         types + "]}";
+}
+}  // namespace
+
+TEST_CASE("Gemma 2: GeGLU, four norms per block, tied embeddings") {
+  const auto s = from_config(kGemma2);
+  CHECK(s.mlp == MlpKind::geglu);
+  CHECK(s.norms_per_layer == 4);
+  CHECK(s.tied_embeddings);
+  const auto p = count_parameters(s);
+  // Per block: q 3584 x 4096, k and v 3584 x 2048 each, o 4096 x 3584 = 44,040,192; GeGLU
+  // 3 x 3584 x 14336 = 154,140,672; four RMSNorms 4 x 3584.
+  CHECK(p.per_layer == 44'040'192 + 154'140'672 + 14'336);
+  // keras-hub's gemma2_9b_en preset and the Hugging Face safetensors total: 9,241,705,984.
+  CHECK(p.total() == 9'241'705'984);
+  CHECK(tensors_sum(s) == p.per_layer);
+  // 2B (hidden 2304, 26 layers, 8 heads / 4 kv of 256, MLP 9216) and 27B (hidden 4608,
+  // 46 layers, 32 heads / 16 kv of 128, MLP 36864): keras-hub 2,614,341,888 and 27,227,128,320.
+  const auto two = with(with(with(with(with(with(kGemma2, "3584", "2304"), "14336", "9216"),
+                                        "\"num_attention_heads\": 16", "\"num_attention_heads\": 8"),
+                                   "\"num_hidden_layers\": 42", "\"num_hidden_layers\": 26"),
+                              "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 4"),
+                         "max_position_embeddings", "max_position_embeddings");
+  CHECK(count_parameters(from_config(two)).total() == 2'614'341'888);
+  const auto big =
+      with(with(with(with(with(with(kGemma2, "3584", "4608"), "14336", "36864"),
+                          "\"num_attention_heads\": 16", "\"num_attention_heads\": 32"),
+                     "\"num_hidden_layers\": 42", "\"num_hidden_layers\": 46"),
+                "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 16"),
+           "\"head_dim\": 256", "\"head_dim\": 128");
+  CHECK(count_parameters(from_config(big)).total() == 27'227'128'320);
+  // Gemma (1) 7B: two norms per block, 16 heads of 256, MLP 24576: keras-hub 8,537,680,896.
+  const auto gemma7b = from_config(
+      R"({"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576,
+          "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 16,
+          "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+          "hidden_act": "gelu"})");
+  CHECK(count_parameters(gemma7b).total() == 8'537'680'896);
+}
+
+TEST_CASE("Gemma 2: windowed and global layers alternate, soft-caps are read") {
+  const auto s = from_config(kGemma2);
+  CHECK(s.sliding_window == 4096);
+  CHECK(s.full_attention_every == 2);
+  CHECK(s.windowed_layers(42) == 21);
+  CHECK(s.windowed_share() == 0.5);
+  CHECK(s.attn_logit_softcap == 50.0);
+  CHECK(s.final_logit_softcap == 30.0);
+  // transformers 4.53 and later write the pattern out as layer_types: the same model.
+  std::string types;
+  for (int i = 0; i < 42; ++i)
+    types += std::string(i ? ", " : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  const auto listed =
+      from_config(with(kGemma2, "\"sliding_window\": 4096", "\"sliding_window\": 4096, "
+                                                            "\"layer_types\": [" + types + "]"));
+  CHECK(listed.full_attention_every == 2);
+  // A pattern that is not full attention every N layers is refused, as is a wrong length.
+  const auto broken = with(types, "\"sliding_attention\", \"full_attention\", \"sliding",
+                           "\"full_attention\", \"full_attention\", \"sliding");
+  CHECK_THAT(error_of(with(kGemma2, "\"sliding_window\": 4096",
+                           "\"sliding_window\": 4096, \"layer_types\": [" + broken + "]")),
+             Contains("/layer_types: layer index 2 breaks the pattern of full attention every 1"));
+  CHECK_THAT(error_of(with(kGemma2, "\"sliding_window\": 4096",
+                           "\"sliding_window\": 4096, \"layer_types\": [\"full_attention\"]")),
+             Contains("/layer_types: lists 1 layers, num_hidden_layers is 42"));
+  CHECK_THAT(error_of(with(kGemma2, "\"sliding_window\": 4096",
+                           "\"sliding_window\": 4096, \"layer_types\": [" +
+                               with(types, "\"full_attention\"", "\"chunked_attention\"") + "]")),
+             Contains("'chunked_attention' is not modelled"));
+  CHECK_THAT(error_of(with(kGemma2, "gelu_pytorch_tanh", "silu")),
+             Contains("/hidden_activation: 'silu' is not modelled for Gemma"));
+}
+
+TEST_CASE("Gemma 3: q/k norms, five windowed layers to one global, the image model refused") {
+  // google/gemma-3-1b-pt: hidden 1152, 26 layers, 4 heads / 1 kv of 256, MLP 6912, vocabulary
+  // 262,144, a 512-token window with sliding_window_pattern 6.
+  const std::string g3 =
+      R"({"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+          "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+          "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768,
+          "sliding_window": 512, "sliding_window_pattern": 6,
+          "attn_logit_softcapping": null, "final_logit_softcapping": null})";
+  const auto s = from_config(g3);
+  CHECK(s.qk_norm);
+  CHECK(s.attn_logit_softcap == 0);
+  // Per block: q and o 1152 x 1024 each, k and v 1152 x 256 each = 2,949,120; GeGLU
+  // 3 x 1152 x 6912 = 23,887,872; four norms 4 x 1152 and the q/k norms 2 x 256.
+  CHECK(count_parameters(s).per_layer == 2'949'120 + 23'887'872 + 4'608 + 512);
+  CHECK(count_parameters(s).total() == 999'885'952);  // keras-hub's gemma3_1b preset
+  // Global layers 6, 12, 18, 24 (1-based): 22 of 26 windowed.
+  CHECK(s.windowed_layers(26) == 22);
+  CHECK_THAT(error_of(with(g3, "\"gemma3_text\"", "\"gemma3\"")),
+             Contains("/model_type: 'gemma3' is Gemma 3's image-and-text model") &&
+                 Contains("text_config"));
+  CHECK_THAT(error_of(with(g3, "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 0")),
+             Contains("/sliding_window_pattern: must be between 1 and the 26 layers"));
+}
+
+TEST_CASE("gpt-oss: experts with biases, a router bias, a sink per head") {
+  const auto s = from_config(gpt_oss(24, 32));
+  CHECK(s.attention_sinks);
+  CHECK(s.moe.router_bias);
+  CHECK(s.full_attention_every == 2);
+  const auto p = count_parameters(s);
+  // Attention: q and o 2880 x 4096, k and v 2880 x 512, biases 4096 + 2 x 512 + 2880, 64
+  // sinks = 26,550,144. One expert: 3 x 2880 x 2880 + biases 2 x 2880 + 2880 = 24,891,840;
+  // router 2880 x 32 + 32.
+  CHECK(p.attention == 24 * 26'550'144LL);
+  CHECK(p.mlp == 24 * (32 * 24'891'840LL + 92'192));
+  // The GGUF conversion's general.parameter_count, and the model card's 20.91B.
+  CHECK(p.total() == 20'914'757'184);
+  // The model card's 3.61B active leaves out the input embedding (a lookup, 201088 x 2880).
+  CHECK(p.active - 579'133'440 == 3'608'307'264);
+  CHECK(tensors_sum(s) == p.per_layer);
+  // 2 norms, q, k, v, o, sinks, the router, one module of every expert's 4 tensors.
+  CHECK(layer_submodules(s).size() == 2 + 4 + 1 + 1 + 1);
+  // gpt-oss-120b: 36 layers of 128 experts; the card's 116.83B total.
+  CHECK(count_parameters(from_config(gpt_oss(36, 128))).total() == 116'829'156'672);
+}
+
+TEST_CASE("gpt-oss: the MXFP4 release is read, other quantizations and mismatches refused") {
+  const auto json = gpt_oss(24, 32);
+  CHECK_THAT(error_of(with(json, "\"mxfp4\"", "\"bitsandbytes\"")),
+             Contains("/quantization_config: quantized checkpoints are not supported"));
+  CHECK_THAT(error_of(with(json, "\"experts_per_token\": 4", "\"experts_per_token\": 2")),
+             Contains("/experts_per_token: differs from num_experts_per_tok 4"));
+  // MXFP4 is gpt-oss's release format only; a Llama config with it stays refused.
+  CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+                          "intermediate_size": 11008, "num_hidden_layers": 32,
+                          "num_attention_heads": 32, "max_position_embeddings": 4096,
+                          "quantization_config": {"quant_method": "mxfp4"}})"),
+             Contains("/quantization_config"));
+}
