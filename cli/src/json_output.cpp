@@ -63,14 +63,24 @@ nlohmann::json model_json(const ModelDesc& m) {
                   {"norms_per_layer", t.norms_per_layer},
                   {"attention_sinks", t.attention_sinks},
                   {"attn_logit_softcap", t.attn_logit_softcap},
-                  {"final_logit_softcap", t.final_logit_softcap}};
+                  {"final_logit_softcap", t.final_logit_softcap},
+                  {"v_head_dim", t.v_dim()},
+                  {"mtp_layers", t.mtp_layers}};
+    if (t.mla.active()) {
+      j["shape"]["latent_attention"] = {{"q_lora_rank", t.mla.q_lora_rank},
+                                        {"kv_lora_rank", t.mla.kv_lora_rank},
+                                        {"qk_rope_head_dim", t.mla.qk_rope_head_dim}};
+    }
     j["active_params"] = count_parameters(t).active;
     if (t.moe.active()) {
       j["shape"]["moe"] = {{"experts", t.moe.experts},
                            {"experts_per_token", t.moe.experts_per_token},
                            {"expert_ffn", t.moe.expert_ffn_size},
                            {"shared_ffn", t.moe.shared_ffn_size},
-                           {"shared_expert_gate", t.moe.shared_expert_gate}};
+                           {"shared_expert_gate", t.moe.shared_expert_gate},
+                           {"first_dense_layers", t.moe.first_dense_layers},
+                           {"groups", t.moe.groups},
+                           {"groups_per_token", t.moe.groups_per_token}};
     }
   } else if (m.layers) {
     j["kind"] = "layer_list";

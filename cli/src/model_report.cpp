@@ -53,10 +53,26 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
                                                 std::to_string(t.num_kv_heads) + " / " +
                                                 std::to_string(t.head_dim)});
   if (!t.moe.active()) s.add_row({"ffn", std::to_string(t.ffn_size) + mlp_text(t.mlp)});
+  if (t.mla.active()) {
+    s.add_row({"latent attention",
+               "query rank " +
+                   (t.mla.q_lora_rank > 0 ? std::to_string(t.mla.q_lora_rank) : "full") +
+                   ", key/value rank " + std::to_string(t.mla.kv_lora_rank) + " + rotary " +
+                   std::to_string(t.mla.qk_rope_head_dim) + ", value heads " +
+                   std::to_string(t.v_dim())});
+  }
+  if (t.moe.active() && t.moe.first_dense_layers > 0) {
+    s.add_row({"dense first layers",
+               std::to_string(t.moe.first_dense_layers) + ", ffn " + std::to_string(t.ffn_size)});
+  }
   if (t.moe.active()) {
+    std::string routing = std::to_string(t.moe.experts_per_token) + " per token";
+    if (t.moe.groups_per_token > 0) {
+      routing += " from at most " + std::to_string(t.moe.groups_per_token) + " of " +
+                 std::to_string(t.moe.groups) + " groups";
+    }
     s.add_row({"experts", std::to_string(t.moe.experts) + " of " +
-                              std::to_string(t.moe.expert_ffn_size) + ", " +
-                              std::to_string(t.moe.experts_per_token) + " per token"});
+                              std::to_string(t.moe.expert_ffn_size) + ", " + routing});
     if (t.moe.shared_ffn_size > 0)
       s.add_row({"shared expert", std::to_string(t.moe.shared_ffn_size) +
                                       (t.moe.shared_expert_gate ? " (gated)" : "")});
@@ -65,6 +81,8 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
   if (t.norms_per_layer != 2)
     s.add_row({"norms per block", std::to_string(t.norms_per_layer) + " (sub-layer outputs too)"});
   if (t.attention_sinks) s.add_row({"attention sinks", "one learned logit per head"});
+  if (t.mtp_layers > 0)
+    s.add_row({"multi-token prediction", std::to_string(t.mtp_layers) + " module(s)"});
   if (t.attn_logit_softcap > 0 || t.final_logit_softcap > 0) {
     s.add_row({"soft-capping", "scores " + cap_text(t.attn_logit_softcap) + ", logits " +
                                    cap_text(t.final_logit_softcap)});

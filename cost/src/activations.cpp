@@ -85,23 +85,39 @@ void add_term(ActivationEstimate& est, const ActivationShape& a, std::string_vie
   if (a.named) est.terms.push_back({std::string(name).append(suffix), Bytes{bytes}});
 }
 
-void add_blocks(const BlockActivations& block, const ActivationShape& a, ActivationEstimate& est) {
-  const std::int64_t full_block = block.linear.value + block.scores.value;
+// The blocks of one kind: `layers` of them (a mixture's dense first blocks are their own
+// kind); what recomputation rebuilds is one block, the largest kind's.
+struct BlockKind {
+  BlockActivations block;
+  std::int64_t layers = 0;
+};
+
+void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
+                ActivationEstimate& est) {
+  std::int64_t full = 0, linear = 0, inputs = 0, largest = 0, largest_scores = 0;
+  for (const auto& [block, layers] : kinds) {
+    const std::int64_t one = block.linear.value + block.scores.value;
+    full = checked_add(full, checked_mul(one, layers, "activation bytes"), "activation bytes");
+    linear = checked_add(linear, checked_mul(block.linear.value, layers, "activation bytes"),
+                         "activation bytes");
+    inputs = checked_add(inputs, checked_mul(block.input.value, layers, "activation bytes"),
+                         "activation bytes");
+    largest = std::max(largest, one);
+    largest_scores = std::max(largest_scores, block.scores.value);
+  }
   const std::string per = a.named ? layers_text(a.layers, a.in_flight) : std::string();
-  const auto all = [&](std::int64_t per_layer) {
-    return kept(checked_mul(per_layer, a.layers, "activation bytes"), a.in_flight);
-  };
   switch (a.recompute) {
     case Checkpointing::none:
-      add_term(est, a, "transformer blocks", all(full_block), per);
+      add_term(est, a, "transformer blocks", kept(full, a.in_flight), per);
       break;
     case Checkpointing::selective:
-      add_term(est, a, "transformer blocks without attention scores", all(block.linear.value), per);
-      add_term(est, a, "attention scores recomputed for one block", block.scores.value);
+      add_term(est, a, "transformer blocks without attention scores", kept(linear, a.in_flight),
+               per);
+      add_term(est, a, "attention scores recomputed for one block", largest_scores);
       break;
     case Checkpointing::full:
-      add_term(est, a, "block inputs (checkpoints)", all(block.input.value), per);
-      add_term(est, a, "one block recomputed during backward", full_block);
+      add_term(est, a, "block inputs (checkpoints)", kept(inputs, a.in_flight), per);
+      add_term(est, a, "one block recomputed during backward", largest);
       break;
   }
 }
@@ -114,6 +130,26 @@ void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int6
   add_term(est, a, "input token ids (int64)", kept(8 * sb, a.in_flight));
   if (t.embedding_dropout) add_term(est, a, "embedding dropout mask", kept(sbh_rank, a.in_flight));
   if (t.embedding_norm) add_term(est, a, "embedding norm input", kept(e * sbh_rank, a.in_flight));
+}
+
+// DeepSeek-V3's multi-token prediction modules on the last stage, for its one micro-batch:
+// each keeps a sparse block (no recomputation), the inputs of its two norms, of the 2h -> h
+// projection and of its output norm, and its own logits and loss (`head_bytes`).
+void add_multi_token_prediction(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
+                                std::int64_t sbh_rank, std::int64_t head_bytes,
+                                ActivationEstimate& est) {
+  if (t.mtp_layers == 0) return;
+  const std::int64_t e = element_bytes(a.precision);
+  ActivationShape one = a;
+  one.layers = 1;
+  one.dense_layers = 0;
+  const auto block = block_activations(t, one);
+  const std::int64_t projection =
+      checked_mul(e, checked_mul(sb, 2 * t.hidden_size, "bytes"), "bytes");
+  const std::int64_t module = block.linear.value + block.scores.value + projection +
+                              checked_mul(3 * e, sbh_rank, "bytes") + head_bytes;
+  add_term(est, a, "multi-token prediction: its block, projection, norms, logits and loss",
+           checked_mul(module, t.mtp_layers, "activation bytes"));
 }
 
 // The last stage's final norm, head and loss, for the one micro-batch whose backward follows
@@ -161,6 +197,7 @@ void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t s
   }
   est.model_output = Bytes{logits};
   est.loss_bytes = Bytes{loss};
+  add_multi_token_prediction(t, a, sb, sbh_rank, logits + loss, est);
   est.logits_and_loss = Bytes{logits + loss};
   if (t.pooler) add_term(est, a, "pooler input and output", 2 * e * a.micro_batch * t.hidden_size);
 }
@@ -173,6 +210,7 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.attention = c.attention;
   a.recompute = c.checkpointing;
   a.layers = t.num_layers;
+  a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;
   return a;
 }
 
@@ -276,20 +314,31 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
   // A tensor-parallel rank's widths: 1/t of the heads (hf-eager repeats K and V to every
   // query head) and of the MLP.
-  const std::int64_t q = split(t.q_size(), tp);
-  const std::int64_t kv = split(a.attention == Attention::hf_eager ? t.q_size() : t.kv_size(), tp);
+  // Q, the output projection's input (heads x value width), K and V.
+  const std::int64_t q = split(t.q_size(), tp), o = split(t.o_size(), tp);
+  const bool repeat = a.attention == Attention::hf_eager;
+  const std::int64_t k = split(repeat ? t.q_size() : t.kv_size(), tp);
+  const std::int64_t v = split(repeat ? t.o_size() : t.v_size(), tp);
   const std::int64_t f = split(t.ffn_size, tp), heads = split(t.num_heads, tp);
   const std::int64_t mask = t.hidden_dropout ? sbh : 0;
   // Replicated over the tensor-parallel ranks unless sequence parallelism splits them: the
   // inputs of the QKV projection, of the MLP and of the norms (2, or Gemma's 4), the two
   // dropout masks.
-  const std::int64_t replicated =
+  std::int64_t replicated =
       e * sbh + mask + e * sbh + mask + checked_mul(t.norms_per_layer * e, sbh, "activation bytes");
+  // Latent attention's down-projections run whole on every tensor-parallel rank: the query
+  // latent's norm input and up-projection input, the key/value latent's norm input (with the
+  // rotary key) and up-projection input.
+  if (t.mla.active()) {
+    const std::int64_t latents =
+        2 * t.mla.q_lora_rank + 2 * t.mla.kv_lora_rank + t.mla.qk_rope_head_dim;
+    replicated = checked_add(replicated, checked_mul(e, checked_mul(sb, latents, "bytes"), "bytes"),
+                             "activation bytes");
+  }
   // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
   const std::int64_t mlp =
       t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : mlp_inner_bytes(t, e, sb, f);
-  const std::int64_t inner = 2 * e * checked_mul(sb, q, "activation bytes") +
-                             2 * e * checked_mul(sb, kv, "activation bytes") + mlp;
+  const std::int64_t inner = e * checked_mul(sb, q + o + k + v, "activation bytes") + mlp;
   // Under FP8 the four Linear inputs kept are 1-byte copies: e - 1 bytes less per element of
   // the QKV and MLP inputs (replicated unless sequence parallel), the output projection's
   // input and the down projection's (dense MLP or shared expert).
@@ -298,7 +347,7 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   std::int64_t fp8_inner = 0;
   if (a.fp8_linear_inputs) {
     const std::int64_t down = t.moe.active() ? split(t.moe.shared_ffn_size, tp) : f;
-    fp8_inner = saved * checked_mul(sb, q + down, "activation bytes");
+    fp8_inner = saved * checked_mul(sb, o + down, "activation bytes");
   }
   BlockActivations out;
   out.linear = Bytes{
@@ -331,7 +380,12 @@ ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationS
   ActivationEstimate est;
   est.modelled = true;
   est.seq_len = a.tokens;
-  add_blocks(block_activations(t, a), a, est);
+  std::vector<BlockKind> kinds;
+  // block_runs splits by position; a stage holding `dense_layers` of the dense first blocks
+  // reads as the layers from first_dense_layers - dense_layers on.
+  for (const auto& run : block_runs(t, t.moe.first_dense_layers - a.dense_layers, a.layers))
+    kinds.push_back({block_activations(run.block, a), run.layers});
+  add_blocks(kinds, a, est);
   const std::int64_t sb = checked_mul(a.tokens, a.micro_batch, "activation bytes");
   const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
   const std::int64_t sbh_rank = a.sequence_parallel ? split(sbh, a.tp) : sbh;

@@ -489,6 +489,30 @@ double attended_keys(const TransformerSpec& t, double s) {
 
 namespace {
 
+// Latent attention's projections on m tokens (DeepSeek-V3): the query bottleneck (down,
+// RMSNorm, up) or one query projection, the key/value latent and shared rotary key (down), its
+// RMSNorm and the up-projection to every head's key and value, the output projection; the
+// element-wise work of the two norms and of assembling each head's query and key from the
+// non-rotary and rotary parts, and the casts of the Linears' inputs under FP8.
+void latent_projections(const TransformerSpec& t, double m, const Timer& time, Phase& p,
+                        double& bytes) {
+  const double h = static_cast<double>(t.hidden_size);
+  const double q = static_cast<double>(t.q_size());
+  const double o = static_cast<double>(t.o_size());
+  const double ql = static_cast<double>(t.mla.q_lora_rank);
+  const double kvl = static_cast<double>(t.mla.kv_lora_rank);
+  const double rope = static_cast<double>(t.mla.qk_rope_head_dim);
+  const double heads = static_cast<double>(t.num_heads);
+  const double up =
+      heads * (static_cast<double>(t.head_dim) - rope + static_cast<double>(t.v_dim()));
+  const double e = time.element_bytes();
+  p.gemm += ql > 0 ? time.linear(m, h, ql) + time.linear(m, ql, q) : time.linear(m, h, q);
+  p.gemm += time.linear(m, h, kvl + rope) + time.linear(m, kvl, up) + time.linear(m, o, h);
+  bytes += 2 * e * m * (ql + kvl);                              // the latents' RMSNorms
+  bytes += 2 * e * m * (q + static_cast<double>(t.kv_size()));  // assembling Q and K per head
+  bytes += time.cast_bytes(m * (h + ql + kvl + o));
+}
+
 // Forward of one transformer block for M = b s tokens.
 Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn, const Timer& time,
                     const ComputeConstants& k) {
@@ -496,16 +520,23 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const double h = static_cast<double>(t.hidden_size);
   const double q = static_cast<double>(t.q_size());
   const double kv = static_cast<double>(t.kv_size());
+  const double o = static_cast<double>(t.o_size());
   const double e = time.element_bytes();
   Phase p;
-  p.gemm = time.linear(m, h, q + 2 * kv) + time.linear(m, q, h);
-  double bytes = time.cast_bytes(m * h + m * q);  // QKV and output projection inputs
+  double bytes = 0;
+  if (t.mla.active()) {
+    latent_projections(t, m, time, p, bytes);
+  } else {
+    p.gemm = time.linear(m, h, q + kv + static_cast<double>(t.v_size())) + time.linear(m, o, h);
+    bytes += time.cast_bytes(m * h + m * o);  // QKV and output projection inputs
+  }
   if (t.moe.active()) {
     moe_mlp(t, m, time, p, bytes);
   } else {
     dense_mlp(t, m, static_cast<double>(t.ffn_size), time, p, bytes);
   }
-  const double core_flops = 4.0 * b * s * s * q;
+  // Q K^T over q-wide query/key heads, the probabilities times the o-wide value heads.
+  const double core_flops = 2.0 * b * s * s * (q + o);
   if (attn == Attention::flash) {
     // The fused kernel skips the key blocks a causal mask or a sliding window leaves out.
     const auto fused = time.fused_attention(core_flops * attended_fraction(t, s), s,
@@ -525,12 +556,19 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const double norms = static_cast<double>(t.norms_per_layer);
   bytes += norms * (2 * e * m * h) + 2 * (3 * e * m * h);  // the norms, two residual adds
   if (t.qk_norm) bytes += 2 * e * m * (q + kv);            // RMSNorm of every query and key head
-  if (t.positions == PositionKind::rotary) bytes += 2 * e * m * (q + kv);
+  if (t.mla.active()) {  // rotary on each query head's rotary part and on the shared key
+    bytes += 2 * e * m * static_cast<double>(t.mla.qk_rope_head_dim) *
+             (static_cast<double>(t.num_heads) + 1);
+  } else if (t.positions == PositionKind::rotary) {
+    bytes += 2 * e * m * (q + kv);
+  }
   if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
   // The casts of the four Linears' inputs (QKV, output projection, up, down) under FP8, and
-  // one kernel for each norm beyond the two the per-layer count assumes.
-  p.elementwise +=
-      time.bytes(bytes, k.elementwise_kernels_per_layer + (norms - 2) + time.cast_kernels(4));
+  // one kernel for each norm beyond the two the per-layer count assumes; latent attention's
+  // two norms, two assemblies and two more casts.
+  const double latent = t.mla.active() ? 4 + time.cast_kernels(2) : 0;
+  p.elementwise += time.bytes(
+      bytes, k.elementwise_kernels_per_layer + (norms - 2) + latent + time.cast_kernels(4));
   return p;
 }
 
@@ -543,46 +581,74 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   const double v = static_cast<double>(t.vocab_size);
   const double e = time.element_bytes();
   const double m = b * s;
-  const auto block = block_forward(t, b, s, c.attention, time, k);
-  Phase fwd{block.gemm * L, block.attention * L, block.elementwise * L};
-  Phase bwd{2 * fwd.gemm, block.attention_backward * L, 2 * fwd.elementwise};
+  // Every block, by kind (a mixture's dense first layers apart), and the multi-token
+  // prediction modules: a sparse block each, the 2h -> h projection of the concatenated
+  // normed hidden state and embedding, its three norms and the concatenation.
+  Phase blocks;
+  const auto add_blocks = [&](const TransformerSpec& kind, double layers) {
+    const auto one = block_forward(kind, b, s, c.attention, time, k);
+    blocks.gemm += one.gemm * layers;
+    blocks.attention += one.attention * layers;
+    blocks.elementwise += one.elementwise * layers;
+    blocks.attention_backward += one.attention_backward * layers;
+  };
+  for (const auto& run : block_runs(t))
+    add_blocks(run.block, static_cast<double>(run.layers));
+  const double mtp = static_cast<double>(t.mtp_layers);
+  if (t.mtp_layers > 0) {
+    add_blocks(t, mtp);
+    blocks.gemm += mtp * time.linear(m, 2 * h, h);
+    blocks.elementwise += mtp * time.bytes(3 * 2 * e * m * h + 2 * e * m * 2 * h, 4);
+  }
+  Phase fwd{blocks.gemm, blocks.attention, blocks.elementwise};
+  Phase bwd{2 * fwd.gemm, blocks.attention_backward, 2 * fwd.elementwise};
   // Embedding lookup, and its scatter-add in backward.
   fwd.elementwise += time.bytes(2 * e * m * h, 1);
   bwd.elementwise += time.bytes(2 * e * m * h, 1);
   const bool lm = t.head == HeadKind::causal_lm || t.head == HeadKind::masked_lm ||
                   t.head == HeadKind::pretraining;
   if (lm) {
-    fwd.gemm += time.gemm(m, h, v);
-    bwd.gemm += 2 * time.gemm(m, h, v);
+    // The LM head and loss, once more for each multi-token prediction module (its own
+    // hidden states through the shared head).
+    const double heads = 1 + mtp;
+    fwd.gemm += heads * time.gemm(m, h, v);
+    bwd.gemm += heads * 2 * time.gemm(m, h, v);
     // Logits cast to fp32, log-softmax, loss; and their gradients.
-    fwd.elementwise += time.bytes(m * v * (e + 4 + 4 + 4), 3);
-    bwd.elementwise += time.bytes(m * v * (4 + 4 + e), 3);
+    fwd.elementwise += heads * time.bytes(m * v * (e + 4 + 4 + 4), 3);
+    bwd.elementwise += heads * time.bytes(m * v * (4 + 4 + e), 3);
     if (t.final_logit_softcap > 0) {  // c tanh(x / c): three passes each way over the logits
       fwd.elementwise += time.bytes(3 * 2 * e * m * v, 3);
       bwd.elementwise += time.bytes(3 * 2 * e * m * v + e * m * v, 3);
     }
   }
   double recompute = 0;
-  if (c.checkpointing == Checkpointing::full) recompute = block.total() * L;
-  if (c.checkpointing == Checkpointing::selective) recompute = block.attention * L;
+  if (c.checkpointing == Checkpointing::full) recompute = blocks.total();
+  if (c.checkpointing == Checkpointing::selective) recompute = blocks.attention;
   ComputeTime out;
   out.forward_s = fwd.total();
   out.backward_s = bwd.total() + recompute;
   out.recompute_s = recompute;
-  out.gemm_s = fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? block.gemm * L : 0);
-  out.attention_s = fwd.attention + bwd.attention + (recompute > 0 ? block.attention * L : 0);
+  out.gemm_s = fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? blocks.gemm : 0);
+  out.attention_s = fwd.attention + bwd.attention + (recompute > 0 ? blocks.attention : 0);
   out.attention_forward_s = fwd.attention;
-  out.attention_recompute_s = recompute > 0 ? block.attention * L : 0;
+  out.attention_recompute_s = recompute > 0 ? blocks.attention : 0;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
   // active experts of a mixture), 12 L q s for attention (s capped by a sliding window).
   const auto p = count_parameters(t);
-  const double block_matmul =
-      static_cast<double>(p.attention) + L * static_cast<double>(mlp_active_params(t));
-  const double matmul = block_matmul + (lm ? v * h : 0.0);
+  double block_matmul = static_cast<double>(p.attention);
+  for (const auto& run : block_runs(t))
+    block_matmul +=
+        static_cast<double>(run.layers) * static_cast<double>(mlp_active_params(run.block));
+  // A multi-token prediction module: its block (attention and active MLP), the projection
+  // and, below, its pass through the LM head.
+  block_matmul += mtp * (static_cast<double>(p.attention) / L +
+                         static_cast<double>(mlp_active_params(t)) + 2 * h * h);
+  const double matmul = block_matmul + (lm ? (1 + mtp) * v * h : 0.0);
   const double keys = attended_keys(t, s);
-  const double attention_fwd = 4.0 * L * keys * static_cast<double>(t.q_size()) * m;
+  const double attention_fwd =
+      2.0 * (L + mtp) * keys * static_cast<double>(t.q_size() + t.o_size()) * m;
   out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
   const double block_fwd = 2.0 * block_matmul * m + attention_fwd;
   out.hardware_flops =

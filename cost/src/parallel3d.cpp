@@ -50,11 +50,21 @@ struct BlockParams {
 BlockParams block_params(const TransformerSpec& s) {
   const std::int64_t h = s.hidden_size, q = s.q_size(), kv = s.kv_size(), f = s.ffn_size;
   BlockParams p;
-  p.matrices = h * (q + 2 * kv) + q * h;
-  if (s.qkv_bias) p.matrices += q + 2 * kv;
+  if (s.mla.active()) {
+    // Latent attention (Megatron-LM's MLA): the down-projections and their norms duplicated
+    // on every tensor-parallel rank, the per-head up-projections and the output split.
+    const std::int64_t ql = s.mla.q_lora_rank, kvl = s.mla.kv_lora_rank;
+    const std::int64_t rope = s.mla.qk_rope_head_dim;
+    p.replicated += (ql > 0 ? h * ql + ql : 0) + h * (kvl + rope) + kvl;
+    p.matrices = (ql > 0 ? ql : h) * q + kvl * s.num_heads * (s.head_dim - rope + s.v_dim()) +
+                 s.o_size() * h;
+  } else {
+    p.matrices = h * (q + kv + s.v_size()) + s.o_size() * h;
+    if (s.qkv_bias) p.matrices += q + kv + s.v_size();
+  }
   if (s.attention_sinks) p.matrices += s.num_heads;  // a sink per head, with its head
-  p.replicated = (s.norm == NormKind::layernorm ? 2 : 1) * s.norms_per_layer * h +
-                 (s.attn_out_bias ? h : 0) + (s.qk_norm ? 2 * s.head_dim : 0);
+  p.replicated += (s.norm == NormKind::layernorm ? 2 : 1) * s.norms_per_layer * h +
+                  (s.attn_out_bias ? h : 0) + (s.qk_norm ? 2 * s.head_dim : 0);
   if (s.moe.active()) {
     const bool gated = is_gated(s.mlp);
     const auto split_part = [&](std::int64_t fe) {  // one MLP's matrices and input biases
@@ -82,13 +92,72 @@ std::int64_t head_stage(const Layout3D& l) {
   return l.pp > 1 && l.pipeline_schedule() == PipelineSchedule::zbv ? 0 : l.pp - 1;
 }
 
+}  // namespace
+
+// Of the `layers` blocks of stage `i`, how many are a mixture's dense first blocks: the model's
+// layers walked in order through the stages' model chunks (round-robin under interleaving,
+// back along the V under ZB-V).
+std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::int64_t i) {
+  const std::int64_t first_dense = s.moe.active() ? s.moe.first_dense_layers : 0;
+  if (first_dense == 0) return 0;
+  if (l.pp == 1) return std::min(first_dense, s.num_layers);
+  const auto layers = layers_per_stage(s, l);
+  const std::int64_t p = l.pp, v = std::max<std::int64_t>(l.interleave, 1);
+  std::int64_t at = 0, dense = 0;
+  for (std::int64_t r = 0; r < v && at < first_dense; ++r) {
+    for (std::int64_t k = 0; k < p && at < first_dense; ++k) {
+      const std::int64_t j =
+          l.pipeline_schedule() == PipelineSchedule::zbv && r % 2 == 1 ? p - 1 - k : k;
+      const std::int64_t n = layers[static_cast<std::size_t>(j)];
+      const std::int64_t chunk = r + 1 < v ? n / v : n - (v - 1) * (n / v);
+      if (j == i) dense += std::min(chunk, first_dense - at);
+      at += chunk;
+    }
+  }
+  return dense;
+}
+
+namespace {
+
+// The blocks of a stage holding `dense` of the dense first blocks among its `layers`.
+std::vector<BlockRun> stage_runs(const TransformerSpec& s, std::int64_t dense,
+                                 std::int64_t layers) {
+  return block_runs(s, (s.moe.active() ? s.moe.first_dense_layers : 0) - dense, layers);
+}
+
+// A stage's blocks on one GPU: their parameters and, of them, the routed experts'.
+struct StageBlocks {
+  std::int64_t params = 0, experts = 0;
+};
+StageBlocks stage_blocks(const TransformerSpec& s, const Layout3D& l, std::int64_t dense,
+                         std::int64_t layers) {
+  StageBlocks out;
+  for (const auto& run : stage_runs(s, dense, layers)) {
+    const auto b = block_params(run.block);
+    out.params += run.layers * b.on_gpu(l);
+    out.experts += run.layers * b.experts_on_gpu(l);
+  }
+  return out;
+}
+
+// DeepSeek-V3's multi-token prediction modules, on the stage with the head: a sparse block,
+// the 2h x h projection (split t ways, column-parallel), three norms each.
+StageBlocks prediction_modules(const TransformerSpec& s, const Layout3D& l) {
+  if (s.mtp_layers == 0) return {};
+  const auto b = block_params(s);
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;
+  return {s.mtp_layers * (b.on_gpu(l) + 2 * h * h / l.tp + 3 * norm),
+          s.mtp_layers * b.experts_on_gpu(l)};
+}
+
 // Parameters of stage `i` (of `layers` blocks) on one GPU.
 std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                           std::int64_t layers) {
-  const auto b = block_params(s);
   const std::int64_t h = s.hidden_size;
   const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
-  const std::int64_t blocks = layers * b.on_gpu(l);
+  const std::int64_t blocks = stage_blocks(s, l, dense_on_stage(s, l, i), layers).params +
+                              (i == head_stage(l) ? prediction_modules(s, l).params : 0);
   // The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
   // and token types and an embedding norm whole.
   const std::int64_t embedding = s.vocab_size * h / l.tp +
@@ -106,15 +175,19 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
 
 // The stage with the most parameters on one GPU (the last on ties: it carries the head): its
 // blocks and its parameters.
-struct StageShare {
-  std::int64_t layers = 0, params = 0;
-};
-StageShare heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) {
+StageHolding stage_share(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                         std::int64_t layers) {
+  const std::int64_t dense = dense_on_stage(s, l, i);
+  const std::int64_t experts = stage_blocks(s, l, dense, layers).experts +
+                               (i == head_stage(l) ? prediction_modules(s, l).experts : 0);
+  return {i, layers, stage_params(s, l, i, layers), dense, experts};
+}
+StageHolding heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) {
   const auto layers = layers_per_stage(s, l);
-  StageShare most;
+  StageHolding most;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto params = stage_params(s, l, static_cast<std::int64_t>(i), layers[i]);
-    if (params >= most.params) most = {layers[i], params};
+    const auto share = stage_share(s, l, static_cast<std::int64_t>(i), layers[i]);
+    if (share.params >= most.params) most = share;
   }
   return most;
 }
@@ -436,10 +509,9 @@ bool experts_sharded_apart(const TransformerSpec& s, const Layout3D& l) {
 // The elements of a GPU's sharded states on a stage of `layers` blocks holding `params`: 1/n
 // of them over the shard ranks, or the experts' 1/edp and the rest's 1/n apart.
 std::int64_t sharded_elements(const TransformerSpec& s, const Layout3D& l, std::int64_t params,
-                              std::int64_t layers) {
+                              std::int64_t experts) {
   if (l.sharding == DpSharding::none) return params;
   if (!experts_sharded_apart(s, l)) return ceil_div(params, l.shard_ranks());
-  const std::int64_t experts = layers * block_params(s).experts_on_gpu(l);
   return ceil_div(params - experts, l.shard_ranks()) + ceil_div(experts, l.expert_dp());
 }
 
@@ -447,7 +519,8 @@ std::int64_t sharded_elements(const TransformerSpec& s, const Layout3D& l, std::
 // heads and MLP width, the micro-batches its schedule keeps in flight; the embedding's inputs
 // on the first stage, the head and the loss (Megatron-LM's vocab-parallel cross-entropy, or
 // torch's, as torchtitan runs it) on the last.
-ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t layers) {
+ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t layers,
+                                 std::int64_t dense) {
   ActivationShape a;
   a.micro_batch = l.micro_batch;
   a.tokens = tokens_per_rank(l);
@@ -460,6 +533,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.fp8_linear_inputs = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
   a.sequence_parallel = l.sequence_parallel;
   a.layers = layers;
+  a.dense_layers = dense;
   a.in_flight =
       l.pp == 1 ? 1.0
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
@@ -544,20 +618,22 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   StateView v;
   v.traits = layout_traits(l);
   v.recipe = recipe_of(l);
-  v.params = stage_params(s, l, i, layers);
+  const auto share = stage_share(s, l, i, layers);
+  v.params = share.params;
   v.shard_degree = l.shard_ranks();
-  const auto b = block_params(s);
-  v.units.blocks.assign(static_cast<std::size_t>(layers), b.on_gpu(l));
+  for (const auto& run : stage_runs(s, share.dense, layers))
+    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(run.layers),
+                          block_params(run.block).on_gpu(l));
   v.units.known = true;
-  const std::int64_t experts = layers * b.experts_on_gpu(l);
+  const std::int64_t experts = share.experts;
   if (experts_sharded_apart(s, l)) {
-    v.shard_elements = sharded_elements(s, l, v.params, layers);
+    v.shard_elements = sharded_elements(s, l, v.params, experts);
     v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
                    format_thousands(v.params - experts) + " outside the experts, 1/" +
                    std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
                    " in the experts (expert data parallel)";
   }
-  auto shape = activation_shape(l, i, layers);
+  auto shape = activation_shape(l, i, layers, share.dense);
   shape.named = explained;
   v.activations = stage_activations(s, shape);
   v.communicators = communicators(l);
@@ -572,11 +648,14 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
 // (Megatron-LM passes is_first_microbatch): the FP8 copy and its transpose for the backward's
 // GEMMs on Hopper, the row- and column-wise copies of MXFP8 on Blackwell, 2 bytes per weight of
 // the blocks' Linears. torchao's float8 (fsdp2) casts the weights in every forward instead.
-void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int64_t layers,
-                           Memory3D& out) {
+void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                           std::int64_t layers, Memory3D& out) {
   if (l.fp8 == Fp8Recipe::none || l.framework != Framework::megatron) return;
-  const auto b = block_params(s);
-  const std::int64_t weights = layers * (b.matrices / l.tp + b.experts_on_gpu(l));
+  std::int64_t weights = 0;
+  for (const auto& run : stage_runs(s, dense_on_stage(s, l, i), layers)) {
+    const auto b = block_params(run.block);
+    weights += run.layers * (b.matrices / l.tp + b.experts_on_gpu(l));
+  }
   const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
   out.buffers = out.buffers + copies;
   out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
@@ -637,7 +716,7 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.notes = std::move(e.notes);
   if (explained && m.transformer->moe.active())
     out.notes.push_back(experts_note(*m.transformer, l));
-  add_fp8_weight_copies(*m.transformer, l, layers, out);
+  add_fp8_weight_copies(*m.transformer, l, i, layers, out);
   return out;
 }
 
@@ -661,8 +740,9 @@ struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
   // shape, tokens per rank, precision, attention).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
-  // (t, layers, ep, etp, routed rows over the balanced share)
-  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double>;
+  // (t, layers, ep, etp, routed rows over the balanced share, dense first layers)
+  using Shape =
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t>;
   std::map<Shape, ModelDesc> shards;
   std::map<std::tuple<std::int64_t, int, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
@@ -687,7 +767,7 @@ namespace {
 // those blocks with 1/t of the heads, key/value heads and MLP width, and 1/t of the LM head --
 // the GEMM shapes tensor parallelism leaves it, so small-GEMM inefficiency shows (the hidden
 // size, norms and residuals stay whole).
-ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers) {
+ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers, std::int64_t dense) {
   auto s = *m.transformer;
   const std::int64_t t = l.tp;
   s.num_heads /= t;
@@ -703,6 +783,7 @@ ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers) {
   s.vocab_size = (s.vocab_size + t - 1) / t;
   if (s.window_pattern_layers == 0) s.window_pattern_layers = s.num_layers;
   s.num_layers = layers;
+  s.moe.first_dense_layers = dense;
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
 }
 
@@ -782,7 +863,8 @@ int attention_key(const Layout3D& l, AttentionLibrary lib) {
 
 }  // namespace
 
-ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers) {
+ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
+                                   std::int64_t dense) {
   TrainingConfig c;
   c.precision = l.precision;
   c.micro_batch = l.micro_batch;
@@ -794,8 +876,8 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers)
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto shape =
-      std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor());
-  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l, stage_layers));
+      std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor(), dense);
+  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense));
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), shape, c.seq_len,
                                    static_cast<int>(l.precision), attention_key(l, lib));
@@ -928,16 +1010,27 @@ Time3D Model3D::time(const Layout3D& l) {
                                    static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_, lib);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
-  // The slowest stage sets the pipeline's pace: the one with the most layers.
+  // The slowest stage sets the pipeline's pace: the one with the most layers, of them the
+  // most sparse ones (a mixture's dense first blocks send no tokens to experts).
   const auto split = layers_per_stage(s, l);
-  const std::int64_t stage_layers = *std::max_element(split.begin(), split.end());
-  const auto local = stage_compute(l, stage_layers);  // s/cp tokens, attention included
+  std::int64_t stage_layers = 0, dense = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const std::int64_t d = dense_on_stage(s, l, static_cast<std::int64_t>(i));
+    if (split[i] > stage_layers || (split[i] == stage_layers && d < dense)) {
+      stage_layers = split[i];
+      dense = d;
+    }
+  }
+  const auto local = stage_compute(l, stage_layers, dense);  // s/cp tokens, attention included
   const auto stage = with_context_parallel(local, l.cp);
   Time3D out;
   const auto recipe = recipe_of(l);
   const auto sbh = static_cast<double>(tokens_per_rank(l) * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
-  const double layers = static_cast<double>(stage_layers);
+  // The stage is timed as the last, with its multi-token prediction blocks.
+  const double mtp = static_cast<double>(s.mtp_layers);
+  const double layers = static_cast<double>(stage_layers) + mtp;
+  const double sparse = s.moe.active() ? layers - static_cast<double>(dense) : 0.0;
   double tp_all_reduce_s = 0;  // one, of a layer's activations
   if (l.tp > 1) {
     const auto k2 = std::make_pair(l.tp, static_cast<std::int64_t>(act_bytes));
@@ -955,7 +1048,7 @@ Time3D Model3D::time(const Layout3D& l) {
   out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2);
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
-  const auto ep = expert_exchange(l, layers);
+  const auto ep = expert_exchange(l, sparse);
   out.ep_comm_s = ep.forward_s + ep.backward_s;
   const auto schedule = l.pipeline_schedule();
   double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)
@@ -971,7 +1064,7 @@ Time3D Model3D::time(const Layout3D& l) {
   }
   // The data-parallel collectives and optimizer of the GPU holding the most parameters.
   const auto heavy = heaviest_params_stage(s, l);
-  const double forward_s = data_parallel_and_optimizer(l, stage, heavy.layers, heavy.params, out);
+  const double forward_s = data_parallel_and_optimizer(l, stage, heavy, out);
   out.microbatch_s =
       out.compute_s + out.tp_comm_s + out.cp_comm_s + out.ep_comm_s + out.fsdp_comm_s + out.p2p_s;
   // F, B and W of a micro-batch: the backward GEMMs split evenly between input and weight
@@ -993,19 +1086,27 @@ Time3D Model3D::time(const Layout3D& l) {
   return out;
 }
 
-std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t layers,
-                                               std::int64_t params) {
-  const auto b = block_params(*m_.transformer);
-  const std::int64_t experts = b.experts_on_gpu(l);  // per block, on this GPU
+std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
+  const auto& s = *m_.transformer;
+  const std::int64_t layers = held.layers, params = held.params;
+  const std::int64_t experts = block_params(s).experts_on_gpu(l);  // per sparse block, here
   // Experts folded onto their own data-parallel ranks sync apart from the rest (Megatron-LM's
   // expert data-parallel group; torchtitan shards them over the dp_shard_mod_ep mesh).
   const bool apart = experts > 0 && l.expert_dp() != l.dp * l.cp;
-  const std::int64_t dense_block = b.on_gpu(l) - (apart ? experts : 0);
-  // The units: the stage's blocks, and what else the stage holds (the embedding on the first,
-  // the final norm and head on the last) as the root's unit.
-  const std::int64_t dense = params - (apart ? experts * layers : 0);
-  Messages units{{dense_block, layers}};
-  if (dense > dense_block * layers) units.push_back({dense - dense_block * layers, 1});
+  // The units: the stage's blocks by kind (less their experts when those sync apart), and
+  // what else the stage holds (the embedding on the first, the final norm, the head and any
+  // prediction modules on the last) as the root's unit.
+  Messages units;
+  std::int64_t in_blocks = 0, expert_layers = 0;
+  for (const auto& run : stage_runs(s, held.dense, layers)) {
+    const auto b = block_params(run.block);
+    const std::int64_t block = b.on_gpu(l) - (apart ? b.experts_on_gpu(l) : 0);
+    units.push_back({block, run.layers});
+    in_blocks += block * run.layers;
+    if (b.experts_on_gpu(l) > 0) expert_layers += run.layers;
+  }
+  const std::int64_t dense = params - (apart ? held.experts : 0);
+  if (dense > in_blocks) units.push_back({dense - in_blocks, 1});
   // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard
   // group tp x shards, and the replicas of a shard stride through the whole span.
   const std::int64_t ranks = l.dp * l.cp;
@@ -1013,7 +1114,10 @@ std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, std::int64_t l
   if (apart) {
     // Expert ranks ordered etp, ep, edp: the edp ranks stride through all tp x cp x dp GPUs.
     const std::int64_t edp = l.expert_dp();
-    auto expert_ops = data_parallel_ops_of(l, Messages{{experts, layers}}, experts * layers, edp,
+    Messages expert_units{{experts, expert_layers}};
+    if (held.experts > experts * expert_layers)  // the prediction modules' experts
+      expert_units.push_back({held.experts - experts * expert_layers, 1});
+    auto expert_ops = data_parallel_ops_of(l, expert_units, held.experts, edp,
                                            l.sharding == DpSharding::none ? 1 : edp,
                                            " (expert dp, experts' states)");
     ops.insert(ops.end(), expert_ops.begin(), expert_ops.end());
@@ -1061,19 +1165,21 @@ std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messa
 }
 
 double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime& stage,
-                                            std::int64_t layers, std::int64_t params, Time3D& out) {
-  out.dp_ops = data_parallel_ops(l, layers, params);
+                                            const StageHolding& held, Time3D& out) {
+  out.dp_ops = data_parallel_ops(l, held);
+  const auto& s = *m_.transformer;
+  const std::int64_t params = held.params, experts = held.experts;
   const auto recipe = recipe_of(l);
   const bool sharded_optimizer = l.sharding >= DpSharding::optimizer;
   StepInputs in;
   in.forward_s = stage.forward_s;
   in.backward_s = stage.backward_s;
   const std::int64_t elements =
-      sharded_optimizer ? sharded_elements(*m_.transformer, l, params, layers) : params;
+      sharded_optimizer ? sharded_elements(s, l, params, experts) : params;
   in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_,
                                   std::min(l.gpus(), t_.node().launch_gpus_per_host()));
   in.host_transfer_s = host_transfers_s(
-      l.offload, elements, sharded_elements(*m_.transformer, l, params, layers),
+      l.offload, elements, sharded_elements(s, l, params, experts),
       static_cast<double>(recipe.compute_bytes()), host_link_Bps(gpu_, k_), out.dp_ops);
   in.ops = out.dp_ops;  // with the offloaded shard's fetch before each all-gather
   in.micro_steps = l.micro_batches;

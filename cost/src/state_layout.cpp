@@ -41,9 +41,13 @@ GatherUnits gather_units(const ModelDesc& m) {
   GatherUnits u;
   if (m.transformer) {
     const auto p = count_parameters(*m.transformer);
-    u.blocks.assign(static_cast<std::size_t>(m.transformer->num_layers), p.per_layer);
-    // Everything outside the blocks: embeddings, their norm, the final norm, the head.
-    u.root = p.total() - p.per_layer * m.transformer->num_layers;
+    for (const auto& run : block_runs(*m.transformer)) {  // a mixture's dense blocks apart
+      u.blocks.insert(u.blocks.end(), static_cast<std::size_t>(run.layers),
+                      count_parameters(run.block).per_layer);
+    }
+    // Everything outside the blocks: embeddings, their norm, the final norm, the head, any
+    // multi-token prediction modules.
+    u.root = p.total() - blocks_params(*m.transformer);
     u.known = true;
   } else if (m.layers) {
     for (const auto& l : m.layers->layers) {

@@ -44,8 +44,10 @@ Messages unit_messages(const ModelDesc& m) {
 Messages tensor_messages(const ModelDesc& m, const Messages& units) {
   if (!m.transformer) return units;
   Messages out;
-  for (const auto t : layer_parameter_tensors(*m.transformer))
-    out.push_back({t, m.transformer->num_layers});
+  for (const auto& run : block_runs(*m.transformer)) {
+    for (const auto t : layer_parameter_tensors(run.block))
+      out.push_back({t, run.layers});
+  }
   for (const auto t : root_parameter_tensors(*m.transformer))
     out.push_back({t, 1});
   return out;
@@ -53,11 +55,12 @@ Messages tensor_messages(const ModelDesc& m, const Messages& units) {
 
 // The block submodules full recomputation gathers again (strategy_traits.hpp
 // recompute_regather): submodule j's next use after its recomputed forward is its backward,
-// with every later submodule's forward and backward between, 2 x their elements away.
-Messages regathered(const ModelDesc& m, std::int64_t max_reuse, bool per_tensor) {
+// with every later submodule's forward and backward between, 2 x their elements away. For
+// `layers` blocks shaped as `block`; regathered() sums the model's kinds of blocks.
+Messages regathered_blocks(const TransformerSpec& block, std::int64_t layers,
+                           std::int64_t max_reuse, bool per_tensor) {
   Messages out;
-  if (!m.transformer) return out;
-  const auto modules = layer_submodules(*m.transformer);
+  const auto modules = layer_submodules(block);
   auto elements_of = [](const std::vector<std::int64_t>& tensors) {
     std::int64_t n = 0;
     for (const auto t : tensors)
@@ -71,11 +74,21 @@ Messages regathered(const ModelDesc& m, std::int64_t max_reuse, bool per_tensor)
     later -= elements_of(module);
     if (checked_mul(2, later, "reuse distance") <= max_reuse) continue;
     if (!per_tensor) {
-      out.push_back({elements_of(module), m.transformer->num_layers});
+      out.push_back({elements_of(module), layers});
       continue;
     }
     for (const auto t : module)
-      out.push_back({t, m.transformer->num_layers});
+      out.push_back({t, layers});
+  }
+  return out;
+}
+
+Messages regathered(const ModelDesc& m, std::int64_t max_reuse, bool per_tensor) {
+  Messages out;
+  if (!m.transformer) return out;
+  for (const auto& run : block_runs(*m.transformer)) {  // a mixture's dense blocks apart
+    const auto more = regathered_blocks(run.block, run.layers, max_reuse, per_tensor);
+    out.insert(out.end(), more.begin(), more.end());
   }
   return out;
 }

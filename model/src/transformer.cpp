@@ -41,7 +41,22 @@ std::int64_t norm_params(const TransformerSpec& s) {
   return s.norm == NormKind::layernorm ? mul(2, s.hidden_size) : s.hidden_size;
 }
 
+// Latent attention: the query bottleneck (down, norm, up) or one query projection; the key
+// and value latent with the shared rotary key (down), its norm, the up-projection to every
+// head's non-rotary key and value; the output projection.
+std::int64_t latent_attention_params(const TransformerSpec& s) {
+  const std::int64_t h = s.hidden_size, ql = s.mla.q_lora_rank, kvl = s.mla.kv_lora_rank;
+  const std::int64_t nope = s.head_dim - s.mla.qk_rope_head_dim;
+  std::int64_t p = ql > 0 ? add(add(mul(h, ql), ql), mul(ql, s.q_size())) : mul(h, s.q_size());
+  p = add(p, add(mul(h, add(kvl, s.mla.qk_rope_head_dim)), kvl));
+  p = add(p, mul(kvl, mul(s.num_heads, add(nope, s.v_dim()))));
+  p = add(p, mul(s.o_size(), h));
+  if (s.attn_out_bias) p = add(p, h);
+  return p;
+}
+
 std::int64_t attention_params(const TransformerSpec& s) {
+  if (s.mla.active()) return latent_attention_params(s);
   const std::int64_t h = s.hidden_size;
   std::int64_t p = add(add(mul(h, s.q_size()), mul(2, mul(h, s.kv_size()))), mul(s.q_size(), h));
   if (s.qkv_bias) p = add(p, add(s.q_size(), mul(2, s.kv_size())));
@@ -100,11 +115,43 @@ double TransformerSpec::windowed_share() const {
 }
 
 std::vector<ParamComponent> TransformerParams::components() const {
-  return {{"embeddings", embeddings},
-          {"attention", attention},
-          {"mlp", mlp},
-          {"norms", norms},
-          {"head", head}};
+  std::vector<ParamComponent> out{{"embeddings", embeddings},
+                                  {"attention", attention},
+                                  {"mlp", mlp},
+                                  {"norms", norms},
+                                  {"head", head}};
+  if (mtp > 0) out.push_back({"multi-token prediction", mtp});
+  return out;
+}
+
+namespace {
+
+// One block with a dense MLP of ffn_size: a mixture of experts' dense first layers.
+TransformerSpec dense_block_of(const TransformerSpec& s) {
+  TransformerSpec d = s;
+  d.moe = MoeSpec{};
+  return d;
+}
+
+}  // namespace
+
+std::vector<BlockRun> block_runs(const TransformerSpec& s, std::int64_t first, std::int64_t count) {
+  std::vector<BlockRun> out;
+  const std::int64_t dense_end = s.moe.active() ? s.moe.first_dense_layers : 0;
+  const std::int64_t dense = std::clamp<std::int64_t>(dense_end - first, 0, count);
+  auto push = [&out](TransformerSpec block, std::int64_t layers) {
+    if (layers <= 0) return;
+    block.num_layers = layers;
+    block.moe.first_dense_layers = 0;
+    out.push_back({std::move(block), layers});
+  };
+  push(dense_block_of(s), dense);
+  push(s, count - dense);
+  return out;
+}
+
+std::vector<BlockRun> block_runs(const TransformerSpec& s) {
+  return block_runs(s, 0, s.num_layers);
 }
 
 namespace {
@@ -170,8 +217,31 @@ void validate(const TransformerSpec& s, const std::string& origin_in) {
                 " layers");
   }
   if (s.moe.active()) validate_moe(s.moe, origin);
+  if (s.moe.first_dense_layers < 0 || s.moe.first_dense_layers > s.num_layers) {
+    throw Error(origin + "first_k_dense_replace " + std::to_string(s.moe.first_dense_layers) +
+                " must be between 0 and the " + std::to_string(s.num_layers) + " layers");
+  }
+  if (s.mla.active() && (s.mla.qk_rope_head_dim < 0 || s.mla.qk_rope_head_dim >= s.head_dim ||
+                         s.mla.q_lora_rank < 0 || s.mla.kv_lora_rank > (std::int64_t{1} << 20) ||
+                         s.mla.q_lora_rank > (std::int64_t{1} << 20))) {
+    throw Error(origin + "latent attention needs 0 <= qk_rope_head_dim < the " +
+                std::to_string(s.head_dim) + "-wide query/key head and ranks below 2^20");
+  }
+  if (s.v_head_dim < 0 || s.v_head_dim > (std::int64_t{1} << 16))
+    throw Error(origin + "v_head_dim " + std::to_string(s.v_head_dim) + " is out of range");
+  if (s.mtp_layers < 0 || s.mtp_layers > 64) {
+    throw Error(origin + "num_nextn_predict_layers " + std::to_string(s.mtp_layers) +
+                " must be between 0 and 64");
+  }
   // q_size() and kv_size() multiply unchecked; a valid spec keeps them in range.
   checked_mul(s.num_heads, s.head_dim, origin + "num_heads x head_dim");
+}
+
+std::int64_t blocks_params(const TransformerSpec& s) {
+  std::int64_t p = 0;
+  for (const auto& run : block_runs(s))
+    p = add(p, mul(count_parameters(run.block).per_layer, run.layers));
+  return p;
 }
 
 TransformerParams count_parameters(const TransformerSpec& s) {
@@ -180,7 +250,14 @@ TransformerParams count_parameters(const TransformerSpec& s) {
   p.per_layer = add(add(attention_params(s), mlp_params(s)), layer_norms);
   p.embeddings = embedding_params(s);
   p.attention = mul(attention_params(s), s.num_layers);
-  p.mlp = mul(mlp_params(s), s.num_layers);
+  // A mixture's dense first layers hold a dense MLP of ffn_size; the rest its experts.
+  const std::int64_t dense = s.moe.active() ? s.moe.first_dense_layers : 0;
+  const std::int64_t sparse = s.num_layers - dense;
+  p.mlp = add(mul(mlp_params(s), sparse), mul(one_mlp(s, s.ffn_size), dense));
+  // Multi-token prediction: a sparse block, the 2h x h projection, two input norms and an
+  // output norm per module.
+  p.mtp = mul(s.mtp_layers, add(add(p.per_layer, mul(2, mul(s.hidden_size, s.hidden_size))),
+                                mul(3, norm_params(s))));
   p.norms = add(add(mul(layer_norms, s.num_layers), s.final_norm ? norm_params(s) : 0),
                 s.embedding_norm ? norm_params(s) : 0);
   const std::int64_t h = s.hidden_size;
@@ -202,8 +279,8 @@ TransformerParams count_parameters(const TransformerSpec& s) {
       break;
   }
   if (s.pooler) p.head = add(p.head, add(mul(h, h), h));
-  p.active = add(add(p.embeddings, p.attention), add(p.mlp, add(p.norms, p.head)));
-  p.active -= mul(s.num_layers, mlp_params(s) - mlp_active_params(s));
+  p.active = add(add(p.embeddings, p.attention), add(p.mlp, add(p.norms, add(p.head, p.mtp))));
+  p.active -= mul(add(sparse, s.mtp_layers), mlp_params(s) - mlp_active_params(s));
   return p;
 }
 
@@ -234,7 +311,20 @@ std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& s
   auto next = [&out]() -> std::vector<std::int64_t>& { return out.emplace_back(); };
   const std::int64_t h = s.hidden_size;
   norm(next(), s);
-  if (fuses_qkv(s)) {
+  if (s.mla.active()) {
+    const std::int64_t ql = s.mla.q_lora_rank, kvl = s.mla.kv_lora_rank;
+    if (ql > 0) {
+      linear(next(), h, ql, false);  // q_a_proj, q_a_layernorm, q_b_proj
+      next().push_back(ql);
+      linear(next(), ql, s.q_size(), false);
+    } else {
+      linear(next(), h, s.q_size(), false);
+    }
+    linear(next(), h, add(kvl, s.mla.qk_rope_head_dim), false);  // kv_a_proj_with_mqa
+    next().push_back(kvl);                                       // kv_a_layernorm
+    linear(next(), kvl, mul(s.num_heads, add(s.head_dim - s.mla.qk_rope_head_dim, s.v_dim())),
+           false);
+  } else if (fuses_qkv(s)) {
     linear(next(), h, add(s.q_size(), mul(2, s.kv_size())), s.qkv_bias);
   } else {
     linear(next(), h, s.q_size(), s.qkv_bias);
@@ -245,7 +335,7 @@ std::vector<std::vector<std::int64_t>> layer_submodules(const TransformerSpec& s
     next().push_back(s.head_dim);
     next().push_back(s.head_dim);
   }
-  linear(next(), s.q_size(), h, s.attn_out_bias);
+  linear(next(), s.o_size(), h, s.attn_out_bias);
   if (s.attention_sinks) next().push_back(s.num_heads);
   norm(next(), s);
   if (s.norms_per_layer == 4) norm(next(), s);  // the attention output's, then the MLP's input
@@ -299,7 +389,7 @@ std::vector<std::int64_t> root_parameter_tensors(const TransformerSpec& s) {
   std::int64_t counted = 0;
   for (const auto t : out)
     counted = add(counted, t);
-  const std::int64_t rest = p.total() - mul(p.per_layer, s.num_layers) - counted;
+  const std::int64_t rest = p.total() - blocks_params(s) - counted;
   if (rest > 0) out.push_back(rest);
   return out;
 }
@@ -565,6 +655,73 @@ TransformerSpec read_gpt_oss(const ObjectReader& c) {
   return s;
 }
 
+// DeepSeek-V2/V3: latent attention, a mixture of n_routed_experts experts of
+// moe_intermediate_size with n_shared_experts of that size always active, behind a router
+// whose per-expert bias steers the top-k choice (topk_method noaux_tc, DeepSeek-V3's
+// auxiliary-loss-free balancing); the first first_k_dense_replace blocks dense (ffn_size),
+// multi-token prediction modules beside the model.
+void read_latent_attention(const ObjectReader& c, TransformerSpec& s) {
+  s.mla.kv_lora_rank = c.positive_integer("kv_lora_rank");
+  s.mla.q_lora_rank = c.optional_integer("q_lora_rank").value_or(0);  // null: no bottleneck
+  if (s.mla.q_lora_rank < 0) c.fail("q_lora_rank", "must be a positive rank or null");
+  s.mla.qk_rope_head_dim = c.positive_integer("qk_rope_head_dim");
+  s.head_dim = checked_add(c.positive_integer("qk_nope_head_dim"), s.mla.qk_rope_head_dim,
+                           c.location("qk_nope_head_dim"));
+  s.v_head_dim = c.positive_integer("v_head_dim");
+}
+
+TransformerSpec read_deepseek(const ObjectReader& c, bool v3) {
+  TransformerSpec s;
+  read_llama_like(c, s);
+  read_latent_attention(c, s);
+  auto& m = s.moe;
+  read_routing(c, "n_routed_experts", m);
+  m.expert_ffn_size = c.positive_integer("moe_intermediate_size");
+  m.shared_ffn_size = checked_mul(c.optional_integer("n_shared_experts").value_or(0),
+                                  m.expert_ffn_size, c.location("n_shared_experts"));
+  if (m.shared_ffn_size < 0) c.fail("n_shared_experts", "must not be negative");
+  m.first_dense_layers = c.optional_integer("first_k_dense_replace").value_or(0);
+  if (m.first_dense_layers < 0 || m.first_dense_layers > s.num_layers) {
+    c.fail("first_k_dense_replace",
+           "must be between 0 and the " + std::to_string(s.num_layers) + " layers");
+  }
+  if (c.optional_integer("moe_layer_freq").value_or(1) != 1) {
+    c.fail("moe_layer_freq", "dense layers between sparse ones are not modelled (only 1)");
+  }
+  const std::string topk = c.optional_string("topk_method").value_or(v3 ? "noaux_tc" : "greedy");
+  m.router_bias = m.selection_bias = topk == "noaux_tc";  // e_score_correction_bias
+  const std::string scoring = c.optional_string("scoring_func").value_or("softmax");
+  if (scoring != "softmax" && scoring != "sigmoid")
+    c.fail("scoring_func", "'" + scoring + "' is not modelled (softmax, sigmoid)");
+  m.sigmoid_scores = scoring == "sigmoid";
+  m.sequence_aux_loss = c.optional_boolean("seq_aux").value_or(false);
+  m.routed_scale =
+      c.optional_number("routed_scaling_factor", NumberRange::positive(1e6)).value_or(1.0);
+  m.normalize_top_k = c.optional_boolean("norm_topk_prob").value_or(v3);
+  m.aux_loss_coef =
+      c.optional_number("aux_loss_alpha", NumberRange::non_negative(1e3)).value_or(0.0);
+  m.groups = c.optional_integer("n_group").value_or(0);
+  m.groups_per_token = c.optional_integer("topk_group").value_or(0);
+  if (m.groups < 0 || (m.groups > 0 && m.experts % m.groups != 0)) {
+    c.fail("n_group", "must divide the " + std::to_string(m.experts) + " routed experts");
+  }
+  if (m.groups_per_token < 0 || m.groups_per_token > std::max<std::int64_t>(m.groups, 0)) {
+    c.fail("topk_group", "must be between 0 and n_group " + std::to_string(m.groups));
+  }
+  s.mtp_layers = c.optional_integer("num_nextn_predict_layers").value_or(0);
+  if (s.mtp_layers < 0 || s.mtp_layers > 64)
+    c.fail("num_nextn_predict_layers", "must be between 0 and 64");
+  return s;
+}
+
+TransformerSpec read_deepseek_v2(const ObjectReader& c) {
+  return read_deepseek(c, false);
+}
+
+TransformerSpec read_deepseek_v3(const ObjectReader& c) {
+  return read_deepseek(c, true);
+}
+
 TransformerSpec read_gpt2(const ObjectReader& c) {
   TransformerSpec s;
   s.vocab_size = c.positive_integer("vocab_size");
@@ -682,6 +839,11 @@ constexpr std::string_view kCountKeys[] = {
     "kv_lora_rank",        "qk_rope_head_dim",      "num_nextn_predict_layers",
 };
 
+constexpr std::string_view kDeepseekKeys =
+    "n_routed_experts num_experts_per_tok moe_intermediate_size n_shared_experts "
+    "first_k_dense_replace moe_layer_freq q_lora_rank kv_lora_rank qk_rope_head_dim "
+    "num_nextn_predict_layers";
+
 constexpr ModelTypeReader kReaders[] = {
     {"gpt2", read_gpt2, ""},
     {"gpt_neox", read_gpt_neox, ""},
@@ -701,6 +863,8 @@ constexpr ModelTypeReader kReaders[] = {
     {"qwen3_moe", read_qwen3_moe,
      "num_experts num_experts_per_tok moe_intermediate_size decoder_sparse_step mlp_only_layers"},
     {"gpt_oss", read_gpt_oss, "num_local_experts num_experts_per_tok"},
+    {"deepseek_v2", read_deepseek_v2, kDeepseekKeys},
+    {"deepseek_v3", read_deepseek_v3, kDeepseekKeys},
 };
 
 bool reads_key(std::string_view keys, std::string_view key) {
@@ -723,12 +887,15 @@ void refuse_unread_count_keys(const ObjectReader& c, const ModelTypeReader& r) {
   }
 }
 
-// gpt-oss is released with its experts in MXFP4 (quant_method mxfp4); training dequantizes
-// them to bf16 (transformers' Mxfp4Config(dequantize=True)), the same parameter count.
-bool mxfp4_release(const ObjectReader& config, const std::string& type) {
-  if (type != "gpt_oss") return false;
-  const auto q = config.object("quantization_config");
-  return q.optional_string("quant_method").value_or("") == "mxfp4";
+// Releases whose config states the weights' storage format, not a quantized model to train:
+// gpt-oss's experts in MXFP4 (training dequantizes them to bf16, transformers'
+// Mxfp4Config(dequantize=True)), DeepSeek-V3's block-scaled FP8 weights (its own training
+// recipe, --fp8-recipe blockwise). The parameter count is the same.
+bool release_format(const ObjectReader& config, const std::string& type) {
+  const auto method = config.object("quantization_config").optional_string("quant_method");
+  if (type == "gpt_oss") return method.value_or("") == "mxfp4";
+  if (type == "deepseek_v3") return method.value_or("") == "fp8";
+  return false;
 }
 
 }  // namespace
@@ -745,7 +912,7 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
   const auto known = std::find_if(std::begin(kReaders), std::end(kReaders),
                                   [&](const auto& r) { return type == r.model_type; });
   if (known != std::end(kReaders) && config.has("quantization_config") &&
-      !mxfp4_release(config, type)) {
+      !release_format(config, type)) {
     config.fail("quantization_config",
                 "quantized checkpoints are not supported: dtplan models full-precision training");
   }

@@ -32,7 +32,7 @@ std::string number_text(double v) {
 }
 
 // Megatron-LM's MoE layer with every expert's GEMMs grouped, as dtplan times them.
-void mixture_of_experts(Args& a, const MoeSpec& m) {
+void mixture_of_experts(Args& a, const MoeSpec& m, std::int64_t layers) {
   add(a, "--num-experts", m.experts);
   add(a, "--moe-router-topk", m.experts_per_token);
   add(a, "--moe-ffn-hidden-size", m.expert_ffn_size);
@@ -42,10 +42,36 @@ void mixture_of_experts(Args& a, const MoeSpec& m) {
   // Megatron-LM's default, softmax over the top k, equals renormalising them.
   if (!m.normalize_top_k) a.emplace_back("--moe-router-pre-softmax");
   if (m.aux_loss_coef > 0) {
-    add(a, "--moe-router-load-balancing-type", "aux_loss");
+    add(a, "--moe-router-load-balancing-type", m.sequence_aux_loss ? "seq_aux_loss" : "aux_loss");
     add(a, "--moe-aux-loss-coeff", number_text(m.aux_loss_coef));
   }
+  // DeepSeek-V3's router: sigmoid scores, the auxiliary-loss-free per-expert bias, node-limited
+  // routing (experts from at most group_topk of num_groups groups), the routed output scaled.
+  if (m.sigmoid_scores) add(a, "--moe-router-score-function", "sigmoid");
+  if (m.selection_bias) a.emplace_back("--moe-router-enable-expert-bias");
+  if (m.groups > 0 && m.groups_per_token > 0) {
+    add(a, "--moe-router-num-groups", m.groups);
+    add(a, "--moe-router-group-topk", m.groups_per_token);
+  }
+  if (m.routed_scale != 1.0)
+    add(a, "--moe-router-topk-scaling-factor", number_text(m.routed_scale));
+  // The dense first blocks: 0 for each, 1 for each sparse one.
+  if (m.first_dense_layers > 0) {
+    add(a, "--moe-layer-freq",
+        "([0]*" + std::to_string(m.first_dense_layers) + "+[1]*" +
+            std::to_string(layers - m.first_dense_layers) + ")");
+  }
   a.emplace_back("--moe-grouped-gemm");
+}
+
+// Multi-head latent attention (Megatron-LM's MLA) in place of the query/key/value widths.
+void latent_attention(Args& a, const TransformerSpec& s) {
+  a.emplace_back("--multi-latent-attention");
+  if (s.mla.q_lora_rank > 0) add(a, "--q-lora-rank", s.mla.q_lora_rank);
+  add(a, "--kv-lora-rank", s.mla.kv_lora_rank);
+  add(a, "--qk-head-dim", s.head_dim - s.mla.qk_rope_head_dim);
+  add(a, "--qk-pos-emb-head-dim", s.mla.qk_rope_head_dim);
+  add(a, "--v-head-dim", s.v_dim());
 }
 
 // Parts of a model Megatron-LM's command line cannot state: exporting without them would train
@@ -59,7 +85,7 @@ void check_expressible(const TransformerSpec& s) {
   note(s.norms_per_layer == 4, "norms on the sub-layers' outputs");
   note(s.attn_logit_softcap > 0 || s.final_logit_softcap > 0, "tanh soft-capping");
   note(s.attention_sinks, "attention sinks");
-  note(s.moe.active() && s.moe.router_bias, "a router with a bias");
+  note(s.moe.active() && s.moe.router_bias && !s.moe.selection_bias, "a router with a bias");
   if (!missing.empty()) {
     throw FieldError("export_megatron", "Megatron-LM's arguments cannot express " + missing +
                                             " of model_type " + s.model_type);
@@ -72,8 +98,12 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
   add(a, "--hidden-size", s.hidden_size);
   add(a, "--ffn-hidden-size", s.ffn_size);
   add(a, "--num-attention-heads", s.num_heads);
-  if (s.head_dim * s.num_heads != s.hidden_size) add(a, "--kv-channels", s.head_dim);
-  if (s.num_kv_heads != s.num_heads) {
+  if (s.mla.active()) {
+    latent_attention(a, s);
+  } else if (s.head_dim * s.num_heads != s.hidden_size) {
+    add(a, "--kv-channels", s.head_dim);
+  }
+  if (s.num_kv_heads != s.num_heads && !s.mla.active()) {
     a.emplace_back("--group-query-attention");
     add(a, "--num-query-groups", s.num_kv_heads);
   }
@@ -99,7 +129,8 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
     // Full attention on layers N, 2N, ... (1-based), the others windowed.
     if (s.full_attention_every > 0) add(a, "--window-attn-skip-freq", s.full_attention_every);
   }
-  if (s.moe.active()) mixture_of_experts(a, s.moe);
+  if (s.moe.active()) mixture_of_experts(a, s.moe, s.num_layers);
+  if (s.mtp_layers > 0) add(a, "--mtp-num-layers", s.mtp_layers);
 }
 
 // The stage split Megatron-LM is told: nothing for an even split, the embedding-and-loss

@@ -279,13 +279,13 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
   const double model_flops_per_gpu_s = p.mfu * gpu.peak_flops_for(p.precision);
   if (source.flops == FlopsConvention::megatron_causal) {
     if (!p.model.transformer) throw Error("the megatron_causal FLOP count needs layer shapes");
-    // The model count's attention is 3 x 4 L keys q per token (forward and backward, keys
+    // The model count's attention is 3 x 2 L keys (q + o) per token (forward and backward, keys
     // capped by a sliding window); Megatron-LM counts s/2 keys whatever the window.
     const auto& t = *p.model.transformer;
     const double seq = static_cast<double>(p.seq_len);
     const double keys = cost::attended_keys(t, seq);
-    const double per_key =
-        12.0 * static_cast<double>(t.num_layers) * static_cast<double>(t.q_size()) * tokens;
+    const double per_key = 6.0 * static_cast<double>(t.num_layers) *
+                           static_cast<double>(t.q_size() + t.o_size()) * tokens;
     const double difference = per_key * (keys - seq / 2);
     return (model_flops_per_gpu_s - difference / p.step_s / gpus) / 1e12;
   }

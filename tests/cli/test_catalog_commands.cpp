@@ -17,7 +17,7 @@ nlohmann::json run_json(const std::string& command) {
 
 TEST_CASE("models lists every preset with its exact count") {
   const auto j = run_json("models");
-  CHECK(j["models"].size() == 25);
+  CHECK(j["models"].size() == 26);
   int found = 0;
   for (const auto& m : j["models"]) {
     if (m["name"] == "llama-2-70b") {
@@ -119,8 +119,18 @@ TEST_CASE("models lists every preset with its exact count") {
       CHECK(m["active_params"] == 4'187'440'704);
       CHECK(m["shape"]["attention_sinks"] == true);
     }
+    if (m["name"] == "deepseek-v3") {
+      ++found;
+      // The 671,026,419,200 of the released model (3 dense and 58 sparse blocks of latent
+      // attention) and its one multi-token prediction module, 11,610,068,224
+      // (tests/model/test_transformer_gemma_gpt_oss.cpp derives both).
+      CHECK(m["params"] == 682'636'487'424);
+      CHECK(m["shape"]["moe"]["first_dense_layers"] == 3);
+      CHECK(m["shape"]["latent_attention"]["kv_lora_rank"] == 512);
+      CHECK(m["shape"]["mtp_layers"] == 1);
+    }
   }
-  CHECK(found == 12);
+  CHECK(found == 13);
 }
 
 TEST_CASE("gpus lists the catalogue") {

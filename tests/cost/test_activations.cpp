@@ -192,3 +192,17 @@ TEST_CASE("Gemma 2: four norm inputs per block, soft-capping keeps tanh outputs"
   }
   CHECK(head == 12LL * 4096 * 256'000);
 }
+
+TEST_CASE("latent attention keeps its latents whole and Q, K, V per head") {
+  // DeepSeek-V3's dense first block, b 1, s 4096, bf16, flash, tp 1: the block's input and the
+  // MLP's input, two norm inputs (4 x 2sbh, h 7168); the query latent's norm and up-projection
+  // inputs (2 x 1536) and the key/value latent's (2 x 512) with the rotary key (64), 2sb x 4160;
+  // Q and K (128 heads x 192), V and the output projection's input (128 x 128), 2sb x 81,920;
+  // SwiGLU's four tensors 4 x 2sb x 18432; the log-sum-exp 4 x 128 x 4096:
+  // 8192 x (28,672 + 4,160 + 81,920 + 73,728) + 2,097,152 = 1,546,125,312.
+  const auto m = load_model("deepseek-v3", kModels);
+  const auto dense = block_runs(*m.transformer).front().block;
+  REQUIRE_FALSE(dense.moe.active());
+  CHECK(layer_activation_bytes(dense, 1, 4096, Precision::bf16, Attention::flash, true).value ==
+        1'546'125'312);
+}

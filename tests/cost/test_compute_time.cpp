@@ -663,3 +663,18 @@ TEST_CASE("four norms per block and soft-capped logits move their bytes") {
   CHECK(tc.backward_s - t2.backward_s ==
         Approx(14 * logits / (2.039e12 * 0.5) + 3e-5).epsilon(1e-9));
 }
+
+TEST_CASE("DeepSeek-V3's model FLOPs: latent attention, dense and sparse blocks, MTP") {
+  // Per token at 4096 tokens, 6 x the matmul parameters a token runs through: attention
+  // 61 x 187,107,328; the dense blocks' MLPs 3 x 396,361,728; the sparse blocks' router
+  // (1,835,264 with its biases) and 9 experts of 44,040,192 (8 routed, 1 shared), x 58; the
+  // MTP module's attention, sparse MLP and 2 x 7168^2 projection (688,064,768); the LM head
+  // twice (the model's and MTP's, 2 x 129280 x 7168): 38,239,480,576. Attention: 3 x 2 x 62
+  // blocks x 4096 keys x (q 128 x 192 + o 128 x 128).
+  const auto m = load_model("deepseek-v3", kData / "models");
+  auto c = bf16(1);
+  c.seq_len = 4096;
+  const auto t = estimate_compute(m, c, a100(), round_constants());
+  CHECK(t.model_flops ==
+        Approx(4096.0 * (6.0 * 38'239'480'576 + 6.0 * 62 * 4096 * 40960)).epsilon(1e-12));
+}

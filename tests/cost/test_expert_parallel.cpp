@@ -311,3 +311,34 @@ TEST_CASE("Gemma 2 and gpt-oss: every parameter on one GPU, sinks and extra norm
   CHECK(memory_3d(oss, l, OverheadConstants{}).params_per_gpu ==
         24 * (split / 2 + whole) + 2 * (201'088LL * 2880 / 2) + 2880);
 }
+
+TEST_CASE("DeepSeek-V3: dense first blocks on the first stage, MTP beside the head") {
+  const auto data = resolve_data_dir("");
+  const auto m = load_model("deepseek-v3", data / "models");
+  Layout3D l;
+  l.seq_len = 4096;
+  // One GPU holds everything: the 671,026,419,200 of the model and the MTP module.
+  CHECK(memory_3d(m, l, OverheadConstants{}).params_per_gpu == m.params);
+  // pp 4 with stages of 16, 15, 15, 15 layers: the three dense blocks fall on the first stage;
+  // the last holds 15 sparse blocks of 11,507,286,272, the MTP module (11,610,068,224), the
+  // LM head 129280 x 7168 and the final norm, the most of any stage.
+  l.pp = 4;
+  l.stage_layers = {16, 15, 15, 15};
+  const auto& t = *m.transformer;
+  CHECK(dense_on_stage(t, l, 0) == 3);
+  CHECK(dense_on_stage(t, l, 1) == 0);
+  CHECK(memory_3d(m, l, OverheadConstants{}).params_per_gpu ==
+        15 * 11'507'286'272LL + 11'610'068'224LL + 129'280LL * 7168 + 7168);
+  // Under interleaving the layers go round the stages in chunks: 64 layers over pp 4 x 2 are
+  // chunks of 8, so 10 dense first layers fill stage 0's first chunk and 2 of stage 1's.
+  auto ten = t;
+  ten.num_layers = 64;
+  ten.moe.first_dense_layers = 10;
+  Layout3D v;
+  v.pp = 4;
+  v.interleave = 2;
+  v.seq_len = 4096;
+  CHECK(dense_on_stage(ten, v, 0) == 8);
+  CHECK(dense_on_stage(ten, v, 1) == 2);
+  CHECK(dense_on_stage(ten, v, 2) == 0);
+}

@@ -150,10 +150,13 @@ TEST_CASE("config.json errors name the key") {
              Contains("num_key_value_heads 5 does not divide num_attention_heads 32"));
   CHECK_THAT(error_of(R"({"model_type": "llama", "quantization_config": {"bits": 4}})"),
              Contains("/quantization_config: quantized checkpoints are not supported"));
-  // An unsupported model_type is the first thing said, before its other keys (DeepSeek-V3's
-  // released config carries an fp8 quantization_config).
+  // An unsupported model_type is the first thing said, before its other keys.
+  CHECK_THAT(error_of(R"({"model_type": "kimi_k3", "quantization_config": {"fmt": "e4m3"}})"),
+             Contains("/model_type: model_type 'kimi_k3' is not supported"));
+  // DeepSeek-V3's release states its FP8 weight format (quant_method fp8), which is read; any
+  // other quantization of it is refused.
   CHECK_THAT(error_of(R"({"model_type": "deepseek_v3", "quantization_config": {"fmt": "e4m3"}})"),
-             Contains("/model_type: model_type 'deepseek_v3' is not supported"));
+             Contains("/quantization_config: quantized checkpoints are not supported"));
   CHECK_THAT(error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
                           "intermediate_size": null, "num_hidden_layers": 32,
                           "num_attention_heads": 32, "max_position_embeddings": 4096})"),

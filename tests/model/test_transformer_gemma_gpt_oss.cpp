@@ -75,10 +75,10 @@ TEST_CASE("Gemma 2: GeGLU, four norms per block, tied embeddings") {
   // 2B (hidden 2304, 26 layers, 8 heads / 4 kv of 256, MLP 9216) and 27B (hidden 4608,
   // 46 layers, 32 heads / 16 kv of 128, MLP 36864): keras-hub 2,614,341,888 and 27,227,128,320.
   const auto two = with(with(with(with(with(with(kGemma2, "3584", "2304"), "14336", "9216"),
-                                        "\"num_attention_heads\": 16", "\"num_attention_heads\": 8"),
-                                   "\"num_hidden_layers\": 42", "\"num_hidden_layers\": 26"),
-                              "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 4"),
-                         "max_position_embeddings", "max_position_embeddings");
+                                       "\"num_attention_heads\": 16", "\"num_attention_heads\": 8"),
+                                  "\"num_hidden_layers\": 42", "\"num_hidden_layers\": 26"),
+                             "\"num_key_value_heads\": 8", "\"num_key_value_heads\": 4"),
+                        "max_position_embeddings", "max_position_embeddings");
   CHECK(count_parameters(from_config(two)).total() == 2'614'341'888);
   const auto big =
       with(with(with(with(with(with(kGemma2, "3584", "4608"), "14336", "36864"),
@@ -108,9 +108,10 @@ TEST_CASE("Gemma 2: windowed and global layers alternate, soft-caps are read") {
   std::string types;
   for (int i = 0; i < 42; ++i)
     types += std::string(i ? ", " : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
-  const auto listed =
-      from_config(with(kGemma2, "\"sliding_window\": 4096", "\"sliding_window\": 4096, "
-                                                            "\"layer_types\": [" + types + "]"));
+  const auto listed = from_config(with(kGemma2, "\"sliding_window\": 4096",
+                                       "\"sliding_window\": 4096, "
+                                       "\"layer_types\": [" +
+                                           types + "]"));
   CHECK(listed.full_attention_every == 2);
   // A pattern that is not full attention every N layers is refused, as is a wrong length.
   const auto broken = with(types, "\"sliding_attention\", \"full_attention\", \"sliding",
@@ -188,4 +189,101 @@ TEST_CASE("gpt-oss: the MXFP4 release is read, other quantizations and mismatche
                           "num_attention_heads": 32, "max_position_embeddings": 4096,
                           "quantization_config": {"quant_method": "mxfp4"}})"),
              Contains("/quantization_config"));
+}
+
+namespace {
+// deepseek-ai/DeepSeek-V3's config.json, the keys that count (its quantization_config states
+// the release's block-scaled FP8 weights).
+constexpr const char* kDeepseekV3 =
+    R"({"model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
+        "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+        "num_nextn_predict_layers": 1, "num_attention_heads": 128, "num_key_value_heads": 128,
+        "n_shared_experts": 1, "n_routed_experts": 256, "kv_lora_rank": 512,
+        "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
+        "qk_nope_head_dim": 128, "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4,
+        "num_experts_per_tok": 8, "moe_layer_freq": 1, "first_k_dense_replace": 3,
+        "norm_topk_prob": true, "max_position_embeddings": 163840,
+        "tie_word_embeddings": false, "attention_bias": false,
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})";
+}  // namespace
+
+TEST_CASE("DeepSeek-V3: latent attention, dense first layers, shared expert, MTP module") {
+  const auto s = from_config(kDeepseekV3);
+  CHECK(s.mla.active());
+  CHECK(s.head_dim == 192);
+  CHECK(s.v_dim() == 128);
+  CHECK(s.moe.first_dense_layers == 3);
+  CHECK(s.moe.shared_ffn_size == 2048);
+  CHECK(s.moe.router_bias);  // e_score_correction_bias
+  CHECK(s.moe.groups == 8);
+  CHECK(s.moe.groups_per_token == 4);
+  const auto p = count_parameters(s);
+  // Attention: q_a 7168 x 1536, its norm 1536, q_b 1536 x 128 x 192; kv_a 7168 x (512 + 64),
+  // its norm 512, kv_b 512 x 128 x (128 + 128); o 128 x 128 x 7168: 187,107,328 per layer.
+  CHECK(p.attention == 61 * 187'107'328LL);
+  // A dense block: MLP 3 x 7168 x 18432; a sparse one: router 256 x 7168 and its 256 biases,
+  // 256 experts and one shared of 3 x 7168 x 2048 each.
+  CHECK(p.mlp == 3 * 396'361'728LL + 58 * (1'835'008LL + 256 + 257 * 44'040'192LL));
+  // The model as released, the multi-token prediction module aside: 671,026,419,200, the
+  // checkpoint's main-model count (DeepSeek's "671B total").
+  CHECK(p.total() - p.mtp == 671'026'419'200);
+  // MTP: a sparse block (11,507,286,272), eh_proj 2 x 7168 x 7168, enorm, hnorm and the output
+  // norm; the embedding and head are shared (the checkpoint stores copies for layer 61).
+  CHECK(p.mtp == 11'507'286'272LL + 102'760'448 + 3 * 7168);
+  // Active per token: 8 of the 256 experts (the dense layers, the shared expert, the router
+  // and the rest whole): 37,552,297,472 in the model, DeepSeek's "37B activated".
+  const std::int64_t idle = 248 * 44'040'192LL;
+  CHECK(p.active - (p.mtp - idle) == 37'552'297'472);
+  // Blocks by kind: 3 dense, then 58 sparse; the modules of each sum to its count.
+  const auto runs = block_runs(s);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].layers == 3);
+  CHECK_FALSE(runs[0].block.moe.active());
+  CHECK(runs[1].layers == 58);
+  CHECK(blocks_params(s) == p.attention + p.mlp + p.norms - 7168);
+  for (const auto& run : runs) {
+    std::int64_t sum = 0;
+    for (const auto t : layer_parameter_tensors(run.block))
+      sum += t;
+    CHECK(sum == count_parameters(run.block).per_layer);
+  }
+  // A stage from layer 2 on: one dense block, then sparse ones.
+  const auto stage = block_runs(s, 2, 4);
+  REQUIRE(stage.size() == 2);
+  CHECK(stage[0].layers == 1);
+  CHECK(stage[1].layers == 3);
+}
+
+TEST_CASE("DeepSeek-V2-Lite: no query bottleneck, two shared experts, no router bias") {
+  // deepseek-ai/DeepSeek-V2-Lite: hidden 2048, 27 layers (the first dense, MLP 10944), 16
+  // heads, q_lora_rank null, 64 experts of 1408 (6 per token) and 2 shared, vocabulary 102400:
+  // 15,706,484,224, the count its model page and serving logs give.
+  const auto s = from_config(
+      R"({"model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
+          "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
+          "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+          "n_routed_experts": 64, "kv_lora_rank": 512, "q_lora_rank": null,
+          "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128,
+          "topk_method": "greedy", "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+          "max_position_embeddings": 163840})");
+  CHECK_FALSE(s.moe.router_bias);
+  CHECK(s.mla.q_lora_rank == 0);
+  CHECK(count_parameters(s).total() == 15'706'484'224);
+}
+
+TEST_CASE("DeepSeek configs that cannot be counted faithfully are refused") {
+  CHECK_THAT(error_of(with(kDeepseekV3, "\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2")),
+             Contains("/moe_layer_freq: dense layers between sparse ones"));
+  CHECK_THAT(
+      error_of(with(kDeepseekV3, "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 62")),
+      Contains("/first_k_dense_replace: must be between 0 and the 61 layers"));
+  CHECK_THAT(error_of(with(kDeepseekV3, "\"n_group\": 8", "\"n_group\": 7")),
+             Contains("/n_group: must divide the 256 routed experts"));
+  CHECK_THAT(error_of(with(kDeepseekV3, "\"quant_method\": \"fp8\"", "\"quant_method\": \"awq\"")),
+             Contains("/quantization_config"));
+  // Latent-attention keys under a dense model_type are refused, never skipped.
+  const auto unquantized =
+      with(kDeepseekV3, "{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}", "null");
+  CHECK_THAT(error_of(with(unquantized, "\"deepseek_v3\"", "\"llama\"")),
+             Contains("/n_routed_experts: changes the parameter count"));
 }

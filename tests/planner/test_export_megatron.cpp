@@ -62,6 +62,21 @@ const std::map<std::string, bool> kTakesValue{
     {"--qk-layernorm", false},
     {"--window-size", true},            // "left,right"
     {"--window-attn-skip-freq", true},  // megatron/training/arguments.py: N or a list
+    // Latent attention and DeepSeek's router (megatron/core/transformer/transformer_config.py
+    // fields, exposed by arguments.py's ArgumentGroupFactory, and arguments.py's own MLA flags).
+    {"--multi-latent-attention", false},
+    {"--q-lora-rank", true},
+    {"--kv-lora-rank", true},
+    {"--qk-head-dim", true},
+    {"--qk-pos-emb-head-dim", true},
+    {"--v-head-dim", true},
+    {"--moe-layer-freq", true},
+    {"--moe-router-score-function", true},
+    {"--moe-router-enable-expert-bias", false},
+    {"--moe-router-num-groups", true},
+    {"--moe-router-group-topk", true},
+    {"--moe-router-topk-scaling-factor", true},
+    {"--mtp-num-layers", true},
     {"--num-experts", true},
     {"--moe-router-topk", true},
     {"--moe-ffn-hidden-size", true},
@@ -331,4 +346,35 @@ TEST_CASE("Megatron-LM arguments: an FP8 recipe as Transformer Engine runs it") 
     CHECK(a.at("--fp8-format") == "hybrid");
     CHECK(a.at("--fp8-recipe") == std::string(name_of(recipe)));
   }
+}
+
+TEST_CASE("Megatron-LM arguments: DeepSeek-V3's latent attention, router and MTP") {
+  // config.json: q_lora_rank 1536, kv_lora_rank 512, qk_nope/rope/v head dims 128/64/128;
+  // 3 dense blocks then 58 sparse (Megatron-LM's --moe-layer-freq list); sigmoid scores with
+  // the per-expert bias (noaux_tc), 8 groups of which a token uses 4, routed_scaling_factor
+  // 2.5, seq_aux with aux_loss_alpha 0.001; one MTP module.
+  const auto m = load_model("deepseek-v3", resolve_data_dir("") / "models");
+  auto l = layout(1, 1, 1, 8);
+  l.seq_len = 4096;
+  l.ep = 8;
+  const auto a = parsed(planner::megatron_arguments(m, l));
+  CHECK(a.count("--multi-latent-attention") == 1);
+  CHECK(a.at("--q-lora-rank") == "1536");
+  CHECK(a.at("--kv-lora-rank") == "512");
+  CHECK(a.at("--qk-head-dim") == "128");
+  CHECK(a.at("--qk-pos-emb-head-dim") == "64");
+  CHECK(a.at("--v-head-dim") == "128");
+  CHECK(a.count("--group-query-attention") == 0);  // exclusive with MLA in Megatron-LM
+  CHECK(a.count("--kv-channels") == 0);
+  CHECK(a.at("--moe-layer-freq") == "([0]*3+[1]*58)");
+  CHECK(a.at("--moe-router-score-function") == "sigmoid");
+  CHECK(a.count("--moe-router-enable-expert-bias") == 1);
+  CHECK(a.at("--moe-router-num-groups") == "8");
+  CHECK(a.at("--moe-router-group-topk") == "4");
+  CHECK(a.at("--moe-router-topk-scaling-factor") == "2.5");
+  CHECK(a.at("--moe-router-load-balancing-type") == "seq_aux_loss");
+  CHECK(a.at("--moe-aux-loss-coeff") == "0.001");
+  CHECK(a.at("--moe-shared-expert-intermediate-size") == "2048");
+  CHECK(a.at("--ffn-hidden-size") == "18432");
+  CHECK(a.at("--mtp-num-layers") == "1");
 }

@@ -61,9 +61,11 @@ struct ActivationShape {
   // output projection, MLP up and down inputs.
   bool fp8_linear_inputs = false;
   std::int64_t layers = 0;  // transformer blocks on this GPU
-  double in_flight = 1;     // micro-batches whose block activations it keeps
-  bool embedding = true;    // the first stage: token ids, embedding dropout and norm
-  bool head = true;         // the last stage: final norm, head, logits and loss
+  // Of them, a mixture of experts' dense first blocks (DeepSeek's first_k_dense_replace).
+  std::int64_t dense_layers = 0;
+  double in_flight = 1;   // micro-batches whose block activations it keeps
+  bool embedding = true;  // the first stage: token ids, embedding dropout and norm
+  bool head = true;       // the last stage: final norm, head, logits and loss
   LossKind loss = LossKind::torch;
   bool named = true;  // false: the total alone, no list of terms (a search)
 };

@@ -194,6 +194,16 @@ struct Layout3D {
 // the last, when p x v divides L + 2 (Llama 3 405B: 126 layers over 16 stages are 7, 14 x 8,
 // 7; Llama 3 paper, section 3.3.2).
 std::vector<std::int64_t> layers_per_stage(const TransformerSpec& m, const Layout3D& l);
+// What one GPU of pipeline stage `stage` holds: its blocks (`dense` of them a mixture's dense
+// first blocks), its parameters and, of those, the routed experts'.
+struct StageHolding {
+  std::int64_t stage = 0, layers = 0, params = 0;
+  std::int64_t dense = 0;
+  std::int64_t experts = 0;
+};
+// Of stage i's blocks, how many are a mixture of experts' dense first blocks (DeepSeek's
+// first_k_dense_replace): the layers walked in order through the stages' model chunks.
+std::int64_t dense_on_stage(const TransformerSpec& m, const Layout3D& l, std::int64_t i);
 // Why layers_per_stage has no answer, or nullopt.
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l);
 
@@ -282,8 +292,9 @@ class Model3D {
 
  private:
   struct Cache;
-  // One rank's compute of `stage_layers` blocks for s/cp tokens.
-  ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers);
+  // One rank's compute of `stage_layers` blocks, `dense` of them a mixture's dense first
+  // blocks, for s/cp tokens.
+  ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense);
   // Exposed K/V exchange of a stage's `layers` for one micro-batch; `local`: stage_compute.
   CpExchange cp_exchange(const Layout3D& l, const ComputeTime& local, double layers);
   // Token dispatch and combine of a stage's `layers` MoE layers for one micro-batch under
@@ -296,10 +307,8 @@ class Model3D {
                             std::int64_t bytes) {
     return group_estimate(c, span, ranks, bytes).time_s;
   }
-  // The framework's data-parallel collectives for a stage of `layers` blocks holding `params`
-  // parameters on one GPU.
-  std::vector<CommOp> data_parallel_ops(const Layout3D& l, std::int64_t layers,
-                                        std::int64_t params);
+  // The framework's data-parallel collectives for what one GPU of a stage holds.
+  std::vector<CommOp> data_parallel_ops(const Layout3D& l, const StageHolding& stage);
   // The collectives of `params` parameters held as `units`, synced over `ranks` ranks strided
   // evenly through the stage's tp x cp x dp GPUs and sharded over `shards` of them.
   std::vector<CommOp> data_parallel_ops_of(const Layout3D& l, const std::vector<MessageRun>& units,
@@ -309,7 +318,7 @@ class Model3D {
   // (step_time.hpp's step_times): sets compute_s, fsdp_comm_s, dp_sync_s, optimizer_s, dp_ops;
   // returns a micro-batch's forward with the gathers it waits for.
   double data_parallel_and_optimizer(const Layout3D& l, const ComputeTime& stage,
-                                     std::int64_t layers, std::int64_t params, Time3D& out);
+                                     const StageHolding& held, Time3D& out);
   const ModelDesc& m_;
   const Topology& t_;
   const InterconnectTable& table_;

@@ -43,6 +43,13 @@ struct MoeSpec {
   // load-balancing loss coefficient (router_aux_loss_coef, 0 when not stated).
   bool normalize_top_k = true;
   double aux_loss_coef = 0;
+  // DeepSeek-V3's router: sigmoid scores (not softmax), a load-balancing loss per sequence,
+  // the routed experts' summed output scaled by routed_scale, and its per-expert bias
+  // (counted as router_bias) only steering the top-k choice, updated outside the gradient.
+  bool sigmoid_scores = false;
+  bool sequence_aux_loss = false;
+  double routed_scale = 1.0;
+  bool selection_bias = false;
   // When the spec is one GPU's shard under expert parallelism (parallel3d.cpp): the routed
   // experts the GPU holds (0: all of them), and the routed rows it computes per token of the
   // shard as a share of the k copies (expert tensor parallel size / tensor parallel size: a
@@ -50,8 +57,27 @@ struct MoeSpec {
   // expert-tensor-parallel group). Neither changes a parameter count.
   std::int64_t local_experts = 0;
   double routed_rows_share = 1.0;
+  // DeepSeek's first_k_dense_replace: the first blocks have a dense MLP of the model's
+  // ffn_size instead (DeepSeek-V3: 3 of 61). block_runs() splits a model or a stage by it.
+  std::int64_t first_dense_layers = 0;
+  // Node-limited routing (DeepSeek-V3's n_group / topk_group): the experts fall into `groups`
+  // groups and a token's k experts come from at most `groups_per_token` of them; 0: unlimited.
+  std::int64_t groups = 0;
+  std::int64_t groups_per_token = 0;
   bool active() const { return experts > 0; }
   std::int64_t experts_on_gpu() const { return local_experts > 0 ? local_experts : experts; }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): queries pass through a low-rank bottleneck
+// of q_lora_rank (0: one full projection), keys and values come from one compressed latent of
+// kv_lora_rank plus a rotary key of qk_rope_head_dim shared by the heads, each latent normed
+// and up-projected per head to the keys' non-rotary part and to the values. A query/key head
+// is head_dim = qk_nope_head_dim + qk_rope_head_dim wide, a value head v_head_dim.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;  // 0: not latent attention
+  std::int64_t qk_rope_head_dim = 0;
+  bool active() const { return kv_lora_rank > 0; }
 };
 
 struct TransformerSpec {
@@ -99,10 +125,19 @@ struct TransformerSpec {
   // element-wise passes over the logits in Hugging Face's forward); 0: none.
   double attn_logit_softcap = 0;
   double final_logit_softcap = 0;
-  MoeSpec moe;  // every block's MLP when moe.active()
+  MoeSpec moe;  // every block's MLP when moe.active() (but the first_dense_layers)
+  MlaSpec mla;
+  std::int64_t v_head_dim = 0;  // a value head's width; 0: head_dim (all but latent attention)
+  // DeepSeek-V3's multi-token prediction (num_nextn_predict_layers): each module a block of
+  // the model's (sparse) kind, a projection of [norm(h); norm(embedding)] from 2h to h, two
+  // norms and an output norm; the embedding and the LM head are the model's, shared.
+  std::int64_t mtp_layers = 0;
 
   std::int64_t q_size() const { return num_heads * head_dim; }
-  std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+  std::int64_t kv_size() const { return num_kv_heads * head_dim; }  // the keys' width
+  std::int64_t v_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  std::int64_t v_size() const { return num_kv_heads * v_dim(); }  // the values' width
+  std::int64_t o_size() const { return num_heads * v_dim(); }     // the output projection's input
   // Layers of `layers` (a model's or a pipeline stage's) that attend through the sliding
   // window, and their share; 0 without a window.
   std::int64_t windowed_layers(std::int64_t layers) const;
@@ -120,11 +155,12 @@ struct TransformerParams {
   std::int64_t mlp = 0;         // all layers: dense MLPs, or routers and every expert
   std::int64_t norms = 0;       // per-layer norms and the final norm
   std::int64_t head = 0;        // untied LM head, MLM transform, pooler, classifier
-  std::int64_t per_layer = 0;   // one transformer block
+  std::int64_t mtp = 0;         // multi-token prediction modules, beside the model
+  std::int64_t per_layer = 0;   // one transformer block (a sparse one in a mixture of experts)
   // What one token runs through: equal to total() for a dense model; for a mixture of experts
   // the router, the shared expert and experts_per_token routed experts per layer.
   std::int64_t active = 0;
-  std::int64_t total() const { return embeddings + attention + mlp + norms + head; }
+  std::int64_t total() const { return embeddings + attention + mlp + norms + head + mtp; }
   std::vector<ParamComponent> components() const;
 };
 
@@ -134,6 +170,20 @@ struct TransformerParams {
 std::int64_t mlp_active_params(const TransformerSpec& spec);
 std::int64_t mlp_params(const TransformerSpec& spec);
 TransformerParams count_parameters(const TransformerSpec& spec);
+
+// A run of consecutive blocks of one kind: `layers` of them, each shaped as `block` (whose
+// num_layers is `layers` and which has no dense first layers of its own).
+struct BlockRun {
+  TransformerSpec block;
+  std::int64_t layers = 0;
+};
+// The blocks of layers [first, first + count) in order, split where a mixture of experts'
+// dense first layers end; one run for a model whose blocks are all alike.
+std::vector<BlockRun> block_runs(const TransformerSpec& spec, std::int64_t first,
+                                 std::int64_t count);
+std::vector<BlockRun> block_runs(const TransformerSpec& spec);
+// The sum of count_parameters(run.block).per_layer x run.layers over the model's blocks.
+std::int64_t blocks_params(const TransformerSpec& spec);
 
 // The parameter tensors of one block as the model's modules register them: weights and biases
 // apart, query/key/value in one tensor where the Hugging Face model fuses them (gpt2's c_attn,
