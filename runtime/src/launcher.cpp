@@ -93,8 +93,15 @@ pid_t spawn(const std::vector<std::string>& argv, Pipe& out) {
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child leads a process group of its own, so that stopping it reaches what it started
+  // too: mpirun's ranks would outlive a SIGKILL sent to mpirun alone, holding the output pipe.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     throw Error("cannot start " + argv[0] + " (" + std::strerror(rc) +
@@ -103,10 +110,9 @@ pid_t spawn(const std::vector<std::string>& argv, Pipe& out) {
   return pid;
 }
 
-// The child's output until it closes it. Once the user interrupts (interrupt.hpp) the child
-// is stopped: it has the signal already when it came from a terminal (one process group);
-// it is sent on in case it came to dtplan alone, and a child still there after kKillAfter
-// is killed. Returns whether it was interrupted.
+// The child's output until it closes it. Once the user interrupts (interrupt.hpp) the child's
+// process group (the child and what it started, spawn()) gets the signal, and whatever of it
+// is still there after kKillAfter is killed. Returns whether it was interrupted.
 bool read_until_done(pid_t pid, int fd, const std::function<void(const std::string&)>& line) {
   using Clock = std::chrono::steady_clock;
   // mpirun needs a few hundred milliseconds to stop its ranks; the user was promised 2 s.
@@ -121,13 +127,13 @@ bool read_until_done(pid_t pid, int fd, const std::function<void(const std::stri
   for (;;) {
     if (!stopping && interrupt_signal() != 0) {
       stopping = Clock::now();
-      kill(pid, interrupt_signal());
+      kill(-pid, interrupt_signal());
     }
     int timeout_ms = -1;
     if (stopping) {
       const auto since = Clock::now() - *stopping;
       if (since >= kKillAfter && !killed) {
-        kill(pid, SIGKILL);
+        kill(-pid, SIGKILL);
         killed = true;
       }
       if (since >= kGiveUpAfter) break;
