@@ -71,7 +71,7 @@ void print_transformer_shape(std::ostream& out, const TransformerSpec& t) {
       routing += " from at most " + std::to_string(t.moe.groups_per_token) + " of " +
                  std::to_string(t.moe.groups) + " groups";
     }
-    s.add_row({"experts", std::to_string(t.moe.experts) + " of " +
+    s.add_row({"experts", std::to_string(t.moe.experts) + " experts of ffn " +
                               std::to_string(t.moe.expert_ffn_size) + ", " + routing});
     if (t.moe.shared_ffn_size > 0)
       s.add_row({"shared expert", std::to_string(t.moe.shared_ffn_size) +
@@ -119,7 +119,13 @@ void print_model_detail(std::ostream& out, const ModelDesc& m) {
   if (m.transformer && m.transformer->moe.active()) {
     const auto active = count_parameters(*m.transformer).active;
     out << "  active per token: " << format_thousands(active) << " (" << percent(active, m.params)
-        << ")\n";
+        << "; the input embedding included, which model cards often leave out)\n";
+  }
+  if (m.transformer && m.transformer->mtp_layers > 0) {
+    const auto mtp = count_parameters(*m.transformer).mtp;
+    out << "  of which multi-token prediction: " << format_thousands(mtp)
+        << "; the model without it: " << format_thousands(m.params - mtp)
+        << " (checkpoints store the MTP module with its own embedding and head copies)\n";
   }
   if (!m.reference.empty()) out << "  reference: " << m.reference << '\n';
   TextTable c({"component", "parameters", "share"});

@@ -303,8 +303,7 @@ void check_context_parallel(const TransformerSpec& m, const Layout3D& l, const F
   if (m.sliding_window > 0 && m.sliding_window < l.seq_len) {
     fail("context parallelism with a sliding window (" + std::to_string(m.sliding_window) + " of " +
          std::to_string(l.seq_len) +
-         " tokens) is not modelled: its ranks skip different "
-         "key blocks");
+         " tokens) is not modelled: its ranks skip different key blocks; use {cp} 1");
   }
   if (l.seq_len % (2 * l.cp) != 0) {
     fail("sequence length " + std::to_string(l.seq_len) + " does not divide into 2 x cp = " +
@@ -740,9 +739,10 @@ struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
   // shape, tokens per rank, precision, attention).
   std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
-  // (t, layers, ep, etp, routed rows over the balanced share, dense first layers)
-  using Shape =
-      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double, std::int64_t>;
+  // (t, layers, ep, etp, routed rows over the balanced share, dense first layers, with the
+  // multi-token prediction modules)
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
+                           std::int64_t, bool>;
   std::map<Shape, ModelDesc> shards;
   std::map<std::tuple<std::int64_t, int, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
@@ -767,7 +767,8 @@ namespace {
 // those blocks with 1/t of the heads, key/value heads and MLP width, and 1/t of the LM head --
 // the GEMM shapes tensor parallelism leaves it, so small-GEMM inefficiency shows (the hidden
 // size, norms and residuals stay whole).
-ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers, std::int64_t dense) {
+ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers, std::int64_t dense,
+                   bool prediction_modules) {
   auto s = *m.transformer;
   const std::int64_t t = l.tp;
   s.num_heads /= t;
@@ -784,6 +785,7 @@ ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers, s
   if (s.window_pattern_layers == 0) s.window_pattern_layers = s.num_layers;
   s.num_layers = layers;
   s.moe.first_dense_layers = dense;
+  if (!prediction_modules) s.mtp_layers = 0;  // they sit on the last stage only
   return model_from_transformer(s, m.name + " shard", "tensor/pipeline shard");
 }
 
@@ -863,8 +865,8 @@ int attention_key(const Layout3D& l, AttentionLibrary lib) {
 
 }  // namespace
 
-ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
-                                   std::int64_t dense) {
+ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense,
+                                   bool prediction_modules) {
   TrainingConfig c;
   c.precision = l.precision;
   c.micro_batch = l.micro_batch;
@@ -875,9 +877,10 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
-  const auto shape =
-      std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor(), dense);
-  if (!cache.shards.count(shape)) cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense));
+  const auto shape = std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(),
+                                     l.expert_rows_factor(), dense, prediction_modules);
+  if (!cache.shards.count(shape))
+    cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense, prediction_modules));
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), shape, c.seq_len,
                                    static_cast<int>(l.precision), attention_key(l, lib));
@@ -988,6 +991,32 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
   return out;
 }
 
+Model3D::SlowestStage Model3D::slowest_stage(const Layout3D& l) {
+  const auto& s = spec_of(m_);
+  const auto split = layers_per_stage(s, l);
+  SlowestStage most;
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const std::int64_t d = dense_on_stage(s, l, static_cast<std::int64_t>(i));
+    if (split[i] > most.layers || (split[i] == most.layers && d < most.dense)) {
+      most = {split[i], d, false};
+      at = static_cast<std::int64_t>(i);
+    }
+  }
+  if (s.mtp_layers == 0) return most;
+  const std::int64_t h = head_stage(l);
+  if (h == at) return {most.layers, most.dense, true};
+  const SlowestStage head{split[static_cast<std::size_t>(h)], dense_on_stage(s, l, h), true};
+  const auto busy = [&](const SlowestStage& st) {
+    const auto c = stage_compute(l, st.layers, st.dense, st.prediction_modules);
+    const double sparse = static_cast<double>(st.layers - st.dense) +
+                          (st.prediction_modules ? static_cast<double>(s.mtp_layers) : 0.0);
+    const auto ep = expert_exchange(l, s.moe.active() ? sparse : 0.0);
+    return c.forward_s + c.backward_s + ep.forward_s + ep.backward_s;
+  };
+  return busy(head) > busy(most) ? head : most;
+}
+
 Time3D Model3D::time(const Layout3D& l) {
   const auto& s = spec_of(m_);
   check_layout(s, l, t_.gpus_per_node());
@@ -1010,25 +1039,19 @@ Time3D Model3D::time(const Layout3D& l) {
                                    static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_, lib);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
-  // The slowest stage sets the pipeline's pace: the one with the most layers, of them the
-  // most sparse ones (a mixture's dense first blocks send no tokens to experts).
-  const auto split = layers_per_stage(s, l);
-  std::int64_t stage_layers = 0, dense = 0;
-  for (std::size_t i = 0; i < split.size(); ++i) {
-    const std::int64_t d = dense_on_stage(s, l, static_cast<std::int64_t>(i));
-    if (split[i] > stage_layers || (split[i] == stage_layers && d < dense)) {
-      stage_layers = split[i];
-      dense = d;
-    }
-  }
-  const auto local = stage_compute(l, stage_layers, dense);  // s/cp tokens, attention included
+  // The slowest stage sets the pipeline's pace: the one with the most layers (of them the most
+  // sparse ones: a mixture's dense first blocks send no tokens to experts), timed with the LM
+  // head; or the head's stage, when multi-token prediction modules sit there beside fewer
+  // layers (Megatron-LM places them on the last stage).
+  const auto [stage_layers, dense, with_mtp] = slowest_stage(l);
+  const auto local = stage_compute(l, stage_layers, dense, with_mtp);  // s/cp tokens
   const auto stage = with_context_parallel(local, l.cp);
   Time3D out;
   const auto recipe = recipe_of(l);
   const auto sbh = static_cast<double>(tokens_per_rank(l) * l.micro_batch * s.hidden_size);
   const double act_bytes = static_cast<double>(recipe.activation_bytes()) * sbh;
-  // The stage is timed as the last, with its multi-token prediction blocks.
-  const double mtp = static_cast<double>(s.mtp_layers);
+  // The stage is timed as the last, with its multi-token prediction blocks when it holds them.
+  const double mtp = with_mtp ? static_cast<double>(s.mtp_layers) : 0.0;
   const double layers = static_cast<double>(stage_layers) + mtp;
   const double sparse = s.moe.active() ? layers - static_cast<double>(dense) : 0.0;
   double tp_all_reduce_s = 0;  // one, of a layer's activations

@@ -120,7 +120,7 @@ std::vector<ParamComponent> TransformerParams::components() const {
                                   {"mlp", mlp},
                                   {"norms", norms},
                                   {"head", head}};
-  if (mtp > 0) out.push_back({"multi-token prediction", mtp});
+  if (mtp > 0) out.push_back({"mtp", mtp});
   return out;
 }
 
@@ -865,6 +865,8 @@ constexpr ModelTypeReader kReaders[] = {
     {"gpt_oss", read_gpt_oss, "num_local_experts num_experts_per_tok"},
     {"deepseek_v2", read_deepseek_v2, kDeepseekKeys},
     {"deepseek_v3", read_deepseek_v3, kDeepseekKeys},
+    // Kimi K2 (moonshotai): DeepSeek-V3's architecture (DeepseekV3ForCausalLM) and keys.
+    {"kimi_k2", read_deepseek_v3, kDeepseekKeys},
 };
 
 bool reads_key(std::string_view keys, std::string_view key) {
@@ -894,7 +896,7 @@ void refuse_unread_count_keys(const ObjectReader& c, const ModelTypeReader& r) {
 bool release_format(const ObjectReader& config, const std::string& type) {
   const auto method = config.object("quantization_config").optional_string("quant_method");
   if (type == "gpt_oss") return method.value_or("") == "mxfp4";
-  if (type == "deepseek_v3") return method.value_or("") == "fp8";
+  if (type == "deepseek_v3" || type == "kimi_k2") return method.value_or("") == "fp8";
   return false;
 }
 
@@ -937,7 +939,10 @@ TransformerSpec spec_from_hf_config(const ObjectReader& config) {
                 "'gemma3' is Gemma 3's image-and-text model, whose SigLIP vision "
                 "tower is not modelled: plan its language model by saving the "
                 "\"text_config\" object as its own config.json (model_type "
-                "gemma3_text)");
+                "gemma3_text) with the keys transformers' Gemma3TextConfig fills in "
+                "when absent (vocab_size, num_attention_heads, num_key_value_heads, "
+                "head_dim, max_position_embeddings, sliding_window_pattern) written "
+                "out as the model card states them");
   }
   config.fail("model_type", "model_type '" + type + "' is not supported (supported: " +
                                 join(supported_model_types(), ", ") + ")");

@@ -2,8 +2,10 @@
 #include "dtplan/planner/export_megatron.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "dtplan/model/error.hpp"
 
@@ -240,6 +242,24 @@ std::vector<std::string> megatron_arguments(const ModelDesc& m, const cost::Layo
   return a;
 }
 
+namespace {
+
+// A word as bash reads it back: single-quoted when it holds anything but letters, digits and
+// the characters of flags, numbers and paths (--moe-layer-freq's "([0]*3+[1]*58)" does).
+std::string shell_word(const std::string& w) {
+  const bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_.,/=:+").find(c) != std::string_view::npos;
+  });
+  if (plain) return w;
+  std::string out = "'";
+  for (const char c : w)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
 std::string megatron_args_file(const ModelDesc& m, const cost::Layout3D& l) {
   const auto args = megatron_arguments(m, l);
   std::string out = "# Megatron-LM arguments for " + m.name + " on " + std::to_string(l.gpus()) +
@@ -254,8 +274,8 @@ std::string megatron_args_file(const ModelDesc& m, const cost::Layout3D& l) {
                     "DTPLAN_MEGATRON_ARGS=(\n";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value_follows = i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0;
-    out += "  " + args[i];
-    if (value_follows) out += " " + args[++i];
+    out += "  " + shell_word(args[i]);
+    if (value_follows) out += " " + shell_word(args[++i]);
     out += "\n";
   }
   return out + ")\n";

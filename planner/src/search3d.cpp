@@ -55,11 +55,13 @@ std::vector<std::int64_t> context_sizes(const Request3D& r, std::int64_t seq) {
   return out;
 }
 
-// Ulysses needs the heads of a tensor-parallel rank to divide by cp.
+// Ulysses needs the heads of a tensor-parallel rank to divide by cp; a sliding window shorter
+// than the sequence is not modelled under context parallelism (check_layout says why).
 bool context_fits(const TransformerSpec& s, std::int64_t tp, std::int64_t cp, cost::CpComm c,
                   std::int64_t seq, Attention attention) {
   if (cp == 1) return true;
   if (seq % (2 * cp) != 0 || attention != Attention::flash) return false;
+  if (s.sliding_window > 0 && s.sliding_window < seq) return false;
   return c != cost::CpComm::a2a ||
          ((s.num_heads / tp) % cp == 0 && (s.num_kv_heads / tp) % cp == 0);
 }
@@ -265,7 +267,9 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
                              std::int64_t per_node, std::int64_t seq) {
   std::vector<std::int64_t> tps, pps, cps;
   for (std::int64_t cp = 1; cp <= seq / 2; cp *= 2) {
-    if (seq % (2 * cp) == 0 && (cp == 1 || r.attention == Attention::flash)) cps.push_back(cp);
+    const bool windowed = s.sliding_window > 0 && s.sliding_window < seq;
+    if (seq % (2 * cp) == 0 && (cp == 1 || (r.attention == Attention::flash && !windowed)))
+      cps.push_back(cp);
   }
   for (std::int64_t tp = 1; tp <= per_node; tp *= 2) {
     if (s.num_heads % tp == 0 && s.num_kv_heads % tp == 0) tps.push_back(tp);

@@ -247,6 +247,10 @@ TEST_CASE("DeepSeek-V3: latent attention, dense first layers, shared expert, MTP
       sum += t;
     CHECK(sum == count_parameters(run.block).per_layer);
   }
+  // Kimi K2's config names its own model_type over DeepSeek-V3's architecture.
+  CHECK(
+      count_parameters(from_config(with(kDeepseekV3, "\"deepseek_v3\"", "\"kimi_k2\""))).total() ==
+      p.total());
   // A stage from layer 2 on: one dense block, then sparse ones.
   const auto stage = block_runs(s, 2, 4);
   REQUIRE(stage.size() == 2);

@@ -377,4 +377,7 @@ TEST_CASE("Megatron-LM arguments: DeepSeek-V3's latent attention, router and MTP
   CHECK(a.at("--moe-shared-expert-intermediate-size") == "2048");
   CHECK(a.at("--ffn-hidden-size") == "18432");
   CHECK(a.at("--mtp-num-layers") == "1");
+  // The args file is bash: the layer pattern's parentheses are quoted.
+  CHECK_THAT(planner::megatron_args_file(m, l),
+             Contains("\n  --moe-layer-freq '([0]*3+[1]*58)'\n"));
 }

@@ -187,3 +187,17 @@ TEST_CASE("3D search: a mixture of experts fits Megatron-LM by spreading its exp
   r.eps = {1};
   CHECK(f.search(r).ranked.empty());
 }
+
+TEST_CASE("3D search: a model with sliding windows searches past context parallelism") {
+  // Gemma 2 9B at 8192 tokens: its 4096-token window on alternate layers is not modelled
+  // under context parallelism, so the search leaves cp > 1 out instead of failing on it.
+  const DgxH100 f("gemma-2-9b", 1);
+  planner::Request3D r;
+  r.global_batch = 64;
+  r.seq_len = 8192;
+  r.top_k = 50;
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked)
+    CHECK(c.layout.cp == 1);
+}

@@ -293,8 +293,16 @@ class Model3D {
  private:
   struct Cache;
   // One rank's compute of `stage_layers` blocks, `dense` of them a mixture's dense first
-  // blocks, for s/cp tokens.
-  ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense);
+  // blocks, with the LM head (and the multi-token prediction modules if asked), for s/cp
+  // tokens.
+  ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense,
+                            bool prediction_modules);
+  // The stage that sets the pipeline's pace (Model3D::time).
+  struct SlowestStage {
+    std::int64_t layers = 0, dense = 0;
+    bool prediction_modules = false;
+  };
+  SlowestStage slowest_stage(const Layout3D& l);
   // Exposed K/V exchange of a stage's `layers` for one micro-batch; `local`: stage_compute.
   CpExchange cp_exchange(const Layout3D& l, const ComputeTime& local, double layers);
   // Token dispatch and combine of a stage's `layers` MoE layers for one micro-batch under
