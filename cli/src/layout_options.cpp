@@ -23,6 +23,10 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                  "padded to it (Megatron-LM's --moe-expert-capacity-factor with "
                  "--moe-pad-expert-input-to-capacity); default 0: dropless, balanced routing")
       ->capture_default_str();
+  cmd.add_flag("--overlap-ep-comm", o.overlap_ep_comm,
+               "hide the experts' all-to-alls behind the compute of the adjacent micro-batch "
+               "(Megatron-LM's --overlap-moe-expert-parallel-comm --delay-wgrad-compute; "
+               "needs --ep > 1, and --interleave > 1 with --pp > 1)");
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

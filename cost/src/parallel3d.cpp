@@ -387,6 +387,15 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
   if (l.capacity_factor > 0 && l.framework == Framework::fsdp2) {
     return "{capacity_factor}: torchtitan's experts are dropless";
   }
+  if (l.overlap_ep_comm) {
+    // Megatron-LM's TransformerConfig checks (transformer_config.py, __post_init__).
+    if (l.framework != Framework::megatron || !m.moe.active() || l.ep < 2)
+      return "{overlap_ep_comm} needs Megatron-LM's expert parallelism ({ep} > 1)";
+    if (l.pp > 1 && l.interleave < 2)
+      return "{overlap_ep_comm} with {pp} > 1 needs an interleaved schedule ({interleave} > 1)";
+    if (l.recompute == Checkpointing::full)
+      return "{overlap_ep_comm}: Megatron-LM refuses it with full recomputation";
+  }
   if (l.ep == 1 && l.etp == 0) return std::nullopt;
   if (l.tp > 1 && !l.sequence_parallel && (l.ep > 1 || l.expert_tp() != l.tp)) {
     return "experts folded apart from tensor parallelism dispatch each rank's own tokens: "
@@ -991,6 +1000,22 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
   return out;
 }
 
+namespace {
+
+// The token exchange left exposed when Megatron-LM merges the forward of each micro-batch (or
+// model chunk) with the backward of the one before it: the forward's all-to-alls hide behind
+// that backward's compute and the backward's behind the forward's, each as far as the compute
+// lasts; the first forward and the last backward of the `passes` have no partner. Per pass.
+CommPhaseTime overlapped(const CommPhaseTime& ep, const ComputeTime& stage, std::int64_t passes) {
+  const double n = static_cast<double>(std::max<std::int64_t>(passes, 1));
+  CommPhaseTime out;
+  out.forward_s = (ep.forward_s + (n - 1) * std::max(0.0, ep.forward_s - stage.backward_s)) / n;
+  out.backward_s = (ep.backward_s + (n - 1) * std::max(0.0, ep.backward_s - stage.forward_s)) / n;
+  return out;
+}
+
+}  // namespace
+
 Model3D::SlowestStage Model3D::slowest_stage(const Layout3D& l) {
   const auto& s = spec_of(m_);
   const auto split = layers_per_stage(s, l);
@@ -1071,7 +1096,8 @@ Time3D Model3D::time(const Layout3D& l) {
   out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2);
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
-  const auto ep = expert_exchange(l, sparse);
+  auto ep = expert_exchange(l, sparse);
+  if (l.overlap_ep_comm) ep = overlapped(ep, stage, l.micro_batches * l.interleave);
   out.ep_comm_s = ep.forward_s + ep.backward_s;
   const auto schedule = l.pipeline_schedule();
   double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)

@@ -29,6 +29,8 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--capacity-factor", l.capacity_factor,
                  "experts' padded capacity over the balanced share (0: dropless)")
       ->capture_default_str();
+  app.add_flag("--overlap-ep-comm", l.overlap_ep_comm,
+               "experts' all-to-alls behind the adjacent micro-batch's compute");
   app.add_option("--interleave", l.interleave, "model chunks per GPU")->capture_default_str();
   app.add_flag("--sp", l.sequence_parallel, "sequence parallelism (needs --tp > 1)");
   app.add_option("--pp-layers", l.pp_layers, "layers of each stage, first to last: 7,8,8,7")
@@ -39,10 +41,21 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 14> kLayoutFlags{
-    "--capacity-factor", "--tp",         "--pp", "--cp",        "--ep",       "--etp",
-    "--cp-comm",         "--interleave", "--sp", "--pp-layers", "--schedule", "--framework",
-    "--sharding",        "--dp-shard"};
+constexpr std::array<const char*, 15> kLayoutFlags{"--capacity-factor",
+                                                   "--tp",
+                                                   "--pp",
+                                                   "--cp",
+                                                   "--ep",
+                                                   "--etp",
+                                                   "--cp-comm",
+                                                   "--interleave",
+                                                   "--sp",
+                                                   "--pp-layers",
+                                                   "--schedule",
+                                                   "--framework",
+                                                   "--sharding",
+                                                   "--dp-shard",
+                                                   "--overlap-ep-comm"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
 // --framework or else Megatron-LM.
@@ -75,6 +88,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--ep", l.ep, given.ep);
   set("--etp", l.etp, given.etp);
   set("--capacity-factor", l.capacity_factor, given.capacity_factor);
+  set("--overlap-ep-comm", l.overlap_ep_comm, given.overlap_ep_comm);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);
   set("--sp", l.sequence_parallel, given.sequence_parallel);

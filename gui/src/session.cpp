@@ -16,6 +16,7 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
           {"ep", l.ep},
           {"etp", l.etp},
           {"capacity_factor", l.capacity_factor},
+          {"overlap_ep_comm", l.overlap_ep_comm},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
           {"framework", l.framework},
@@ -37,6 +38,7 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
   if (r.has("etp")) l.etp = r.integer("etp", 0, 1'000'000);
   if (r.has("capacity_factor"))
     l.capacity_factor = r.number("capacity_factor", NumberRange::non_negative(64));
+  if (r.has("overlap_ep_comm")) l.overlap_ep_comm = r.boolean("overlap_ep_comm");
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");
   l.framework = r.string("framework");

@@ -175,6 +175,10 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
     add(a, "--expert-model-parallel-size", l.ep);
     add(a, "--expert-tensor-parallel-size", l.expert_tp());
     if (l.ep > 1 || l.expert_tp() != l.tp) add(a, "--moe-token-dispatcher-type", "alltoall");
+    if (l.overlap_ep_comm) {
+      a.emplace_back("--overlap-moe-expert-parallel-comm");
+      a.emplace_back("--delay-wgrad-compute");
+    }
     if (l.capacity_factor > 0) {
       add(a, "--moe-expert-capacity-factor", number_text(l.capacity_factor));
       a.emplace_back("--moe-pad-expert-input-to-capacity");

@@ -174,6 +174,7 @@ LayoutSpec layout_spec_of(const Config& c) {
   s.ep = c.integer("ep", 1);
   s.etp = c.has("etp") ? c.integer("etp", 0) : 0;
   s.capacity_factor = c.has("capacity-factor") ? c.number("capacity-factor", 0) : 0;
+  s.overlap_ep_comm = c.flag("overlap-ep-comm");
   s.interleave = c.integer("interleave", 1);
   s.cp_comm = c.text("cp-comm", "p2p");
   s.framework = c.text("framework");

@@ -342,3 +342,43 @@ TEST_CASE("DeepSeek-V3: dense first blocks on the first stage, MTP beside the he
   CHECK(dense_on_stage(ten, v, 1) == 2);
   CHECK(dense_on_stage(ten, v, 2) == 0);
 }
+
+TEST_CASE("overlapped expert all-to-alls hide behind the adjacent micro-batch's compute") {
+  const DgxH100 f;
+  const auto m = small_moe();
+  Model3D model(m, f.topo, f.table, f.gpu, f.k);
+  auto l = folded();
+  l.seq_len = 8192;
+  l.micro_batch = 4;
+  l.micro_batches = 8;
+  const auto plain = model.time(l);
+  // The regime Megatron-LM's overlap is for: each way's all-to-alls (half the micro-batch's)
+  // shorter than the compute they hide behind (the backward is about two thirds of it, the
+  // forward one third).
+  REQUIRE(plain.ep_comm_s < 0.5 * plain.compute_s);
+  auto over = l;
+  over.overlap_ep_comm = true;
+  // Of 8 micro-batches only the first forward's and the last backward's exchange are exposed:
+  // (A_f + A_b) / 8 per micro-batch.
+  const auto hidden = model.time(over);
+  CHECK(hidden.ep_comm_s == Approx(plain.ep_comm_s / 8).epsilon(1e-9));
+  CHECK(hidden.compute_s == Approx(plain.compute_s).epsilon(1e-12));
+  // One micro-batch has no partner: nothing is hidden.
+  over.micro_batches = 1;
+  l.micro_batches = 1;
+  CHECK(model.time(over).ep_comm_s == Approx(model.time(l).ep_comm_s).epsilon(1e-12));
+  // Megatron-LM's own conditions (transformer_config.py): interleaving under pipeline
+  // parallelism, expert parallelism, no full recomputation.
+  over.pp = 2;
+  over.dp = 2;
+  CHECK_THAT(*expert_layout_problem(*m.transformer, over),
+             Contains("{overlap_ep_comm} with {pp} > 1 needs an interleaved schedule"));
+  over.pp = 1;
+  over.dp = 4;
+  over.recompute = Checkpointing::full;
+  CHECK_THAT(*expert_layout_problem(*m.transformer, over), Contains("full recomputation"));
+  over.recompute = Checkpointing::none;
+  over.ep = 1;
+  over.etp = 0;
+  CHECK_THAT(*expert_layout_problem(*m.transformer, over), Contains("({ep} > 1)"));
+}

@@ -77,6 +77,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--moe-router-group-topk", true},
     {"--moe-router-topk-scaling-factor", true},
     {"--mtp-num-layers", true},
+    {"--overlap-moe-expert-parallel-comm", false},  // transformer_config.py fields
+    {"--delay-wgrad-compute", false},
     {"--num-experts", true},
     {"--moe-router-topk", true},
     {"--moe-ffn-hidden-size", true},
@@ -377,6 +379,13 @@ TEST_CASE("Megatron-LM arguments: DeepSeek-V3's latent attention, router and MTP
   CHECK(a.at("--moe-shared-expert-intermediate-size") == "2048");
   CHECK(a.at("--ffn-hidden-size") == "18432");
   CHECK(a.at("--mtp-num-layers") == "1");
+  CHECK(a.count("--overlap-moe-expert-parallel-comm") == 0);
+  // Overlapped all-to-alls: Megatron-LM's flag and the delayed weight gradients it pairs with.
+  l.overlap_ep_comm = true;
+  const auto overlapped = parsed(planner::megatron_arguments(m, l));
+  CHECK(overlapped.count("--overlap-moe-expert-parallel-comm") == 1);
+  CHECK(overlapped.count("--delay-wgrad-compute") == 1);
+  l.overlap_ep_comm = false;
   // The args file is bash: the layer pattern's parentheses are quoted.
   CHECK_THAT(planner::megatron_args_file(m, l),
              Contains("\n  --moe-layer-freq '([0]*3+[1]*58)'\n"));

@@ -142,6 +142,10 @@ struct Layout3D {
   // padded; 0: dropless, routing priced as balanced.
   double capacity_factor = 0;
   double expert_rows_factor() const { return capacity_factor > 0 ? capacity_factor : 1.0; }
+  // Megatron-LM's --overlap-moe-expert-parallel-comm (with --delay-wgrad-compute): the forward
+  // and backward passes of adjacent micro-batches merged, each one's token all-to-alls hidden
+  // behind the other's compute as far as that compute lasts.
+  bool overlap_ep_comm = false;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;

@@ -29,6 +29,7 @@ struct LayoutSpec {
   std::string schedule;       // empty: Megatron's own (1F1B, interleaved when interleave > 1)
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
+  bool overlap_ep_comm = false;  // Megatron-LM's --overlap-moe-expert-parallel-comm
 };
 
 // Whether a strategy name is a layout framework (megatron, fsdp2) rather than a data-parallel
