@@ -27,6 +27,10 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                "hide the experts' all-to-alls behind the compute of the adjacent micro-batch "
                "(Megatron-LM's --overlap-moe-expert-parallel-comm --delay-wgrad-compute; "
                "needs --ep > 1, and --interleave > 1 with --pp > 1)");
+  cmd.add_flag("--deepep", o.deepep,
+               "dispatch tokens with DeepEP: across nodes once per node holding a token's "
+               "experts, then over NVLink (Megatron-LM's --moe-token-dispatcher-type flex "
+               "--moe-flex-dispatcher-backend deepep)");
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

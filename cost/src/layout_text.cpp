@@ -31,6 +31,7 @@ std::string describe(const Layout3D& l) {
   s << " x pp " << l.pp << " x dp " << l.dp;
   if (l.ep > 1 || l.etp > 0) {
     s << ", experts over ep " << l.ep << " x etp " << l.expert_tp() << " x edp " << l.expert_dp();
+    if (l.deepep) s << " (DeepEP)";
     if (l.overlap_ep_comm) s << " (all-to-alls overlapped)";
   }
   if (l.framework == Framework::fsdp2) {

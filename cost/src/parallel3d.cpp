@@ -396,6 +396,8 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
     if (l.recompute == Checkpointing::full)
       return "{overlap_ep_comm}: Megatron-LM refuses it with full recomputation";
   }
+  if (l.deepep && (l.framework != Framework::megatron || !m.moe.active() || l.ep < 2))
+    return "{deepep} needs Megatron-LM's expert parallelism ({ep} > 1)";
   if (l.ep == 1 && l.etp == 0) return std::nullopt;
   if (l.tp > 1 && !l.sequence_parallel && (l.ep > 1 || l.expert_tp() != l.tp)) {
     return "experts folded apart from tensor parallelism dispatch each rank's own tokens: "
@@ -977,6 +979,40 @@ bool experts_folded(const TransformerSpec& s, const Layout3D& l) {
 // same way; recomputation repeats the forward. None of it overlaps compute (Megatron-LM's
 // defaults; its 1F1B overlap of expert-parallel communication is opt-in). Routing is
 // taken as balanced: every rank sends and receives the same bytes.
+double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64_t nodes,
+                                std::int64_t groups, std::int64_t groups_per_token) {
+  if (nodes <= 1) return 1.0;
+  // nodes x P(a node is touched) = nodes x (1 - C(n - n / nodes, picks) / C(n, picks)).
+  const auto touched = [nodes](std::int64_t n, std::int64_t picks) {
+    double none = 1.0;
+    for (std::int64_t i = 0; i < picks; ++i)
+      none *= static_cast<double>(n - n / nodes - i) / static_cast<double>(n - i);
+    return static_cast<double>(nodes) * (1.0 - std::max(none, 0.0));
+  };
+  if (groups > 0 && groups_per_token > 0 && groups_per_token < groups && groups % nodes == 0)
+    return std::min(touched(groups, groups_per_token), touched(experts, k));
+  return touched(experts, k);
+}
+
+// One dispatch (or combine) of `bytes` per rank: an all-to-all over the ep ranks; with DeepEP
+// across nodes, the network carries a token once per node its experts are on (the bytes
+// scaled by nodes per token over k) while NVLink forwards every copy inside the node, the two
+// pipelined (the longer sets the time).
+double Model3D::token_exchange_s(const Layout3D& l, std::int64_t bytes) {
+  const auto& moe = m_.transformer->moe;
+  const std::int64_t span = l.expert_tp() * l.ep;
+  const std::int64_t nodes = (span + t_.gpus_per_node() - 1) / t_.gpus_per_node();
+  if (!l.deepep || nodes <= 1) return group_collective_s(Collective::all_to_all, span, l.ep, bytes);
+  const double per_token = expected_nodes_per_token(moe.experts, moe.experts_per_token, nodes,
+                                                    moe.groups, moe.groups_per_token);
+  const auto network = static_cast<std::int64_t>(std::ceil(
+      static_cast<double>(bytes) * per_token / static_cast<double>(moe.experts_per_token)));
+  const std::int64_t in_node = l.ep / nodes;
+  const double forward_s =
+      in_node > 1 ? group_collective_s(Collective::all_to_all, span / nodes, in_node, bytes) : 0.0;
+  return std::max(group_collective_s(Collective::all_to_all, span, l.ep, network), forward_s);
+}
+
 CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
   CommPhaseTime out;
   const auto& s = *m_.transformer;
@@ -990,7 +1026,7 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
       static_cast<std::int64_t>(std::ceil(rows * static_cast<double>(s.hidden_size) * e));
   const std::int64_t etp = l.expert_tp();
   double one_way = 0;  // dispatch and combine, one direction
-  if (l.ep > 1) one_way += 2 * group_collective_s(Collective::all_to_all, etp * l.ep, l.ep, bytes);
+  if (l.ep > 1) one_way += 2 * token_exchange_s(l, bytes);
   if (etp > 1) {
     one_way += group_collective_s(Collective::all_gather, etp, etp, bytes * etp) +
                group_collective_s(Collective::reduce_scatter, etp, etp, bytes * etp);

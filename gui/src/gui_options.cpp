@@ -31,6 +31,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
       ->capture_default_str();
   app.add_flag("--overlap-ep-comm", l.overlap_ep_comm,
                "experts' all-to-alls behind the adjacent micro-batch's compute");
+  app.add_flag("--deepep", l.deepep, "DeepEP token dispatch (once per node across nodes)");
   app.add_option("--interleave", l.interleave, "model chunks per GPU")->capture_default_str();
   app.add_flag("--sp", l.sequence_parallel, "sequence parallelism (needs --tp > 1)");
   app.add_option("--pp-layers", l.pp_layers, "layers of each stage, first to last: 7,8,8,7")
@@ -41,7 +42,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 15> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 16> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -55,7 +56,8 @@ constexpr std::array<const char*, 15> kLayoutFlags{"--capacity-factor",
                                                    "--framework",
                                                    "--sharding",
                                                    "--dp-shard",
-                                                   "--overlap-ep-comm"};
+                                                   "--overlap-ep-comm",
+                                                   "--deepep"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
 // --framework or else Megatron-LM.
@@ -89,6 +91,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--etp", l.etp, given.etp);
   set("--capacity-factor", l.capacity_factor, given.capacity_factor);
   set("--overlap-ep-comm", l.overlap_ep_comm, given.overlap_ep_comm);
+  set("--deepep", l.deepep, given.deepep);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);
   set("--sp", l.sequence_parallel, given.sequence_parallel);

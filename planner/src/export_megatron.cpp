@@ -76,9 +76,9 @@ void latent_attention(Args& a, const TransformerSpec& s) {
   add(a, "--v-head-dim", s.v_dim());
 }
 
-// Parts of a model Megatron-LM's command line cannot state: exporting without them would train
-// a different model, so the export refuses and says which.
-void check_expressible(const TransformerSpec& s) {
+}  // namespace
+
+std::optional<std::string> megatron_model_problem(const TransformerSpec& s) {
   std::string missing;
   const auto note = [&missing](bool present, const char* what) {
     if (present) missing += (missing.empty() ? "" : ", ") + std::string(what);
@@ -88,10 +88,15 @@ void check_expressible(const TransformerSpec& s) {
   note(s.attn_logit_softcap > 0 || s.final_logit_softcap > 0, "tanh soft-capping");
   note(s.attention_sinks, "attention sinks");
   note(s.moe.active() && s.moe.router_bias && !s.moe.selection_bias, "a router with a bias");
-  if (!missing.empty()) {
-    throw FieldError("export_megatron", "Megatron-LM's arguments cannot express " + missing +
-                                            " of model_type " + s.model_type);
-  }
+  if (missing.empty()) return std::nullopt;
+  return "Megatron-LM's arguments cannot express " + missing + " of model_type " + s.model_type;
+}
+
+namespace {
+
+// Exporting without what the arguments cannot state would train a different model.
+void check_expressible(const TransformerSpec& s) {
+  if (const auto why = megatron_model_problem(s)) throw FieldError("export_megatron", *why);
 }
 
 void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
@@ -174,7 +179,12 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
   if (s.moe.active()) {
     add(a, "--expert-model-parallel-size", l.ep);
     add(a, "--expert-tensor-parallel-size", l.expert_tp());
-    if (l.ep > 1 || l.expert_tp() != l.tp) add(a, "--moe-token-dispatcher-type", "alltoall");
+    if (l.deepep) {
+      add(a, "--moe-token-dispatcher-type", "flex");
+      add(a, "--moe-flex-dispatcher-backend", "deepep");
+    } else if (l.ep > 1 || l.expert_tp() != l.tp) {
+      add(a, "--moe-token-dispatcher-type", "alltoall");
+    }
     if (l.overlap_ep_comm) {
       a.emplace_back("--overlap-moe-expert-parallel-comm");
       a.emplace_back("--delay-wgrad-compute");

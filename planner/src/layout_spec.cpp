@@ -16,7 +16,7 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
   return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.ep != 1 || s.etp != 0 || s.capacity_factor != 0 ||
          s.interleave != 1 || s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
          !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 || s.overlap_ep_comm ||
-         is_layout_framework(strategy);
+         s.deepep || is_layout_framework(strategy);
 }
 
 namespace {
@@ -127,6 +127,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.etp = s.etp;
   l.capacity_factor = s.capacity_factor;
   l.overlap_ep_comm = s.overlap_ep_comm;
+  l.deepep = s.deepep;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   l.sharding = !s.sharding.empty() ? parsed("sharding", s.sharding, cost::parse_dp_sharding)

@@ -236,6 +236,15 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
     out.written.emplace_back("Accelerate config (FSDP2)", e.export_accelerate);
   }
   if (const auto note = fp8_gain_note(plan, in)) out.notes.push_back(*note);
+  if (const auto* best = plan.best(); best && best->layout && in.model.transformer &&
+                                      best->layout->layout.framework == cost::Framework::megatron) {
+    if (const auto why = megatron_model_problem(*in.model.transformer)) {
+      out.notes.push_back(*why +
+                          ": the chosen Megatron-LM layout is priced as Megatron-Core runs "
+                          "such a model (through a model provider, as Megatron Bridge "
+                          "does), and {export_megatron} refuses it");
+    }
+  }
   layout_outputs(plan, in, e, out);
   return out;
 }

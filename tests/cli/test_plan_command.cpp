@@ -567,3 +567,15 @@ TEST_CASE("plan: FP8 with a data-parallel export is refused before the search") 
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Contains("--save-plan: FP8 is planned"));
 }
+
+TEST_CASE("a Megatron-LM layout for a model its arguments cannot state says so") {
+  // gpt-oss-20b's attention sinks and biased router have no Megatron-LM argument; a plan
+  // restricted to Megatron-LM layouts still prices them (Megatron-Core runs the model through
+  // a provider) and notes that the export would refuse it.
+  const auto r =
+      run({"plan", "--model", "gpt-oss-20b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--global-batch", "64", "--seq-len", "4096", "--strategy", "megatron"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("cannot express attention sinks, a router with a bias"));
+  CHECK_THAT(r.out, Contains("--export-megatron refuses it"));  // the flag, not its field name
+}

@@ -382,3 +382,46 @@ TEST_CASE("overlapped expert all-to-alls hide behind the adjacent micro-batch's 
   over.etp = 0;
   CHECK_THAT(*expert_layout_problem(*m.transformer, over), Contains("({ep} > 1)"));
 }
+
+TEST_CASE("DeepEP sends a token once to each node its experts are on") {
+  // k of E experts at random over N nodes: N (1 - C(E - E/N, k) / C(E, k)) nodes per token.
+  // DeepSeek-V3's 256 experts, 8 per token, over 4 nodes: 4 (1 - C(192, 8) / C(256, 8)).
+  CHECK(expected_nodes_per_token(256, 8, 4, 0, 0) == Approx(3.614214305566513).epsilon(1e-12));
+  // Its node-limited routing, 4 of 8 groups: over 4 nodes (2 groups each) 4 (1 - C(6, 4) /
+  // C(8, 4)) = 22/7; over 8 nodes (a group each) 4, fewer than the 5.29 of unlimited routing.
+  CHECK(expected_nodes_per_token(256, 8, 4, 8, 4) == Approx(22.0 / 7).epsilon(1e-12));
+  CHECK(expected_nodes_per_token(256, 8, 8, 8, 4) == Approx(4.0).epsilon(1e-12));
+  CHECK(expected_nodes_per_token(256, 8, 1, 8, 4) == 1.0);
+  // 64 experts of 1024, 2 per token, over ep 16 on two DGX H100 nodes: the network carries
+  // 2 (1 - 32 x 31 / (64 x 63)) = 1.5079... of the 2 copies per token, NVLink forwards both
+  // copies among a node's 8 ranks; the longer sets each dispatch and combine.
+  const auto data = resolve_data_dir("");
+  const auto table = InterconnectTable::load(data / "interconnect.json");
+  const auto topo = Topology::build(load_node_template("dgx-h100", data / "topologies"), 2, table);
+  const auto gpu = GpuCatalog::load(data / "gpus.json").find("H100-SXM");
+  const auto k = load_compute_constants(data / "compute.json");
+  auto t = test::small_transformer();
+  t.moe = {.experts = 64, .experts_per_token = 2, .expert_ffn_size = 1024};
+  const auto m = model_from_transformer(t, "wide-moe", "test");
+  Model3D model(m, topo, table, gpu, k);
+  Layout3D l;
+  l.dp = 16;
+  l.ep = 16;
+  l.etp = 1;
+  l.seq_len = 1024;
+  l.deepep = true;
+  // 1024 tokens x 2 copies x 1024 x 2 B per rank.
+  const std::int64_t bytes = 1024LL * 2 * 1024 * 2;
+  const double per_token = 2 * (1 - 32.0 * 31 / (64.0 * 63));
+  CommModel all(topo, table, 16), node(topo, table, 8);
+  const double network =
+      all.estimate(Collective::all_to_all,
+                   Bytes{static_cast<std::int64_t>(std::ceil(bytes * per_token / 2))})
+          .time_s;
+  const double nvlink = node.estimate(Collective::all_to_all, Bytes{bytes}).time_s;
+  // 8 layers, dispatch and combine each way.
+  CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * std::max(network, nvlink)).epsilon(1e-9));
+  l.deepep = false;
+  const double plain = all.estimate(Collective::all_to_all, Bytes{bytes}).time_s;
+  CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * plain).epsilon(1e-9));
+}

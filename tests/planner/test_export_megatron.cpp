@@ -79,6 +79,7 @@ const std::map<std::string, bool> kTakesValue{
     {"--mtp-num-layers", true},
     {"--overlap-moe-expert-parallel-comm", false},  // transformer_config.py fields
     {"--delay-wgrad-compute", false},
+    {"--moe-flex-dispatcher-backend", true},
     {"--num-experts", true},
     {"--moe-router-topk", true},
     {"--moe-ffn-hidden-size", true},
@@ -386,6 +387,12 @@ TEST_CASE("Megatron-LM arguments: DeepSeek-V3's latent attention, router and MTP
   CHECK(overlapped.count("--overlap-moe-expert-parallel-comm") == 1);
   CHECK(overlapped.count("--delay-wgrad-compute") == 1);
   l.overlap_ep_comm = false;
+  // DeepEP: the flex dispatcher with its DeepEP backend in place of alltoall.
+  l.deepep = true;
+  const auto deepep = parsed(planner::megatron_arguments(m, l));
+  CHECK(deepep.at("--moe-token-dispatcher-type") == "flex");
+  CHECK(deepep.at("--moe-flex-dispatcher-backend") == "deepep");
+  l.deepep = false;
   // The args file is bash: the layer pattern's parentheses are quoted.
   CHECK_THAT(planner::megatron_args_file(m, l),
              Contains("\n  --moe-layer-freq '([0]*3+[1]*58)'\n"));

@@ -146,6 +146,10 @@ struct Layout3D {
   // and backward passes of adjacent micro-batches merged, each one's token all-to-alls hidden
   // behind the other's compute as far as that compute lasts.
   bool overlap_ep_comm = false;
+  // Megatron-LM's flex token dispatcher with the DeepEP backend: across nodes a token goes
+  // once to each node holding any of its experts (RDMA) and is forwarded inside the node
+  // (NVLink), instead of one copy per expert over the network.
+  bool deepep = false;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
@@ -205,6 +209,12 @@ struct StageHolding {
   std::int64_t dense = 0;
   std::int64_t experts = 0;
 };
+// The nodes a token's experts sit on, in expectation, with `experts` experts spread evenly over
+// `nodes` nodes and `k` chosen per token at random (balanced routing); under node-limited
+// routing (`groups` groups, a token's experts from `groups_per_token` of them, the groups
+// spread evenly over the nodes) the nodes its groups sit on.
+double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64_t nodes,
+                                std::int64_t groups, std::int64_t groups_per_token);
 // Of stage i's blocks, how many are a mixture of experts' dense first blocks (DeepSeek's
 // first_k_dense_replace): the layers walked in order through the stages' model chunks.
 std::int64_t dense_on_stage(const TransformerSpec& m, const Layout3D& l, std::int64_t i);
@@ -312,6 +322,8 @@ class Model3D {
   // Token dispatch and combine of a stage's `layers` MoE layers for one micro-batch under
   // expert parallelism (none when the experts are laid out as the dense part is).
   CommPhaseTime expert_exchange(const Layout3D& l, double layers);
+  // One dispatch or combine of `bytes` per rank over the expert-parallel ranks.
+  double token_exchange_s(const Layout3D& l, std::int64_t bytes);
   // A collective over `ranks` ranks spread over `span` consecutive GPUs.
   CollectiveEstimate group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
                                     std::int64_t bytes);

@@ -4,6 +4,7 @@
 // optimizer, as a bash array a launch script expands.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace dtplan::planner {
 // even, first/last-stage counts or the embedding-and-loss rule) or the model has no layer
 // shapes.
 std::vector<std::string> megatron_arguments(const ModelDesc& m, const cost::Layout3D& l);
+// What of the model Megatron-LM's command line cannot state (so megatron_arguments refuses
+// it), or nullopt.
+std::optional<std::string> megatron_model_problem(const TransformerSpec& s);
 
 // The file: a comment naming the model and layout, and DTPLAN_MEGATRON_ARGS=( ... ) one flag
 // per line, for `torchrun ... pretrain_gpt.py "${DTPLAN_MEGATRON_ARGS[@]}" <data, tokenizer>`.

@@ -30,6 +30,7 @@ struct LayoutSpec {
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
   bool overlap_ep_comm = false;  // Megatron-LM's --overlap-moe-expert-parallel-comm
+  bool deepep = false;           // Megatron-LM's flex dispatcher with the DeepEP backend
 };
 
 // Whether a strategy name is a layout framework (megatron, fsdp2) rather than a data-parallel
