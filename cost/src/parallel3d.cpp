@@ -984,10 +984,14 @@ double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64
   if (nodes <= 1) return 1.0;
   // nodes x P(a node is touched) = nodes x (1 - C(n - n / nodes, picks) / C(n, picks)).
   const auto touched = [nodes](std::int64_t n, std::int64_t picks) {
+    const std::int64_t elsewhere = n - n / nodes;  // of the n, those not on a given node
     double none = 1.0;
-    for (std::int64_t i = 0; i < picks; ++i)
-      none *= static_cast<double>(n - n / nodes - i) / static_cast<double>(n - i);
-    return static_cast<double>(nodes) * (1.0 - std::max(none, 0.0));
+    for (std::int64_t i = 0; i < picks && none > 0; ++i) {
+      none = elsewhere - i <= 0
+                 ? 0.0
+                 : none * static_cast<double>(elsewhere - i) / static_cast<double>(n - i);
+    }
+    return static_cast<double>(nodes) * (1.0 - none);
   };
   if (groups > 0 && groups_per_token > 0 && groups_per_token < groups && groups % nodes == 0)
     return std::min(touched(groups, groups_per_token), touched(experts, k));
