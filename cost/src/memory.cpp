@@ -19,6 +19,7 @@
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/suggest.hpp"
 #include "state_layout.hpp"
 
 namespace dtplan::cost {
@@ -364,18 +365,17 @@ class Builder {
                                               : "";
       e_.notes.push_back("mixture of experts: " + held +
                          "routing is priced as balanced (every expert gets k/E of the tokens, "
-                         "no imbalance), the token exchange as not overlapped with compute "
-                         "(DualPipe and overlapped all-to-all are not modelled), and MFU counts "
-                         "the parameters active per token");
+                         "no imbalance), and MFU counts the parameters active per token");
       const auto& t = *m_.transformer;
-      if (t.moe.first_dense_layers > 0 || t.mtp_layers > 0) {
-        e_.notes.push_back("the first " + std::to_string(t.moe.first_dense_layers) +
-                           " blocks are dense" +
-                           (t.mtp_layers > 0 ? "; " + std::to_string(t.mtp_layers) +
-                                                   " multi-token prediction module(s) are "
-                                                   "priced on the last stage"
-                                             : std::string()));
+      std::vector<std::string> parts;
+      if (t.moe.first_dense_layers > 0)
+        parts.push_back("the first " + std::to_string(t.moe.first_dense_layers) +
+                        " blocks are dense");
+      if (t.mtp_layers > 0) {
+        parts.push_back(std::to_string(t.mtp_layers) +
+                        " multi-token prediction module(s) are priced on the last stage");
       }
+      if (!parts.empty()) e_.notes.push_back(join(parts, "; "));
     }
     attention_note();
   }

@@ -108,8 +108,12 @@ std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::in
     for (std::int64_t k = 0; k < p && at < first_dense; ++k) {
       const std::int64_t j =
           l.pipeline_schedule() == PipelineSchedule::zbv && r % 2 == 1 ? p - 1 - k : k;
+      // A stage's chunks are equal but for a shortfall (the L + 2 rule's embedding and loss):
+      // the first stage's falls on its first chunks, any other's on its last.
       const std::int64_t n = layers[static_cast<std::size_t>(j)];
-      const std::int64_t chunk = r + 1 < v ? n / v : n - (v - 1) * (n / v);
+      const std::int64_t full = (n + v - 1) / v, short_chunks = full * v - n;
+      const bool is_short = j == 0 ? r < short_chunks : r >= v - short_chunks;
+      const std::int64_t chunk = full - (is_short ? 1 : 0);
       if (j == i) dense += std::min(chunk, first_dense - at);
       at += chunk;
     }
@@ -167,10 +171,15 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
   const std::int64_t final_norm = s.final_norm ? norm : 0;
   const std::int64_t head = s.vocab_size * h / l.tp;
   if (l.pp == 1) return blocks + embedding + final_norm + (s.tied_embeddings ? 0 : head);
-  // Megatron keeps a copy of tied word embeddings for the head, unless one stage holds both.
+  // Megatron keeps a copy of tied word embeddings for the head, unless one stage holds both;
+  // the stage running multi-token prediction builds the word embedding too (its modules embed
+  // the next tokens), a copy kept in sync with the first stage's.
   const bool shared = s.tied_embeddings && head_stage(l) == 0;
+  const bool mtp_embedding = s.mtp_layers > 0 && head_stage(l) != 0;
   return blocks + (i == 0 ? embedding : 0) +
-         (i == head_stage(l) ? final_norm + (shared ? 0 : head) : 0);
+         (i == head_stage(l)
+              ? final_norm + (shared ? 0 : head) + (mtp_embedding ? s.vocab_size * h / l.tp : 0)
+              : 0);
 }
 
 // The stage with the most parameters on one GPU (the last on ties: it carries the head): its
@@ -398,6 +407,8 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
   }
   if (l.deepep && (l.framework != Framework::megatron || !m.moe.active() || l.ep < 2))
     return "{deepep} needs Megatron-LM's expert parallelism ({ep} > 1)";
+  if (l.deepep && l.expert_tp() != 1)
+    return "{deepep} is priced for whole experts ({etp} 1): each rank holds its experts whole";
   if (l.ep == 1 && l.etp == 0) return std::nullopt;
   if (l.tp > 1 && !l.sequence_parallel && (l.ep > 1 || l.expert_tp() != l.tp)) {
     return "experts folded apart from tensor parallelism dispatch each rank's own tokens: "
@@ -666,6 +677,11 @@ void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int
     const auto b = block_params(run.block);
     weights += run.layers * (b.matrices / l.tp + b.experts_on_gpu(l));
   }
+  if (i == head_stage(l) && s.mtp_layers > 0) {  // the prediction modules' block and projection
+    const auto b = block_params(s);
+    weights += s.mtp_layers *
+               (b.matrices / l.tp + b.experts_on_gpu(l) + 2 * s.hidden_size * s.hidden_size / l.tp);
+  }
   const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
   out.buffers = out.buffers + copies;
   out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
@@ -916,9 +932,11 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
   const auto& s = *m_.transformer;
   const auto e = static_cast<double>(recipe_of(l).activation_bytes());
   const auto tokens = static_cast<double>(tokens_per_rank(l) * l.micro_batch);
-  const std::int64_t kv_width = s.kv_size() / l.tp, q_width = s.q_size() / l.tp;  // per TP rank
-  const auto kv = static_cast<double>(kv_width), q = static_cast<double>(q_width);
-  const double kv_bytes = 2 * tokens * kv * e;  // this rank's K and V chunk
+  // Per tensor-parallel rank: Q and the attention output (value-head wide), K and V.
+  const auto tp = static_cast<double>(l.tp);  // the heads divide by it (check_layout)
+  const double q = static_cast<double>(s.q_size()) / tp, o = static_cast<double>(s.o_size()) / tp;
+  const double k = static_cast<double>(s.kv_size()) / tp, v = static_cast<double>(s.v_size()) / tp;
+  const double kv_bytes = tokens * (k + v) * e;  // this rank's K and V chunk
   const double cp = static_cast<double>(l.cp);
   const std::int64_t span = l.tp * l.cp;
   switch (l.cp_comm) {
@@ -945,7 +963,7 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
       break;
     }
     case CpComm::a2a: {
-      const auto per_rank = static_cast<std::int64_t>(tokens * (2 * q + 2 * kv) * e);
+      const auto per_rank = static_cast<std::int64_t>(tokens * (q + o + k + v) * e);
       out.forward_s = group_collective_s(Collective::all_to_all, span, l.cp, per_rank);
       out.backward_s = out.forward_s;
       break;
@@ -970,15 +988,6 @@ bool experts_folded(const TransformerSpec& s, const Layout3D& l) {
 
 }  // namespace
 
-// Per MoE layer and micro-batch, each rank holding T = b s / (cp t) tokens (sequence-parallel
-// slices) sends the k copies of them to the ranks of their experts and gets the outputs back:
-// an all-to-all of k T h e bytes over the ep ranks for dispatch and one for combine
-// (expert-parallel ranks are etp apart: Megatron-LM orders expert ranks etp, ep, edp); with
-// etp > 1 the received rows are all-gathered over the etp ranks before the experts and
-// reduce-scattered after (k T etp h e bytes gathered). The backward sends the gradients the
-// same way; recomputation repeats the forward. None of it overlaps compute (Megatron-LM's
-// defaults; its 1F1B overlap of expert-parallel communication is opt-in). Routing is
-// taken as balanced: every rank sends and receives the same bytes.
 double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64_t nodes,
                                 std::int64_t groups, std::int64_t groups_per_token) {
   if (nodes <= 1) return 1.0;
@@ -1004,7 +1013,7 @@ double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64
 // pipelined (the longer sets the time).
 double Model3D::token_exchange_s(const Layout3D& l, std::int64_t bytes) {
   const auto& moe = m_.transformer->moe;
-  const std::int64_t span = l.expert_tp() * l.ep;
+  const std::int64_t span = l.expert_tp() * l.ep;  // etp 1 under DeepEP: span = ep
   const std::int64_t nodes = (span + t_.gpus_per_node() - 1) / t_.gpus_per_node();
   if (!l.deepep || nodes <= 1) return group_collective_s(Collective::all_to_all, span, l.ep, bytes);
   const double per_token = expected_nodes_per_token(moe.experts, moe.experts_per_token, nodes,
@@ -1017,6 +1026,16 @@ double Model3D::token_exchange_s(const Layout3D& l, std::int64_t bytes) {
   return std::max(group_collective_s(Collective::all_to_all, span, l.ep, network), forward_s);
 }
 
+// Per MoE layer and micro-batch, each rank holding T = b s / (cp t) tokens (sequence-parallel
+// slices) sends the k copies of them to the ranks of their experts and gets the outputs back:
+// an all-to-all of k T h e bytes over the ep ranks for dispatch and one for combine
+// (expert-parallel ranks are etp apart: Megatron-LM orders expert ranks etp, ep, edp); with
+// etp > 1 the received rows are all-gathered over the etp ranks before the experts and
+// reduce-scattered after (k T etp h e bytes gathered). The backward sends the gradients the
+// same way; recomputation repeats the forward. None of it overlaps compute (Megatron-LM's
+// default) unless the layout asks for its batch-level overlap (overlapped(), in time());
+// DeepEP prices the dispatch as token_exchange_s says. Routing is taken as balanced: every
+// rank sends and receives the same bytes.
 CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
   CommPhaseTime out;
   const auto& s = *m_.transformer;
@@ -1045,12 +1064,20 @@ namespace {
 // The token exchange left exposed when Megatron-LM merges the forward of each micro-batch (or
 // model chunk) with the backward of the one before it: the forward's all-to-alls hide behind
 // that backward's compute and the backward's behind the forward's, each as far as the compute
-// lasts; the first forward and the last backward of the `passes` have no partner. Per pass.
-CommPhaseTime overlapped(const CommPhaseTime& ep, const ComputeTime& stage, std::int64_t passes) {
-  const double n = static_cast<double>(std::max<std::int64_t>(passes, 1));
+// lasts; the passes of the pipeline's warm-up and cool-down have no partner. Per pass.
+CommPhaseTime overlapped(const CommPhaseTime& ep, const ComputeTime& stage, const Layout3D& l) {
+  const std::int64_t passes = std::max<std::int64_t>(l.micro_batches * l.interleave, 1);
+  // Unpaired: the warm-up forwards (and as many cool-down backwards) of the first stage, the
+  // one that waits longest, (pp - 1) x 2 + (v - 1) x pp chunk passes under Megatron-LM's
+  // interleaved schedule; without a pipeline the first forward and the last backward.
+  const std::int64_t warmup = l.pp > 1 ? (l.pp - 1) * 2 + (l.interleave - 1) * l.pp : 1;
+  const auto n = static_cast<double>(passes);
+  const auto alone = static_cast<double>(std::clamp<std::int64_t>(warmup, 1, passes));
   CommPhaseTime out;
-  out.forward_s = (ep.forward_s + (n - 1) * std::max(0.0, ep.forward_s - stage.backward_s)) / n;
-  out.backward_s = (ep.backward_s + (n - 1) * std::max(0.0, ep.backward_s - stage.forward_s)) / n;
+  out.forward_s =
+      (alone * ep.forward_s + (n - alone) * std::max(0.0, ep.forward_s - stage.backward_s)) / n;
+  out.backward_s =
+      (alone * ep.backward_s + (n - alone) * std::max(0.0, ep.backward_s - stage.forward_s)) / n;
   return out;
 }
 
@@ -1137,7 +1164,7 @@ Time3D Model3D::time(const Layout3D& l) {
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
   auto ep = expert_exchange(l, sparse);
-  if (l.overlap_ep_comm) ep = overlapped(ep, stage, l.micro_batches * l.interleave);
+  if (l.overlap_ep_comm) ep = overlapped(ep, stage, l);
   out.ep_comm_s = ep.forward_s + ep.backward_s;
   const auto schedule = l.pipeline_schedule();
   double p2p_one_s = 0;  // one send of a chunk boundary's activations (or their gradient)

@@ -211,10 +211,10 @@ void validate(const TransformerSpec& s, const std::string& origin_in) {
   if (s.type_vocab_size < 0) throw Error(origin + "type_vocab_size must not be negative");
   if (s.norms_per_layer != 2 && s.norms_per_layer != 4)
     throw Error(origin + "a block has 2 or 4 norms, not " + std::to_string(s.norms_per_layer));
-  if (s.full_attention_every < 0 || s.full_attention_every > s.num_layers) {
+  // A period longer than the model leaves every layer windowed, as Megatron-LM reads it.
+  if (s.full_attention_every < 0 || s.full_attention_every > (std::int64_t{1} << 16)) {
     throw Error(origin + "full attention every " + std::to_string(s.full_attention_every) +
-                " layers must be between 0 (none) and the " + std::to_string(s.num_layers) +
-                " layers");
+                " layers must be 0 (none) or a positive number of layers");
   }
   if (s.moe.active()) validate_moe(s.moe, origin);
   if (s.moe.first_dense_layers < 0 || s.moe.first_dense_layers > s.num_layers) {
@@ -497,8 +497,8 @@ void read_layer_windows(const ObjectReader& c, TransformerSpec& s, const char* p
                         std::int64_t default_every) {
   if (!c.has("layer_types")) {
     s.full_attention_every = c.optional_integer(period_key).value_or(default_every);
-    if (s.full_attention_every < 1 || s.full_attention_every > s.num_layers) {
-      c.fail(period_key, "must be between 1 and the " + std::to_string(s.num_layers) + " layers");
+    if (s.full_attention_every < 1 || s.full_attention_every > (std::int64_t{1} << 16)) {
+      c.fail(period_key, "must be a positive number of layers");
     }
     return;
   }

@@ -286,7 +286,7 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
     const auto& t = *p.model.transformer;
     const double seq = static_cast<double>(p.seq_len);
     const double keys = cost::attended_keys(t, seq);
-    const double per_key = 6.0 * static_cast<double>(t.num_layers) *
+    const double per_key = 6.0 * static_cast<double>(t.num_layers + t.mtp_layers) *
                            static_cast<double>(t.q_size() + t.o_size()) * tokens;
     const double difference = per_key * (keys - seq / 2);
     return (model_flops_per_gpu_s - difference / p.step_s / gpus) / 1e12;

@@ -22,7 +22,9 @@ static_assert(std::atomic<int>::is_always_lock_free);
 int g_wake[2] = {-1, -1};  // the self-pipe: the handler writes, poll() reads
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
+struct sigaction g_old_hup {};
 bool g_int_caught = false;
+bool g_hup_caught = false;
 
 extern "C" void on_signal(int sig) {
   const int saved = errno;  // the interrupted code may be about to read errno
@@ -36,8 +38,9 @@ extern "C" void on_signal(int sig) {
 }  // namespace
 
 Interrupted::Interrupted(int signal)
-    : std::runtime_error(std::string("interrupted by ") +
-                         (signal == SIGINT ? "SIGINT" : "SIGTERM")),
+    : std::runtime_error(std::string("interrupted by ") + (signal == SIGINT   ? "SIGINT"
+                                                           : signal == SIGHUP ? "SIGHUP"
+                                                                              : "SIGTERM")),
       signal_(signal) {}
 
 InterruptScope::InterruptScope() {
@@ -53,11 +56,17 @@ InterruptScope::InterruptScope() {
   g_int_caught = g_old_int.sa_handler != SIG_IGN;
   if (g_int_caught) sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, &g_old_term);
+  // A hang-up (the terminal or ssh session gone) stops the job too, unless ignored (nohup):
+  // the job's mpirun leads its own process group, which only dtplan can stop.
+  sigaction(SIGHUP, nullptr, &g_old_hup);
+  g_hup_caught = g_old_hup.sa_handler != SIG_IGN;
+  if (g_hup_caught) sigaction(SIGHUP, &sa, nullptr);
 }
 
 InterruptScope::~InterruptScope() {
   if (g_int_caught) sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  if (g_hup_caught) sigaction(SIGHUP, &g_old_hup, nullptr);
   for (int& fd : g_wake) {
     close(fd);
     fd = -1;

@@ -321,14 +321,15 @@ TEST_CASE("DeepSeek-V3: dense first blocks on the first stage, MTP beside the he
   CHECK(memory_3d(m, l, OverheadConstants{}).params_per_gpu == m.params);
   // pp 4 with stages of 16, 15, 15, 15 layers: the three dense blocks fall on the first stage;
   // the last holds 15 sparse blocks of 11,507,286,272, the MTP module (11,610,068,224), the
-  // LM head 129280 x 7168 and the final norm, the most of any stage.
+  // LM head 129280 x 7168, the final norm, and a copy of the 129280 x 7168 word embedding the
+  // MTP module embeds with (Megatron-LM builds it on the stage that runs MTP), the most of any.
   l.pp = 4;
   l.stage_layers = {16, 15, 15, 15};
   const auto& t = *m.transformer;
   CHECK(dense_on_stage(t, l, 0) == 3);
   CHECK(dense_on_stage(t, l, 1) == 0);
   CHECK(memory_3d(m, l, OverheadConstants{}).params_per_gpu ==
-        15 * 11'507'286'272LL + 11'610'068'224LL + 129'280LL * 7168 + 7168);
+        15 * 11'507'286'272LL + 11'610'068'224LL + 2 * 129'280LL * 7168 + 7168);
   // Under interleaving the layers go round the stages in chunks: 64 layers over pp 4 x 2 are
   // chunks of 8, so 10 dense first layers fill stage 0's first chunk and 2 of stage 1's.
   auto ten = t;
@@ -341,6 +342,20 @@ TEST_CASE("DeepSeek-V3: dense first blocks on the first stage, MTP beside the he
   CHECK(dense_on_stage(ten, v, 0) == 8);
   CHECK(dense_on_stage(ten, v, 1) == 2);
   CHECK(dense_on_stage(ten, v, 2) == 0);
+  // Megatron-LM's split counting the embedding and the loss as layers: 10 layers over pp 2 x
+  // v 2 are chunks of 3 but for the first stage's first chunk and the last stage's last (2
+  // each): stage 0 holds layers 0-1 and 5-7, stage 1 layers 2-4 and 8-9; of 5 dense first
+  // layers, stage 0 holds 2 and stage 1 3.
+  auto odd = t;
+  odd.num_layers = 10;
+  odd.moe.first_dense_layers = 5;
+  Layout3D w;
+  w.pp = 2;
+  w.interleave = 2;
+  w.seq_len = 4096;
+  REQUIRE(layers_per_stage(odd, w) == std::vector<std::int64_t>{5, 5});
+  CHECK(dense_on_stage(odd, w, 0) == 2);
+  CHECK(dense_on_stage(odd, w, 1) == 3);
 }
 
 TEST_CASE("overlapped expert all-to-alls hide behind the adjacent micro-batch's compute") {
@@ -363,6 +378,16 @@ TEST_CASE("overlapped expert all-to-alls hide behind the adjacent micro-batch's 
   const auto hidden = model.time(over);
   CHECK(hidden.ep_comm_s == Approx(plain.ep_comm_s / 8).epsilon(1e-9));
   CHECK(hidden.compute_s == Approx(plain.compute_s).epsilon(1e-12));
+  // Under a pipeline the first stage's warm-up forwards and cool-down backwards run unpaired:
+  // pp 2 x v 2 has (2 - 1) x 2 + (2 - 1) x 2 = 4 of the 8 x 2 chunk passes each way exposed.
+  auto piped = l;
+  piped.pp = 2;
+  piped.dp = 2;
+  piped.interleave = 2;
+  const auto plain_piped = model.time(piped);
+  REQUIRE(plain_piped.ep_comm_s < 0.5 * plain_piped.compute_s);
+  piped.overlap_ep_comm = true;
+  CHECK(model.time(piped).ep_comm_s == Approx(plain_piped.ep_comm_s * 4 / 16).epsilon(1e-9));
   // One micro-batch has no partner: nothing is hidden.
   over.micro_batches = 1;
   l.micro_batches = 1;

@@ -152,7 +152,11 @@ TEST_CASE("Gemma 3: q/k norms, five windowed layers to one global, the image mod
              Contains("/model_type: 'gemma3' is Gemma 3's image-and-text model") &&
                  Contains("text_config"));
   CHECK_THAT(error_of(with(g3, "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 0")),
-             Contains("/sliding_window_pattern: must be between 1 and the 26 layers"));
+             Contains("/sliding_window_pattern: must be a positive number of layers"));
+  // A model shorter than the period has no full-attention layer: every layer is windowed.
+  const auto short_model =
+      from_config(with(g3, "\"num_hidden_layers\": 26", "\"num_hidden_layers\": 4"));
+  CHECK(short_model.windowed_layers(4) == 4);
 }
 
 TEST_CASE("gpt-oss: experts with biases, a router bias, a sink per head") {

@@ -5,7 +5,8 @@
 #    the ranks). The tuner must exit 130 at once, leave no process behind, keep the finished
 #    trials (complete lines, none of them a failure logged for the interrupted one), and a
 #    later --resume must accept them.
-#  - SIGTERM to the tuner alone (a process manager): it must stop its mpirun too, and exit 143.
+#  - SIGTERM to the tuner alone (a process manager): it must stop its mpirun too, and exit 143;
+#    SIGHUP (a lost terminal) the same, exit 129.
 #  - A second tuner on a results file that another process holds is refused with its pid.
 #  - dtplan calibrate on Ctrl-C: exit 130, no profile written.
 set -euo pipefail
@@ -65,6 +66,19 @@ since=$(now)
 kill -TERM "$pid"
 status=0; wait "$pid" || status=$?
 test "$status" -eq 143 || { echo "SIGTERM: exit $status, expected 143"; cat term.err; exit 1; }
+nothing_left "$pid" at
+test "$(trial_lines)" -ge "$kept"
+
+# 2b. A hang-up (the terminal or ssh session gone): the same, exit 129.
+set -m
+"$bin/dtplan" autotune "${tune[@]}" --resume > hup.txt 2> hup.err &
+pid=$!
+set +m
+poll runs_a_rank at
+since=$(now)
+kill -HUP "$pid"
+status=0; wait "$pid" || status=$?
+test "$status" -eq 129 || { echo "SIGHUP: exit $status, expected 129"; cat hup.err; exit 1; }
 nothing_left "$pid" at
 test "$(trial_lines)" -ge "$kept"
 

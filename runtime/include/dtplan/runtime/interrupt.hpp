@@ -1,8 +1,9 @@
 // Ctrl-C and termination for the commands that run jobs under mpirun (autotune, calibrate).
-// A terminal sends SIGINT to its whole foreground process group (dtplan, mpirun and the
-// ranks); a process manager sends SIGTERM to dtplan alone. Either way the command must stop
-// its job, keep what it finished, and exit as a shell job killed by the signal would (130,
-// 143). The handler only records the signal and wakes whoever waits on a child (a self-pipe);
+// A terminal sends SIGINT to its foreground process group (dtplan; mpirun and its ranks lead
+// a group of their own, launcher.cpp); a process manager sends SIGTERM to dtplan alone; a
+// lost terminal sends SIGHUP. Each way dtplan passes the signal on to the job's group, stops
+// it, keeps what it finished, and exits as a shell job killed by the signal would (130, 143,
+// 129). The handler only records the signal and wakes whoever waits on a child (a self-pipe);
 // the waiting code (launcher.cpp) stops the child and throws Interrupted.
 #pragma once
 
