@@ -703,11 +703,13 @@ std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
                           : "each split " + std::to_string(l.expert_tp()) + " ways (etp)") +
       ", their gradients reduced over " + std::to_string(l.expert_dp()) +
       " expert-data-parallel ranks";
-  text += l.ep > 1 || l.expert_tp() != l.tp
+  text += l.deepep ? "; tokens reach them through DeepEP (once per node across nodes, then NVLink)"
+          : l.ep > 1 || l.expert_tp() != l.tp
               ? (l.framework == Framework::megatron
                      ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
                      : "; tokens reach them by all-to-all (torchtitan's expert parallelism)")
               : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)";
+  if (l.overlap_ep_comm) text += ", hidden behind the adjacent micro-batch's compute";
   if (l.capacity_factor > 0) {
     char factor[32];
     std::snprintf(factor, sizeof factor, "%g", l.capacity_factor);

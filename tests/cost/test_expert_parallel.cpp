@@ -446,6 +446,10 @@ TEST_CASE("DeepEP sends a token once to each node its experts are on") {
   const double nvlink = node.estimate(Collective::all_to_all, Bytes{bytes}).time_s;
   // 8 layers, dispatch and combine each way.
   CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * std::max(network, nvlink)).epsilon(1e-9));
+  // The layout's note says how tokens travel.
+  const auto notes = memory_3d(m, l, OverheadConstants{}, true).notes;
+  CHECK(std::any_of(notes.begin(), notes.end(),
+                    [](const std::string& n) { return n.find("through DeepEP") != n.npos; }));
   l.deepep = false;
   const double plain = all.estimate(Collective::all_to_all, Bytes{bytes}).time_s;
   CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * plain).epsilon(1e-9));

@@ -5,22 +5,15 @@
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/transformer.hpp"
+#include "hf_config_test.hpp"
 
 using namespace dtplan;
 using Catch::Contains;
 
+using test::error_of;
+using test::from_config;
+
 namespace {
-TransformerSpec from_config(const std::string& json) {
-  return spec_from_hf_config(ObjectReader::root(parse_json(json, "config.json")));
-}
-std::string error_of(const std::string& json) {
-  try {
-    from_config(json);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 std::string with(std::string json, const std::string& from, const std::string& to) {
   const auto at = json.find(from);
   REQUIRE(at != std::string::npos);

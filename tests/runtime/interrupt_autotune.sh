@@ -56,31 +56,24 @@ PY
 "$bin/dtplan" autotune "${tune[@]}" --resume --max-trials "$kept" > resumed.txt
 grep -q "($kept trials resumed)" resumed.txt
 
-# 2. SIGTERM to the tuner alone.
-set -m
-"$bin/dtplan" autotune "${tune[@]}" --resume > term.txt 2> term.err &
-pid=$!
-set +m
-poll runs_a_rank at
-since=$(now)
-kill -TERM "$pid"
-status=0; wait "$pid" || status=$?
-test "$status" -eq 143 || { echo "SIGTERM: exit $status, expected 143"; cat term.err; exit 1; }
-nothing_left "$pid" at
-test "$(trial_lines)" -ge "$kept"
-
-# 2b. A hang-up (the terminal or ssh session gone): the same, exit 129.
-set -m
-"$bin/dtplan" autotune "${tune[@]}" --resume > hup.txt 2> hup.err &
-pid=$!
-set +m
-poll runs_a_rank at
-since=$(now)
-kill -HUP "$pid"
-status=0; wait "$pid" || status=$?
-test "$status" -eq 129 || { echo "SIGHUP: exit $status, expected 129"; cat hup.err; exit 1; }
-nothing_left "$pid" at
-test "$(trial_lines)" -ge "$kept"
+# 2. A signal to the tuner alone: SIGTERM (a process manager) exits 143, SIGHUP (the terminal or
+#    ssh session gone) 129; either way its mpirun and ranks stop and the trials are kept.
+signal_alone() {
+  local sig="$1" expected="$2"
+  set -m
+  "$bin/dtplan" autotune "${tune[@]}" --resume > "$sig.txt" 2> "$sig.err" &
+  pid=$!
+  set +m
+  poll runs_a_rank at
+  since=$(now)
+  kill "-$sig" "$pid"
+  status=0; wait "$pid" || status=$?
+  test "$status" -eq "$expected" || { echo "SIG$sig: exit $status, expected $expected"; cat "$sig.err"; exit 1; }
+  nothing_left "$pid" at
+  test "$(trial_lines)" -ge "$kept"
+}
+signal_alone TERM 143
+signal_alone HUP 129
 
 # 3. A results file held by another process (a POSIX lock, as a running tuner holds it).
 python3 - <<'PY' &
