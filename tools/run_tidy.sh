@@ -15,4 +15,4 @@ runner="$(command -v run-clang-tidy-14 || command -v run-clang-tidy)"
 # GCC-only warning flags in the compile commands are not clang-tidy's business.
 "$runner" -quiet -clang-tidy-binary "$tidy" -p "$build" -j "$(nproc)" \
   -extra-arg=-Wno-unknown-warning-option \
-  "$repo/(model|cost|planner|runtime|cli|gui)/.*\.cpp$"
+  "^$repo/(model|cost|planner|runtime|cli|gui)/.*\.cpp$"
