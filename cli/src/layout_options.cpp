@@ -31,6 +31,11 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                "dispatch tokens with DeepEP: across nodes once per node holding a token's "
                "experts, then over NVLink (Megatron-LM's --moe-token-dispatcher-type flex "
                "--moe-flex-dispatcher-backend deepep)");
+  cmd.add_option("--recompute-modules", o.recompute_modules,
+                 "with --checkpointing selective, the parts of each block rebuilt in backward "
+                 "(Megatron-LM's --recompute-modules): comma-separated from core_attn, "
+                 "layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts, or none (default: "
+                 "core_attn)");
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

@@ -94,26 +94,37 @@ struct BlockKind {
 
 void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
                 ActivationEstimate& est) {
-  std::int64_t full = 0, linear = 0, inputs = 0, largest = 0, largest_scores = 0;
+  // Selective recomputation keeps `linear` less what its modules discard, and the scores
+  // unless core_attn rebuilds them; one block's discarded tensors exist again in backward.
+  const bool scores_rebuilt = a.recompute_modules.has(RecomputeModule::core_attn);
+  std::int64_t full = 0, selective = 0, inputs = 0, largest = 0, largest_rebuilt = 0;
   for (const auto& [block, layers] : kinds) {
     const std::int64_t one = block.linear.value + block.scores.value;
+    const std::int64_t rebuilt = block.recomputed.value + (scores_rebuilt ? block.scores.value : 0);
     full = checked_add(full, checked_mul(one, layers, "activation bytes"), "activation bytes");
-    linear = checked_add(linear, checked_mul(block.linear.value, layers, "activation bytes"),
-                         "activation bytes");
+    selective = checked_add(selective, checked_mul(one - rebuilt, layers, "activation bytes"),
+                            "activation bytes");
     inputs = checked_add(inputs, checked_mul(block.input.value, layers, "activation bytes"),
                          "activation bytes");
     largest = std::max(largest, one);
-    largest_scores = std::max(largest_scores, block.scores.value);
+    largest_rebuilt = std::max(largest_rebuilt, rebuilt);
   }
   const std::string per = a.named ? layers_text(a.layers, a.in_flight) : std::string();
+  const bool attention_only = a.recompute_modules.is_default();
+  const std::string modules = a.named ? text_of(a.recompute_modules) : std::string();
   switch (a.recompute) {
     case Checkpointing::none:
       add_term(est, a, "transformer blocks", kept(full, a.in_flight), per);
       break;
     case Checkpointing::selective:
-      add_term(est, a, "transformer blocks without attention scores", kept(linear, a.in_flight),
-               per);
-      add_term(est, a, "attention scores recomputed for one block", largest_scores);
+      add_term(est, a,
+               attention_only ? "transformer blocks without attention scores"
+                              : "transformer blocks less what " + modules + " rebuild",
+               kept(selective, a.in_flight), per);
+      add_term(est, a,
+               attention_only ? "attention scores recomputed for one block"
+                              : "one block's " + modules + " rebuilt during backward",
+               largest_rebuilt);
       break;
     case Checkpointing::full:
       add_term(est, a, "block inputs (checkpoints)", kept(inputs, a.in_flight), per);
@@ -209,6 +220,7 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.precision = c.precision;
   a.attention = c.attention;
   a.recompute = c.checkpointing;
+  a.recompute_modules = c.recompute_modules;
   a.layers = t.num_layers;
   a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;
   return a;
@@ -273,8 +285,16 @@ std::int64_t mlp_inner_bytes(const TransformerSpec& t, std::int64_t e, std::int6
 // routed rows are the k copies of the tokens of its expert-tensor-parallel group (balanced
 // routing: what expert parallelism sends away it receives back), k sb etp / tp of them; the
 // router runs on the rank's own tokens (sb / t under sequence parallelism).
-std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShape& a,
-                                  std::int64_t sb, std::int64_t h) {
+// `activation`: what recomputing the experts' activation (moe_act) discards of it: of a gated
+// MLP's four inner tensors the activation's output and the product (the up-projection's
+// gate and up outputs stay, its input), of a plain MLP's two the activation's output.
+// `shared`: the shared expert's inner tensors.
+struct MoeActivations {
+  std::int64_t total = 0, activation = 0, shared = 0;
+};
+
+MoeActivations moe_activation_bytes(const TransformerSpec& t, const ActivationShape& a,
+                                    std::int64_t sb, std::int64_t h) {
   const auto& moe = t.moe;
   const std::int64_t e = element_bytes(a.precision);
   const std::int64_t etp = a.expert_tp > 0 ? a.expert_tp : a.tp;
@@ -284,24 +304,58 @@ std::int64_t moe_activation_bytes(const TransformerSpec& t, const ActivationShap
       static_cast<double>(checked_mul(routed_tokens, moe.experts_per_token, "activation bytes")) *
       a.expert_rows_factor));
   const std::int64_t copies = checked_mul(rows, h, "activation bytes");
+  const std::int64_t inner_elements =
+      checked_mul(rows, split(moe.expert_ffn_size, etp), "activation bytes");
+  MoeActivations out;
   std::int64_t bytes = checked_mul(4, checked_mul(router_tokens, moe.experts, "activation bytes"),
                                    "activation bytes");
   bytes = checked_add(bytes, checked_mul(2 * e, copies, "activation bytes"), "activation bytes");
   bytes = checked_add(bytes, mlp_inner_bytes(t, e, rows, split(moe.expert_ffn_size, etp)),
                       "activation bytes");
+  // The down projection's input (the product, or the activation's output) in the element
+  // size that Linear saves it in; a gated MLP's activation output beside it.
+  const std::int64_t down_input = a.fp8_linear_inputs ? 1 : e;
+  out.activation = checked_mul(is_gated(t.mlp) ? e + down_input : down_input, inner_elements,
+                               "activation bytes");
   if (moe.shared_ffn_size > 0) {
-    bytes = checked_add(bytes, mlp_inner_bytes(t, e, sb, split(moe.shared_ffn_size, a.tp)),
-                        "activation bytes");
+    const std::int64_t f = split(moe.shared_ffn_size, a.tp);
+    out.shared = mlp_inner_bytes(t, e, sb, f);
+    if (a.fp8_linear_inputs) out.shared -= checked_mul(e - 1, sb * f, "activation bytes");
+    bytes = checked_add(bytes, mlp_inner_bytes(t, e, sb, f), "activation bytes");
   }
   // FP8 grouped Linears save their inputs in FP8: the routed copies (the up projection's) and
   // the activation's output (the down projection's), e - 1 bytes less per element.
   if (a.fp8_linear_inputs) {
-    const std::int64_t inputs =
-        checked_add(copies, checked_mul(rows, split(moe.expert_ffn_size, etp), "activation bytes"),
-                    "activation bytes");
+    const std::int64_t inputs = checked_add(copies, inner_elements, "activation bytes");
     bytes -= checked_mul(e - 1, inputs, "activation bytes");
   }
-  return bytes;
+  out.total = bytes;
+  return out;
+}
+
+// The tensors of one block that its selective recomputation modules discard (see
+// BlockActivations), as Megatron-LM's TransformerLayer applies them: layernorm only to a norm
+// that runs on its own (latent attention's input norm, a mixture's pre-MLP norm; elsewhere
+// Transformer Engine fuses the norm into the next Linear and there is nothing to discard),
+// mlp only to dense blocks. `norm_output`: the QKV or MLP input as kept (after FP8 and
+// sequence parallelism); `heads`: Q, K and V of the rank's heads; `dense_mlp`: a dense
+// block's MLP inner tensors as kept.
+std::int64_t recomputed_bytes(const TransformerSpec& t, const ActivationShape& a,
+                              std::int64_t norm_output, std::int64_t heads, std::int64_t dense_mlp,
+                              const MoeActivations& moe) {
+  if (a.recompute != Checkpointing::selective) return 0;
+  const auto& m = a.recompute_modules;
+  const bool sparse = t.moe.active();
+  const bool norms = m.has(RecomputeModule::layernorm);
+  std::int64_t out = 0;
+  if (norms && t.mla.active()) out += norm_output;  // the latent down-projections' input
+  if (norms && sparse) out += norm_output;          // the router's and experts' input
+  if (t.mla.active() && m.has(RecomputeModule::mla_up_proj)) out += heads;
+  if (!sparse && m.has(RecomputeModule::mlp)) out += norm_output + dense_mlp;
+  if (sparse && m.has(RecomputeModule::moe)) return out + moe.total;
+  if (sparse && m.has(RecomputeModule::moe_act)) out += moe.activation;
+  if (sparse && m.has(RecomputeModule::shared_experts)) out += moe.shared;
+  return out;
 }
 
 }  // namespace
@@ -336,8 +390,9 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
                              "activation bytes");
   }
   // Split t ways: Q and the output projection's input, K and V, the MLP's inner tensors.
-  const std::int64_t mlp =
-      t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : mlp_inner_bytes(t, e, sb, f);
+  const auto moe =
+      t.moe.active() ? moe_activation_bytes(t, a, sb, t.hidden_size) : MoeActivations{};
+  const std::int64_t mlp = t.moe.active() ? moe.total : mlp_inner_bytes(t, e, sb, f);
   const std::int64_t inner = e * checked_mul(sb, q + o + k + v, "activation bytes") + mlp;
   // Under FP8 the four Linear inputs kept are 1-byte copies: e - 1 bytes less per element of
   // the QKV and MLP inputs (replicated unless sequence parallel), the output projection's
@@ -354,6 +409,12 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
       inner - fp8_inner +
       (a.sequence_parallel ? split(replicated - fp8_replicated, tp) : replicated - fp8_replicated)};
   out.input = Bytes{a.sequence_parallel ? split(e * sbh, tp) : e * sbh};
+  const std::int64_t norm_output = a.fp8_linear_inputs ? sbh : e * sbh;
+  const std::int64_t dense_kept =
+      mlp - (a.fp8_linear_inputs && !t.moe.active() ? (e - 1) * checked_mul(sb, f, "bytes") : 0);
+  out.recomputed =
+      Bytes{recomputed_bytes(t, a, a.sequence_parallel ? split(norm_output, tp) : norm_output,
+                             e * checked_mul(sb, q + k + v, "activation bytes"), dense_kept, moe)};
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
   // Eager soft-capping keeps its tanh's output for the backward: one more s x s tensor.

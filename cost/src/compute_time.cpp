@@ -572,6 +572,75 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   return p;
 }
 
+// The forward work that selective recomputation's modules repeat in one block of `t` on m
+// tokens, the attention core apart (core_attn repeats the attention's forward): the separate
+// norms' kernels (layernorm: latent attention's input norm, a mixture's pre-MLP norm), the
+// latent up-projections and the assembly of Q and K (mla_up_proj), a dense block's MLP (mlp),
+// the whole mixture-of-experts layer (moe) or its activation function over the routed rows
+// (moe_act) and its shared expert (shared_experts). FLOPs are the GEMMs'.
+struct Rebuilt {
+  double gemm_s = 0;
+  double elementwise_s = 0;
+  double flops = 0;
+  double total() const { return gemm_s + elementwise_s; }
+};
+
+Rebuilt rebuilt_modules(const TransformerSpec& t, double m, RecomputeModules modules,
+                        const Timer& time) {
+  const double h = static_cast<double>(t.hidden_size);
+  const double e = time.element_bytes();
+  const bool sparse = t.moe.active(), latent = t.mla.active();
+  const double gated = is_gated(t.mlp) ? 3 : 2;  // the MLP's GEMMs
+  Rebuilt r;
+  double bytes = 0, kernels = 0;
+  if (modules.has(RecomputeModule::layernorm)) {
+    const double norms = (latent ? 1 : 0) + (sparse ? 1 : 0);
+    bytes += norms * 2 * e * m * h;
+    kernels += norms;
+  }
+  if (latent && modules.has(RecomputeModule::mla_up_proj)) {
+    const double ql = static_cast<double>(t.mla.q_lora_rank);
+    const double kvl = static_cast<double>(t.mla.kv_lora_rank);
+    const double q = static_cast<double>(t.q_size());
+    const double up = static_cast<double>(t.num_heads) *
+                      static_cast<double>(t.head_dim - t.mla.qk_rope_head_dim + t.v_dim());
+    if (ql > 0) r.gemm_s += time.linear(m, ql, q);
+    r.gemm_s += time.linear(m, kvl, up);
+    r.flops += 2 * m * ((ql > 0 ? ql * q : 0) + kvl * up);
+    bytes += 2 * e * m * (q + static_cast<double>(t.kv_size()));  // assembling Q and K
+    kernels += 2;
+  }
+  const auto mlp = [&](double f) {
+    Phase p;
+    dense_mlp(t, m, f, time, p, bytes);
+    r.gemm_s += p.gemm;
+    r.flops += gated * 2 * m * h * f;
+    kernels += 2;
+  };
+  if (!sparse && modules.has(RecomputeModule::mlp)) mlp(static_cast<double>(t.ffn_size));
+  const auto& moe = t.moe;
+  const double rows = m * static_cast<double>(moe.experts_per_token) * moe.routed_rows_share;
+  const double fe = static_cast<double>(moe.expert_ffn_size);
+  if (sparse && modules.has(RecomputeModule::moe)) {
+    Phase p;
+    moe_mlp(t, m, time, p, bytes);
+    r.gemm_s += p.gemm;
+    r.elementwise_s += p.elementwise;
+    r.flops += 2 * m * h * static_cast<double>(moe.experts) + gated * 2 * rows * h * fe +
+               gated * 2 * m * h * static_cast<double>(moe.shared_ffn_size);
+    kernels += 2;
+  } else if (sparse) {
+    if (modules.has(RecomputeModule::moe_act)) {  // reads the up-projection, writes the product
+      bytes += gated * e * rows * fe;
+      kernels += 1;
+    }
+    if (modules.has(RecomputeModule::shared_experts) && moe.shared_ffn_size > 0)
+      mlp(static_cast<double>(moe.shared_ffn_size));
+  }
+  if (bytes > 0 || kernels > 0) r.elementwise_s += time.bytes(bytes, kernels);
+  return r;
+}
+
 ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& c,
                                 const Timer& time, const ComputeConstants& k) {
   const double b = static_cast<double>(c.micro_batch);
@@ -621,17 +690,32 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
       bwd.elementwise += time.bytes(3 * 2 * e * m * v + e * m * v, 3);
     }
   }
-  double recompute = 0;
+  // Full recomputation repeats every block's forward; selective its modules' (the attention
+  // core's under core_attn).
+  const bool selective = c.checkpointing == Checkpointing::selective;
+  const bool attention_again = c.checkpointing == Checkpointing::full ||
+                               (selective && c.recompute_modules.has(RecomputeModule::core_attn));
+  Rebuilt rebuilt;
+  if (selective) {
+    for (const auto& run : block_runs(t)) {
+      const auto one = rebuilt_modules(run.block, m, c.recompute_modules, time);
+      const double layers = static_cast<double>(run.layers);
+      rebuilt.gemm_s += one.gemm_s * layers;
+      rebuilt.elementwise_s += one.elementwise_s * layers;
+      rebuilt.flops += one.flops * layers;
+    }
+  }
+  double recompute = rebuilt.total() + (attention_again ? blocks.attention : 0);
   if (c.checkpointing == Checkpointing::full) recompute = blocks.total();
-  if (c.checkpointing == Checkpointing::selective) recompute = blocks.attention;
   ComputeTime out;
   out.forward_s = fwd.total();
   out.backward_s = bwd.total() + recompute;
   out.recompute_s = recompute;
-  out.gemm_s = fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? blocks.gemm : 0);
-  out.attention_s = fwd.attention + bwd.attention + (recompute > 0 ? blocks.attention : 0);
+  out.gemm_s =
+      fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? blocks.gemm : rebuilt.gemm_s);
+  out.attention_s = fwd.attention + bwd.attention + (attention_again ? blocks.attention : 0);
   out.attention_forward_s = fwd.attention;
-  out.attention_recompute_s = recompute > 0 ? blocks.attention : 0;
+  out.attention_recompute_s = attention_again ? blocks.attention : 0;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
@@ -651,10 +735,9 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
       2.0 * (L + mtp) * keys * static_cast<double>(t.q_size() + t.o_size()) * m;
   out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
   const double block_fwd = 2.0 * block_matmul * m + attention_fwd;
-  out.hardware_flops =
-      out.model_flops + (c.checkpointing == Checkpointing::full        ? block_fwd
-                         : c.checkpointing == Checkpointing::selective ? attention_fwd
-                                                                       : 0.0);
+  out.hardware_flops = out.model_flops;
+  if (c.checkpointing == Checkpointing::full) out.hardware_flops += block_fwd;
+  if (selective) out.hardware_flops += rebuilt.flops + (attention_again ? attention_fwd : 0.0);
   return out;
 }
 

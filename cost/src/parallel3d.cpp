@@ -443,6 +443,33 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
   return std::nullopt;
 }
 
+std::optional<std::string> recompute_problem(const TransformerSpec& m, const Layout3D& l) {
+  const auto& r = l.recompute_modules;
+  if (r.is_default()) return std::nullopt;
+  const std::string named = "{recompute_modules} " + text_of(r);
+  if (l.recompute != Checkpointing::selective)
+    return named + " needs {checkpointing} selective (Megatron-LM's --recompute-granularity)";
+  if (l.framework != Framework::megatron)
+    return named + " are Megatron-LM's; torchtitan's selective checkpointing is per op";
+  const auto missing = [&](RecomputeModule module, const char* what) {
+    return "{recompute_modules} " + std::string(name_in(kRecomputeModules, module)) + " needs " +
+           what + ", which " + (m.moe.active() ? "this mixture" : "this model") + " lacks";
+  };
+  if (r.has(RecomputeModule::mla_up_proj) && !m.mla.active())
+    return missing(RecomputeModule::mla_up_proj, "latent attention (MLA)");
+  if (r.has(RecomputeModule::moe) && !m.moe.active())
+    return missing(RecomputeModule::moe, "a mixture of experts");
+  if (r.has(RecomputeModule::moe_act) && !m.moe.active())
+    return missing(RecomputeModule::moe_act, "a mixture of experts");
+  if (r.has(RecomputeModule::shared_experts) && m.moe.shared_ffn_size == 0)
+    return missing(RecomputeModule::shared_experts, "a shared expert");
+  if (r.has(RecomputeModule::mlp) && m.moe.active() && m.moe.first_dense_layers == 0)
+    return missing(RecomputeModule::mlp, "dense MLP blocks (mlp leaves the experts alone)");
+  if (r.has(RecomputeModule::moe) && l.overlap_ep_comm)
+    return "{recompute_modules} moe: Megatron-LM refuses it with {overlap_ep_comm}";
+  return std::nullopt;
+}
+
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
   const auto fail = [&](const std::string& why) {
     throw Error("tp " + std::to_string(l.tp) + (l.cp > 1 ? " x cp " + std::to_string(l.cp) : "") +
@@ -461,6 +488,7 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
          "key/value heads");
   }
   if (const auto why = expert_layout_problem(m, l)) fail(*why);
+  if (const auto why = recompute_problem(m, l)) fail(*why);
   if (m.moe.active() && m.moe.expert_ffn_size % l.expert_tp() != 0)
     fail("the experts' intermediate size " + std::to_string(m.moe.expert_ffn_size) +
          " does not divide by the expert tensor parallel size " + std::to_string(l.expert_tp()) +
@@ -548,6 +576,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.precision = l.precision;
   a.attention = l.attention;
   a.recompute = l.recompute;
+  a.recompute_modules = l.recompute_modules;
   a.tp = l.tp;
   a.expert_tp = l.expert_tp();
   a.expert_rows_factor = l.expert_rows_factor();
@@ -767,13 +796,13 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
 struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
   // shape, tokens per rank, precision, attention).
-  std::map<std::tuple<std::int64_t, int, std::int64_t, int, int>, ComputeTime> compute;
+  std::map<std::tuple<std::int64_t, unsigned, std::int64_t, int, int>, ComputeTime> compute;
   // (t, layers, ep, etp, routed rows over the balanced share, dense first layers, with the
   // multi-token prediction modules)
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
                            std::int64_t, bool>;
   std::map<Shape, ModelDesc> shards;
-  std::map<std::tuple<std::int64_t, int, Shape, std::int64_t, int, int>, ComputeTime> stage;
+  std::map<std::tuple<std::int64_t, unsigned, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   // (collective, group span in ranks, group size, bytes)
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
@@ -892,6 +921,11 @@ int attention_key(const Layout3D& l, AttentionLibrary lib) {
          static_cast<int>(l.fp8);
 }
 
+// The recompute mode and, under selective recomputation, its modules, as one number.
+unsigned recompute_key(const Layout3D& l) {
+  return static_cast<unsigned>(l.recompute) * 256U + l.recompute_modules.bits;
+}
+
 }  // namespace
 
 ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense,
@@ -901,6 +935,7 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len / l.cp;  // tokens of one rank
   c.checkpointing = l.recompute;
+  c.recompute_modules = l.recompute_modules;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
@@ -911,7 +946,7 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   if (!cache.shards.count(shape))
     cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense, prediction_modules));
   const auto lib = attention_library(l);
-  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), shape, c.seq_len,
+  const auto key = std::make_tuple(l.micro_batch, recompute_key(l), shape, c.seq_len,
                                    static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.stage.count(key))
     cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_, lib);
@@ -971,8 +1006,10 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
       break;
     }
   }
-  // Recomputing attention (selective or full) repeats the forward exchange.
-  if (l.recompute != Checkpointing::none) out.backward_s += out.forward_s;
+  // Recomputing attention (full, or selective with core_attn) repeats the forward exchange.
+  if (l.recompute == Checkpointing::full || (l.recompute == Checkpointing::selective &&
+                                             l.recompute_modules.has(RecomputeModule::core_attn)))
+    out.backward_s += out.forward_s;
   out.forward_s *= layers;
   out.backward_s *= layers;
   return out;
@@ -1123,13 +1160,14 @@ Time3D Model3D::time(const Layout3D& l) {
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len;
   c.checkpointing = l.recompute;
+  c.recompute_modules = l.recompute_modules;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
   const auto lib = attention_library(l);
-  const auto key = std::make_tuple(l.micro_batch, static_cast<int>(l.recompute), l.seq_len,
+  const auto key = std::make_tuple(l.micro_batch, recompute_key(l), l.seq_len,
                                    static_cast<int>(l.precision), attention_key(l, lib));
   if (!cache.compute.count(key)) cache.compute[key] = estimate_compute(m_, c, gpu_, k_, lib);
   const auto& whole = cache.compute.at(key);  // the model on one GPU, one micro-batch
@@ -1162,10 +1200,20 @@ Time3D Model3D::time(const Layout3D& l) {
   // instead (unless a shared expert still runs tensor-parallel).
   const double tp_per_way = experts_folded(s, l) && s.moe.shared_ffn_size == 0 ? 1.0 : 2.0;
   const double tp_forward_s = layers * tp_per_way * tp_all_reduce_s;
-  out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2);
+  // Selective recomputation of a dense block's MLP (mlp) or of a mixture's layer (moe)
+  // repeats its forward collectives (not those of the multi-token prediction blocks, which
+  // keep their tensors).
+  const bool selective = l.recompute == Checkpointing::selective;
+  const bool mlp_again = selective && l.recompute_modules.has(RecomputeModule::mlp);
+  const bool moe_again = selective && l.recompute_modules.has(RecomputeModule::moe);
+  const double rebuilt_tp_layers = (mlp_again ? layers - mtp - (sparse - mtp) : 0.0) +
+                                   (moe_again ? (sparse - mtp) * (tp_per_way - 1) : 0.0);
+  out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2) +
+                  rebuilt_tp_layers * tp_all_reduce_s;
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
   auto ep = expert_exchange(l, sparse);
+  if (moe_again && sparse > mtp) ep.backward_s += ep.forward_s * (sparse - mtp) / sparse;
   if (l.overlap_ep_comm) ep = overlapped(ep, stage, l);
   out.ep_comm_s = ep.forward_s + ep.backward_s;
   const auto schedule = l.pipeline_schedule();

@@ -32,6 +32,9 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_flag("--overlap-ep-comm", l.overlap_ep_comm,
                "experts' all-to-alls behind the adjacent micro-batch's compute");
   app.add_flag("--deepep", l.deepep, "DeepEP token dispatch (once per node across nodes)");
+  app.add_option("--recompute-modules", l.recompute_modules,
+                 "with --checkpointing selective: the parts rebuilt (Megatron-LM's "
+                 "--recompute-modules), comma-separated or none");
   app.add_option("--interleave", l.interleave, "model chunks per GPU")->capture_default_str();
   app.add_flag("--sp", l.sequence_parallel, "sequence parallelism (needs --tp > 1)");
   app.add_option("--pp-layers", l.pp_layers, "layers of each stage, first to last: 7,8,8,7")
@@ -42,7 +45,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 16> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 17> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -57,7 +60,8 @@ constexpr std::array<const char*, 16> kLayoutFlags{"--capacity-factor",
                                                    "--sharding",
                                                    "--dp-shard",
                                                    "--overlap-ep-comm",
-                                                   "--deepep"};
+                                                   "--deepep",
+                                                   "--recompute-modules"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
 // --framework or else Megatron-LM.
@@ -92,6 +96,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--capacity-factor", l.capacity_factor, given.capacity_factor);
   set("--overlap-ep-comm", l.overlap_ep_comm, given.overlap_ep_comm);
   set("--deepep", l.deepep, given.deepep);
+  set("--recompute-modules", l.recompute_modules, given.recompute_modules);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);
   set("--sp", l.sequence_parallel, given.sequence_parallel);

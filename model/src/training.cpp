@@ -1,6 +1,8 @@
 // Names of the training enumerations, parsed with close-name suggestions.
 #include "dtplan/model/training.hpp"
 
+#include <algorithm>
+
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
 
@@ -57,6 +59,40 @@ Attention parse_attention(std::string_view t) {
 AttentionKernel parse_attention_kernel(std::string_view t) {
   return value_in(kAttentionKernels, t, "attention kernel");
 }
+std::string text_of(RecomputeModules m) {
+  std::string out;
+  for (const auto& [value, name, help] : kRecomputeModules) {
+    if (!m.has(value)) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out.empty() ? "none" : out;
+}
+
+RecomputeModules parse_recompute_modules(std::string_view text) {
+  auto out = RecomputeModules::empty();
+  if (text == "none") return out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const auto name = text.substr(start, comma - start);
+    if (name.empty())
+      throw Error("{recompute_modules} '" + std::string(text) + "': an empty name in the list");
+    RecomputeModule m{};
+    try {
+      m = value_in(kRecomputeModules, name, "recompute module");
+    } catch (const Error& e) {
+      throw Error("{recompute_modules}: " + std::string(e.what()));
+    }
+    if (out.has(m))
+      throw Error("{recompute_modules} '" + std::string(text) + "' names " + std::string(name) +
+                  " twice");
+    out.add(m);
+    start = comma + 1;
+  }
+  return out;
+}
+
 void check_attention_kernel(Attention attention, AttentionKernel kernel) {
   if (kernel == AttentionKernel::framework || attention == Attention::flash) return;
   throw Error("{attention-kernel} " + std::string(name_of(kernel)) +

@@ -209,7 +209,17 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
 void training(Args& a, const cost::Layout3D& l) {
   add(a, "--micro-batch-size", l.micro_batch);
   add(a, "--global-batch-size", l.global_batch());
-  if (l.recompute == Checkpointing::selective) add(a, "--recompute-granularity", "selective");
+  // Selective recomputation of the default set (core_attn) is Megatron-LM's default list; of
+  // no module at all, no recomputation (its nargs="+" list cannot be empty).
+  const auto& modules = l.recompute_modules;
+  if (l.recompute == Checkpointing::selective && modules.bits != 0) {
+    add(a, "--recompute-granularity", "selective");
+    if (!modules.is_default()) {
+      a.emplace_back("--recompute-modules");
+      for (const auto& named : kRecomputeModules)
+        if (modules.has(named.value)) a.emplace_back(named.name);
+    }
+  }
   if (l.recompute == Checkpointing::full) {
     add(a, "--recompute-granularity", "full");
     add(a, "--recompute-method", "uniform");

@@ -21,6 +21,15 @@ nlohmann::json memory_explain_json(const cost::Memory3D& m) {
   return explain;
 }
 
+namespace {
+
+// What selective recomputation rebuilds ("none" under other modes).
+std::string recompute_modules_text(const cost::Layout3D& l) {
+  return l.recompute == Checkpointing::selective ? text_of(l.recompute_modules) : "none";
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Candidate3D& c) {
   const auto& l = c.layout;
   const auto& t = c.time;
@@ -54,6 +63,7 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches},
           {"recompute", std::string(name_of(l.recompute))},
+          {"recompute_modules", recompute_modules_text(l)},
           {"memory_bytes", c.memory.total().value},
           {"memory",
            {{"weights", c.memory.weights.value},
@@ -147,6 +157,7 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           // torchtitan runs it) reduce-scatters them in every micro-batch's backward.
           {"no_sync", l.framework == cost::Framework::megatron},
           {"recompute", std::string(name_of(l.recompute))},
+          {"recompute_modules", recompute_modules_text(l)},
           {"attention", std::string(name_of(l.attention))},
           {"attention_kernel", std::string(name_of(l.attention_kernel))},
           {"offload", std::string(name_of(l.offload))},

@@ -16,7 +16,7 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
   return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.ep != 1 || s.etp != 0 || s.capacity_factor != 0 ||
          s.interleave != 1 || s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
          !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 || s.overlap_ep_comm ||
-         s.deepep || is_layout_framework(strategy);
+         s.deepep || !s.recompute_modules.empty() || is_layout_framework(strategy);
 }
 
 namespace {
@@ -141,6 +141,9 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.micro_batches = micro_batches;
   l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
   l.recompute = c.checkpointing;
+  if (!s.recompute_modules.empty()) {
+    l.recompute_modules = parsed("recompute_modules", s.recompute_modules, parse_recompute_modules);
+  }
   l.attention = c.attention;
   l.attention_kernel = c.attention_kernel;
   l.precision = c.precision;

@@ -62,7 +62,8 @@ const std::set<std::string>& config_keys() {
     std::set<std::string> k;
     std::istringstream names(
         "model seq-len global-batch micro-batch grad-accum gpus nodes gpu topology precision "
-        "strategy tp pp cp ep etp capacity-factor overlap-ep-comm deepep fp8-recipe interleave sp "
+        "strategy tp pp cp ep etp capacity-factor overlap-ep-comm deepep recompute-modules "
+        "fp8-recipe interleave sp "
         "sharding dp-shard "
         "schedule "
         "checkpointing attention "

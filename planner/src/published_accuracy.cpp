@@ -176,6 +176,7 @@ LayoutSpec layout_spec_of(const Config& c) {
   s.capacity_factor = c.has("capacity-factor") ? c.number("capacity-factor", 0) : 0;
   s.overlap_ep_comm = c.flag("overlap-ep-comm");
   s.deepep = c.flag("deepep");
+  s.recompute_modules = c.text("recompute-modules");
   s.interleave = c.integer("interleave", 1);
   s.cp_comm = c.text("cp-comm", "p2p");
   s.framework = c.text("framework");

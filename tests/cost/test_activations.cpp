@@ -206,3 +206,58 @@ TEST_CASE("latent attention keeps its latents whole and Q, K, V per head") {
   CHECK(layer_activation_bytes(dense, 1, 4096, Precision::bf16, Attention::flash, true).value ==
         1'546'125'312);
 }
+
+TEST_CASE("recompute modules drop what Megatron-LM's selective recomputation discards") {
+  // DeepSeek-V3, b 1, s 4096, bf16, flash, tp 1 (figures of the test above). A dense block
+  // keeps 2sb x 188,480 + the log-sum-exp 2,097,152. mla_up_proj discards Q, K (128 x 192
+  // each) and V (128 x 128): 2sb x 65,536; mlp the MLP's input (7168) and SwiGLU's four
+  // tensors (4 x 18432): 2sb x 80,896. Without core_attn the log-sum-exp stays.
+  const auto m = load_model("deepseek-v3", kModels);
+  const auto runs = block_runs(*m.transformer);
+  const auto dense = runs.front().block, sparse = runs.back().block;
+  REQUIRE(sparse.moe.active());
+  ActivationShape a;
+  a.tokens = 4096;
+  a.recompute = Checkpointing::selective;
+  a.recompute_modules = parse_recompute_modules("mla_up_proj,mlp");
+  const std::int64_t sb2 = 8192;
+  const auto d = block_activations(dense, a);
+  CHECK(d.recomputed.value == sb2 * (65'536 + 80'896));
+  // A sparse block per token: the four h-wide tensors and the latents (2 x (28,672 + 4,160)),
+  // Q, K, V and the output projection's input (2 x 81,920), the router's fp32 scores (4 x
+  // 256), 8 routed copies in and out (2 x 2 x 8 x 7168), the routed SwiGLU tensors (4 x 2 x 8
+  // x 2048) and the shared expert's (4 x 2 x 2048): 607,360 bytes. mlp leaves it alone.
+  const auto s = block_activations(sparse, a);
+  CHECK(s.linear.value == 4096LL * 607'360);
+  CHECK(s.recomputed.value == 4096LL * 2 * 65'536);
+  // GPT-OSS's recipe, layernorm and moe_act: the latent down-projections' input and the
+  // router's (2 x 2 x 7168, both norms run on their own here), and of the routed SwiGLU the
+  // activation output and the product (2 x 2 x 8 x 2048).
+  a.recompute_modules = parse_recompute_modules("layernorm,moe_act");
+  CHECK(block_activations(sparse, a).recomputed.value == 4096LL * (28'672 + 65'536));
+  // moe: everything the layer keeps beyond its input, 1,024 + 229,376 + 131,072 + 16,384.
+  a.recompute_modules = parse_recompute_modules("moe");
+  CHECK(block_activations(sparse, a).recomputed.value == 4096LL * 377'856);
+  // A stage of the 3 dense blocks and one sparse block under mla_up_proj and mlp: each block
+  // keeps what is not discarded (the log-sum-exp, 2 x 256 per token, included), and the
+  // largest block's discarded tensors are rebuilt once in backward.
+  a.recompute_modules = parse_recompute_modules("mla_up_proj,mlp");
+  a.layers = 4;
+  a.dense_layers = 3;
+  a.embedding = a.head = false;
+  const std::int64_t dense_kept = sb2 * (188'480 - 65'536 - 80'896) + 2'097'152;
+  const std::int64_t sparse_kept = 4096LL * (607'360 - 131'072 + 512);
+  CHECK(stage_activations(*m.transformer, a).total.value ==
+        3 * dense_kept + sparse_kept + sb2 * (65'536 + 80'896));
+}
+
+TEST_CASE("recompute module names parse, print and are checked") {
+  CHECK(text_of(RecomputeModules{}) == "core_attn");
+  CHECK(text_of(parse_recompute_modules("moe_act,layernorm")) == "layernorm,moe_act");
+  CHECK(parse_recompute_modules("none") == RecomputeModules::empty());
+  CHECK_THROWS_WITH(parse_recompute_modules("mla_up_proj,mlp,mlp"),
+                    Catch::Contains("{recompute_modules}") && Catch::Contains("mlp twice"));
+  CHECK_THROWS_WITH(parse_recompute_modules("moe_actt"),
+                    Catch::Contains("{recompute_modules}") && Catch::Contains("moe_act"));
+  CHECK_THROWS_WITH(parse_recompute_modules("core_attn,"), Catch::Contains("empty name"));
+}

@@ -678,3 +678,51 @@ TEST_CASE("DeepSeek-V3's model FLOPs: latent attention, dense and sparse blocks,
   CHECK(t.model_flops ==
         Approx(4096.0 * (6.0 * 38'239'480'576 + 6.0 * 62 * 4096 * 40960)).epsilon(1e-12));
 }
+
+TEST_CASE("recompute modules repeat their own forward work in backward") {
+  // The MoE block above (8 experts of 2048, 2 per token, 8 x 1024 tokens, A100 at 50% of
+  // 2.039 TB/s, 10 us per kernel). moe_act: SwiGLU over the 16,384 routed rows again, reading
+  // the gate and up outputs and writing the product, 3 x 2 x 16384 x 2048 bytes in one kernel;
+  // no GEMM, so no hardware FLOPs beyond the model's.
+  auto moe = one_block(2048);
+  moe.moe.experts = 8;
+  moe.moe.experts_per_token = 2;
+  moe.moe.expert_ffn_size = 2048;
+  const auto model = model_from_transformer(moe, "moe", "test");
+  auto c = bf16(8);
+  c.seq_len = 1024;
+  const auto k = round_constants();
+  const auto none = estimate_compute(model, c, a100(), k);
+  c.checkpointing = Checkpointing::selective;
+  c.recompute_modules = parse_recompute_modules("moe_act");
+  const auto act = estimate_compute(model, c, a100(), k);
+  CHECK(act.recompute_s == Approx(6.0 * 16384 * 2048 / (2.039e12 * 0.5) + 1e-5).epsilon(1e-9));
+  CHECK(act.backward_s == Approx(none.backward_s + act.recompute_s).epsilon(1e-12));
+  CHECK(act.attention_recompute_s == 0);  // the attention core is kept
+  CHECK(act.hardware_flops == act.model_flops);
+  // moe: the router (8192 x 1024 x 8) and the three expert GEMMs over 16,384 rows again.
+  c.recompute_modules = parse_recompute_modules("moe");
+  const auto whole = estimate_compute(model, c, a100(), k);
+  CHECK(whole.hardware_flops - whole.model_flops ==
+        Approx(2.0 * 8192 * 1024 * 8 + 3 * 2.0 * 16384 * 1024 * 2048).epsilon(1e-12));
+  CHECK(whole.recompute_s > act.recompute_s);
+  // Selective with no module recomputes nothing.
+  c.recompute_modules = RecomputeModules::empty();
+  CHECK(estimate_compute(model, c, a100(), k).backward_s == none.backward_s);
+}
+
+TEST_CASE("DeepSeek-V3 with mla_up_proj and mlp: the up-projections and dense MLPs again") {
+  // Per token at 4096 tokens: each of the 61 blocks repeats its query up-projection
+  // (1536 -> 128 x 192) and key/value up-projection (512 -> 128 x (128 + 128)), 2 x
+  // (37,748,736 + 16,777,216) FLOPs; the 3 dense blocks their SwiGLU MLP, 3 x 2 x 7168 x
+  // 18432. The MTP block keeps its tensors.
+  const auto m = load_model("deepseek-v3", kData / "models");
+  auto c = bf16(1);
+  c.seq_len = 4096;
+  c.checkpointing = Checkpointing::selective;
+  c.recompute_modules = parse_recompute_modules("mla_up_proj,mlp");
+  const auto t = estimate_compute(m, c, a100(), round_constants());
+  const double up = 61 * 2.0 * (1536.0 * 24'576 + 512.0 * 32'768);
+  const double mlp = 3 * 3 * 2.0 * 7168 * 18432;
+  CHECK(t.hardware_flops - t.model_flops == Approx(4096.0 * (up + mlp)).epsilon(1e-12));
+}

@@ -454,3 +454,50 @@ TEST_CASE("DeepEP sends a token once to each node its experts are on") {
   const double plain = all.estimate(Collective::all_to_all, Bytes{bytes}).time_s;
   CHECK(model.time(l).ep_comm_s == Approx(8 * 4 * plain).epsilon(1e-9));
 }
+
+TEST_CASE("recomputing the mixture's layer repeats its token exchange, moe_act does not") {
+  // The folded layout's experts (GELU, no shared expert, tp 2 with sequence parallelism):
+  // selective recomputation of `moe` rebuilds each sparse block's forward in backward, its
+  // dispatch and combine included; moe_act only the activation, on the GPU.
+  const DgxH100 f;
+  const auto m = small_moe();
+  Model3D model(m, f.topo, f.table, f.gpu, f.k);
+  auto l = folded();
+  l.recompute = Checkpointing::selective;
+  l.recompute_modules = RecomputeModules::empty();
+  const auto plain = model.time(l);
+  l.recompute_modules = parse_recompute_modules("moe");
+  const auto rebuilt = model.time(l);
+  // Dispatch and combine each way: the forward's once more, 3/2 of the exchange.
+  CHECK(rebuilt.ep_comm_s == Approx(1.5 * plain.ep_comm_s).epsilon(1e-12));
+  // The experts' MLP runs without tensor parallelism (folded apart): no TP collective again.
+  CHECK(rebuilt.tp_comm_s == Approx(plain.tp_comm_s).epsilon(1e-12));
+  CHECK(rebuilt.compute_s > plain.compute_s);
+  l.recompute_modules = parse_recompute_modules("moe_act");
+  CHECK(model.time(l).ep_comm_s == Approx(plain.ep_comm_s).epsilon(1e-12));
+  // Megatron-LM's own conditions: moe not with the overlapped exchange; modules only where
+  // the model has them and only under selective recomputation and Megatron-LM.
+  l.recompute_modules = parse_recompute_modules("moe");
+  l.overlap_ep_comm = true;
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("{overlap_ep_comm}"));
+  l.overlap_ep_comm = false;
+  l.recompute_modules = parse_recompute_modules("mla_up_proj");
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("latent attention (MLA)"));
+  l.recompute_modules = parse_recompute_modules("shared_experts");
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("a shared expert"));
+  l.recompute_modules = parse_recompute_modules("mlp");
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("dense MLP blocks"));
+  l.recompute_modules = parse_recompute_modules("moe_act");
+  CHECK_FALSE(recompute_problem(*m.transformer, l));
+  l.recompute = Checkpointing::full;
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("needs {checkpointing} selective"));
+  l.recompute = Checkpointing::selective;
+  l.framework = Framework::fsdp2;
+  CHECK_THAT(*recompute_problem(*m.transformer, l), Contains("Megatron-LM's"));
+  // A dense model has no experts to recompute.
+  const auto dense = model_from_transformer(test::small_transformer(), "small", "test");
+  l.framework = Framework::megatron;
+  l.ep = 1;
+  l.etp = 0;
+  CHECK_THAT(*recompute_problem(*dense.transformer, l), Contains("a mixture of experts"));
+}

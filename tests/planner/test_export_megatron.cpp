@@ -1,6 +1,7 @@
 // Megatron-LM arguments for layouts, field by field against the options Megatron-LM documents
 // in megatron/training/arguments.py (_add_network_size_args, _add_distributed_args,
 // _add_training_args, _add_mixed_precision_args).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
@@ -396,4 +397,31 @@ TEST_CASE("Megatron-LM arguments: DeepSeek-V3's latent attention, router and MTP
   // The args file is bash: the layer pattern's parentheses are quoted.
   CHECK_THAT(planner::megatron_args_file(m, l),
              Contains("\n  --moe-layer-freq '([0]*3+[1]*58)'\n"));
+}
+
+TEST_CASE("Megatron-LM arguments: recompute modules as its nargs list") {
+  // DeepSeek-V3's H100 recipe (Megatron-Bridge perf_recipes/deepseek/h100/deepseek_v3.py):
+  // selective recomputation of mla_up_proj and mlp, given as `--recompute-modules mla_up_proj
+  // mlp` (TransformerConfig.recompute_modules, a list: nargs "+").
+  const auto m = load_model("deepseek-v3", resolve_data_dir("") / "models");
+  auto l = layout(1, 1, 1, 8);
+  l.seq_len = 4096;
+  l.ep = 8;
+  l.recompute = Checkpointing::selective;
+  l.recompute_modules = parse_recompute_modules("mlp,mla_up_proj");
+  const auto a = planner::megatron_arguments(m, l);
+  const auto at = std::find(a.begin(), a.end(), "--recompute-modules");
+  REQUIRE(at != a.end());
+  REQUIRE(a.end() - at >= 3);
+  CHECK(*(at + 1) == "mla_up_proj");
+  CHECK(*(at + 2) == "mlp");
+  CHECK((at + 3 == a.end() || (at + 3)->rfind("--", 0) == 0));
+  CHECK(std::count(a.begin(), a.end(), "selective") == 1);
+  // The default set is Megatron-LM's own default: no list; no module at all is no
+  // recomputation (its list cannot be empty).
+  l.recompute_modules = RecomputeModules{};
+  const auto plain = parsed(planner::megatron_arguments(m, l));
+  CHECK(plain.at("--recompute-granularity") == "selective");
+  l.recompute_modules = RecomputeModules::empty();
+  CHECK(parsed(planner::megatron_arguments(m, l)).count("--recompute-granularity") == 0);
 }

@@ -51,8 +51,9 @@ struct ActivationShape {
   Precision precision = Precision::bf16;
   Attention attention = Attention::flash;
   Checkpointing recompute = Checkpointing::none;
-  std::int64_t tp = 1;             // heads, key/value heads and MLP width split t ways
-  bool sequence_parallel = false;  // the tensor-parallel-replicated tensors split t ways too
+  RecomputeModules recompute_modules;  // what selective recomputation rebuilds (training.hpp)
+  std::int64_t tp = 1;                 // heads, key/value heads and MLP width split t ways
+  bool sequence_parallel = false;      // the tensor-parallel-replicated tensors split t ways too
   // Expert tensor parallel size (0: tp): each expert's width splits this many ways, and its
   // ranks compute the routed copies of the tokens of etp (not tp) sequence-parallel ranks.
   std::int64_t expert_tp = 0;
@@ -74,8 +75,18 @@ struct ActivationShape {
 //   linear  everything but the attention scores (kept unless recomputed)
 //   scores  the attention-score terms: s^2 tensors (eager) or the fp32 log-sum-exp (flash)
 //   input   the block's input, what full recomputation keeps as its checkpoint
+//   recomputed  the part of `linear` that selective recomputation's modules discard (other
+//           than core_attn, which drops the scores), by the shape's modules:
+//             layernorm       the two norm outputs: the QKV (or latent down-projection)
+//                             input and the MLP (or router) input
+//             mla_up_proj     every head's Q, K and V
+//             mlp             a dense block's MLP input and inner tensors
+//             moe_act         the experts' activation output and inner tensors (the
+//                             up-projection's output kept)
+//             shared_experts  the shared expert's inner tensors
+//             moe             everything the mixture-of-experts layer keeps beyond its input
 struct BlockActivations {
-  Bytes linear, scores, input;
+  Bytes linear, scores, input, recomputed;
 };
 
 // With 16-bit activations, GELU MLP of 4h, dropout on, eager attention and kv heads = heads,

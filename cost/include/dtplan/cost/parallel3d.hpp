@@ -162,6 +162,9 @@ struct Layout3D {
   std::int64_t micro_batches = 1;  // m, per pipeline per step
   std::int64_t seq_len = 0;
   Checkpointing recompute = Checkpointing::none;
+  // Under selective recomputation, the parts of each block rebuilt in backward (Megatron-LM's
+  // --recompute-modules; training.hpp).
+  RecomputeModules recompute_modules;
   // The attention kernel: flash (Transformer Engine's fused attention, PyTorch SDPA) keeps no
   // s x s scores; context parallelism needs it.
   Attention attention = Attention::flash;
@@ -224,6 +227,12 @@ std::optional<std::string> stage_split_problem(const TransformerSpec& m, const L
 // Why the layout's experts cannot be laid out so (Megatron-LM's parallel folding: experts
 // dividing over ep, etp x ep dividing tp x cp x dp; torchtitan's own rule), or nullopt.
 std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l);
+
+// Why the layout's recompute modules cannot run so, or nullopt: modules only under selective
+// recomputation and Megatron-LM; mla_up_proj needs latent attention, moe and moe_act a
+// mixture of experts, shared_experts a shared expert, mlp a dense MLP somewhere; moe not with
+// overlap_ep_comm (Megatron-LM's TransformerConfig checks).
+std::optional<std::string> recompute_problem(const TransformerSpec& m, const Layout3D& l);
 
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by
 // p x v, t within a node, the sequence by 2 x cp (Megatron's load-balanced split: two chunks

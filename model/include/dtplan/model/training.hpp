@@ -120,6 +120,48 @@ inline constexpr std::array<NamedValue<Fp8Recipe>, 6> kFp8Recipes{{
     {Fp8Recipe::mxfp8, "mxfp8", "MXFP8: 32-element blocks, Blackwell tensor cores"},
 }};
 
+// Megatron-LM's selective recomputation (--recompute-granularity selective
+// --recompute-modules, megatron/core/transformer/transformer_config.py): the parts of each
+// block whose tensors backward rebuilds instead of keeping. Checkpointing::selective with
+// the default set is Megatron-LM's default, core_attn (Korthikanti et al.'s selective
+// recomputation); an empty set recomputes nothing.
+//   core_attn       the attention core: its scores (eager) or log-sum-exp (fused) rebuilt
+//   layernorm       the outputs of the norms before attention and the MLP (the inputs of the
+//                   QKV or latent down-projections and of the MLP or router) discarded
+//   mla_up_proj     latent attention's up-projections: every head's Q, K and V discarded
+//   mlp             the dense MLP of each dense block rebuilt from its input
+//   moe_act         the experts' activation function: its output and inner tensors
+//                   discarded, only the up-projection's output kept
+//   moe             the whole mixture-of-experts layer rebuilt, its token exchange included
+//   shared_experts  the shared expert rebuilt from its input
+enum class RecomputeModule { core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts };
+
+inline constexpr std::array<NamedValue<RecomputeModule>, 7> kRecomputeModules{{
+    {RecomputeModule::core_attn, "core_attn", "the attention core (scores or log-sum-exp)"},
+    {RecomputeModule::layernorm, "layernorm", "the pre-attention and pre-MLP norms' outputs"},
+    {RecomputeModule::mla_up_proj, "mla_up_proj", "latent attention's up-projected Q, K and V"},
+    {RecomputeModule::mlp, "mlp", "the dense MLP of dense blocks"},
+    {RecomputeModule::moe_act, "moe_act", "the experts' activation function"},
+    {RecomputeModule::moe, "moe", "the whole mixture-of-experts layer, all-to-alls included"},
+    {RecomputeModule::shared_experts, "shared_experts", "the shared expert"},
+}};
+
+// A set of RecomputeModules; by default Megatron-LM's {core_attn}.
+struct RecomputeModules {
+  unsigned bits = 1U << static_cast<unsigned>(RecomputeModule::core_attn);
+  static RecomputeModules empty() { return RecomputeModules{0}; }
+  bool has(RecomputeModule m) const { return (bits >> static_cast<unsigned>(m) & 1U) != 0; }
+  void add(RecomputeModule m) { bits |= 1U << static_cast<unsigned>(m); }
+  bool is_default() const { return bits == RecomputeModules{}.bits; }
+  bool operator==(const RecomputeModules&) const = default;
+};
+
+// "core_attn,moe_act" in the table's order; "none" for the empty set.
+std::string text_of(RecomputeModules m);
+// A comma-separated list of module names, or "none"; throws dtplan::Error naming
+// {recompute_modules} and the unknown or repeated name.
+RecomputeModules parse_recompute_modules(std::string_view text);
+
 // Name of a value; parse throws dtplan::Error naming `what` and the known names.
 std::string_view name_of(Fp8Recipe v);
 Fp8Recipe parse_fp8_recipe(std::string_view text);
@@ -180,6 +222,7 @@ struct TrainingConfig {
   std::int64_t micro_batch = 1;  // samples per GPU per micro-step
   std::int64_t seq_len = 0;      // tokens per sample; 0 = the model's maximum positions
   Checkpointing checkpointing = Checkpointing::none;
+  RecomputeModules recompute_modules;  // what selective checkpointing rebuilds
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only
   Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs on top of bf16 or fp16 mixed precision

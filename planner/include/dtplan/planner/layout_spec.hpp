@@ -2,7 +2,8 @@
 // exchange by name (the flags of `dtplan estimate`/`dtplan memory`, the GUI's inputs). Turned
 // into a cost::Layout3D here, once, so the CLI and the GUI agree on defaults and on what is
 // refused; problems are FieldErrors naming the LayoutSpec field (tp, pp, cp, ep, etp,
-// interleave, cp_comm, framework, sharding, dp_shard, schedule, pp_layers, sequence_parallel) or
+// interleave, cp_comm, framework, sharding, dp_shard, schedule, pp_layers, sequence_parallel,
+// recompute_modules) or
 // the training field (gpus) they concern.
 #pragma once
 
@@ -31,6 +32,9 @@ struct LayoutSpec {
   bool sequence_parallel = false;
   bool overlap_ep_comm = false;  // Megatron-LM's --overlap-moe-expert-parallel-comm
   bool deepep = false;           // Megatron-LM's flex dispatcher with the DeepEP backend
+  // Megatron-LM's --recompute-modules under selective checkpointing, comma-separated (or
+  // "none"); empty: its default, core_attn.
+  std::string recompute_modules;
 };
 
 // Whether a strategy name is a layout framework (megatron, fsdp2) rather than a data-parallel
