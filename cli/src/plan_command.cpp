@@ -50,6 +50,7 @@ struct PlanOptions {
   std::vector<std::string> frameworks;  // megatron, fsdp2
   std::vector<std::string> schedules;
   std::vector<std::string> sequence_parallel;  // on, off
+  std::vector<std::string> recompute_modules;  // selective's module sets, one per flag
   std::string optimizer = "adamw";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
@@ -200,6 +201,12 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
     if (v != "on" && v != "off") throw Error("--sp " + v + ": expected on, off or on,off");
     x.sequence_parallel.push_back(v == "on");
   }
+  const auto& modes = x.plan.checkpointing;
+  if (!o.recompute_modules.empty() && !modes.empty() &&
+      std::find(modes.begin(), modes.end(), Checkpointing::selective) == modes.end())
+    throw Error("--recompute-modules needs selective among --checkpointing");
+  for (const auto& set : o.recompute_modules)
+    x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;
 }
 
@@ -352,6 +359,11 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->delimiter(',');
   cmd.add_option("--checkpointing", o.checkpointings, "search only these: none,selective,full")
       ->delimiter(',');
+  cmd.add_option("--recompute-modules", o.recompute_modules,
+                 "Megatron-LM layouts under selective checkpointing: the module sets to try, "
+                 "each comma-separated (repeat the flag for more), e.g. core_attn or "
+                 "layernorm,moe_act (default: core_attn, and for latent attention or experts "
+                 "the modules whose tensors are discarded and rebuilt cheaply)");
   cmd.add_option("--offload", o.offloads, "search only these: none,optimizer,optimizer+params")
       ->delimiter(',');
   cmd.add_option("--micro-batch", o.micro_batches, "search only these micro-batches")

@@ -53,6 +53,8 @@ std::string describe(const Layout3D& l) {
   if (l.fp8 != Fp8Recipe::none) s << ", FP8 " << name_of(l.fp8);
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);
+  if (l.recompute == Checkpointing::selective && !l.recompute_modules.is_default())
+    s << " (" << text_of(l.recompute_modules) << ")";
   if (l.offload != Offload::none) s << ", offload " << name_of(l.offload);
   return s.str();
 }

@@ -467,6 +467,10 @@ std::optional<std::string> recompute_problem(const TransformerSpec& m, const Lay
     return missing(RecomputeModule::mlp, "dense MLP blocks (mlp leaves the experts alone)");
   if (r.has(RecomputeModule::moe) && l.overlap_ep_comm)
     return "{recompute_modules} moe: Megatron-LM refuses it with {overlap_ep_comm}";
+  if (l.fp8 == Fp8Recipe::delayed &&
+      (r.has(RecomputeModule::moe_act) || r.has(RecomputeModule::layernorm)))
+    return "{recompute_modules} moe_act and layernorm: Megatron-LM refuses them under FP8 "
+           "delayed scaling ({fp8_recipe})";
   return std::nullopt;
 }
 

@@ -130,6 +130,27 @@ bool runs_offload(cost::Framework f, Offload o) {
 }
 
 // The layout under each framework, sharding and offload mode the request allows.
+// The module sets of selective recomputation: Megatron-LM's alone; the default set elsewhere.
+std::vector<RecomputeModules> recompute_sets(const TransformerSpec& s, const Request3D& r) {
+  if (!r.recompute_modules.empty()) return r.recompute_modules;
+  std::vector<RecomputeModules> sets{RecomputeModules{}};
+  const auto discarding = discarding_modules(s, r.fp8);
+  if (discarding.bits != 0) sets.push_back(discarding);
+  return sets;
+}
+
+template <class Visit>
+void for_each_recompute_set(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
+                            Visit& visit) {
+  const bool sets =
+      l.recompute == Checkpointing::selective && l.framework == cost::Framework::megatron;
+  for (const auto& modules : sets ? recompute_sets(s, r) : std::vector<RecomputeModules>{{}}) {
+    l.recompute_modules = modules;
+    if (sets && cost::recompute_problem(s, l)) continue;
+    for_each_expert_layout(s, r, l, visit);
+  }
+}
+
 template <class Visit>
 void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
                              Visit& visit) {
@@ -153,7 +174,7 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     for (const auto o : r.offloads.empty() ? every : r.offloads) {
       if (!runs_offload(framework, o)) continue;
       l.offload = o;
-      for_each_expert_layout(s, r, l, visit);
+      for_each_recompute_set(s, r, l, visit);
     }
   }
 }
@@ -293,6 +314,15 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
 }
 
 }  // namespace
+
+RecomputeModules discarding_modules(const TransformerSpec& s, Fp8Recipe fp8) {
+  auto out = RecomputeModules::empty();
+  const bool delayed = fp8 == Fp8Recipe::delayed;
+  if (s.mla.active()) out.add(RecomputeModule::mla_up_proj);
+  if ((s.mla.active() || s.moe.active()) && !delayed) out.add(RecomputeModule::layernorm);
+  if (s.moe.active() && !delayed) out.add(RecomputeModule::moe_act);
+  return out;
+}
 
 namespace {
 

@@ -134,6 +134,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.sequence_parallel = r.sequence_parallel;
   x.schedules = r.schedules;
   x.recompute = p.checkpointing;
+  x.recompute_modules = r.recompute_modules;
   x.attention = p.attention;
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);

@@ -27,6 +27,14 @@ std::vector<std::string> with(std::vector<std::string> extra) {
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
+// dtplan estimate of Mixtral 8x7B on 4 DGX H100 nodes, then `rest`.
+std::vector<std::string> mixtral_estimate(const std::vector<std::string>& rest) {
+  std::vector<std::string> a{"estimate", "--model", "mixtral-8x7b", "--topology", "dgx-h100",
+                             "--nodes",  "4",       "--gpu",        "H100-SXM"};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("estimate --json: memory, throughput, MFU and a timeline") {
@@ -532,31 +540,9 @@ TEST_CASE("estimate --attention-kernel: the named kernel's measured curve, refus
 
 TEST_CASE("estimate --ep --etp: experts spread, their exchange priced, bad sizes named") {
   const auto args = [](const std::string& ep, const std::string& etp) {
-    return std::vector<std::string>{"estimate",
-                                    "--model",
-                                    "mixtral-8x7b",
-                                    "--topology",
-                                    "dgx-h100",
-                                    "--nodes",
-                                    "4",
-                                    "--gpu",
-                                    "H100-SXM",
-                                    "--tp",
-                                    "2",
-                                    "--pp",
-                                    "4",
-                                    "--sp",
-                                    "--ep",
-                                    ep,
-                                    "--etp",
-                                    etp,
-                                    "--seq-len",
-                                    "4096",
-                                    "--micro-batch",
-                                    "1",
-                                    "--global-batch",
-                                    "256",
-                                    "--json"};
+    return mixtral_estimate({"--tp", "2", "--pp", "4", "--sp", "--ep", ep, "--etp", etp,
+                             "--seq-len", "4096", "--micro-batch", "1", "--global-batch", "256",
+                             "--json"});
   };
   const auto r = run(args("4", "1"));
   REQUIRE(r.code == 0);
@@ -605,4 +591,36 @@ TEST_CASE("estimate --precision fp8: bf16 with FP8 GEMMs on a layout, refused el
   a100[6] = "A100-80GB";
   a100[4] = "dgx-a100";
   CHECK_THAT(run(a100).err, Contains("has no FP8 tensor cores"));
+}
+
+TEST_CASE("estimate --recompute-modules: Megatron-LM's selective modules, checked and printed") {
+  const auto args = [](const std::vector<std::string>& extra) {
+    auto a = mixtral_estimate(
+        {"--ep", "8", "--seq-len", "4096", "--micro-batch", "1", "--global-batch", "256"});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto plain = run(args({"--checkpointing", "selective", "--json"}));
+  REQUIRE(plain.code == 0);
+  const auto r = run(
+      args({"--checkpointing", "selective", "--recompute-modules", "layernorm,moe_act", "--json"}));
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out)["parallel3d"];
+  const auto p = nlohmann::json::parse(plain.out)["parallel3d"];
+  CHECK(j["recompute_modules"] == "layernorm,moe_act");
+  CHECK(p["recompute_modules"] == "core_attn");
+  // Less kept (the router's input, two of four SwiGLU tensors per routed copy), more computed.
+  CHECK(j["memory"]["activations"].get<double>() < p["memory"]["activations"].get<double>());
+  CHECK(j["time"]["compute_per_microbatch_s"].get<double>() >
+        p["time"]["compute_per_microbatch_s"].get<double>());
+  const auto text = run(args({"--checkpointing", "selective", "--recompute-modules", "moe_act"}));
+  CHECK_THAT(text.out, Contains("recompute selective (moe_act)"));
+  // Refused, naming the flags: without selective, a module the model lacks, a typo.
+  auto bad = run(args({"--recompute-modules", "moe_act"}));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--recompute-modules moe_act needs --checkpointing selective"));
+  bad = run(args({"--checkpointing", "selective", "--recompute-modules", "mla_up_proj"}));
+  CHECK_THAT(bad.err, Contains("--recompute-modules mla_up_proj needs latent attention"));
+  bad = run(args({"--checkpointing", "selective", "--recompute-modules", "moe_actt"}));
+  CHECK_THAT(bad.err, Contains("--recompute-modules") && Contains("moe_act"));
 }

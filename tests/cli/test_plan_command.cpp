@@ -579,3 +579,25 @@ TEST_CASE("a Megatron-LM layout for a model its arguments cannot state says so")
   CHECK_THAT(r.out, Contains("cannot express attention sinks, a router with a bias"));
   CHECK_THAT(r.out, Contains("--export-megatron refuses it"));  // the flag, not its field name
 }
+
+TEST_CASE("plan --recompute-modules: the sets searched under selective, refused without it") {
+  const auto base = std::vector<std::string>{
+      "plan",    "--model",    "mixtral-8x7b", "--topology", "dgx-h100",
+      "--nodes", "4",          "--gpu",        "H100-SXM",   "--global-batch",
+      "256",     "--seq-len",  "4096",         "--tp",       "1",
+      "--pp",    "1",          "--ep",         "8",          "--micro-batch",
+      "1",       "--strategy", "megatron",     "--json"};
+  auto a = base;
+  a.insert(a.end(), {"--checkpointing", "selective", "--recompute-modules", "layernorm,moe_act"});
+  const auto r = run(a);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["candidates"].empty());
+  for (const auto& c : j["candidates"])
+    CHECK(c["recompute_modules"] == "layernorm,moe_act");
+  a = base;
+  a.insert(a.end(), {"--checkpointing", "full", "--recompute-modules", "moe_act"});
+  const auto bad = run(a);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--recompute-modules needs selective among --checkpointing"));
+}

@@ -13,6 +13,17 @@ struct DgxH100 : test::Cluster {
       : Cluster(model, "dgx-h100", nodes, "H100-SXM") {}
 };
 
+// Megatron-LM layouts at tp 1 and pp 1 for a global batch of 256 sequences of 4096 tokens.
+planner::Request3D megatron_tp1_pp1() {
+  planner::Request3D r;
+  r.global_batch = 256;
+  r.seq_len = 4096;
+  r.tps = {1};
+  r.pps = {1};
+  r.frameworks = {cost::Framework::megatron};
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("3D search: Llama 2 70B on 16 DGX H100 nodes, every layout valid, fastest first") {
@@ -167,12 +178,7 @@ TEST_CASE("3D search: a mixture of experts fits Megatron-LM by spreading its exp
   // parameter: 280 GB with every expert, 6 x (1.6 + 45.1 / 4) = 77 GB over ep 4 -- both above
   // the 71.7 GiB an H100 leaves with 10% headroom -- and 43 GB over ep 8.
   const DgxH100 f("mixtral-8x7b", 4);
-  planner::Request3D r;
-  r.global_batch = 256;
-  r.seq_len = 4096;
-  r.tps = {1};
-  r.pps = {1};
-  r.frameworks = {cost::Framework::megatron};
+  auto r = megatron_tp1_pp1();
   r.top_k = 10;
   const auto res = f.search(r);
   REQUIRE(!res.ranked.empty());
@@ -200,4 +206,33 @@ TEST_CASE("3D search: a model with sliding windows searches past context paralle
   REQUIRE(!res.ranked.empty());
   for (const auto& c : res.ranked)
     CHECK(c.layout.cp == 1);
+}
+
+TEST_CASE("3D search: recompute modules fit a mixture where attention-only recomputation cannot") {
+  // Mixtral 8x7B over ep 8 on 32 GPUs keeps about 43 GB of states a GPU (the test above). A
+  // block keeps 315,552 bytes a token (activations tests: 32,768 + 20,480 + 32 + 32,768 +
+  // 229,376, and the fp32 log-sum-exp's 128), 41.4 GB for 32 layers of one 4096-token
+  // sequence: too much beside the states in the 71.7 GiB an H100 leaves. layernorm and
+  // moe_act discard the router's input (8,192) and two of the experts' four SwiGLU tensors
+  // for the two routed copies (114,688): 25.3 GB, which fits.
+  const DgxH100 f("mixtral-8x7b", 4);
+  auto r = megatron_tp1_pp1();
+  r.eps = {8};
+  r.micro_batches = {1};
+  r.recompute = {Checkpointing::selective};
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked)
+    CHECK(c.layout.recompute_modules == parse_recompute_modules("layernorm,moe_act"));
+  r.recompute_modules = {RecomputeModules{}};
+  CHECK(f.search(r).ranked.empty());
+  // The discarding modules of each model: latent attention adds mla_up_proj; delayed FP8
+  // scaling refuses layernorm and moe_act; a dense model without latent attention has none.
+  const auto deepseek = load_model("deepseek-v3", resolve_data_dir("") / "models");
+  CHECK(text_of(planner::discarding_modules(*deepseek.transformer, Fp8Recipe::none)) ==
+        "layernorm,mla_up_proj,moe_act");
+  CHECK(text_of(planner::discarding_modules(*deepseek.transformer, Fp8Recipe::delayed)) ==
+        "mla_up_proj");
+  const auto llama = load_model("llama-3-8b", resolve_data_dir("") / "models");
+  CHECK(planner::discarding_modules(*llama.transformer, Fp8Recipe::none).bits == 0);
 }

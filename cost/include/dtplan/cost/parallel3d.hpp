@@ -231,7 +231,8 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
 // Why the layout's recompute modules cannot run so, or nullopt: modules only under selective
 // recomputation and Megatron-LM; mla_up_proj needs latent attention, moe and moe_act a
 // mixture of experts, shared_experts a shared expert, mlp a dense MLP somewhere; moe not with
-// overlap_ep_comm (Megatron-LM's TransformerConfig checks).
+// overlap_ep_comm, moe_act and layernorm not under FP8 delayed scaling (Megatron-LM's
+// TransformerConfig checks).
 std::optional<std::string> recompute_problem(const TransformerSpec& m, const Layout3D& l);
 
 // Throws naming the rule a layout breaks: heads divisible by t (and KV heads), layers by

@@ -44,6 +44,10 @@ struct Request3D {
   std::vector<cost::Framework> frameworks;
   std::vector<bool> sequence_parallel;   // empty: both
   std::vector<Checkpointing> recompute;  // empty: all three
+  // Megatron-LM's selective recomputation: the module sets tried (training.hpp); empty: its
+  // default (core_attn) and, for a model with latent attention or experts, the modules whose
+  // tensors are discarded and rebuilt cheaply (discarding_modules).
+  std::vector<RecomputeModules> recompute_modules;
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;
@@ -63,6 +67,14 @@ struct Request3D {
   std::int64_t top_k = 5;
   RunGoal goal;  // what layouts are ranked by (planner.hpp); default: seconds per sample
 };
+
+// The modules NVIDIA's recipes recompute to fit a mixture or latent attention (Megatron-Bridge
+// perf_recipes: GPT-OSS layernorm and moe_act, DeepSeek-V3 mla_up_proj with them): those that
+// discard tensors and rebuild them with element-wise work or the small up-projections --
+// layernorm (where a norm runs on its own), mla_up_proj, moe_act -- less what the FP8 recipe
+// refuses (delayed scaling: layernorm, moe_act). Empty for a dense model without latent
+// attention, where layernorm discards nothing.
+RecomputeModules discarding_modules(const TransformerSpec& s, Fp8Recipe fp8);
 
 // Below this many tokens per rank the attention of a chunk is too short to hide the ring's
 // K/V pass, and Megatron-LM's guidance is to use context parallelism from about 8K-token
