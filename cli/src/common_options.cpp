@@ -6,9 +6,11 @@
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/node_subset.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/planner/layout_spec.hpp"
+#include "format.hpp"
 
 namespace dtplan::cli {
 
@@ -43,7 +45,13 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
                  "data directory (default: $DTPLAN_DATA_DIR or built-in)");
 }
 
-void add_topology_options(CLI::App& app, TopologyOptions& o, bool required) {
+namespace {
+constexpr const char* kGpusPerNodeHelp =
+    "GPUs used in each node (default: all of them); fewer takes the node's first hosts, e.g. 64 "
+    "of an NVL72 rack's 72 GPUs (16 of its 18 trays), as a job given part of each rack";
+}  // namespace
+
+void add_topology_options(CLI::App& app, TopologyOptions& o, bool required, bool gpus_per_node) {
   auto* opt = app.add_option("--topology", o.topology,
                              "node topology: a preset (pcie-split-8, dgx-a100, ...), a topology "
                              "JSON, or a file holding `nvidia-smi topo -m` output");
@@ -58,6 +66,9 @@ void add_topology_options(CLI::App& app, TopologyOptions& o, bool required) {
                  "nvidia-smi input: NVLink class (default: by links per GPU)");
   app.add_option("--nic-class", o.nic_class, "nvidia-smi input: NIC port class")
       ->capture_default_str();
+  if (gpus_per_node) {
+    app.add_option("--gpus-per-node", o.gpus_per_node, kGpusPerNodeHelp);
+  }
 }
 
 LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data) {
@@ -67,7 +78,14 @@ LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::pa
   for (const auto& cls : {o.pcie_class, o.socket_class, o.nic_class})
     table.find(cls);
   if (!o.nvlink_class.empty()) table.find(o.nvlink_class);
-  const auto node = load_node_template(o.topology, data / "topologies", assume);
+  auto node = load_node_template(o.topology, data / "topologies", assume);
+  if (o.gpus_per_node && *o.gpus_per_node != node.gpu_count()) {
+    try {
+      node = first_hosts(node, *o.gpus_per_node);
+    } catch (const Error& e) {
+      throw Error(with_flags(e.what()));
+    }
+  }
   auto topology = Topology::build(node, o.nodes, table);
   return {std::move(table), std::move(topology)};
 }

@@ -59,6 +59,8 @@ struct TopologyOptions {
   std::string socket_class = "upi";
   std::string nvlink_class;
   std::string nic_class = "ib_hdr";
+  // GPUs used in each node; fewer than the node's takes its first hosts (node_subset.hpp).
+  std::optional<std::int64_t> gpus_per_node;
 };
 
 // Compute constants (data/compute.json) and overrides.
@@ -74,7 +76,10 @@ struct LoadedTopology {
 };
 
 void add_model_options(CLI::App& app, ModelOptions& o);
-void add_topology_options(CLI::App& app, TopologyOptions& o, bool required);
+// `gpus_per_node`: whether to add --gpus-per-node (commands whose training options have it
+// set TopologyOptions::gpus_per_node themselves).
+void add_topology_options(CLI::App& app, TopologyOptions& o, bool required,
+                          bool gpus_per_node = true);
 LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::path& data);
 void add_training_options(CLI::App& app, TrainingOptions& o);
 

@@ -123,6 +123,13 @@ void write_trace(const EstimateOptions& o, const std::string& trace) {
   if (!o.trace_file.empty()) write_file_atomically(o.trace_file, trace, "--trace");
 }
 
+// The topology, used in part when --gpus-per-node names fewer GPUs than its nodes have.
+TopologyOptions topology_options(const EstimateOptions& o) {
+  auto t = o.topology;
+  if (o.gpus_per_node_option->count() > 0) t.gpus_per_node = o.training.gpus_per_node;
+  return t;
+}
+
 bool is_3d(const EstimateOptions& o) {
   return wants_layout(o.layout, o.strategy) || !o.megatron_file.empty() ||
          !o.torchtitan_file.empty() || !o.accelerate_file.empty();
@@ -132,7 +139,7 @@ bool is_3d(const EstimateOptions& o) {
 int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);
-  const auto loaded = load_topology(o.topology, data);
+  const auto loaded = load_topology(topology_options(o), data);
   const auto& t = loaded.topology;
   const auto c = config_of(o, t);
   check_deepspeed_version(o.training, o.strategy.empty() ? "megatron" : o.strategy);
@@ -200,7 +207,7 @@ int run_estimate(const EstimateOptions& o, const RunContext& ctx) {
   if (is_3d(o)) return run_estimate_3d(o, ctx);
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);
-  const auto loaded = load_topology(o.topology, data);
+  const auto loaded = load_topology(topology_options(o), data);
   const auto& t = loaded.topology;
   auto c = config_of(o, t);
   check_deepspeed_version(o.training, name_of(c.strategy));
@@ -252,11 +259,15 @@ Command register_estimate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "estimate", "Step time, throughput, MFU, memory and timeline of one configuration");
   add_model_options(*cmd, o->model);
-  add_topology_options(*cmd, o->topology, true);
+  add_topology_options(*cmd, o->topology, true, false);
   add_training_options(*cmd, o->training);
   add_compute_options(*cmd, o->compute);
   o->gpus_option = cmd->get_option("--gpus");
   o->gpus_per_node_option = cmd->get_option("--gpus-per-node");
+  cmd->get_option("--gpus-per-node")
+      ->description(
+          "GPUs used in each node (default: all of the topology's); fewer takes the node's "
+          "first hosts, e.g. 64 of an NVL72 rack's 72 GPUs (16 of its 18 trays)");
   cmd->get_option("--gpus")
       ->description("data-parallel GPUs (default: all of the topology)")
       ->default_str("all");

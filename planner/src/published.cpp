@@ -61,7 +61,8 @@ const std::set<std::string>& config_keys() {
   static const std::set<std::string> keys = [] {
     std::set<std::string> k;
     std::istringstream names(
-        "model seq-len global-batch micro-batch grad-accum gpus nodes gpu topology precision "
+        "model seq-len global-batch micro-batch grad-accum gpus nodes gpus-per-node gpu topology "
+        "precision "
         "strategy tp pp cp ep etp capacity-factor overlap-ep-comm deepep recompute-modules "
         "fp8-recipe interleave sp "
         "sharding dp-shard "

@@ -17,6 +17,7 @@
 #include "dtplan/model/gpu_topology.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/model_desc.hpp"
+#include "dtplan/model/node_subset.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/model/units.hpp"
@@ -84,14 +85,17 @@ class Inputs {
   const cost::ComputeConstants& compute() const { return compute_; }
   const cost::OverheadConstants& overheads() const { return overheads_; }
 
-  // `gpus` GPUs of `preset` nodes: `nodes` of them, or as many as the GPUs need.
-  const Topology& topology(const std::string& preset, std::int64_t nodes, std::int64_t gpus) {
-    const auto node = load_node_template(preset, data_ / "topologies");
+  // `gpus` GPUs of `preset` nodes: `nodes` of them, or as many as the GPUs need; of each node
+  // its first `per_node` GPUs (0: all; node_subset.hpp).
+  const Topology& topology(const std::string& preset, std::int64_t nodes, std::int64_t gpus,
+                           std::int64_t per_node) {
+    auto node = load_node_template(preset, data_ / "topologies");
+    if (per_node > 0 && per_node != node.gpu_count()) node = first_hosts(node, per_node);
     if (nodes == 0) {
       const auto one = Topology::build(node, 1, table_);
       nodes = (gpus + one.gpus_per_node() - 1) / one.gpus_per_node();
     }
-    const auto key = preset + "/" + std::to_string(nodes);
+    const auto key = preset + "/" + std::to_string(nodes) + "/" + std::to_string(per_node);
     auto it = topologies_.find(key);
     if (it == topologies_.end()) {
       it =
@@ -206,7 +210,8 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
   p.model = in.model(c.text("model"), source);
   const auto& gpu = in.gpu(row.gpu);
   p.gpus = row.gpus;
-  const auto& t = in.topology(c.text("topology", "dgx-a100"), c.integer("nodes", 0), p.gpus);
+  const auto& t = in.topology(c.text("topology", "dgx-a100"), c.integer("nodes", 0), p.gpus,
+                              c.integer("gpus-per-node", 0));
   if (p.gpus > 1) check_gpu_on_topology(gpu, t);  // one GPU uses no link
   auto tc = training_of(c, p.model, t, p.gpus);
   p.precision = tc.precision;
@@ -297,7 +302,8 @@ double step_metric(const PublishedRow& row, const PublishedSource& source, const
 
 double predict_comm(const PublishedRow& row, Inputs& in) {
   const Config c(row.config);
-  const auto& t = in.topology(c.text("topology", "dgx-a100"), c.integer("nodes", 0), row.gpus);
+  const auto& t = in.topology(c.text("topology", "dgx-a100"), c.integer("nodes", 0), row.gpus,
+                              c.integer("gpus-per-node", 0));
   const auto collective = cost::parse_collective(c.text("collective", "all_reduce"));
   const auto algorithm = cost::parse_algorithm(c.text("algorithm", "auto"));
   Bytes size;

@@ -624,3 +624,33 @@ TEST_CASE("estimate --recompute-modules: Megatron-LM's selective modules, checke
   bad = run(args({"--checkpointing", "selective", "--recompute-modules", "moe_actt"}));
   CHECK_THAT(bad.err, Contains("--recompute-modules") && Contains("moe_act"));
 }
+
+TEST_CASE("estimate --gpus-per-node: 16 trays of each of 4 NVL72 racks") {
+  // 256 GB200s as NVIDIA's DeepSeek-V3 recipes run them: 64 GPUs in each rack's NVLink
+  // domain, so expert parallelism over 64 stays on NVLink and 4 racks hold the job.
+  const std::vector<std::string> args{
+      "estimate",    "--model",         "deepseek-v3", "--topology",
+      "gb200-nvl72", "--nodes",         "4",           "--gpus-per-node",
+      "64",          "--gpu",           "GB200",       "--pp",
+      "4",           "--interleave",    "4",           "--ep",
+      "64",          "--pp-layers",     "16,16,16,13", "--seq-len",
+      "4096",        "--micro-batch",   "1",           "--global-batch",
+      "4096",        "--checkpointing", "selective",   "--recompute-modules",
+      "mla_up_proj", "--json"};
+  const auto r = run(args);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["parallel3d"]["dp"] == 64);  // 256 GPUs / pp 4
+  auto text = args;
+  text.pop_back();
+  CHECK_THAT(run(text).out, Contains("deepseek-v3 on 256 x GB200"));
+  // Whole trays only; a one-host node is used whole.
+  auto bad = args;
+  bad[8] = "66";
+  const auto e = run(bad);
+  CHECK(e.code == 1);
+  CHECK_THAT(e.err, Contains("--gpus-per-node 66") && Contains("whole hosts of 4 GPUs"));
+  const auto dgx = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100",
+                        "--gpus-per-node", "4", "--gpu", "H100-SXM", "--seq-len", "4096"});
+  CHECK_THAT(dgx.err, Contains("--gpus-per-node 4") && Contains("is one host of 8 GPUs"));
+}
