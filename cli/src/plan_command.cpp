@@ -49,8 +49,9 @@ struct PlanOptions {
   std::vector<std::string> cp_comms;
   std::vector<std::string> frameworks;  // megatron, fsdp2
   std::vector<std::string> schedules;
-  std::vector<std::string> sequence_parallel;  // on, off
-  std::vector<std::string> recompute_modules;  // selective's module sets, one per flag
+  std::vector<std::string> sequence_parallel;    // on, off
+  std::vector<std::string> recompute_modules;    // selective's module sets, one per flag
+  bool overlap_ep_comm = false, deepep = false;  // where the layouts run them
   std::string optimizer = "adamw";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
@@ -205,6 +206,8 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   if (!o.recompute_modules.empty() && !modes.empty() &&
       std::find(modes.begin(), modes.end(), Checkpointing::selective) == modes.end())
     throw Error("--recompute-modules needs selective among --checkpointing");
+  x.overlap_ep_comm = o.overlap_ep_comm;
+  x.deepep = o.deepep;
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;
@@ -359,6 +362,13 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->delimiter(',');
   cmd.add_option("--checkpointing", o.checkpointings, "search only these: none,selective,full")
       ->delimiter(',');
+  cmd.add_flag("--overlap-ep-comm", o.overlap_ep_comm,
+               "Megatron-LM layouts with expert parallelism: hide the experts' all-to-alls behind "
+               "the adjacent micro-batch's compute where Megatron-LM can (interleaving under a "
+               "pipeline, no full recomputation)");
+  cmd.add_flag("--deepep", o.deepep,
+               "Megatron-LM layouts with expert parallelism over whole experts: dispatch with "
+               "DeepEP (across nodes once per node holding a token's experts)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "Megatron-LM layouts under selective checkpointing: the module sets to try, "
                  "each comma-separated (repeat the flag for more), e.g. core_attn or "

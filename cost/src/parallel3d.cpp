@@ -97,15 +97,12 @@ std::int64_t head_stage(const Layout3D& l) {
 // Of the `layers` blocks of stage `i`, how many are a mixture's dense first blocks: the model's
 // layers walked in order through the stages' model chunks (round-robin under interleaving,
 // back along the V under ZB-V).
-std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::int64_t i) {
-  const std::int64_t first_dense = s.moe.active() ? s.moe.first_dense_layers : 0;
-  if (first_dense == 0) return 0;
-  if (l.pp == 1) return std::min(first_dense, s.num_layers);
+std::vector<ModelChunk> model_chunks(const TransformerSpec& s, const Layout3D& l) {
   const auto layers = layers_per_stage(s, l);
   const std::int64_t p = l.pp, v = std::max<std::int64_t>(l.interleave, 1);
-  std::int64_t at = 0, dense = 0;
-  for (std::int64_t r = 0; r < v && at < first_dense; ++r) {
-    for (std::int64_t k = 0; k < p && at < first_dense; ++k) {
+  std::vector<ModelChunk> out;
+  for (std::int64_t r = 0; r < v; ++r) {
+    for (std::int64_t k = 0; k < p; ++k) {
       const std::int64_t j =
           l.pipeline_schedule() == PipelineSchedule::zbv && r % 2 == 1 ? p - 1 - k : k;
       // A stage's chunks are equal but for a shortfall (the L + 2 rule's embedding and loss):
@@ -113,10 +110,21 @@ std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::in
       const std::int64_t n = layers[static_cast<std::size_t>(j)];
       const std::int64_t full = (n + v - 1) / v, short_chunks = full * v - n;
       const bool is_short = j == 0 ? r < short_chunks : r >= v - short_chunks;
-      const std::int64_t chunk = full - (is_short ? 1 : 0);
-      if (j == i) dense += std::min(chunk, first_dense - at);
-      at += chunk;
+      out.push_back({j, full - (is_short ? 1 : 0)});
     }
+  }
+  return out;
+}
+
+std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::int64_t i) {
+  const std::int64_t first_dense = s.moe.active() ? s.moe.first_dense_layers : 0;
+  if (first_dense == 0) return 0;
+  if (l.pp == 1) return std::min(first_dense, s.num_layers);
+  std::int64_t at = 0, dense = 0;
+  for (const auto& chunk : model_chunks(s, l)) {
+    if (at >= first_dense) break;
+    if (chunk.stage == i) dense += std::min(chunk.layers, first_dense - at);
+    at += chunk.layers;
   }
   return dense;
 }
@@ -467,10 +475,14 @@ std::optional<std::string> recompute_problem(const TransformerSpec& m, const Lay
     return missing(RecomputeModule::mlp, "dense MLP blocks (mlp leaves the experts alone)");
   if (r.has(RecomputeModule::moe) && l.overlap_ep_comm)
     return "{recompute_modules} moe: Megatron-LM refuses it with {overlap_ep_comm}";
-  if (l.fp8 == Fp8Recipe::delayed &&
-      (r.has(RecomputeModule::moe_act) || r.has(RecomputeModule::layernorm)))
-    return "{recompute_modules} moe_act and layernorm: Megatron-LM refuses them under FP8 "
-           "delayed scaling ({fp8_recipe})";
+  if (l.fp8 == Fp8Recipe::delayed) {
+    for (const auto m : {RecomputeModule::layernorm, RecomputeModule::moe_act}) {
+      if (r.has(m))
+        return "{recompute_modules} " + std::string(name_in(kRecomputeModules, m)) +
+               ": Megatron-LM refuses moe_act and layernorm under FP8 delayed scaling "
+               "({fp8_recipe})";
+    }
+  }
   return std::nullopt;
 }
 

@@ -169,6 +169,7 @@ std::vector<std::string> notes_of(const planner::UnifiedPlan& p, const planner::
   std::vector<std::string> out;
   if (auto note = planner::layout_beats_exports_note(p, r.objective)) out.push_back(*note);
   if (auto note = planner::expert_layout_note(p, r.objective)) out.push_back(*note);
+  if (auto note = planner::recompute_note(p, r.objective)) out.push_back(*note);
   if (auto note = planner::idle_gpus_note(p.data_parallel, r.global_batch)) out.push_back(*note);
   out.insert(out.end(), p.suggestions.begin(), p.suggestions.end());
   return out;

@@ -165,6 +165,17 @@ void InputsPanel::add_layout_rows(QFormLayout* form) {
       new QRegularExpressionValidator(QRegularExpression("[0-9]{0,6}(,[0-9]{1,6})*,?"), this));
   connect(pp_layers_, &QLineEdit::textChanged, this, [this] { changed(); });
   form->addRow("layers per stage", pp_layers_);
+  // Megatron-LM's --recompute-modules, read under checkpointing selective.
+  recompute_modules_ = new QLineEdit(this);
+  recompute_modules_->setPlaceholderText("core_attn (checkpointing selective)");
+  recompute_modules_->setToolTip(
+      "with checkpointing selective, the parts of each block rebuilt in backward: "
+      "comma-separated from core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, "
+      "shared_experts, or none");
+  recompute_modules_->setValidator(
+      new QRegularExpressionValidator(QRegularExpression("[a-z_,]*"), this));
+  connect(recompute_modules_, &QLineEdit::textChanged, this, [this] { changed(); });
+  form->addRow("recompute modules", recompute_modules_);
 }
 
 Session InputsPanel::session() const {
@@ -198,6 +209,7 @@ Session InputsPanel::session() const {
   s.layout.sharding = chosen(sharding_);
   s.layout.dp_shard = dp_shard_->value();
   s.layout.pp_layers = layer_counts(pp_layers_->text());
+  s.layout.recompute_modules = recompute_modules_->text().toStdString();
   return s;
 }
 
@@ -235,6 +247,7 @@ void InputsPanel::set_session(const Session& s) {
   select(sharding_, s.layout.sharding.empty() ? kDefault : s.layout.sharding);
   dp_shard_->setValue(static_cast<int>(s.layout.dp_shard));
   pp_layers_->setText(layer_text(s.layout.pp_layers));
+  recompute_modules_->setText(QString::fromStdString(s.layout.recompute_modules));
   loading_ = false;
 }
 

@@ -37,7 +37,7 @@ class InputsPanel : public QWidget {
   QSpinBox *tp_, *pp_, *cp_, *ep_, *etp_, *interleave_, *dp_shard_;
   QComboBox *cp_comm_, *schedule_, *sharding_;
   QCheckBox* sequence_parallel_;
-  QLineEdit* pp_layers_;
+  QLineEdit *pp_layers_, *recompute_modules_;
   Session extra_;  // what the form does not show (measurements, profile)
   bool loading_ = false;
 };

@@ -40,7 +40,7 @@ std::string label_of(const std::string& field) {
       {"etp", "expert tensor parallel"},
       {"fp8_recipe", "FP8 recipe (dtplan-gui --fp8-recipe)"},
       {"capacity_factor", "capacity factor (dtplan-gui --capacity-factor)"},
-      {"recompute_modules", "recompute modules (dtplan-gui --recompute-modules)"},
+      {"recompute_modules", "recompute modules"},
       {"cp_comm", "CP exchange"},
       {"interleave", "chunks per GPU"},
       {"sequence_parallel", "sequence parallel"},

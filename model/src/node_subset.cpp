@@ -19,7 +19,8 @@ void check_subset(const NodeTemplate& node, std::int64_t gpus) {
     throw Error(named + "node '" + node.name + "' is one host of " + std::to_string(all) +
                 " GPUs; only a node of several hosts (an NVL72 rack) is used in part");
   }
-  if (gpus < 1 || gpus > all || gpus % per_host != 0) {
+  if (gpus < 1) throw Error(named + "GPUs per node are a positive number");
+  if (gpus > all || gpus % per_host != 0) {
     throw Error(named + "node '" + node.name + "' is used in whole hosts of " +
                 std::to_string(per_host) + " GPUs, up to its " + std::to_string(all));
   }
@@ -75,9 +76,9 @@ NodeTemplate first_hosts(const NodeTemplate& node, std::int64_t gpus) {
   const std::int64_t hosts = gpus / node.gpus_per_host;
   const std::int64_t all_hosts = node.gpu_count() / node.gpus_per_host;
   if (node.host_memory) {
-    out.host_memory = Bytes{static_cast<std::int64_t>(
-        static_cast<double>(node.host_memory->value) * static_cast<double>(hosts) /
-        static_cast<double>(all_hosts))};
+    out.host_memory = Bytes{static_cast<std::int64_t>(static_cast<double>(node.host_memory->value) *
+                                                      static_cast<double>(hosts) /
+                                                      static_cast<double>(all_hosts))};
   }
   out.assumptions.push_back("the first " + std::to_string(gpus) + " of the node's " +
                             std::to_string(node.gpu_count()) + " GPUs used (" +

@@ -76,17 +76,10 @@ RecomputeModules parse_recompute_modules(std::string_view text) {
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const auto name = text.substr(start, comma - start);
-    if (name.empty())
-      throw Error("{recompute_modules} '" + std::string(text) + "': an empty name in the list");
-    RecomputeModule m{};
-    try {
-      m = value_in(kRecomputeModules, name, "recompute module");
-    } catch (const Error& e) {
-      throw Error("{recompute_modules}: " + std::string(e.what()));
-    }
+    if (name.empty()) throw Error("'" + std::string(text) + "': an empty name in the list");
+    const auto m = value_in(kRecomputeModules, name, "recompute module");
     if (out.has(m))
-      throw Error("{recompute_modules} '" + std::string(text) + "' names " + std::string(name) +
-                  " twice");
+      throw Error("'" + std::string(text) + "' names " + std::string(name) + " twice");
     out.add(m);
     start = comma + 1;
   }

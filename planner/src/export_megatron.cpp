@@ -142,30 +142,55 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
 
 // The stage split Megatron-LM is told: nothing for an even split, the embedding-and-loss
 // rule, or the first and last stages' layer counts with the rest even.
+// Megatron-LM's --pipeline-model-parallel-layout of the layout's chunks in layer order
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py): the embedding (E) first, each
+// chunk's transformer layers (t), the multi-token prediction modules (m) and the loss (L) last,
+// chunks apart by "|" (virtual stage r of pipeline rank k is chunk r x pp + k).
+std::string layer_layout(const TransformerSpec& s, const cost::Layout3D& l) {
+  const auto chunks = cost::model_chunks(s, l);
+  std::string out = "E";
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (c > 0) out += '|';
+    out.append(static_cast<std::size_t>(chunks[c].layers), 't');
+  }
+  out.append(static_cast<std::size_t>(s.mtp_layers), 'm');
+  return out + "L";
+}
+
+// The stage split: even (nothing to say), Megatron-LM's rule that counts the embedding and the
+// loss as a layer each, or the first and last stages' layers with the rest even -- each only
+// where every model chunk comes out as dtplan splits it (Megatron-LM divides each of those
+// evenly over the virtual stages) -- else the layer layout, chunk by chunk.
 void stage_split(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
   const auto layers = cost::layers_per_stage(s, l);
-  const auto p = static_cast<std::size_t>(l.pp);
-  if (std::all_of(layers.begin(), layers.end(), [&](auto n) { return n == layers.front(); })) {
+  const std::int64_t v = l.interleave;
+  const auto whole = [&](std::int64_t n) { return n % v == 0; };
+  const bool middle_even =
+      std::all_of(layers.begin() + 1, layers.end() - 1, [&](auto n) { return n == layers[1]; });
+  const bool even =
+      std::all_of(layers.begin(), layers.end(), [&](auto n) { return n == layers.front(); });
+  const bool chunks_even = std::all_of(layers.begin(), layers.end(), whole);
+  if (even && chunks_even) {
+    if (v > 1) add(a, "--num-virtual-stages-per-pipeline-rank", v);
     return;
   }
   const std::int64_t rule = (s.num_layers + 2) / l.pp;
-  const bool embedding_and_loss =
-      (s.num_layers + 2) % l.pp == 0 && layers.front() == rule - 1 && layers.back() == rule - 1 &&
-      std::all_of(layers.begin() + 1, layers.end() - 1, [&](auto n) { return n == rule; });
+  const bool embedding_and_loss = (s.num_layers + 2) % (l.pp * v) == 0 &&
+                                  layers.front() == rule - 1 && layers.back() == rule - 1 &&
+                                  middle_even && layers[1] == rule;
   if (embedding_and_loss) {
+    if (v > 1) add(a, "--num-virtual-stages-per-pipeline-rank", v);
     a.emplace_back("--account-for-embedding-in-pipeline-split");
     a.emplace_back("--account-for-loss-in-pipeline-split");
     return;
   }
-  const bool middle_even = p < 3 || std::all_of(layers.begin() + 1, layers.end() - 1,
-                                                [&](auto n) { return n == layers[1]; });
-  if (!middle_even) {
-    throw FieldError("export_megatron",
-                     "Megatron-LM sets the first and last stages' layers and splits the rest "
-                     "evenly; this layout's stages differ in the middle");
+  if (middle_even && chunks_even) {
+    if (v > 1) add(a, "--num-virtual-stages-per-pipeline-rank", v);
+    add(a, "--decoder-first-pipeline-num-layers", layers.front());
+    add(a, "--decoder-last-pipeline-num-layers", layers.back());
+    return;
   }
-  add(a, "--decoder-first-pipeline-num-layers", layers.front());
-  add(a, "--decoder-last-pipeline-num-layers", layers.back());
+  add(a, "--pipeline-model-parallel-layout", layer_layout(s, l));
 }
 
 void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) {
@@ -201,7 +226,6 @@ void parallel_sizes(Args& a, const TransformerSpec& s, const cost::Layout3D& l) 
       throw FieldError("export_megatron", "schedule " + std::string(cost::name_of(schedule)) +
                                               ": Megatron-LM runs 1F1B and interleaved 1F1B");
     }
-    if (l.interleave > 1) add(a, "--num-virtual-stages-per-pipeline-rank", l.interleave);
     stage_split(a, s, l);
   }
 }

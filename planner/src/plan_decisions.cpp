@@ -52,13 +52,9 @@ std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objec
 
 namespace {
 
-std::string expert_layout_name(std::int64_t ep, std::int64_t etp) {
-  return "ep " + std::to_string(ep) + " x etp " + std::to_string(etp);
-}
-
-// The best outcome of an expert layout: the best objective among those that fit, else the
-// least memory over.
-struct ExpertOutcome {
+// The best outcome of one alternative: the best objective among those that fit, else the least
+// memory over.
+struct Outcome {
   std::optional<double> objective;
   double over_gib = 0;
   bool over = false;
@@ -71,48 +67,87 @@ struct ExpertOutcome {
   }
 };
 
-}  // namespace
-
-std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective objective) {
-  const auto* best = p.best();
-  if (!best || !best->layout || !p.layouts) return std::nullopt;
-  const auto& chosen = best->layout->layout;
-  std::map<std::pair<std::int64_t, std::int64_t>, ExpertOutcome> outcomes;
-  bool experts = false;
+// Each alternative to the chosen layout's `name` the search priced, at its best, nearest first:
+// those that fit by how far behind, then those over memory by how much; eight at most.
+// Empty when the search priced no alternative.
+template <class Name>
+std::string alternatives(const UnifiedPlan& p, Objective objective, const Name& name) {
+  const auto& chosen = name(p.best()->layout->layout);
+  std::map<std::string, Outcome> outcomes;
   for (const auto& r : p.layouts->rejected) {
-    const auto& l = r.candidate.layout;
-    experts |= l.ep > 1 || l.etp > 0;
-    if (l.ep == chosen.ep && l.expert_tp() == chosen.expert_tp()) continue;
-    auto& o = outcomes[{l.ep, l.expert_tp()}];
+    const auto key = name(r.candidate.layout);
+    if (key == chosen) continue;
+    auto& o = outcomes[key];
     if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
       o.missed(r.amount);
     } else if (r.reason == Reason::slower) {
       o.fit(r.candidate.objective);
     }
   }
-  if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
-  std::string text = "expert layout " + expert_layout_name(chosen.ep, chosen.expert_tp()) +
-                     " (tp " + std::to_string(chosen.tp) + ") chosen";
-  // The nearest first: those that fit by how far behind, then those over memory by how much.
-  std::vector<std::pair<std::pair<std::int64_t, std::int64_t>, ExpertOutcome>> ordered(
-      outcomes.begin(), outcomes.end());
+  std::vector<std::pair<std::string, Outcome>> ordered(outcomes.begin(), outcomes.end());
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     const auto& x = a.second;
     const auto& y = b.second;
     if (x.objective.has_value() != y.objective.has_value()) return x.objective.has_value();
     return x.objective ? *x.objective < *y.objective : x.over_gib < y.over_gib;
   });
+  std::string text;
   int shown = 0;
   for (const auto& [key, o] : ordered) {
+    if (!o.objective && !o.over) continue;
     if (shown++ == 8) {
       text += "; ...";
       break;
     }
-    text += "; " + expert_layout_name(key.first, key.second) + ": ";
+    text += "; " + key + ": ";
     text += o.objective ? one_decimal(p.behind_pct(*o.objective)) + "% " + behind_word(objective)
                         : "out of memory by " + one_decimal(o.over_gib) + " GiB";
   }
-  return text + " (each at its best; {ep}, {etp} restrict them)";
+  return text;
+}
+
+std::string expert_layout_name(const cost::Layout3D& l) {
+  return "ep " + std::to_string(l.ep) + " x etp " + std::to_string(l.expert_tp());
+}
+
+// A layout's recomputation: its mode, and under selective its modules.
+std::string recompute_name(const cost::Layout3D& l) {
+  if (l.recompute != Checkpointing::selective) return std::string(name_of(l.recompute));
+  return "selective (" + text_of(l.recompute_modules) + ")";
+}
+
+}  // namespace
+
+std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective objective) {
+  const auto* best = p.best();
+  if (!best || !best->layout || !p.layouts) return std::nullopt;
+  const auto& chosen = best->layout->layout;
+  const bool experts =
+      std::any_of(p.layouts->rejected.begin(), p.layouts->rejected.end(), [](const auto& r) {
+        const auto& l = r.candidate.layout;
+        return l.ep > 1 || l.etp > 0;
+      });
+  if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
+  return "expert layout " + expert_layout_name(chosen) + " (tp " + std::to_string(chosen.tp) +
+         ") chosen" + alternatives(p, objective, expert_layout_name) +
+         " (each at its best; {ep}, {etp} restrict them)";
+}
+
+std::optional<std::string> recompute_note(const UnifiedPlan& p, Objective objective) {
+  const auto* best = p.best();
+  if (!best || !best->layout || !p.layouts) return std::nullopt;
+  const auto& chosen = best->layout->layout;
+  const bool modules =
+      std::any_of(p.layouts->rejected.begin(), p.layouts->rejected.end(), [](const auto& r) {
+        const auto& l = r.candidate.layout;
+        return l.recompute == Checkpointing::selective && !l.recompute_modules.is_default();
+      });
+  const bool chosen_modules =
+      chosen.recompute == Checkpointing::selective && !chosen.recompute_modules.is_default();
+  if (!modules && !chosen_modules) return std::nullopt;
+  return "recompute " + recompute_name(chosen) + " chosen" +
+         alternatives(p, objective, recompute_name) +
+         " (each at its best; {checkpointing}, {recompute_modules} restrict them)";
 }
 
 std::optional<std::string> idle_gpus_note(const PlanResult& result, std::int64_t batch) {

@@ -223,6 +223,7 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
   }
   data_parallel_outputs(plan, in, e, accelerate, out);
   if (const auto note = expert_layout_note(plan, in.request.objective)) out.notes.push_back(*note);
+  if (const auto note = recompute_note(plan, in.request.objective)) out.notes.push_back(*note);
   if (const auto note = idle_gpus_note(plan.data_parallel, in.request.global_batch);
       note && plan.best() && plan.best()->data_parallel) {
     out.notes.push_back(*note);

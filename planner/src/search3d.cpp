@@ -23,12 +23,44 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 // Pipeline depths the layers allow: those dividing L, and those dividing L + 2 (Megatron's
 // split that counts the embedding and the loss as layers, one fewer on the first and last
 // stage), every stage keeping a layer.
+// Pipeline depths: the divisors of the layers, those of the layers + 2 (Megatron-LM's rule
+// that counts the embedding and the loss as a layer each), and the powers of two up to half
+// the layers, split as balanced_stages does.
 std::vector<std::int64_t> pipeline_depths(std::int64_t layers) {
   auto out = divisors(layers);
   for (const auto p : divisors(layers + 2)) {
     if (p > 1 && (layers + 2) / p >= 2 && layers % p != 0) out.push_back(p);
   }
+  for (std::int64_t p = 2; 2 * p <= layers; p *= 2)
+    out.push_back(p);
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The layers of p stages as even as they come: L / p each, the L mod p left over one each to
+// the middle stages first (the first holds the embedding, the last the head and loss), then
+// to the first stage and the last -- as NVIDIA's recipes split DeepSeek-V3's 61 layers (7,
+// 8 x 6, 6 at PP 8, with the MTP module beside the last stage's layers).
+std::vector<std::int64_t> balanced_stages(std::int64_t layers, std::int64_t p) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(p), layers / p);
+  std::int64_t left = layers % p;
+  for (std::int64_t i = 1; i + 1 < p && left > 0; ++i, --left)
+    ++out[static_cast<std::size_t>(i)];
+  if (left > 0) ++out.front(), --left;
+  if (left > 0) ++out.back();
+  return out;
+}
+
+// The stage split of pp x v: Megatron-LM's own (even, or the embedding-and-loss rule) where it
+// has one, else balanced_stages where every stage holds a layer per chunk; empty: none.
+std::vector<std::int64_t> stage_split(const TransformerSpec& s, std::int64_t pp, std::int64_t v) {
+  cost::Layout3D split;
+  split.pp = pp;
+  split.interleave = v;
+  if (!cost::stage_split_problem(s, split)) return cost::layers_per_stage(s, split);
+  auto out = balanced_stages(s.num_layers, pp);
+  if (*std::min_element(out.begin(), out.end()) < v) return {};
   return out;
 }
 
@@ -85,6 +117,17 @@ void for_each_schedule(const Request3D& r, cost::Layout3D& l, Visit& visit) {
   }
 }
 
+// The request's exchange options where Megatron-LM runs them: the overlapped all-to-alls with
+// expert parallelism, interleaving under a pipeline and no full recomputation; DeepEP with
+// expert parallelism over whole experts.
+void set_exchange(const Request3D& r, cost::Layout3D& l) {
+  const bool experts = l.framework == cost::Framework::megatron && l.ep > 1;
+  l.overlap_ep_comm = r.overlap_ep_comm && experts && (l.pp == 1 || l.interleave > 1) &&
+                      l.recompute != Checkpointing::full &&
+                      !l.recompute_modules.has(RecomputeModule::moe);
+  l.deepep = r.deepep && experts && l.expert_tp() == 1;
+}
+
 // A mixture of experts' expert layouts (parallel folding): ep dividing the experts, etp the
 // tensor-parallel size or 1 (each expert whole, DeepSeek-V3's choice), etp x ep dividing the
 // stage's tp x cp x dp GPUs, each as its framework runs it (cost::expert_layout_problem).
@@ -108,12 +151,14 @@ void for_each_expert_layout(const TransformerSpec& s, const Request3D& r, cost::
       if (s.moe.experts % ep || ranks % (etp * ep) || !allowed(r.eps, ep)) continue;
       l.ep = ep;
       l.etp = etp == l.tp ? 0 : etp;
+      set_exchange(r, l);
       if (cost::expert_layout_problem(s, l)) continue;
       for_each_schedule(r, l, visit);
     }
   }
   l.ep = 1;
   l.etp = 0;
+  l.overlap_ep_comm = l.deepep = false;
 }
 
 // Transformer Engine's recipes under Megatron-LM; torchao's tensorwise and rowwise under FSDP2.
@@ -135,7 +180,17 @@ std::vector<RecomputeModules> recompute_sets(const TransformerSpec& s, const Req
   if (!r.recompute_modules.empty()) return r.recompute_modules;
   std::vector<RecomputeModules> sets{RecomputeModules{}};
   const auto discarding = discarding_modules(s, r.fp8);
-  if (discarding.bits != 0) sets.push_back(discarding);
+  if (discarding.bits == 0) return sets;
+  sets.push_back(discarding);
+  // Each alone too, where there are several: the one that fits may be enough.
+  for (const auto& named : kRecomputeModules) {
+    if (!discarding.has(named.value) ||
+        discarding.bits == (1U << static_cast<unsigned>(named.value)))
+      continue;
+    auto one = RecomputeModules::empty();
+    one.add(named.value);
+    sets.push_back(one);
+  }
   return sets;
 }
 
@@ -195,11 +250,9 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
       const std::int64_t m = r.global_batch / dp / b;
       for (std::int64_t v = 1; v <= 8; v *= 2) {
         if (!allowed(r.interleaves, v)) continue;
-        cost::Layout3D split;
-        split.pp = pp;
-        split.interleave = v;
-        if (cost::stage_split_problem(s, split)) continue;
         if (v > 1 && pp == 1) continue;
+        const auto stages = stage_split(s, pp, v);
+        if (stages.empty()) continue;
         for (bool seqp : {false, true}) {
           if (seqp && tp == 1) continue;
           if (!r.sequence_parallel.empty() &&
@@ -229,7 +282,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.attention = r.attention;
             l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;
-            l.stage_layers = cost::layers_per_stage(s, l);  // the split, resolved
+            l.stage_layers = stages;
             for_each_state_sharding(s, r, l, visit);
           }
         }
@@ -304,13 +357,40 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
   return "no layout: tp must be a power of two up to " + std::to_string(per_node) + " dividing " +
          std::to_string(s.num_heads) + " heads and " + std::to_string(s.num_kv_heads) +
          " key/value heads (" + sizes_text(tps, r.tps) + "), pp must divide " +
-         std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) + " (" +
-         sizes_text(pps, r.pps) + "), cp must split the " + std::to_string(seq) +
-         "-token sequence into 2 x cp chunks" + attention + " (" +
+         std::to_string(s.num_layers) + " layers or " + std::to_string(s.num_layers + 2) +
+         ", or be a power of two up to half the layers (" + sizes_text(pps, r.pps) +
+         "), cp must split the " + std::to_string(seq) + "-token sequence into 2 x cp chunks" +
+         attention + " (" +
          sizes_text(cps.size() > 8 ? std::vector<std::int64_t>(cps.begin(), cps.begin() + 8) : cps,
                     r.cps) +
          "), and " + std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
          std::to_string(r.global_batch) + experts_reason(s, r);
+}
+
+// Module sets the request names must run on the model as Megatron-LM runs them: refused here,
+// not searched past in silence.
+void check_recompute_sets(const TransformerSpec& s, const Request3D& r) {
+  if (r.recompute_modules.empty()) return;
+  const auto named = [&](cost::Framework f) {
+    return r.frameworks.empty() ||
+           std::find(r.frameworks.begin(), r.frameworks.end(), f) != r.frameworks.end();
+  };
+  if (!named(cost::Framework::megatron)) {
+    throw FieldError("recompute_modules",
+                     "Megatron-LM's, and the layouts asked for run under fsdp2 only "
+                     "(torchtitan's selective checkpointing is per op)");
+  }
+  if (!r.recompute.empty() && std::find(r.recompute.begin(), r.recompute.end(),
+                                        Checkpointing::selective) == r.recompute.end()) {
+    throw FieldError("recompute_modules", "needs selective among {checkpointing}");
+  }
+  for (const auto& set : r.recompute_modules) {
+    cost::Layout3D l;
+    l.recompute = Checkpointing::selective;
+    l.recompute_modules = set;
+    l.fp8 = r.fp8;
+    if (const auto why = cost::recompute_problem(s, l)) throw Error(*why);
+  }
 }
 
 }  // namespace
@@ -433,6 +513,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
   }
   if (r.global_batch < 1) throw Error("global batch: a positive number of samples");
+  check_recompute_sets(*m.transformer, r);
   const auto counts = counts_of(r, t.gpu_count());
   std::int64_t seq = r.seq_len;
   sequence_length(m, seq);

@@ -135,6 +135,8 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.schedules = r.schedules;
   x.recompute = p.checkpointing;
   x.recompute_modules = r.recompute_modules;
+  x.overlap_ep_comm = r.overlap_ep_comm;
+  x.deepep = r.deepep;
   x.attention = p.attention;
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);

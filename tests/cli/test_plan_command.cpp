@@ -287,12 +287,15 @@ TEST_CASE("plan --tp restricts every candidate, --sp takes on and off") {
   CHECK(zero.code == 1);
   CHECK_THAT(zero.err, Catch::Matchers::Contains("sizes are positive"));
   // GPT-2 has 12 layers: no pipeline of 5 stages (5 divides neither 12 nor 12 + 2, Megatron's
-  // split counting the embedding and the loss); the report says which sizes are allowed.
+  // split counting the embedding and the loss, and is no power of two, split as evenly as the
+  // layers come); the report says which sizes are allowed.
   const auto none =
       dtplan::test::run_dtplan({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
                                 "A100-80GB", "--global-batch", "16", "--pp", "5"});
-  CHECK_THAT(none.out, Catch::Matchers::Contains("pp must divide 12 layers or 14 (1,2,3,4,6,7,12; "
-                                                 "of those the request allows: none)"));
+  CHECK_THAT(none.out,
+             Catch::Matchers::Contains("pp must divide 12 layers or 14, or be a power of two up to "
+                                       "half the layers (1,2,3,4,6,7,12; of those the request "
+                                       "allows: none)"));
   // Eager attention rules out context parallelism, and the reason says so in flags.
   const auto eager = dtplan::test::run_dtplan(
       {"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu", "A100-80GB",

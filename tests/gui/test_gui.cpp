@@ -381,6 +381,8 @@ class TestGui : public QObject {
     s.layout.schedule = "interleaved";
     s.layout.interleave = 5;  // 40 layers over 2 stages x 5 chunks
     s.layout.pp_layers = {20, 20};
+    s.checkpointing = "selective";
+    s.layout.recompute_modules = "core_attn,layernorm";
     InputsPanel form;
     form.set_session(s);
     QCOMPARE(to_json(form.session()), to_json(s));
@@ -392,6 +394,12 @@ class TestGui : public QObject {
     QCOMPARE(form.session().strategy, std::string("fsdp2"));
     QVERIFY(form.session().layout.framework.empty());
     // Errors name the form's inputs, not the library's fields or the CLI's flags.
+    auto modules = layout_session();
+    modules.checkpointing = "selective";
+    modules.layout.recompute_modules = "core_attn,core_attn";
+    const auto twice = window_error(modules);
+    QVERIFY2(twice == "\"recompute modules\": 'core_attn,core_attn' names core_attn twice",
+             twice.c_str());
     auto bad = layout_session();
     bad.strategy = "zero3";
     QCOMPARE(window_error(bad),
@@ -454,6 +462,10 @@ class TestGui : public QObject {
     QCOMPARE(moe.strategy, std::string("megatron"));  // a layout flag makes it a layout
     QCOMPARE(moe.layout.ep, std::int64_t{8});
     QCOMPARE(moe.layout.etp, std::int64_t{1});
+    const auto modules = parse({"--model", "mixtral-8x7b", "--checkpointing", "selective",
+                                "--recompute-modules", "layernorm,moe_act"});
+    QCOMPARE(modules.strategy, std::string("megatron"));  // a layout flag
+    QCOMPARE(modules.layout.recompute_modules, std::string("layernorm,moe_act"));
     // --nodes alone takes every GPU of the nodes; --gpus still says how many.
     QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16"}).gpus, std::int64_t{128});
     QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16", "--gpus", "32"}).gpus,

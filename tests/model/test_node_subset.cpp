@@ -35,8 +35,8 @@ TEST_CASE("the first 16 trays of an NVL72 rack: their GPUs, Graces and NICs, the
   CHECK(part.devices.back().id == "t15nic3");
   REQUIRE(part.host_memory);
   CHECK(part.host_memory->value == 16093LL * 1073741824 * 16 / 18);
-  CHECK_THAT(part.assumptions.back(), Contains("64 of the node's 72 GPUs") &&
-                                          Contains("16 of 18 hosts"));
+  CHECK_THAT(part.assumptions.back(),
+             Contains("64 of the node's 72 GPUs") && Contains("16 of 18 hosts"));
   // Four such racks: 256 GPUs, 64 per node, each on its own NVSwitch.
   const auto table = InterconnectTable::load(kData / "interconnect.json");
   const auto four = Topology::build(part, 4, table);
@@ -47,7 +47,7 @@ TEST_CASE("the first 16 trays of an NVL72 rack: their GPUs, Graces and NICs, the
   CHECK_THROWS_WITH(first_hosts(rack, 66), Contains("{gpus_per_node} 66") &&
                                                Contains("whole hosts of 4 GPUs, up to its 72"));
   CHECK_THROWS_WITH(first_hosts(rack, 76), Contains("up to its 72"));
-  CHECK_THROWS_WITH(first_hosts(rack, 0), Contains("whole hosts"));
+  CHECK_THROWS_WITH(first_hosts(rack, 0), Contains("a positive number"));
   const auto dgx = load_node_template("dgx-h100", kData / "topologies");
   CHECK_THROWS_WITH(first_hosts(dgx, 4), Contains("is one host of 8 GPUs"));
 }

@@ -38,6 +38,7 @@ const std::map<std::string, bool> kTakesValue{
     {"--cp-comm-type", true},  // p2p, all_gather, a2a, a2a+p2p
     {"--sequence-parallel", false},
     {"--num-virtual-stages-per-pipeline-rank", true},
+    {"--pipeline-model-parallel-layout", true},  // TransformerConfig field, a layout string
     {"--decoder-first-pipeline-num-layers", true},
     {"--decoder-last-pipeline-num-layers", true},
     {"--account-for-embedding-in-pipeline-split", false},
@@ -211,10 +212,15 @@ TEST_CASE("Megatron-LM arguments: uneven stages as the embedding-and-loss rule o
   CHECK(a.count("--account-for-loss-in-pipeline-split") == 1);
   CHECK(a.count("--decoder-first-pipeline-num-layers") == 0);
   // Splits of the user's over 12 stages: 3 + 10 x 12 + 3 = 126 is Megatron's first/last
-  // form; an uneven middle (9, 11, 12 x 7, 16) is not expressible.
+  // form; an uneven middle (9, 11, 12 x 7, 16) is its pipeline layer layout, stage by stage.
   l.pp = 12;
   l.stage_layers = {3, 9, 11, 12, 12, 12, 12, 12, 12, 12, 16, 3};
-  CHECK_THROWS_WITH(planner::megatron_arguments(deep, l), Contains("differ in the middle"));
+  std::string layer_layout = "E";
+  for (std::size_t i = 0; i < l.stage_layers.size(); ++i)
+    layer_layout +=
+        std::string(static_cast<std::size_t>(l.stage_layers[i]), 't') + (i < 11 ? "|" : "L");
+  CHECK(parsed(planner::megatron_arguments(deep, l)).at("--pipeline-model-parallel-layout") ==
+        layer_layout);
   l.stage_layers = {3, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 3};
   const auto b = parsed(planner::megatron_arguments(deep, l));
   CHECK(b.at("--decoder-first-pipeline-num-layers") == "3");
@@ -424,4 +430,42 @@ TEST_CASE("Megatron-LM arguments: recompute modules as its nargs list") {
   CHECK(plain.at("--recompute-granularity") == "selective");
   l.recompute_modules = RecomputeModules::empty();
   CHECK(parsed(planner::megatron_arguments(m, l)).count("--recompute-granularity") == 0);
+}
+
+TEST_CASE("Megatron-LM arguments: uneven interleaved stages as a pipeline layer layout") {
+  // DeepSeek-V3 at pp 8 x v 4 over 7, 8 x 6, 6 layers: 7 and 6 do not divide into 4 chunks,
+  // which --decoder-first/last-pipeline-num-layers require of an interleaved pipeline, so the
+  // export writes Megatron-LM's layout, chunk r x pp + k on stage k: stage 0's 7 layers as
+  // 1, 2, 2, 2 (the shortfall on its first chunk), stage 7's 6 as 2, 2, 1, 1 (on its last),
+  // the others' 8 as 2 each; the embedding first, the MTP module and the loss last.
+  const auto m = load_model("deepseek-v3", resolve_data_dir("") / "models");
+  auto l = layout(1, 1, 8, 1);
+  l.seq_len = 4096;
+  l.interleave = 4;
+  l.micro_batches = 8;
+  l.stage_layers = {7, 8, 8, 8, 8, 8, 8, 6};
+  const auto a = parsed(planner::megatron_arguments(m, l));
+  std::string expected = "Et|";
+  for (int r = 0; r < 4; ++r) {
+    for (int k = r == 0 ? 1 : 0; k < 8; ++k) {
+      const bool short_last = r >= 2 && k == 7;
+      expected += short_last ? "t" : "tt";
+      expected += r == 3 && k == 7 ? "mL" : "|";
+    }
+  }
+  CHECK(a.at("--pipeline-model-parallel-layout") == expected);
+  CHECK(expected.size() == 1 + 61 + 31 + 2);  // E, 61 layers, 31 bars, m and L
+  // The layout implies the virtual stages; Megatron-LM refuses the flags beside it.
+  CHECK(a.count("--num-virtual-stages-per-pipeline-rank") == 0);
+  CHECK(a.count("--decoder-first-pipeline-num-layers") == 0);
+  // Without interleaving the first and last stages' layers say it.
+  l.interleave = 1;
+  const auto flat = parsed(planner::megatron_arguments(m, l));
+  CHECK(flat.at("--decoder-first-pipeline-num-layers") == "7");
+  CHECK(flat.at("--decoder-last-pipeline-num-layers") == "6");
+  CHECK(flat.count("--pipeline-model-parallel-layout") == 0);
+  // The args file quotes the layout's bars for bash.
+  l.interleave = 4;
+  CHECK_THAT(planner::megatron_args_file(m, l),
+             Contains("--pipeline-model-parallel-layout '" + expected + "'"));
 }

@@ -1,5 +1,7 @@
 // Tests for planner/src/search3d.cpp: the rules every layout it returns obeys, and the ranking.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <numeric>
 
 #include "cluster_fixture.hpp"
 
@@ -40,10 +42,12 @@ TEST_CASE("3D search: Llama 2 70B on 16 DGX H100 nodes, every layout valid, fast
     const auto& l = res.ranked[i].layout;
     INFO("tp " << l.tp << " pp " << l.pp << " v " << l.interleave);
     CHECK(l.tp * l.pp * l.dp == 128);
-    CHECK(l.tp <= 8);                        // inside a node
-    CHECK(64 % l.tp == 0);                   // 64 heads
-    CHECK(8 % l.tp == 0);                    // 8 key/value heads
-    CHECK(80 % (l.pp * l.interleave) == 0);  // 80 layers
+    CHECK(l.tp <= 8);       // inside a node
+    CHECK(64 % l.tp == 0);  // 64 heads
+    CHECK(8 % l.tp == 0);   // 8 key/value heads
+    // 80 layers over the stages, each with a layer per model chunk at least.
+    CHECK(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0}) == 80);
+    CHECK(*std::min_element(l.stage_layers.begin(), l.stage_layers.end()) >= l.interleave);
     CHECK(l.micro_batch * l.micro_batches * l.dp == 1024);
     CHECK(double(res.ranked[i].memory.total().value) <= res.usable_bytes);
     if (i > 0) CHECK(res.ranked[i - 1].time.step_s <= res.ranked[i].time.step_s);
@@ -223,7 +227,7 @@ TEST_CASE("3D search: recompute modules fit a mixture where attention-only recom
   const auto res = f.search(r);
   REQUIRE(!res.ranked.empty());
   for (const auto& c : res.ranked)
-    CHECK(c.layout.recompute_modules == parse_recompute_modules("layernorm,moe_act"));
+    CHECK(c.layout.recompute_modules.has(RecomputeModule::moe_act));
   r.recompute_modules = {RecomputeModules{}};
   CHECK(f.search(r).ranked.empty());
   // The discarding modules of each model: latent attention adds mla_up_proj; delayed FP8
@@ -235,4 +239,69 @@ TEST_CASE("3D search: recompute modules fit a mixture where attention-only recom
         "mla_up_proj");
   const auto llama = load_model("llama-3-8b", resolve_data_dir("") / "models");
   CHECK(planner::discarding_modules(*llama.transformer, Fp8Recipe::none).bits == 0);
+}
+
+TEST_CASE("3D search: uneven pipelines split the layers as evenly as they come") {
+  // DeepSeek-V3's 61 layers divide by neither 8 nor 16, nor do 63 (with the embedding and the
+  // loss counted): 61 = 8 x 7 + 5 puts one more layer on five middle stages, 7, 8 x 5, 7, 7;
+  // 61 = 16 x 3 + 13 on the first thirteen of the fourteen middle stages, 3, 4 x 13, 3, 3.
+  const DgxH100 f("deepseek-v3", 128);
+  planner::Request3D r;
+  r.global_batch = 8192;
+  r.seq_len = 4096;
+  r.tps = {2};
+  r.pps = {8, 16};
+  r.eps = {64};
+  r.frameworks = {cost::Framework::megatron};
+  r.recompute = {Checkpointing::full};
+  r.top_k = 50;
+  const auto res = f.search(r);
+  REQUIRE(!res.ranked.empty());
+  for (const auto& c : res.ranked) {
+    const auto& l = c.layout;
+    if (l.pp == 8) CHECK(l.stage_layers == std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 7, 7});
+    if (l.pp == 16) {
+      std::vector<std::int64_t> sixteen(16, 4);
+      sixteen.front() = sixteen[14] = sixteen.back() = 3;
+      CHECK(l.stage_layers == sixteen);
+    }
+  }
+  // Modules the model lacks, or no Megatron-LM layout to run them, are refused by name.
+  r.recompute = {Checkpointing::selective};
+  r.recompute_modules = {parse_recompute_modules("shared_experts,moe_act")};
+  CHECK_NOTHROW(f.search(r));
+  const DgxH100 mixtral("mixtral-8x7b", 4);
+  auto m = megatron_tp1_pp1();
+  m.recompute_modules = {parse_recompute_modules("mla_up_proj")};
+  CHECK_THROWS_WITH(mixtral.search(m), Catch::Contains("mla_up_proj needs latent attention"));
+  m.recompute_modules = {parse_recompute_modules("moe_act")};
+  m.fp8 = Fp8Recipe::delayed;
+  CHECK_THROWS_WITH(mixtral.search(m), Catch::Contains("moe_act: Megatron-LM refuses"));
+  m.fp8 = Fp8Recipe::none;
+  m.frameworks = {cost::Framework::fsdp2};
+  CHECK_THROWS_WITH(mixtral.search(m), Catch::Contains("run under fsdp2 only"));
+}
+
+TEST_CASE("3D search: the overlapped exchange and DeepEP where Megatron-LM runs them") {
+  // Asked for, the overlap goes on every expert-parallel layout Megatron-LM runs it on (no
+  // full recomputation; interleaving under a pipeline), DeepEP on those with whole experts.
+  const DgxH100 f("mixtral-8x7b", 4);
+  planner::Request3D r;
+  r.global_batch = 256;
+  r.seq_len = 4096;
+  r.frameworks = {cost::Framework::megatron};
+  r.overlap_ep_comm = r.deepep = true;
+  r.top_k = 200;
+  const auto res = f.search(r);
+  REQUIRE(res.ranked.size() > 20);
+  std::size_t overlapped = 0;
+  for (const auto& c : res.ranked) {
+    const auto& l = c.layout;
+    const bool runs =
+        l.ep > 1 && l.recompute != Checkpointing::full && (l.pp == 1 || l.interleave > 1);
+    CHECK(l.overlap_ep_comm == runs);
+    CHECK(l.deepep == (l.ep > 1 && l.expert_tp() == 1));
+    overlapped += l.overlap_ep_comm ? 1 : 0;
+  }
+  CHECK(overlapped > 0);
 }

@@ -218,6 +218,16 @@ struct StageHolding {
 // spread evenly over the nodes) the nodes its groups sit on.
 double expected_nodes_per_token(std::int64_t experts, std::int64_t k, std::int64_t nodes,
                                 std::int64_t groups, std::int64_t groups_per_token);
+// One model chunk: the pipeline stage holding it and its layers.
+struct ModelChunk {
+  std::int64_t stage = 0;
+  std::int64_t layers = 0;
+};
+// The model's chunks in layer order (pp x interleave of them): round-robin over the stages under
+// interleaving (chunk r x pp + k on stage k), back along the V under ZB-V; a stage's chunks
+// equal but for a shortfall, which falls on the first stage's first chunks and on any other's
+// last.
+std::vector<ModelChunk> model_chunks(const TransformerSpec& s, const Layout3D& l);
 // Of stage i's blocks, how many are a mixture of experts' dense first blocks (DeepSeek's
 // first_k_dense_replace): the layers walked in order through the stages' model chunks.
 std::int64_t dense_on_stage(const TransformerSpec& m, const Layout3D& l, std::int64_t i);

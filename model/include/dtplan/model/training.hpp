@@ -158,8 +158,8 @@ struct RecomputeModules {
 
 // "core_attn,moe_act" in the table's order; "none" for the empty set.
 std::string text_of(RecomputeModules m);
-// A comma-separated list of module names, or "none"; throws dtplan::Error naming
-// {recompute_modules} and the unknown or repeated name.
+// A comma-separated list of module names, or "none"; throws dtplan::Error naming the unknown,
+// repeated or empty name (the caller names the input).
 RecomputeModules parse_recompute_modules(std::string_view text);
 
 // Name of a value; parse throws dtplan::Error naming `what` and the known names.

@@ -32,6 +32,10 @@ std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objec
 // other expert layout the search priced at its best (slower by how much, or over memory).
 std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective objective);
 
+// When the search tried Megatron-LM's recompute modules (or chose some): why its recomputation
+// won, each other mode or module set at its best (slower by how much, or over memory).
+std::optional<std::string> recompute_note(const UnifiedPlan& p, Objective objective);
+
 // When the batch kept GPUs idle: the batches that would use the most GPUs searched.
 // Both notes mark fields as {name} (render_fields).
 std::optional<std::string> idle_gpus_note(const PlanResult& r, std::int64_t global_batch);

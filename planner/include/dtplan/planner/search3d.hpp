@@ -46,8 +46,12 @@ struct Request3D {
   std::vector<Checkpointing> recompute;  // empty: all three
   // Megatron-LM's selective recomputation: the module sets tried (training.hpp); empty: its
   // default (core_attn) and, for a model with latent attention or experts, the modules whose
-  // tensors are discarded and rebuilt cheaply (discarding_modules).
+  // tensors are discarded and rebuilt cheaply (discarding_modules), together and each alone.
   std::vector<RecomputeModules> recompute_modules;
+  // Megatron-LM's overlapped expert all-to-alls and DeepEP dispatch, on every layout that can
+  // run them (expert parallelism; the overlap with interleaving under a pipeline and without
+  // full recomputation, DeepEP over whole experts).
+  bool overlap_ep_comm = false, deepep = false;
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;

@@ -31,6 +31,7 @@ struct LayoutRequest {
   std::vector<bool> sequence_parallel;      // empty: both
   std::vector<cost::PipelineSchedule> schedules;
   std::vector<RecomputeModules> recompute_modules;  // selective's sets; empty: search3d.hpp's
+  bool overlap_ep_comm = false, deepep = false;     // where the layouts run them (search3d.hpp)
   // Whether strategies were named (plan.strategies and frameworks together): then only the
   // named families run; a data-parallel strategy list alone leaves the layouts out.
   bool strategies_named = false;
