@@ -62,7 +62,7 @@ Inputs load_inputs(const Session& s) {
   in.data = resolve_data_dir("");
   in.model = load_model(s.model, in.data / "models");
   in.cluster = std::make_unique<const planner::ClusterInputs>(
-      in.data, planner::ClusterNames{s.topology, s.nodes, s.gpu});
+      in.data, planner::ClusterNames{s.topology, s.nodes, s.gpu, s.gpus_per_node});
   in.config = config_of(s, in.model, in.cluster->topology);
   return in;
 }

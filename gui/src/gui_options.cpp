@@ -120,6 +120,9 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--topology", s.topology, "preset, JSON or nvidia-smi topo -m text")
       ->capture_default_str();
   app.add_option("--nodes", s.nodes, "nodes")->capture_default_str();
+  app.add_option("--gpus-per-node", s.gpus_per_node,
+                 "GPUs used in each node (default: all): fewer takes its first hosts, e.g. 64 of "
+                 "an NVL72 rack's 72 (16 of its 18 trays)");
   app.add_option("--gpus", s.gpus,
                  "GPUs (a layout's dp = GPUs / (tp x cp x pp)); with --nodes and no --gpus: "
                  "every GPU of the nodes")
@@ -171,6 +174,7 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--gpu")) merged.gpu = s.gpu;
     if (given("--topology")) merged.topology = s.topology;
     if (given("--nodes")) merged.nodes = s.nodes;
+    if (given("--gpus-per-node")) merged.gpus_per_node = s.gpus_per_node;
     if (given("--gpus")) merged.gpus = s.gpus;
     if (given("--strategy")) merged.strategy = s.strategy;
     if (given("--precision")) merged.precision = s.precision;
@@ -192,7 +196,8 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   // --nodes alone means the whole cluster, as dtplan plan and estimate's layouts take it.
   if (app.count("--nodes") > 0 && app.count("--gpus") == 0) {
     const auto node = load_node_template(s.topology, resolve_data_dir("") / "topologies");
-    s.gpus = checked_mul(s.nodes, node.gpu_count(), "--nodes x GPUs per node");
+    const auto per_node = s.gpus_per_node > 0 ? s.gpus_per_node : node.gpu_count();
+    s.gpus = checked_mul(s.nodes, per_node, "--nodes x GPUs per node");
   }
   default_layout_strategy(app, s);
   const std::vector<std::string> views{"memory", "topology", "timeline", "plan", "validation"};

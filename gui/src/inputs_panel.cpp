@@ -122,6 +122,8 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
   topo_row->addWidget(open_topo);
   form->addRow("topology", topo_row);
   form->addRow("nodes", nodes_ = spin(1, 4096));
+  form->addRow("GPUs per node", gpus_per_node_ = spin(0, 1024));
+  gpus_per_node_->setSpecialValueText("all");
   form->addRow("GPUs", gpus_ = spin(1, 65536));
   form->addRow("strategy", strategy_ = combo(to_list(strategy_names()) << "megatron"
                                                                        << "fsdp2",
@@ -184,6 +186,7 @@ Session InputsPanel::session() const {
   s.gpu = gpu_->currentText().toStdString();
   s.topology = topology_->currentText().toStdString();
   s.nodes = nodes_->value();
+  s.gpus_per_node = gpus_per_node_->value();
   s.gpus = gpus_->value();
   s.strategy = strategy_->currentText().toStdString();
   s.precision = precision_->currentText().toStdString();
@@ -220,6 +223,7 @@ void InputsPanel::set_session(const Session& s) {
   select(gpu_, s.gpu);
   select(topology_, s.topology);
   nodes_->setValue(static_cast<int>(s.nodes));
+  gpus_per_node_->setValue(static_cast<int>(s.gpus_per_node));
   gpus_->setValue(static_cast<int>(s.gpus));
   // The form names a layout's framework as its strategy.
   const bool framework_apart =

@@ -26,6 +26,7 @@ std::string label_of(const std::string& field) {
       {"micro_batches", "micro-batch"},
       {"grad_accum", "accumulation"},
       {"seq_len", "sequence (0: max)"},
+      {"gpus_per_node", "GPUs per node"},
       {"checkpointing", "checkpointing"},
       {"offload", "offload"},
       {"offloads", "offload"},

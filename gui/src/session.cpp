@@ -63,6 +63,7 @@ nlohmann::json to_json(const Session& s) {
           {"gpu", s.gpu},
           {"topology", s.topology},
           {"nodes", s.nodes},
+          {"gpus_per_node", s.gpus_per_node},
           {"gpus", s.gpus},
           {"strategy", s.strategy},
           {"precision", s.precision},
@@ -92,6 +93,8 @@ Session session_from_reader(const ObjectReader& r) {
   // The bounds the CLI's flags have (--nodes, --gpus, --micro-batch, --grad-accum,
   // --global-batch, --seq-len), so a session file cannot ask for what a flag may not.
   s.nodes = r.integer("nodes", 1, 4096);
+  // Sessions saved before partial nodes used every GPU of each.
+  if (r.has("gpus_per_node")) s.gpus_per_node = r.integer("gpus_per_node", 0, 1024);
   s.gpus = r.integer("gpus", 1, 1'000'000);
   s.strategy = r.string("strategy");
   s.precision = r.string("precision");

@@ -18,6 +18,7 @@ struct Session {
   std::string gpu = "A100-80GB";
   std::string topology = "pcie-split-8";  // preset, JSON file or nvidia-smi topo -m text
   std::int64_t nodes = 1;
+  std::int64_t gpus_per_node = 0;  // of each node: its first hosts; 0: all of them
   std::int64_t gpus = 8;
   std::string strategy = "fsdp-grad-op";  // a data-parallel strategy, or megatron|fsdp2
   std::string precision = "bf16";

@@ -3,6 +3,7 @@
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_topology.hpp"
+#include "dtplan/model/node_subset.hpp"
 #include "dtplan/model/topology_io.hpp"
 
 namespace dtplan::planner {
@@ -21,12 +22,24 @@ const ClusterNames& checked(const ClusterNames& n) {
   return n;
 }
 
+// The node, or its first hosts when the names use part of it.
+NodeTemplate node_of(const std::filesystem::path& data_dir, const ClusterNames& n) {
+  auto node = load_node_template(checked(n).topology, data_dir / "topologies");
+  if (n.gpus_per_node == 0 || n.gpus_per_node == node.gpu_count()) return node;
+  try {
+    return first_hosts(node, n.gpus_per_node);
+  } catch (const FieldError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FieldError("gpus_per_node", e.what());
+  }
+}
+
 }  // namespace
 
 ClusterInputs::ClusterInputs(const std::filesystem::path& data_dir, const ClusterNames& names)
     : table(InterconnectTable::load(data_dir / "interconnect.json")),
-      topology(Topology::build(load_node_template(checked(names).topology, data_dir / "topologies"),
-                               names.nodes, table)),
+      topology(Topology::build(node_of(data_dir, names), names.nodes, table)),
       gpu(GpuCatalog::load(data_dir / "gpus.json").find(names.gpu)),
       compute(cost::load_compute_constants(data_dir / "compute.json")),
       overheads(cost::load_overheads(data_dir / "overheads.json")) {

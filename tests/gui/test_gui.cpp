@@ -383,6 +383,7 @@ class TestGui : public QObject {
     s.layout.pp_layers = {20, 20};
     s.checkpointing = "selective";
     s.layout.recompute_modules = "core_attn,layernorm";
+    s.gpus_per_node = 4;
     InputsPanel form;
     form.set_session(s);
     QCOMPARE(to_json(form.session()), to_json(s));
@@ -414,6 +415,13 @@ class TestGui : public QObject {
     QCOMPARE(window_error(bad), std::string("\"GPUs\": 16 is not divisible by \"tensor "
                                             "parallel\" x \"context parallel\" x \"pipeline "
                                             "stages\" = 3"));
+    // Part of a node is whole hosts of a node of several: a DGX H100 is one host.
+    bad = layout_session();
+    bad.gpus_per_node = 4;
+    const auto part = window_error(bad);
+    QVERIFY2(part.find("\"GPUs per node\"") != std::string::npos &&
+                 part.find("is one host of 8 GPUs") != std::string::npos,
+             part.c_str());
   }
 
   void plan_notes_name_the_forms_inputs() {
@@ -471,6 +479,11 @@ class TestGui : public QObject {
     QCOMPARE(parse({"--topology", "dgx-h100", "--nodes", "16", "--gpus", "32"}).gpus,
              std::int64_t{32});
     QCOMPARE(parse({"--topology", "dgx-h100"}).gpus, std::int64_t{8});
+    // 16 trays of each of 4 NVL72 racks: 64 GPUs a node, 256 in all.
+    const auto racks =
+        parse({"--topology", "gb200-nvl72", "--nodes", "4", "--gpus-per-node", "64"});
+    QCOMPARE(racks.gpus, std::int64_t{256});
+    QCOMPARE(racks.gpus_per_node, std::int64_t{64});
     const auto fsdp = parse({"--framework", "fsdp2", "--dp-shard", "8", "--sharding", "gradients"});
     QCOMPARE(fsdp.strategy, std::string("fsdp2"));
     QVERIFY(fsdp.layout.framework.empty());  // the form names it as the strategy

@@ -21,12 +21,14 @@ struct ClusterNames {
   std::string topology;  // preset name, JSON file or nvidia-smi topo -m text
   std::int64_t nodes = 1;
   std::string gpu;  // catalogue name
+  // GPUs used in each node: its first hosts (node_subset.hpp); 0, or all of them: the node.
+  std::int64_t gpus_per_node = 0;
 };
 
 class ClusterInputs {
  public:
-  // Throws a FieldError naming topology, nodes or gpu when one is missing or out of range, or
-  // the loaders' errors naming the file and key.
+  // Throws a FieldError naming topology, nodes, gpus_per_node or gpu when one is missing or out
+  // of range, or the loaders' errors naming the file and key.
   ClusterInputs(const std::filesystem::path& data_dir, const ClusterNames& names);
   ClusterInputs(const ClusterInputs&) = delete;
   ClusterInputs& operator=(const ClusterInputs&) = delete;
