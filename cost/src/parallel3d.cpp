@@ -476,9 +476,9 @@ std::optional<std::string> recompute_problem(const TransformerSpec& m, const Lay
   if (r.has(RecomputeModule::moe) && l.overlap_ep_comm)
     return "{recompute_modules} moe: Megatron-LM refuses it with {overlap_ep_comm}";
   if (l.fp8 == Fp8Recipe::delayed) {
-    for (const auto m : {RecomputeModule::layernorm, RecomputeModule::moe_act}) {
-      if (r.has(m))
-        return "{recompute_modules} " + std::string(name_in(kRecomputeModules, m)) +
+    for (const auto module : {RecomputeModule::layernorm, RecomputeModule::moe_act}) {
+      if (r.has(module))
+        return "{recompute_modules} " + std::string(name_in(kRecomputeModules, module)) +
                ": Megatron-LM refuses moe_act and layernorm under FP8 delayed scaling "
                "({fp8_recipe})";
     }

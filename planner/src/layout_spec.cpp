@@ -33,12 +33,25 @@ auto parsed(const char* field, const std::string& text, Parse parse) {
   }
 }
 
+// The spec without its recompute modules.
+LayoutSpec sizes_only(LayoutSpec s) {
+  s.recompute_modules.clear();
+  return s;
+}
+
 cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
   if (!strategy.empty() && !is_layout_framework(strategy)) {
     auto known = strategy_names();
     if (std::find(known.begin(), known.end(), strategy) == known.end()) {
       known.insert(known.end(), {"megatron", "fsdp2"});
       throw FieldError("strategies", unknown_name_message("strategy", strategy, known));
+    }
+    // Recompute modules alone make a layout of the request: name them, not the sizes.
+    if (!s.recompute_modules.empty() && !wants_layout(sizes_only(s), "")) {
+      throw FieldError("recompute_modules",
+                       "Megatron-LM's; {strategies} " + std::string(strategy) +
+                           " is a data-parallel strategy: run a Megatron-LM layout ({strategies} "
+                           "megatron)");
     }
     throw FieldError("strategies", std::string(strategy) +
                                        " is a data-parallel strategy; a layout ({tp}, {pp}, "

@@ -621,6 +621,11 @@ TEST_CASE("estimate --recompute-modules: Megatron-LM's selective modules, checke
   CHECK_THAT(bad.err, Contains("--recompute-modules moe_act needs --checkpointing selective"));
   bad = run(args({"--checkpointing", "selective", "--recompute-modules", "mla_up_proj"}));
   CHECK_THAT(bad.err, Contains("--recompute-modules mla_up_proj needs latent attention"));
+  // A data-parallel strategy with modules: the modules are what asks for Megatron-LM.
+  bad = run(mixtral_estimate({"--strategy", "zero3", "--checkpointing", "selective",
+                              "--recompute-modules", "moe_act", "--seq-len", "4096"}));
+  CHECK_THAT(bad.err, Contains("--recompute-modules: Megatron-LM's; --strategy zero3 is a "
+                               "data-parallel strategy"));
   bad = run(args({"--checkpointing", "selective", "--recompute-modules", "moe_actt"}));
   CHECK_THAT(bad.err, Contains("error: --recompute-modules: unknown recompute module 'moe_actt'"));
 }
