@@ -20,9 +20,6 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return out;
 }
 
-// Pipeline depths the layers allow: those dividing L, and those dividing L + 2 (Megatron's
-// split that counts the embedding and the loss as layers, one fewer on the first and last
-// stage), every stage keeping a layer.
 // Pipeline depths: the divisors of the layers, those of the layers + 2 (Megatron-LM's rule
 // that counts the embedding and the loss as a layer each), and the powers of two up to half
 // the layers, split as balanced_stages does.
@@ -40,8 +37,9 @@ std::vector<std::int64_t> pipeline_depths(std::int64_t layers) {
 
 // The layers of p stages as even as they come: L / p each, the L mod p left over one each to
 // the middle stages first (the first holds the embedding, the last the head and loss), then
-// to the first stage and the last -- as NVIDIA's recipes split DeepSeek-V3's 61 layers (7,
-// 8 x 6, 6 at PP 8, with the MTP module beside the last stage's layers).
+// to the first stage and the last: DeepSeek-V3's 61 layers at PP 8 come out as 7, 8 x 5, 7, 7
+// (NVIDIA's recipes run 7, 8 x 6, 6, the MTP module beside the last stage's layers;
+// estimate --pp-layers takes either).
 std::vector<std::int64_t> balanced_stages(std::int64_t layers, std::int64_t p) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(p), layers / p);
   std::int64_t left = layers % p;
@@ -174,8 +172,8 @@ bool runs_offload(cost::Framework f, Offload o) {
   return o == (f == cost::Framework::megatron ? Offload::optimizer : Offload::optimizer_and_params);
 }
 
-// The layout under each framework, sharding and offload mode the request allows.
-// The module sets of selective recomputation: Megatron-LM's alone; the default set elsewhere.
+// The module sets Megatron-LM's selective recomputation is tried with: the request's, else the
+// default and the discarding modules (together, and each alone where there are several).
 std::vector<RecomputeModules> recompute_sets(const TransformerSpec& s, const Request3D& r) {
   if (!r.recompute_modules.empty()) return r.recompute_modules;
   std::vector<RecomputeModules> sets{RecomputeModules{}};
@@ -194,6 +192,8 @@ std::vector<RecomputeModules> recompute_sets(const TransformerSpec& s, const Req
   return sets;
 }
 
+// The layout under each recompute module set (Megatron-LM's selective recomputation; other
+// modes and FSDP2 have the default set only) the model can run.
 template <class Visit>
 void for_each_recompute_set(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
                             Visit& visit) {
@@ -206,6 +206,7 @@ void for_each_recompute_set(const TransformerSpec& s, const Request3D& r, cost::
   }
 }
 
+// The layout under each framework, sharding and offload mode the request allows.
 template <class Visit>
 void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost::Layout3D& l,
                              Visit& visit) {
