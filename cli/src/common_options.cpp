@@ -79,7 +79,7 @@ LoadedTopology load_topology(const TopologyOptions& o, const std::filesystem::pa
     table.find(cls);
   if (!o.nvlink_class.empty()) table.find(o.nvlink_class);
   auto node = load_node_template(o.topology, data / "topologies", assume);
-  if (o.gpus_per_node && *o.gpus_per_node != node.gpu_count()) {
+  if (o.gpus_per_node) {
     try {
       node = first_hosts(node, *o.gpus_per_node);
     } catch (const Error& e) {

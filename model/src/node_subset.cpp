@@ -59,6 +59,7 @@ std::set<std::string> reached(const NodeTemplate& node, const std::set<std::stri
 }  // namespace
 
 NodeTemplate first_hosts(const NodeTemplate& node, std::int64_t gpus) {
+  if (gpus == node.gpu_count()) return node;
   check_subset(node, gpus);
   std::set<std::string> kept, dropped;
   for (const auto& d : node.devices) {

@@ -25,7 +25,7 @@ const ClusterNames& checked(const ClusterNames& n) {
 // The node, or its first hosts when the names use part of it.
 NodeTemplate node_of(const std::filesystem::path& data_dir, const ClusterNames& n) {
   auto node = load_node_template(checked(n).topology, data_dir / "topologies");
-  if (n.gpus_per_node == 0 || n.gpus_per_node == node.gpu_count()) return node;
+  if (n.gpus_per_node == 0) return node;
   try {
     return first_hosts(node, n.gpus_per_node);
   } catch (const FieldError&) {

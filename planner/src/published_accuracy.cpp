@@ -90,7 +90,7 @@ class Inputs {
   const Topology& topology(const std::string& preset, std::int64_t nodes, std::int64_t gpus,
                            std::int64_t per_node) {
     auto node = load_node_template(preset, data_ / "topologies");
-    if (per_node > 0 && per_node != node.gpu_count()) node = first_hosts(node, per_node);
+    if (per_node > 0) node = first_hosts(node, per_node);
     if (nodes == 0) {
       const auto one = Topology::build(node, 1, table_);
       nodes = (gpus + one.gpus_per_node() - 1) / one.gpus_per_node();

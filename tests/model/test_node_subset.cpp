@@ -50,4 +50,5 @@ TEST_CASE("the first 16 trays of an NVL72 rack: their GPUs, Graces and NICs, the
   CHECK_THROWS_WITH(first_hosts(rack, 0), Contains("a positive number"));
   const auto dgx = load_node_template("dgx-h100", kData / "topologies");
   CHECK_THROWS_WITH(first_hosts(dgx, 4), Contains("is one host of 8 GPUs"));
+  CHECK(first_hosts(dgx, 8).devices.size() == dgx.devices.size());  // all of it: itself
 }

@@ -13,9 +13,9 @@ namespace dtplan {
 // template lists its GPUs). Devices reached only through the dropped GPUs (their hosts' CPUs,
 // NICs and PCIe switches) go with them; what the kept GPUs share -- an NVSwitch, the network --
 // stays, so every kept GPU keeps its links. The host memory stated per node scales with the
-// hosts kept, and the assumptions say what was kept. Throws dtplan::Error naming
-// {gpus_per_node} when the node is one host, or `gpus` is not a positive multiple of its GPUs
-// per host up to its GPU count.
+// hosts kept, and the assumptions say what was kept. All of its GPUs: the node itself. Throws
+// dtplan::Error naming {gpus_per_node} when the node is one host, or `gpus` is not a positive
+// multiple of its GPUs per host up to its GPU count.
 NodeTemplate first_hosts(const NodeTemplate& node, std::int64_t gpus);
 
 }  // namespace dtplan
