@@ -63,6 +63,7 @@ struct PlanOptions {
   double max_hours = 0;
   std::int64_t top = 5;
   std::int64_t rejected_shown = 5;
+  bool all_rejected = false;
   std::string sync = "both";
   planner::ScheduleRequest schedule;
   std::optional<double> base_lr;
@@ -310,7 +311,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   const auto torchtitan = outputs.torchtitan;
   auto extras = extras_of(std::move(outputs), std::move(notes));
   if (plan.best()) extras.band = band_of(data, plan.best()->family(), gpu);
-  const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown};
+  const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown, o.all_rejected};
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;
   if (o.json) {
@@ -442,8 +443,12 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
 
 void add_output_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--top", o.top, "runners-up to list")->capture_default_str();
-  cmd.add_option("--show-rejected", o.rejected_shown, "rejected configurations shown per reason")
+  cmd.add_option("--show-rejected", o.rejected_shown,
+                 "rejected configurations shown per reason, the nearest misses first")
       ->capture_default_str();
+  cmd.add_flag("--all-rejected", o.all_rejected,
+               "--json: list every rejected configuration (default: counts per reason and the "
+               "--show-rejected nearest misses of each)");
   cmd.add_option("--dataset-size", o.schedule.dataset_size, "samples in the dataset");
   cmd.add_option("--epochs", o.schedule.epochs, "passes over the dataset");
   cmd.add_option("--steps", o.steps, "optimizer steps (instead of a dataset)");

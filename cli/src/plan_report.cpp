@@ -356,8 +356,10 @@ void print_pareto(std::ostream& out, const PlanReportContext& ctx) {
   }
 }
 
-// Unsupported combinations repeat one reason over many GPU counts: each reason once.
-void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice*>& list) {
+// Unsupported combinations repeat one reason over many GPU counts: each reason once, with how
+// many entries give it, in the order met.
+std::vector<std::pair<std::string, std::int64_t>> detail_counts(
+    const std::vector<const RejectedChoice*>& list) {
   std::vector<std::pair<std::string, std::int64_t>> reasons;
   for (const auto* r : list) {
     auto it = std::find_if(reasons.begin(), reasons.end(),
@@ -367,16 +369,32 @@ void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice
     else
       ++it->second;
   }
-  for (const auto& [detail, count] : reasons) {
+  return reasons;
+}
+
+void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice*>& list) {
+  for (const auto& [detail, count] : detail_counts(list)) {
     out << "  unsupported (" << count << "x): " << with_flags(detail) << '\n';
   }
 }
 
+// The rejected entries by reason, each reason's nearest misses first (least over memory, least
+// behind; entries with equal amounts in the order the search met them).
+std::map<Reason, std::vector<const RejectedChoice*>> rejected_by_reason(const planner::UnifiedPlan& p) {
+  std::map<Reason, std::vector<const RejectedChoice*>> by_reason;
+  for (const auto& r : p.rejected)
+    by_reason[r.reason].push_back(&r);
+  for (auto& [reason, list] : by_reason) {
+    std::stable_sort(
+        list.begin(), list.end(),
+        [](const RejectedChoice* a, const RejectedChoice* b) { return a->amount < b->amount; });
+  }
+  return by_reason;
+}
+
 void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
   const auto& rejected = ctx.plan.rejected;
-  std::map<Reason, std::vector<const RejectedChoice*>> by_reason;
-  for (const auto& r : rejected)
-    by_reason[r.reason].push_back(&r);
+  const auto by_reason = rejected_by_reason(ctx.plan);
   // Two kinds of entry: evaluated configurations, and combinations never evaluated.
   const auto n = planner::counts_of(ctx.plan);
   auto breakdown = [&by_reason](bool evaluated) {
@@ -396,16 +414,12 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
     out << " + " << format_thousands(n.not_evaluated) << " combinations not evaluated"
         << breakdown(false);
   }
-  out << "; --json lists every one\n";
-  for (auto& [reason, list] : by_reason) {
+  out << "; --json --all-rejected lists every one\n";
+  for (const auto& [reason, list] : by_reason) {
     if (reason == Reason::unsupported) {
       print_unsupported(out, list);
       continue;
     }
-    // The nearest misses first: least over memory, least behind.
-    std::stable_sort(
-        list.begin(), list.end(),
-        [](const RejectedChoice* a, const RejectedChoice* b) { return a->amount < b->amount; });
     const auto shown =
         std::min<std::size_t>(list.size(), static_cast<std::size_t>(ctx.rejected_shown));
     for (std::size_t i = 0; i < shown; ++i) {
@@ -476,6 +490,30 @@ nlohmann::json rejected_json(const RejectedChoice& r, const PlanReportContext& c
   j["config"].erase("collectives");  // a rejected layout's figures, not its collectives
   j["detail"] = reason_text(r, ctx.request.objective);
   return j;
+}
+
+// Per reason: how many entries, whether they were evaluated, the --show-rejected nearest
+// misses in full, and for combinations never evaluated each distinct reason with its count.
+// Every entry is in "rejected" with --all-rejected (a large plan rejects 10^5 of them).
+nlohmann::json rejected_summary_json(const PlanReportContext& ctx) {
+  auto out = nlohmann::json::array();
+  for (const auto& [reason, list] : rejected_by_reason(ctx.plan)) {
+    nlohmann::json j = {{"reason", std::string(planner::name_of(reason))},
+                        {"count", list.size()},
+                        {"evaluated", planner::was_evaluated(reason)}};
+    const auto shown =
+        std::min<std::size_t>(list.size(), static_cast<std::size_t>(ctx.rejected_shown));
+    j["nearest"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < shown; ++i)
+      j["nearest"].push_back(rejected_json(*list[i], ctx));
+    if (!planner::was_evaluated(reason)) {
+      j["details"] = nlohmann::json::array();
+      for (const auto& [detail, count] : detail_counts(list))
+        j["details"].push_back({{"detail", with_flags(detail)}, {"count", count}});
+    }
+    out.push_back(j);
+  }
+  return out;
 }
 
 nlohmann::json schedule_json(const planner::Schedule& s) {
@@ -597,9 +635,12 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
   for (const auto& c : plan.pareto)
     j["pareto"].push_back(entry_json(c, ctx));
   j["by_strategy"] = outcomes_json(ctx, extras);
-  j["rejected"] = nlohmann::json::array();
-  for (const auto& rej : plan.rejected)
-    j["rejected"].push_back(rejected_json(rej, ctx));
+  j["rejected_summary"] = rejected_summary_json(ctx);
+  if (ctx.all_rejected) {
+    j["rejected"] = nlohmann::json::array();
+    for (const auto& rej : plan.rejected)
+      j["rejected"].push_back(rejected_json(rej, ctx));
+  }
   auto rate = [&res](double seconds) {
     return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
   };

@@ -24,7 +24,8 @@ struct PlanReportContext {
   const GpuSpec& gpu;
   const planner::PlanRequest& request;
   const planner::UnifiedPlan& plan;
-  std::int64_t rejected_shown = 5;  // per reason, in text
+  std::int64_t rejected_shown = 5;  // per reason, the nearest misses (text and JSON)
+  bool all_rejected = false;        // JSON: list every rejected entry, not a summary
   const planner::PlanResult& result() const { return plan.data_parallel; }
 };
 

@@ -119,7 +119,7 @@ PlanView::PlanView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(split, 3);
   layout->addWidget(new QLabel(
       "Rejected configurations and layouts, nearest misses first (at most 500; dtplan plan "
-      "--json lists every one):",
+      "--json --all-rejected lists every one):",
       this));
   rejected_ = new QTableWidget(this);
   rejected_->setColumnCount(3);

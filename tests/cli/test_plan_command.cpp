@@ -58,7 +58,7 @@ TEST_CASE("the issue's example: a plan, runners-up, why the rest lost, DeepSpeed
 }
 
 TEST_CASE("plan --json has the documented keys, consistent with each other") {
-  const auto r = run(with({"--json", "--top", "3"}));
+  const auto r = run(with({"--json", "--top", "3", "--all-rejected"}));
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   const auto& b = j["best"];
@@ -371,7 +371,7 @@ TEST_CASE("a GPU without bf16 (V100, T4) plans in fp16 and fp32 and says so") {
 // Issue 14, item 16: "searched 5,064 configurations ... rejected: 5,151" did not add up; the
 // rejected list also holds combinations never evaluated (one entry per unsupported family).
 TEST_CASE("the plan's counts add up: searched = chosen + rejected, and what each counts") {
-  const auto j = nlohmann::json::parse(run(with({"--json"})).out);
+  const auto j = nlohmann::json::parse(run(with({"--json", "--all-rejected"})).out);
   const auto& s = j["stats"];
   const auto evaluated = s["configs_evaluated"].get<std::int64_t>();
   const auto chosen = s["configs_chosen"].get<std::int64_t>();
@@ -407,8 +407,56 @@ TEST_CASE("the plan's counts add up: searched = chosen + rejected, and what each
   CHECK_THAT(text, Contains(" + " + thousands(skipped) + " combinations not evaluated ("));
 }
 
-TEST_CASE("the layouts add up: evaluated = fit + over GPU or host memory + past the deadline") {
+// Issue 18: --json serialised every rejected entry (92,571 entries, 255 MB for Llama 2 70B on
+// 1,024 H100). By default it gives each reason's count and nearest misses; --all-rejected
+// lists them all, and the summary must agree with that list.
+TEST_CASE("plan --json counts the rejected entries per reason, --all-rejected lists each") {
   const auto j = nlohmann::json::parse(run(with({"--json"})).out);
+  const auto all = nlohmann::json::parse(run(with({"--json", "--all-rejected"})).out);
+  CHECK_FALSE(j.contains("rejected"));
+  REQUIRE(all["rejected"].is_array());
+  auto amount = [](const nlohmann::json& e) {
+    for (const auto* key : {"over_gib", "behind_pct", "over_hours"})
+      if (e.contains(key)) return e[key].get<double>();
+    return 0.0;
+  };
+  std::int64_t total = 0;
+  for (const auto& group : j["rejected_summary"]) {
+    const auto reason = group["reason"].get<std::string>();
+    const auto count = group["count"].get<std::int64_t>();
+    total += count;
+    std::int64_t listed = 0;
+    double least = 1e300;
+    for (const auto& e : all["rejected"]) {
+      if (e["reason"] != reason) continue;
+      ++listed;
+      least = std::min(least, amount(e));
+    }
+    CHECK(listed == count);
+    const auto& nearest = group["nearest"];
+    REQUIRE(static_cast<std::int64_t>(nearest.size()) == std::min<std::int64_t>(count, 5));
+    CHECK(amount(nearest[0]) == Approx(least));
+    for (std::size_t i = 1; i < nearest.size(); ++i)
+      CHECK(amount(nearest[i - 1]) <= amount(nearest[i]));
+    if (group["evaluated"] == false) {
+      std::int64_t in_details = 0;
+      for (const auto& d : group["details"])
+        in_details += d["count"].get<std::int64_t>();
+      CHECK(in_details == count);
+    }
+  }
+  const auto& s = j["stats"];
+  CHECK(total == s["configs_rejected"].get<std::int64_t>() +
+                     s["combinations_not_evaluated"].get<std::int64_t>());
+  CHECK(total == static_cast<std::int64_t>(all["rejected"].size()));
+  // --show-rejected sets how many nearest misses each reason keeps.
+  const auto two = nlohmann::json::parse(run(with({"--json", "--show-rejected", "2"})).out);
+  for (const auto& group : two["rejected_summary"])
+    CHECK(group["nearest"].size() == std::min<std::size_t>(group["count"].get<std::size_t>(), 2));
+}
+
+TEST_CASE("the layouts add up: evaluated = fit + over GPU or host memory + past the deadline") {
+  const auto j = nlohmann::json::parse(run(with({"--json", "--all-rejected"})).out);
   const auto& x = j["layout_search"];
   REQUIRE(x["searched"] == true);
   const auto evaluated = x["evaluated"].get<std::int64_t>();
@@ -451,7 +499,7 @@ TEST_CASE("plan rejects configurations whose offloaded states exceed host memory
   const std::vector<std::string> args = {
       "plan",  "--model",    "llama-2-70b",    "--topology", "pcie-1switch-4",
       "--gpu", "RTX-4090",   "--global-batch", "16",         "--seq-len",
-      "1024",  "--strategy", "zero3",          "--json"};
+      "1024",  "--strategy", "zero3",          "--json", "--all-rejected"};
   const auto r = run(args);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["capacity"]["host_bytes_per_node"] == 256LL << 30);
