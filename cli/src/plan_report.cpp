@@ -380,7 +380,8 @@ void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice
 
 // The rejected entries by reason, each reason's nearest misses first (least over memory, least
 // behind; entries with equal amounts in the order the search met them).
-std::map<Reason, std::vector<const RejectedChoice*>> rejected_by_reason(const planner::UnifiedPlan& p) {
+std::map<Reason, std::vector<const RejectedChoice*>> rejected_by_reason(
+    const planner::UnifiedPlan& p) {
   std::map<Reason, std::vector<const RejectedChoice*>> by_reason;
   for (const auto& r : p.rejected)
     by_reason[r.reason].push_back(&r);

@@ -499,7 +499,7 @@ TEST_CASE("plan rejects configurations whose offloaded states exceed host memory
   const std::vector<std::string> args = {
       "plan",  "--model",    "llama-2-70b",    "--topology", "pcie-1switch-4",
       "--gpu", "RTX-4090",   "--global-batch", "16",         "--seq-len",
-      "1024",  "--strategy", "zero3",          "--json", "--all-rejected"};
+      "1024",  "--strategy", "zero3",          "--json",     "--all-rejected"};
   const auto r = run(args);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["capacity"]["host_bytes_per_node"] == 256LL << 30);
