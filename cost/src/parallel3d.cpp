@@ -132,8 +132,7 @@ std::int64_t dense_on_stage(const TransformerSpec& s, const Layout3D& l, std::in
 namespace {
 
 // The blocks of a stage holding `dense` of the dense first blocks among its `layers`.
-std::vector<BlockRun> stage_runs(const TransformerSpec& s, std::int64_t dense,
-                                 std::int64_t layers) {
+BlockRuns stage_runs(const TransformerSpec& s, std::int64_t dense, std::int64_t layers) {
   return block_runs(s, (s.moe.active() ? s.moe.first_dense_layers : 0) - dense, layers);
 }
 

@@ -135,8 +135,8 @@ TransformerSpec dense_block_of(const TransformerSpec& s) {
 
 }  // namespace
 
-std::vector<BlockRun> block_runs(const TransformerSpec& s, std::int64_t first, std::int64_t count) {
-  std::vector<BlockRun> out;
+BlockRuns block_runs(const TransformerSpec& s, std::int64_t first, std::int64_t count) {
+  BlockRuns out;
   const std::int64_t dense_end = s.moe.active() ? s.moe.first_dense_layers : 0;
   const std::int64_t dense = std::clamp<std::int64_t>(dense_end - first, 0, count);
   auto push = [&out](TransformerSpec block, std::int64_t layers) {
@@ -150,7 +150,7 @@ std::vector<BlockRun> block_runs(const TransformerSpec& s, std::int64_t first, s
   return out;
 }
 
-std::vector<BlockRun> block_runs(const TransformerSpec& s) {
+BlockRuns block_runs(const TransformerSpec& s) {
   return block_runs(s, 0, s.num_layers);
 }
 

@@ -194,6 +194,9 @@ void collect_rejected(UnifiedPlan& p) {
   auto rebased = [&](Reason reason, double amount, double objective) {
     return reason == Reason::slower && best ? p.behind_pct(objective) : amount;
   };
+  // Reserved once: growing a list of 10^5 entries copied each entry at every doubling.
+  p.rejected.reserve(p.data_parallel.rejected.size() +
+                     (p.layouts ? p.layouts->rejected.size() : 0) + 2);
   for (const auto& r : p.data_parallel.rejected) {
     p.rejected.push_back({{r.config, std::nullopt},
                           r.reason,

@@ -2,6 +2,7 @@
 // preset) and its exact parameter count by component.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -179,9 +180,25 @@ struct BlockRun {
 };
 // The blocks of layers [first, first + count) in order, split where a mixture of experts'
 // dense first layers end; one run for a model whose blocks are all alike.
-std::vector<BlockRun> block_runs(const TransformerSpec& spec, std::int64_t first,
-                                 std::int64_t count);
-std::vector<BlockRun> block_runs(const TransformerSpec& spec);
+// At most two runs (the dense first blocks, then the rest), held in place: the planner asks
+// for them in every layout it prices, where a heap allocation each time showed in profiles.
+class BlockRuns {
+ public:
+  void push_back(BlockRun run) { runs_[size_++] = std::move(run); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const BlockRun& operator[](std::size_t i) const { return runs_[i]; }
+  const BlockRun& front() const { return runs_[0]; }
+  const BlockRun& back() const { return runs_[size_ - 1]; }
+  const BlockRun* begin() const { return runs_.data(); }
+  const BlockRun* end() const { return runs_.data() + size_; }
+
+ private:
+  std::array<BlockRun, 2> runs_;
+  std::size_t size_ = 0;
+};
+BlockRuns block_runs(const TransformerSpec& spec, std::int64_t first, std::int64_t count);
+BlockRuns block_runs(const TransformerSpec& spec);
 // The sum of count_parameters(run.block).per_layer x run.layers over the model's blocks.
 std::int64_t blocks_params(const TransformerSpec& spec);
 
