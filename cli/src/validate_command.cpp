@@ -13,7 +13,7 @@
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/measurement.hpp"
-#include "dtplan/runtime/run_job.hpp"
+#include "dtplan/runtime/runtime_run.hpp"
 #include "dtplan/runtime/trials.hpp"
 #include "format.hpp"
 #include "json_output.hpp"

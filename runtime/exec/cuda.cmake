@@ -1,6 +1,6 @@
-# The CUDA backend of dtplan_runtime (CudaDevice, NcclCommunicator) when CMake finds the CUDA
+# The CUDA backend of dtplan_runtime_exec (CudaDevice, NcclCommunicator) when CMake finds the CUDA
 # toolkit, a CUDA compiler and NCCL; otherwise the stub whose factories say why there is
-# none. Included by runtime/CMakeLists.txt after dtplan_runtime is defined; sets
+# none. Included by runtime/exec/CMakeLists.txt after dtplan_runtime_exec is defined; sets
 # DTPLAN_HAVE_CUDA (ON/OFF) for the including scope.
 #
 #   -DDTPLAN_WITH_CUDA=OFF           force the stub
@@ -54,7 +54,7 @@ if(NOT _dtplan_cuda_off)
 endif()
 
 if(_dtplan_cuda_off)
-  target_sources(dtplan_runtime PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src/cuda_backend_stub.cpp)
+  target_sources(dtplan_runtime_exec PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src/cuda_backend_stub.cpp)
   message(STATUS "dtplan: CUDA backend OFF: ${_dtplan_cuda_off}")
   return()
 endif()
@@ -65,7 +65,7 @@ endif()
 enable_language(CUDA)
 
 # The kernels build as their own object library so that the C++ warning flags of
-# dtplan_runtime (which nvcc rejects) do not reach nvcc; host-side warnings go through
+# dtplan_runtime_exec (which nvcc rejects) do not reach nvcc; host-side warnings go through
 # -Xcompiler instead. C++17: CMake 3.25 knows no C++20 flag for nvcc.
 add_library(dtplan_cuda_kernels OBJECT ${CMAKE_CURRENT_LIST_DIR}/src/cuda/kernels.cu)
 set_target_properties(dtplan_cuda_kernels PROPERTIES
@@ -75,19 +75,19 @@ set_target_properties(dtplan_cuda_kernels PROPERTIES
 target_compile_options(dtplan_cuda_kernels PRIVATE -Xcompiler=-Wall,-Wextra,-Wshadow)
 target_link_libraries(dtplan_cuda_kernels PRIVATE CUDA::cudart)
 
-target_sources(dtplan_runtime PRIVATE
+target_sources(dtplan_runtime_exec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/cuda/cuda_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/cuda/cuda_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/cuda/nccl_communicator.cpp
   $<TARGET_OBJECTS:dtplan_cuda_kernels>)
-target_include_directories(dtplan_runtime SYSTEM PRIVATE ${NCCL_INCLUDE_DIR})
-target_link_libraries(dtplan_runtime PRIVATE CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})
-# dtplan_runtime predates enable_language(CUDA), and the CUDA objects in it make CMake ask
+target_include_directories(dtplan_runtime_exec SYSTEM PRIVATE ${NCCL_INCLUDE_DIR})
+target_link_libraries(dtplan_runtime_exec PRIVATE CUDA::cudart CUDA::cublas ${NCCL_LIBRARY})
+# dtplan_runtime_exec predates enable_language(CUDA), and the CUDA objects in it make CMake ask
 # for its CUDA settings too (it compiles no CUDA source itself).
-set_target_properties(dtplan_runtime PROPERTIES
+set_target_properties(dtplan_runtime_exec PROPERTIES
   CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
   CUDA_STANDARD 17)
-target_compile_definitions(dtplan_runtime PUBLIC DTPLAN_HAVE_CUDA=1)
+target_compile_definitions(dtplan_runtime_exec PUBLIC DTPLAN_HAVE_CUDA=1)
 set(DTPLAN_HAVE_CUDA ON)
 message(STATUS "dtplan: CUDA backend ON (CUDA ${CUDAToolkit_VERSION}, "
                "NCCL ${DTPLAN_NCCL_VERSION} at ${NCCL_LIBRARY})")

@@ -10,7 +10,7 @@
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/runtime/launcher.hpp"
-#include "dtplan/runtime/run_job.hpp"
+#include "dtplan/runtime/runtime_run.hpp"
 
 namespace dtplan::runtime {
 

@@ -17,6 +17,7 @@
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/measure_profile.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/runtime_run.hpp"
 #include "dtplan/runtime/trainer.hpp"
 #include "dtplan/runtime/watchdog.hpp"
 
@@ -56,40 +57,6 @@ struct Job {
 };
 
 }  // namespace
-
-cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir) {
-  const auto& t = plan.training;
-  // Errors name the plan's field (a JSON pointer), so that a caller can prefix the file.
-  const auto model = [&] {
-    try {
-      return load_model(plan.model, resolve_data_dir(data_dir) / "models");
-    } catch (const Error& e) {
-      throw Error("/model: " + std::string(e.what()));
-    }
-  }();
-  if (!model.transformer) {
-    throw Error("/model: " + plan.model +
-                " is not a transformer; dtplan-run executes transformer plans only");
-  }
-  if (t.seq_len < 1) {
-    throw Error("/seq_len: " + std::to_string(t.seq_len) +
-                ": a transformer plan records the sequence length it was planned for");
-  }
-  cost::RuntimeRun r;
-  r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));
-  r.strategy = t.strategy;
-  r.optimizer = t.optimizer;
-  r.ranks = t.dp_size;
-  r.micro_batch = t.micro_batch;
-  r.grad_accum = plan.grad_accum;
-  r.no_sync = cost::runtime_no_sync(t.strategy, plan.no_sync);
-  // Buckets shrink with the model so that the scaled run has as many as the real one.
-  const double ratio =
-      static_cast<double>(cost::params_of(r.stack)) / static_cast<double>(plan.params);
-  r.bucket_cap_bytes = std::max<std::int64_t>(
-      4, static_cast<std::int64_t>(static_cast<double>(t.bucket_cap_bytes) * ratio));
-  return r;
-}
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include "dtplan/cost/profile_step.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/mpi_group.hpp"
+#include "dtplan/runtime/runtime_run.hpp"
 
 namespace dtplan::runtime {
 
@@ -41,12 +42,6 @@ struct RunOptions {
   bool measure_profile = false;
   bool quick_profile = false;  // fewer microbenchmark shapes and sizes
 };
-
-// What dtplan-run executes for `plan` at `scale` (the scaled stack, the runtime's strategy
-// settings, the bucket cap shrunk with the model), as the cost model's RuntimeRun: predicting a
-// run before starting it. Throws naming the plan's field (/model, /seq_len) when
-// the model is unknown or not a transformer, or the sequence length is missing.
-cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir);
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0
 // (null elsewhere). Throws dtplan::Error with the input and the problem.

@@ -1,0 +1,19 @@
+// The workload dtplan-run executes for a Plan, as the cost model describes it: what the
+// launcher side (validate, trials, calibration) predicts before a run starts, without the
+// execution backends (MPI, CUDA) that dtplan-run links.
+#pragma once
+
+#include <string>
+
+#include "dtplan/cost/profile_step.hpp"
+#include "dtplan/model/plan.hpp"
+
+namespace dtplan::runtime {
+
+// What dtplan-run executes for `plan` at `scale` (the scaled stack, the runtime's strategy
+// settings, the bucket cap shrunk with the model), as the cost model's RuntimeRun: predicting a
+// run before starting it. Throws naming the plan's field (/model, /seq_len) when
+// the model is unknown or not a transformer, or the sequence length is missing.
+cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir);
+
+}  // namespace dtplan::runtime
