@@ -5,7 +5,8 @@ the ratio to the first binary. Timing lives here, never in unit tests.
 
     bench/whole_process.py [--runs N] [--case NAME] BINARY [BINARY ...]
 
-BINARY is a dtplan executable (e.g. build/bin/dtplan and a saved copy of an older build)."""
+BINARY is a dtplan executable (e.g. build/bin/dtplan and a saved copy of an older build).
+Run it from the repository root (the 1T cases read bench/gpt-1t-ptdp.json)."""
 import argparse
 import statistics
 import subprocess
@@ -20,6 +21,14 @@ CASES = {
     "plan-70b-128xdgx-h100-json": ["plan", "--model", "llama-2-70b", "--topology", "dgx-h100",
                                    "--nodes", "128", "--gpu", "H100-SXM", "--global-batch",
                                    "1024", "--seq-len", "4096", "--json"],
+    # Narayanan et al. 2021's 1T GPT (bench/gpt-1t-ptdp.json, from data/published), as issue 18
+    # times it on 384 and 2,048 DGX A100 nodes.
+    "plan-1t-384xdgx-a100": ["plan", "--model", "bench/gpt-1t-ptdp.json", "--topology",
+                             "dgx-a100", "--nodes", "384", "--gpu", "A100-80GB",
+                             "--global-batch", "3072", "--seq-len", "2048"],
+    "plan-1t-2048xdgx-a100": ["plan", "--model", "bench/gpt-1t-ptdp.json", "--topology",
+                              "dgx-a100", "--nodes", "2048", "--gpu", "A100-80GB",
+                              "--global-batch", "3072", "--seq-len", "2048"],
 }
 
 
