@@ -35,7 +35,16 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                  "with --checkpointing selective, the parts of each block rebuilt in backward "
                  "(Megatron-LM's --recompute-modules): comma-separated from core_attn, "
                  "layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts, or none (default: "
-                 "core_attn)");
+                 "core_attn)")
+      // An empty value would read as "not given" (the default set): refused instead.
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.empty() ? std::string(
+                                   "an empty list: name the modules (e.g. "
+                                   "core_attn,mlp), or none to recompute nothing")
+                             : std::string();
+          },
+          "MODULES"));
   cmd.add_option("--cp-comm", o.cp_comm,
                  "context-parallel K/V exchange: p2p (ring attention)|all_gather|a2a (Ulysses)")
       ->capture_default_str();

@@ -628,6 +628,10 @@ TEST_CASE("estimate --recompute-modules: Megatron-LM's selective modules, checke
                                "data-parallel strategy"));
   bad = run(args({"--checkpointing", "selective", "--recompute-modules", "moe_actt"}));
   CHECK_THAT(bad.err, Contains("error: --recompute-modules: unknown recompute module 'moe_actt'"));
+  // An empty value used to read as "not given", i.e. the default core_attn set.
+  bad = run(args({"--checkpointing", "selective", "--recompute-modules", ""}));
+  CHECK(bad.code != 0);
+  CHECK_THAT(bad.err, Contains("--recompute-modules: an empty list: name the modules"));
 }
 
 TEST_CASE("estimate --gpus-per-node: 16 trays of each of 4 NVL72 racks") {
