@@ -98,6 +98,7 @@ class Builder {
     return "";
   }
   void move_to_host(const std::string& component) {
+    if (!v_.explain) return;
     explain(component, "offloaded to host memory: " + explained(component));
   }
 
@@ -160,6 +161,7 @@ class Builder {
     const std::int64_t rb = layout_.gradient_comm_bytes();
     const auto full = bytes_of(v_.params, rb, "unsharded gradients");
     e_.gpu.gradients = e_.gpu.gradients + full;
+    if (!v_.explain) return;  // a search needs the bytes alone
     const std::string held = "; + " + std::to_string(rb) + " B x " + format_thousands(v_.params) +
                              " params: unsharded gradients kept across " +
                              std::to_string(c_.grad_accum) + " micro-steps";
@@ -192,13 +194,17 @@ class Builder {
     const auto fp32 = bytes_per_element(ElementType::fp32);
     h.master_weights = bytes_of(opt_elements, fp32, "host master weights");
     g.master_weights = Bytes{0};
-    explain("master_weights", "in host memory: 4 B (fp32) x " + format_thousands(opt_elements) +
-                                  " params, the copy the CPU optimizer updates");
+    if (v_.explain) {
+      explain("master_weights", "in host memory: 4 B (fp32) x " + format_thousands(opt_elements) +
+                                    " params, the copy the CPU optimizer updates");
+    }
     h.gradients = bytes_of(opt_elements, fp32, "host gradients");
     if (t_.shards_gradients) {
       g.gradients = Bytes{0};
-      explain("gradients", "reduced partitions copied to host memory as fp32 (" +
-                               format_thousands(opt_elements) + " params x 4 B)");
+      if (v_.explain) {
+        explain("gradients", "reduced partitions copied to host memory as fp32 (" +
+                                 format_thousands(opt_elements) + " params x 4 B)");
+      }
     }
     if (c_.offload == Offload::optimizer_and_params) {
       h.weights = bytes_of(shard_elements_, layout_.parameter_bytes(), "host weights");

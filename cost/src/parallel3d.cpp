@@ -686,6 +686,7 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   const auto share = stage_share(s, l, i, layers);
   v.params = share.params;
   v.shard_degree = l.shard_ranks();
+  v.units.blocks.reserve(static_cast<std::size_t>(layers));
   for (const auto& run : stage_runs(s, share.dense, layers))
     v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(run.layers),
                           block_params(run.block).on_gpu(l));
@@ -693,6 +694,8 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   const std::int64_t experts = share.experts;
   if (experts_sharded_apart(s, l)) {
     v.shard_elements = sharded_elements(s, l, v.params, experts);
+  }
+  if (experts_sharded_apart(s, l) && explained) {  // read only by the explanations
     v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
                    format_thousands(v.params - experts) + " outside the experts, 1/" +
                    std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
@@ -803,7 +806,7 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
   Memory3D heaviest;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     auto stage = stage_memory(m, l, static_cast<std::int64_t>(i), layers[i], k, explained);
-    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = stage;
+    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
   }
   return heaviest;
 }

@@ -145,7 +145,7 @@ BlockRuns block_runs(const TransformerSpec& s, std::int64_t first, std::int64_t 
     block.moe.first_dense_layers = 0;
     out.push_back({std::move(block), layers});
   };
-  push(dense_block_of(s), dense);
+  if (dense > 0) push(dense_block_of(s), dense);  // a copy of the spec only when one is asked
   push(s, count - dense);
   return out;
 }
