@@ -139,15 +139,17 @@ BlockRuns block_runs(const TransformerSpec& s, std::int64_t first, std::int64_t 
   BlockRuns out;
   const std::int64_t dense_end = s.moe.active() ? s.moe.first_dense_layers : 0;
   const std::int64_t dense = std::clamp<std::int64_t>(dense_end - first, 0, count);
-  auto push = [&out](TransformerSpec block, std::int64_t layers) {
-    if (layers <= 0) return;
-    block.num_layers = layers;
-    block.moe.first_dense_layers = 0;
-    out.push_back({std::move(block), layers});
-  };
-  if (dense > 0) push(dense_block_of(s), dense);  // a copy of the spec only when one is asked
-  push(s, count - dense);
+  if (dense > 0) out.add(dense_block_of(s), dense);  // a copy of the spec only when one is asked
+  if (count - dense > 0) out.add(s, count - dense);
   return out;
+}
+
+void BlockRuns::add(const TransformerSpec& block, std::int64_t layers) {
+  auto& run = runs_[size_++];  // assigned in place: one copy of the spec per run
+  run.block = block;
+  run.block.num_layers = layers;
+  run.block.moe.first_dense_layers = 0;
+  run.layers = layers;
 }
 
 BlockRuns block_runs(const TransformerSpec& s) {

@@ -184,7 +184,8 @@ struct BlockRun {
 // for them in every layout it prices, where a heap allocation each time showed in profiles.
 class BlockRuns {
  public:
-  void push_back(BlockRun run) { runs_[size_++] = std::move(run); }
+  // `block` holding `layers` blocks: its num_layers set to them, no dense prefix of its own.
+  void add(const TransformerSpec& block, std::int64_t layers);
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const BlockRun& operator[](std::size_t i) const { return runs_[i]; }
