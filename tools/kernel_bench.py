@@ -10,6 +10,10 @@ Writes one JSON object per line:
                     FLOPs counted as 4 b h s^2 d for the forward, halved for causal, and 3.5x the
                     forward for forward+backward (the backward's five matrix products).
   kind "memory":    device-to-device copy, bytes read plus written per second.
+  kind "linear":    a Linear layer's forward, input- and weight-gradient products, with N or K
+                    aligned to 8 elements or not (cuBLAS's 16-byte aligned kernels need it).
+  kind "elementwise": PyTorch's unfused element-wise kernels (adds, casts, tanh, GELU, LayerNorm)
+                    at activation sizes, bytes read plus written per second.
 Each figure is the median of `--reps` timed calls after warm-up calls, timed with CUDA events.
 """
 
@@ -114,6 +118,53 @@ def attention_rows(torch, reps):
             del q, k, v
 
 
+# A Linear layer's three products, as autograd runs them for y = x W^T (W is out x in):
+# forward x[M,K] W^T, input gradient dy[M,N] W[N,K], weight gradient dy^T x. N or K not a
+# multiple of 8 (16 bytes of bf16) leaves cuBLAS without its 16-byte aligned kernels.
+LINEAR_SHAPES = [
+    *[(8192, n, k) for k in (768, 1600, 2048, 4096) for n in (50257, 30522, 32001, 50264, 50304)],
+    (8192, 4096, 4095), (8192, 4095, 4096), (8191, 4096, 4096), (8192, 4096, 4096),
+    (2048, 50257, 768), (32768, 50257, 768),
+    # multiples of 4 but not of 8
+    (8192, 50260, 768), (8192, 50260, 4096), (8192, 4096, 4092), (8192, 4092, 4096),
+]
+
+
+def linear_rows(torch, reps):
+    for (m, n, k) in LINEAR_SHAPES:
+        for name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32)):
+            if name == "fp32" and k not in (768, 4096, 4095):
+                continue
+            x = torch.randn(m, k, device="cuda", dtype=dt)
+            w = torch.randn(n, k, device="cuda", dtype=dt)
+            dy = torch.randn(m, n, device="cuda", dtype=dt)
+            products = (("forward", lambda: torch.nn.functional.linear(x, w)),
+                        ("input_grad", lambda: dy @ w), ("weight_grad", lambda: dy.t() @ x))
+            for prod, fn in products:
+                t = timed(torch, fn, reps)
+                yield {"kind": "linear", "dtype": name, "product": prod, "m": m, "n": n, "k": k,
+                       "time_s": t, "tflops": 2 * m * n * k / t / 1e12}
+            del x, w, dy
+
+
+def elementwise_rows(torch, reps):
+    """Bandwidth of PyTorch's unfused element-wise kernels at activation sizes, bytes read + written."""
+    f32, b16 = torch.float32, torch.bfloat16
+    for (m, n) in ((8192, 768), (8192, 3072), (8192, 50257), (4096, 8192)):
+        a32, c32 = torch.randn(m, n, device="cuda"), torch.randn(m, n, device="cuda")
+        a16, c16 = a32.to(b16), c32.to(b16)
+        ops = (("add_fp32", lambda: a32 + c32, 12), ("add_bf16", lambda: a16 + c16, 6),
+               ("add_fp32_bf16", lambda: a32 + c16, 10), ("cast_fp32_to_bf16", lambda: a32.to(b16), 6),
+               ("cast_bf16_to_fp32", lambda: a16.to(f32), 6), ("mul_scalar_fp32", lambda: a32 * 0.5, 8),
+               ("tanh_fp32", lambda: torch.tanh(a32), 8), ("gelu_bf16", lambda: torch.nn.functional.gelu(a16), 4),
+               ("layer_norm_fp32", lambda: torch.nn.functional.layer_norm(a32, (n,)), 8))
+        for name, fn, bytes_per_element in ops:
+            t = timed(torch, fn, reps)
+            yield {"kind": "elementwise", "op": name, "m": m, "n": n, "time_s": t,
+                   "bytes": bytes_per_element * m * n, "gb_per_s": bytes_per_element * m * n / t / 1e9}
+        del a32, c32, a16, c16
+
+
 def memory_rows(torch, reps):
     for mib in (1, 16, 256, 2048):
         n = mib * 2**20 // 4
@@ -127,7 +178,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--out", required=True)
-    p.add_argument("--only", choices=("gemm", "attention", "memory"))
+    p.add_argument("--only", choices=("gemm", "attention", "memory", "linear", "elementwise"))
     args = p.parse_args(argv)
     import torch
     if not torch.cuda.is_available():
@@ -136,7 +187,8 @@ def main(argv):
     env = {"kind": "env", "gpu": prop.name, "sm_count": prop.multi_processor_count, "torch": torch.__version__,
            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
            "taken_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    groups = {"gemm": gemm_rows, "attention": attention_rows, "memory": memory_rows}
+    groups = {"gemm": gemm_rows, "attention": attention_rows, "memory": memory_rows, "linear": linear_rows,
+              "elementwise": elementwise_rows}
     with open(args.out, "a", encoding="utf-8") as f:
         f.write(json.dumps(env) + "\n")
         for name, fn in groups.items():
