@@ -38,6 +38,12 @@ constexpr ConstantField kFields[] = {
     {"fp8_gemm_efficiency", &ComputeConstants::fp8_gemm_efficiency, 1e-3, 1.0},
     {"fp8_blockwise_gemm_efficiency", &ComputeConstants::fp8_blockwise_gemm_efficiency, 1e-3, 1.0},
     {"mxfp8_gemm_efficiency", &ComputeConstants::mxfp8_gemm_efficiency, 1e-3, 1.0},
+    {"hopper_odd_gemm_forward_efficiency", &ComputeConstants::hopper_odd_gemm_forward_efficiency,
+     0.0, 1.0},
+    {"hopper_odd_gemm_gradient_efficiency", &ComputeConstants::hopper_odd_gemm_gradient_efficiency,
+     0.0, 1.0},
+    {"hopper_even_unaligned_gemm_efficiency",
+     &ComputeConstants::hopper_even_unaligned_gemm_efficiency, 0.0, 1.0},
     {"gemm_reference_mamf_fraction", &ComputeConstants::gemm_reference_mamf_fraction, 0.0, 1.0},
     {"hopper_gemm_reference_mamf_fraction", &ComputeConstants::hopper_gemm_reference_mamf_fraction,
      0.0, 1.0},
@@ -322,7 +328,8 @@ class Timer {
         e_(static_cast<double>(bytes_per_element(compute_element(p)))),
         kernel_(kernel),
         lib_(lib),
-        gemm_efficiency_(gemm_efficiency_of(gpu, k, p)) {
+        gemm_efficiency_(gemm_efficiency_of(gpu, k, p)),
+        alignment_measured_(gpu.architecture == "hopper" && e_ == 2.0) {
     if (!(peak_ > 0)) {
       throw Error(gpu.name + " has no " + std::string(compute_type(p)) +
                   " tensor-core peak: choose another {precision}");
@@ -363,10 +370,11 @@ class Timer {
   double element_bytes() const { return e_; }
   // One GEMM (M x K) x (K x N), forward.
   double gemm(double m, double k, double n) const {
-    const double flops = 2.0 * m * k * n;
-    const double bytes = e_ * (m * k + k * n + m * n);
-    return std::max(flops / (peak_ * gemm_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
-           k_.kernel_overhead_s;
+    return gemm_at(m, k, n, efficiency_for(k, n, false));
+  }
+  // Its two backward products (the input's and the weight's gradients).
+  double gemm_gradients(double m, double k, double n) const {
+    return 2.0 * gemm_at(m, k, n, efficiency_for(k, n, true));
   }
   // A grouped GEMM (one kernel for all experts, as Megatron-LM's TEGroupedMLP and torchtitan's
   // grouped_mm run them): `rows` routed token rows spread over `groups` weight matrices of
@@ -400,6 +408,25 @@ class Timer {
   }
 
  private:
+  double gemm_at(double m, double k, double n, double efficiency) const {
+    const double flops = 2.0 * m * k * n;
+    const double bytes = e_ * (m * k + k * n + m * n);
+    return std::max(flops / (peak_ * efficiency), bytes / (hbm_ * k_.memory_efficiency)) +
+           k_.kernel_overhead_s;
+  }
+  // The GEMM efficiency for leading dimensions K and N: a 16-bit GEMM on Hopper with either not
+  // a multiple of 8 elements runs at the measured rate of its alignment class (odd, or even but
+  // not a multiple of 8), never faster than an aligned one. Other GPUs and element types: no
+  // measurement, the aligned rate.
+  double efficiency_for(double k, double n, bool gradient) const {
+    const auto multiple = [](double x, double q) { return std::fmod(x, q) == 0.0; };
+    if (!alignment_measured_ || (multiple(k, 8) && multiple(n, 8))) return gemm_efficiency_;
+    const double measured = multiple(k, 2) && multiple(n, 2)
+                                ? k_.hopper_even_unaligned_gemm_efficiency
+                            : gradient ? k_.hopper_odd_gemm_gradient_efficiency
+                                       : k_.hopper_odd_gemm_forward_efficiency;
+    return measured > 0 ? std::min(measured, gemm_efficiency_) : gemm_efficiency_;
+  }
   double fp8_gemm(double flops, double fp8_elements, double out_bytes) const {
     const double bytes = fp8_elements + out_bytes;
     return std::max(flops / (fp8_peak_ * fp8_efficiency_), bytes / (hbm_ * k_.memory_efficiency)) +
@@ -417,6 +444,7 @@ class Timer {
   AttentionKernel kernel_;
   AttentionLibrary lib_;
   double gemm_efficiency_;
+  bool alignment_measured_;  // a 16-bit GEMM on Hopper: unaligned K or N is slower
 };
 
 struct Phase {
@@ -681,7 +709,7 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
     // hidden states through the shared head).
     const double heads = 1 + mtp;
     fwd.gemm += heads * time.gemm(m, h, v);
-    bwd.gemm += heads * 2 * time.gemm(m, h, v);
+    bwd.gemm += heads * time.gemm_gradients(m, h, v);
     // Logits cast to fp32, log-softmax, loss; and their gradients.
     fwd.elementwise += heads * time.bytes(m * v * (e + 4 + 4 + 4), 3);
     bwd.elementwise += heads * time.bytes(m * v * (4 + 4 + e), 3);

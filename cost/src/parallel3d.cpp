@@ -837,6 +837,14 @@ Model3D::Model3D(const ModelDesc& m, const Topology& t, const InterconnectTable&
 
 Model3D::~Model3D() = default;
 
+std::int64_t padded_vocab_shard(std::int64_t vocab, std::int64_t tp, bool megatron_padding) {
+  if (megatron_padding) {
+    const std::int64_t unit = 128 * tp;
+    return (vocab + unit - 1) / unit * unit / tp;
+  }
+  return (vocab + tp - 1) / tp;
+}
+
 namespace {
 
 // What one GPU of a stage of `layers` blocks computes, timed as if it were the last stage:
@@ -857,7 +865,7 @@ ModelDesc shard_of(const ModelDesc& m, const Layout3D& l, std::int64_t layers, s
   s.moe.routed_rows_share =
       static_cast<double>(l.expert_tp()) / static_cast<double>(t) * l.expert_rows_factor();
   s.moe.shared_ffn_size /= t;
-  s.vocab_size = (s.vocab_size + t - 1) / t;
+  s.vocab_size = padded_vocab_shard(s.vocab_size, l.tp, l.framework == Framework::megatron);
   if (s.window_pattern_layers == 0) s.window_pattern_layers = s.num_layers;
   s.num_layers = layers;
   s.moe.first_dense_layers = dense;

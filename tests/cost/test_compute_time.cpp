@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/model/error.hpp"
 
 using namespace dtplan;
@@ -725,4 +726,88 @@ TEST_CASE("DeepSeek-V3 with mla_up_proj and mlp: the up-projections and dense ML
   const double up = 61 * 2.0 * (1536.0 * 24'576 + 512.0 * 32'768);
   const double mlp = 3 * 3 * 2.0 * 7168 * 18432;
   CHECK(t.hardware_flops - t.model_flops == Approx(4096.0 * (up + mlp)).epsilon(1e-12));
+}
+
+namespace {
+// A one-block GPT of hidden 768 (every block GEMM a multiple of 8) whose vocabulary is `vocab`.
+ModelDesc gpt_with_vocab(std::int64_t vocab) {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = vocab;
+  t.hidden_size = 768;
+  t.num_layers = 1;
+  t.num_heads = t.num_kv_heads = 12;
+  t.head_dim = 64;
+  t.ffn_size = 3072;
+  t.max_positions = 1024;
+  return model_from_transformer(t, "vocab " + std::to_string(vocab), "test");
+}
+}  // namespace
+
+TEST_CASE("Hopper: an LM head whose vocabulary is not a multiple of 8 runs at its measured rate") {
+  // GPT-2's 50257 tokens leave the head's N odd: on an H200 its forward runs at 0.099 and its
+  // two gradient products at 0.142 of the 989.5 TFLOP/s bf16 peak (the medians of 24 and 48
+  // products, data/measurements/h200-torch-profile/kernels-call2.jsonl); 50258 is even but not a
+  // multiple of 8 (0.246 for all three); 50264 is aligned (hopper_gemm_efficiency). Round
+  // constants: 0.5 aligned, no kernel overhead. 8 x 1024 tokens, K = 768: every one of these
+  // products does at least 2 x 8192 x 768 x 50257 / 2(8192 x 768 + 768 x 50257 + 8192 x 50257)
+  // = 683 FLOPs per byte, above the H200's ridge of 0.5 x 989.5e12 / (0.5 x 4.8e12) = 206, so
+  // each is compute-bound.
+  auto k = round_constants();
+  k.kernel_overhead_s = 0;
+  k.hopper_gemm_efficiency = 0.5;
+  k.hopper_odd_gemm_forward_efficiency = 0.099;
+  k.hopper_odd_gemm_gradient_efficiency = 0.142;
+  k.hopper_even_unaligned_gemm_efficiency = 0.246;
+  const auto catalog = GpuCatalog::load(kData / "gpus.json");
+  const auto& h200 = catalog.find("H200");
+  auto c = bf16(8);
+  c.seq_len = 1024;
+  // What a vocabulary adds to forward and backward: the model against one with an 8-token head.
+  const auto head_s = [&](std::int64_t vocab) {
+    const auto with = estimate_compute(gpt_with_vocab(vocab), c, h200, k);
+    const auto without = estimate_compute(gpt_with_vocab(8), c, h200, k);  // head aligned, tiny
+    return std::pair{with.forward_s - without.forward_s, with.backward_s - without.backward_s};
+  };
+  const auto flops = [](double vocab) { return 2.0 * 8192 * 768 * vocab; };
+  const double peak = 989.5e12;
+  // The element-wise work of the logits (cast, softmax, loss) grows with the vocabulary too;
+  // the GEMM part is isolated by differencing against the aligned vocabulary of the same size
+  // class: 50264 - 8 aligned vs. aligned is pure FLOPs at 0.5.
+  const auto aligned = head_s(50264);
+  const auto odd = head_s(50257);
+  const auto even = head_s(50258);
+  const double aligned_fwd = flops(50264) / (peak * 0.5) - flops(8) / (peak * 0.5);
+  const double elementwise_fwd = aligned.first - aligned_fwd;  // the logits' bytes, ~linear in v
+  const double per_token_ew = elementwise_fwd / (50264 - 8);
+  CHECK(odd.first - per_token_ew * (50257 - 8) ==
+        Approx(flops(50257) / (peak * 0.099) - flops(8) / (peak * 0.5)).epsilon(1e-6));
+  CHECK(even.first - per_token_ew * (50258 - 8) ==
+        Approx(flops(50258) / (peak * 0.246) - flops(8) / (peak * 0.5)).epsilon(1e-6));
+  const double per_token_ew_bwd =
+      (aligned.second - 2 * (flops(50264) - flops(8)) / (peak * 0.5)) / (50264 - 8);
+  CHECK(odd.second - per_token_ew_bwd * (50257 - 8) ==
+        Approx(2 * flops(50257) / (peak * 0.142) - 2 * flops(8) / (peak * 0.5)).epsilon(1e-6));
+  // fp32 (SIMT kernels: measured at the same ~50 TFLOP/s aligned or not) and Ampere (not
+  // measured) keep the aligned rate: the odd vocabulary costs its FLOPs only.
+  auto fp32 = c;
+  fp32.precision = Precision::fp32;
+  const auto f_odd = estimate_compute(gpt_with_vocab(50257), fp32, h200, k);
+  const auto f_aligned = estimate_compute(gpt_with_vocab(50264), fp32, h200, k);
+  CHECK(f_odd.gemm_s < f_aligned.gemm_s);
+  const auto a_odd = estimate_compute(gpt_with_vocab(50257), c, a100(), k);
+  const auto a_aligned = estimate_compute(gpt_with_vocab(50264), c, a100(), k);
+  CHECK(a_odd.gemm_s < a_aligned.gemm_s);
+}
+
+TEST_CASE("Megatron-LM pads the vocabulary to 128 x tp: its LM head stays aligned") {
+  // GPT-2's 50257 tokens padded to 50304 (calculate_padded_vocab_size, divisible by 128 x 1),
+  // 25216 per rank at tp 2 (50432 / 2); torchtitan (fsdp2) splits the 50257 as they are.
+  CHECK(padded_vocab_shard(50257, 1, true) == 50304);
+  CHECK(padded_vocab_shard(50257, 2, true) == 25216);
+  // Llama 3's 128256 = 125.25 x 1024: padded to 126 x 1024 = 129024, 16128 a rank at tp 8.
+  CHECK(padded_vocab_shard(128256, 8, true) == 16128);
+  CHECK(padded_vocab_shard(129024, 8, true) == 16128);  // a multiple already stays
+  CHECK(padded_vocab_shard(50257, 1, false) == 50257);
+  CHECK(padded_vocab_shard(50257, 2, false) == 25129);
 }

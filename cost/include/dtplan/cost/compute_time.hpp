@@ -48,6 +48,12 @@ struct ComputeConstants {
   double fp8_gemm_efficiency = 0;            // achieved fraction of the FP8 dense peak, large GEMMs
   double fp8_blockwise_gemm_efficiency = 0;  // the same with 1x128 / 128x128 block scales
   double mxfp8_gemm_efficiency = 0;          // the same with MXFP8's 1x32 scales (Blackwell)
+  // A 16-bit GEMM on a Hopper GPU whose K or N (the operands' and the result's leading
+  // dimensions) is not a multiple of 8 elements, 16 bytes: cuBLAS runs kernels without 16-byte
+  // loads (a GPT-2 vocabulary of 50257). Of dense peak; 0: no slower than an aligned GEMM.
+  double hopper_odd_gemm_forward_efficiency = 0;     // K or N odd: a Linear's forward product
+  double hopper_odd_gemm_gradient_efficiency = 0;    // K or N odd: its two gradient products
+  double hopper_even_unaligned_gemm_efficiency = 0;  // K and N even, one not a multiple of 8
   // The maximum achievable matmul fraction (MAMF over dense peak) of the GPU each bf16 GEMM
   // efficiency above was fitted on; a GPU with its own MAMF scales the efficiency by the ratio
   // of the two (A100 SXM for gemm_efficiency, H100 SXM for hopper_gemm_efficiency). 0: no

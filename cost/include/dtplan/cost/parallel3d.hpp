@@ -198,6 +198,12 @@ struct Layout3D {
   bool hybrid() const { return shard_ranks() > 1 && shard_ranks() < dp * cp; }
 };
 
+// One tensor-parallel rank's columns of the LM head. Megatron-LM pads the vocabulary to a
+// multiple of 128 x tp (--make-vocab-size-divisible-by 128; calculate_padded_vocab_size in
+// megatron/training/vocab_utils.py at d98e8a64dd), so its head's GEMMs stay 16-byte aligned;
+// torchtitan splits the model's own vocabulary (rounded up).
+std::int64_t padded_vocab_shard(std::int64_t vocab, std::int64_t tp, bool megatron_padding);
+
 // The layers of each pipeline stage: the layout's own list (p entries, each at least v, summing
 // to L), else L/p each when p x v divides L, else Megatron-LM's split that counts the embedding
 // and the loss as a layer each (--account-for-embedding-in-pipeline-split,
