@@ -35,6 +35,7 @@ struct TrainingOptions {
   std::optional<std::int64_t> gpus_per_node;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
+  std::string optimizer_impl = "framework";
   bool grad_bucket_view = false;
   double bucket_cap_mb = 25.0;
   bool fp32_grad_accumulation = false;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "comm_report.hpp"
+#include "dtplan/cost/compute_time.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "format.hpp"
 #include "table.hpp"
@@ -123,11 +124,12 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   head.add_row({"cluster", std::to_string(c.dp_size) + " x " + ctx.gpu.name + " on " +
                                t.node().name + " x " + std::to_string(t.nodes()) +
                                (t.nodes() == 1 ? " node" : " nodes")});
-  head.add_row({"training", std::string(name_of(c.strategy)) + ", " +
-                                std::string(name_of(c.precision)) + ", " +
-                                std::string(name_of(c.optimizer)) + ", checkpointing " +
-                                std::string(name_of(c.checkpointing)) + ", offload " +
-                                std::string(name_of(c.offload)) + ", " + attention_text(c)});
+  head.add_row(
+      {"training", std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
+                       ", " + std::string(name_of(c.optimizer)) +
+                       (cost::foreach_optimizer(c) ? " (foreach)" : " (fused)") +
+                       ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
+                       std::string(name_of(c.offload)) + ", " + attention_text(c)});
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +
                       std::to_string(ctx.options.micro_steps) + " x " + std::to_string(c.dp_size) +
                       " GPUs = " + std::to_string(e.global_batch);

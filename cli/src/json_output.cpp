@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "dtplan/cost/compute_time.hpp"
 #include "format.hpp"
 
 namespace dtplan::cli {
@@ -104,6 +105,7 @@ nlohmann::json model_json(const ModelDesc& m) {
 nlohmann::json training_json(const TrainingConfig& c) {
   return {{"precision", name_of(c.precision)},
           {"optimizer", name_of(c.optimizer)},
+          {"optimizer_impl", cost::foreach_optimizer(c) ? "foreach" : "fused"},
           {"gpus", c.dp_size},
           {"gpus_per_node", c.gpus_per_node},
           {"micro_batch", c.micro_batch},

@@ -53,6 +53,7 @@ struct PlanOptions {
   std::vector<std::string> recompute_modules;    // selective's module sets, one per flag
   bool overlap_ep_comm = false, deepep = false;  // where the layouts run them
   std::string optimizer = "adamw";
+  std::string optimizer_impl = "framework";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
   std::string deepspeed_version;  // empty: a current release
@@ -128,6 +129,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   }
   r.micro_batches = o.micro_batches;
   r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
+  r.optimizer_impl = parse_flag("--optimizer-impl", o.optimizer_impl, parse_optimizer_impl);
   r.attention = parse_flag("--attention", o.attention, parse_attention);
   r.attention_kernel = attention_kernel_of(o.attention_kernel, r.attention);
   if (!o.deepspeed_version.empty()) {
@@ -413,6 +415,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
                  "(default: 1f1b, interleaved when --interleave > 1)")
       ->delimiter(',');
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
+      ->capture_default_str();
+  cmd.add_option("--optimizer-impl", o.optimizer_impl,
+                 "the data-parallel strategies' optimizer step: framework|fused|foreach")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
   cmd.add_option(

@@ -816,20 +816,46 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
 }
 
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
-                      const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host) {
-  // Bytes read and written per parameter by a fused step: the fp32 weights it updates (read,
-  // write), the gradient, each state (read, write), and the 16-bit copy written back when the
-  // recipe keeps one beside a master copy.
-  const double fp32 = static_cast<double>(bytes_per_element(ElementType::fp32));
-  const double grad = static_cast<double>(r.gradient_bytes());
-  const double states = static_cast<double>(r.optimizer.bytes_per_param());
-  const double copy = r.main_weight ? static_cast<double>(r.parameter_bytes()) : 0.0;
-  const double bytes = static_cast<double>(elements) * (2 * fp32 + grad + 2 * states + copy);
+                      const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host,
+                      ForeachStep foreach_step) {
+  const double bytes = static_cast<double>(elements) * optimizer_bytes_per_param(r, foreach_step);
   if (offload != Offload::none) {
     return bytes * static_cast<double>(std::max<std::int64_t>(ranks_on_host, 1)) /
            k.cpu_optimizer_bytes_per_s;
   }
   return bytes / (gpu.memory_bandwidth_bytes_per_s * k.memory_efficiency) + k.kernel_overhead_s;
+}
+
+double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_step) {
+  const double fp32 = static_cast<double>(bytes_per_element(ElementType::fp32));
+  const double grad = static_cast<double>(r.gradient_bytes());
+  const double states = static_cast<double>(r.optimizer.bytes_per_param());
+  const double copy = r.main_weight ? static_cast<double>(r.parameter_bytes()) : 0.0;
+  const Optimizer o = foreach_step.optimizer;
+  if (!foreach_step.on || (o != Optimizer::adam && o != Optimizer::adamw)) {
+    // A fused step: the fp32 weights it updates (read, write), the gradient, each state (read,
+    // write), and the 16-bit copy written back when the recipe keeps one beside a master copy.
+    return 2 * fp32 + grad + 2 * states + copy;
+  }
+  // torch.optim's multi-tensor Adam(W) (_multi_tensor_adam), one pass per op, each reading and
+  // writing whole tensors (the moments m, v and the temporary d are fp32, half of `states`
+  // each): AdamW's decay of the weights w (read, write), lerp_ of m toward the gradient g (m
+  // twice, g), mul_ and addcmul_ of v (v four times, g), sqrt of v into d (v, d), div_ and add_
+  // on d (d four times), addcdiv_ into the weights (w twice, m, d): 4w + 3m + 5v + 6d + 2g,
+  // 80 bytes with fp32 gradients; Adam (no decay) 72.
+  const double moment = states / 2;
+  const double decay = o == Optimizer::adamw ? 2 * fp32 : 0.0;
+  return decay + 2 * fp32 + 3 * moment + 5 * moment + 6 * moment + 2 * grad + copy;
+}
+
+bool foreach_optimizer(const TrainingConfig& c) {
+  if (c.optimizer_impl != OptimizerImpl::framework)
+    return c.optimizer_impl == OptimizerImpl::foreach;
+  // DeepSpeed steps ZeRO's partitions with its FusedAdam (or its CPU Adam when offloaded);
+  // the PyTorch strategies with torch.optim's default.
+  const bool deepspeed = c.strategy == Strategy::zero1 || c.strategy == Strategy::zero2 ||
+                         c.strategy == Strategy::zero3;
+  return !deepspeed;
 }
 
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
@@ -840,7 +866,8 @@ double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuS
   const std::int64_t host =
       c.gpus_per_host > 0 ? std::min(c.gpus_per_host, c.gpus_per_node) : c.gpus_per_node;
   const std::int64_t ranks = t.single_process ? 1 : std::min(c.dp_size, host);
-  return optimizer_time(elements, r, c.offload, gpu, k, ranks);
+  return optimizer_time(elements, r, c.offload, gpu, k, ranks,
+                        ForeachStep{foreach_optimizer(c), c.optimizer});
 }
 
 }  // namespace dtplan::cost

@@ -37,12 +37,18 @@ std::string_view name_of(Attention v) {
 std::string_view name_of(AttentionKernel v) {
   return name_in(kAttentionKernels, v);
 }
+std::string_view name_of(OptimizerImpl v) {
+  return name_in(kOptimizerImpls, v);
+}
 
 Precision parse_precision(std::string_view t) {
   return value_in(kPrecisions, t, "precision");
 }
 Optimizer parse_optimizer(std::string_view t) {
   return value_in(kOptimizers, t, "optimizer");
+}
+OptimizerImpl parse_optimizer_impl(std::string_view t) {
+  return value_in(kOptimizerImpls, t, "optimizer implementation");
 }
 Strategy parse_strategy(std::string_view t) {
   return value_in(kStrategies, t, "strategy");

@@ -135,6 +135,7 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::in
   cfg.strategy = c.strategy;
   cfg.precision = c.precision;
   cfg.optimizer = r.optimizer;
+  cfg.optimizer_impl = r.optimizer_impl;
   cfg.dp_size = c.dp;
   cfg.gpus_per_node = gpus_per_node;
   cfg.micro_batch = c.micro_batch;

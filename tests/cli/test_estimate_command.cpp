@@ -663,3 +663,30 @@ TEST_CASE("estimate --gpus-per-node: 16 trays of each of 4 NVL72 racks") {
                         "--gpus-per-node", "4", "--gpu", "H100-SXM", "--seq-len", "4096"});
   CHECK_THAT(dgx.err, Contains("--gpus-per-node 4") && Contains("is one host of 8 GPUs"));
 }
+
+TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's foreach") {
+  // gpt2-xl (1,557,611,200 parameters) on 8 A100-80GB (2.039 TB/s x 0.8 of the bundled
+  // memory_efficiency), amp-bf16 DDP: the whole model steps on every GPU, fp32 weights,
+  // gradients and moments. foreach AdamW moves 80 B a parameter, fused 28 (4 us a kernel).
+  const std::vector<std::string> ddp = {
+      "estimate",   "--model", "gpt2-xl",     "--topology", "dgx-a100",  "--gpu", "A100-80GB",
+      "--strategy", "ddp",     "--precision", "amp-bf16",   "--seq-len", "1024",  "--json"};
+  auto args = ddp;
+  const auto foreach = nlohmann::json::parse(run(args).out);
+  CHECK(foreach["training"]["optimizer_impl"] == "foreach");
+  const double params = 1557611200.0, hbm = 2.039e12 * 0.8;
+  CHECK(foreach["step"]["optimizer_s"].get<double>() == Approx(params * 80 / hbm + 4e-6));
+  args.insert(args.end(), {"--optimizer-impl", "fused"});
+  const auto fused = nlohmann::json::parse(run(args).out);
+  CHECK(fused["training"]["optimizer_impl"] == "fused");
+  CHECK(fused["step"]["optimizer_s"].get<double>() == Approx(params * 28 / hbm + 4e-6));
+  // The text names the step's implementation: ZeRO's default is DeepSpeed's fused Adam.
+  CHECK_THAT(run(kBase).out, Contains("adamw (fused)"));
+  CHECK_THAT(run({"estimate", "--model", "gpt2", "--topology", "dgx-a100", "--gpu", "A100-80GB",
+                  "--strategy", "ddp"})
+                 .out,
+             Contains("adamw (foreach)"));
+  const auto bad = run(with({"--optimizer-impl", "for-loop"}));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--optimizer-impl") && Contains("for-loop"));
+}

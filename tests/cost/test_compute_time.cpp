@@ -316,6 +316,7 @@ TEST_CASE("FlashAttention-2 on the H100: our curve against the paper's Figure 7,
 TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed offloaded") {
   const auto k = round_constants();
   auto c = bf16(1);
+  c.optimizer_impl = OptimizerImpl::fused;
   // AdamW in bf16: fp32 parameter read + write (8), bf16 gradient (2), two fp32 moments read
   // + written (16), bf16 copy written (2): 28 bytes per parameter.
   CHECK(optimizer_time(1'000'000'000, c, a100(), k) ==
@@ -332,6 +333,7 @@ TEST_CASE("optimizer step: bytes per parameter at HBM speed, or at host speed of
   c.gpus_per_host = 4;
   CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(4 * 28e9 / 1e10));
   c = bf16(1);
+  c.optimizer_impl = OptimizerImpl::fused;
   c.precision = Precision::fp32;
   c.optimizer = Optimizer::sgd;
   // fp32 SGD: parameter read + write, fp32 gradient: 12 bytes.
@@ -810,4 +812,40 @@ TEST_CASE("Megatron-LM pads the vocabulary to 128 x tp: its LM head stays aligne
   CHECK(padded_vocab_shard(129024, 8, true) == 16128);  // a multiple already stays
   CHECK(padded_vocab_shard(50257, 1, false) == 50257);
   CHECK(padded_vocab_shard(50257, 2, false) == 25129);
+}
+
+TEST_CASE("optimizer step: torch.optim's foreach AdamW makes eight passes, 80 bytes a parameter") {
+  // PyTorch autocast keeps fp32 weights, gradients and moments. _multi_tensor_adam's passes
+  // over 4-byte tensors: decay of w (read, write: 8), lerp_ of m toward g (12), mul_ of v (8),
+  // addcmul_ of v with g (12), sqrt of v into d (8), div_ and add_ on d (8 + 8), addcdiv_ of
+  // m / d into w (16): 80 bytes, 1e9 parameters at 0.5 x 2.039 TB/s plus one kernel's 10 us.
+  // Measured on an H200 (data/measurements/h200-torch-profile): 82 B a parameter for Llama 3.2
+  // 1B at the element-wise rate, against 31 for fused=True.
+  const auto k = round_constants();
+  auto c = bf16(1);
+  c.precision = Precision::amp_bf16;
+  const double hbm = 2.039e12 * 0.5;
+  CHECK(foreach_optimizer(c));  // DDP's default: torch.optim picks foreach on CUDA
+  CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(80e9 / hbm + 1e-5).epsilon(1e-12));
+  c.optimizer = Optimizer::adam;  // no decoupled decay pass: 80 - 8
+  CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(72e9 / hbm + 1e-5).epsilon(1e-12));
+  // fused=True: read and write w, m and v, read g: 4 x 7 = 28 bytes.
+  c.optimizer = Optimizer::adamw;
+  c.optimizer_impl = OptimizerImpl::fused;
+  CHECK_FALSE(foreach_optimizer(c));
+  CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(28e9 / hbm + 1e-5).epsilon(1e-12));
+  // DeepSpeed ZeRO steps with its FusedAdam by default; an explicit foreach is honoured.
+  c.optimizer_impl = OptimizerImpl::framework;
+  c.strategy = Strategy::zero2;
+  CHECK_FALSE(foreach_optimizer(c));
+  c.strategy = Strategy::fsdp_full;
+  CHECK(foreach_optimizer(c));
+  // SGD has no pass-by-pass price: a foreach SGD step is priced as the fused one (fp32: w read
+  // and written, g read: 12 bytes).
+  c.precision = Precision::fp32;
+  c.optimizer = Optimizer::sgd;
+  CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(12e9 / hbm + 1e-5).epsilon(1e-12));
+  CHECK(parse_optimizer_impl("foreach") == OptimizerImpl::foreach);
+  CHECK_THROWS_WITH(parse_optimizer_impl("for-loop"),
+                    Catch::Contains("optimizer implementation") && Catch::Contains("for-loop"));
 }

@@ -141,11 +141,25 @@ double compute_slowdown(const ModelDesc& m, const TrainingConfig& c, const GpuSp
 // at the same time.
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
                       const ComputeConstants& k);
+// Whether the step runs as torch.optim's multi-tensor (foreach) ops, and for which optimizer:
+// only Adam and AdamW are priced pass by pass; the others as a fused step.
+struct ForeachStep {
+  bool on = false;
+  Optimizer optimizer = Optimizer::adamw;
+};
 // The same under an explicit numeric recipe (a layout's framework), `ranks_on_host` ranks of
 // a node stepping on its CPUs at once when offloaded.
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
-                      const GpuSpec& gpu, const ComputeConstants& k,
-                      std::int64_t ranks_on_host = 1);
+                      const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host = 1,
+                      ForeachStep foreach_step = {});
+// Bytes the step reads and writes per parameter: 28 for a fused AdamW over fp32 weights and
+// states with bf16 gradients and a bf16 copy; 80 for torch.optim's foreach AdamW with fp32
+// gradients (docs/step-time-model.md).
+double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_step);
+// Whether the configuration's optimizer step runs as foreach ops: --optimizer-impl, or the
+// framework's default (torch.optim's foreach for dp, ddp and FSDP; DeepSpeed's fused Adam for
+// ZeRO).
+bool foreach_optimizer(const TrainingConfig& c);
 
 // The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with
 // `fp8`: the fitted constant, scaled by the GPU's measured maximum over the reference GPU's

@@ -83,6 +83,24 @@ inline constexpr std::array<NamedValue<Attention>, 3> kAttentions{{
      "repeated to every query head"},
 }};
 
+// How the optimizer step runs on the GPU. `fused` is one kernel pass over the parameters
+// (torch.optim's fused=True, DeepSpeed's and Apex/Transformer Engine's FusedAdam): it reads and
+// writes the parameter and each state and reads the gradient once. `foreach` is torch.optim's
+// multi-tensor path, PyTorch's default on CUDA when neither flag is given
+// (torch/optim/optimizer.py, _default_to_fused_or_foreach): one kernel per element-wise op,
+// each reading and writing whole tensor lists; a for-loop step makes the same passes tensor by
+// tensor. `framework` is what the strategy's framework does by default.
+enum class OptimizerImpl { framework, fused, foreach };
+
+inline constexpr std::array<NamedValue<OptimizerImpl>, 3> kOptimizerImpls{{
+    {OptimizerImpl::framework, "framework",
+     "the framework's default: torch.optim's foreach for dp, ddp and FSDP; fused under DeepSpeed "
+     "ZeRO, Megatron-LM and torchtitan"},
+    {OptimizerImpl::fused, "fused", "one fused kernel (fused=True, FusedAdam)"},
+    {OptimizerImpl::foreach, "foreach",
+     "torch.optim's multi-tensor ops, PyTorch's default on CUDA (and a for-loop step's traffic)"},
+}};
+
 // Which fused attention kernel runs under Attention::flash. `framework` is the one the
 // training framework calls: PyTorch's scaled_dot_product_attention (its flash back end,
 // FlashAttention-2) for the data-parallel strategies and FSDP2 layouts, Transformer Engine's
@@ -172,6 +190,7 @@ std::string_view name_of(Offload v);
 std::string_view name_of(Checkpointing v);
 std::string_view name_of(Attention v);
 std::string_view name_of(AttentionKernel v);
+std::string_view name_of(OptimizerImpl v);
 
 Precision parse_precision(std::string_view text);
 Optimizer parse_optimizer(std::string_view text);
@@ -180,6 +199,7 @@ Offload parse_offload(std::string_view text);
 Checkpointing parse_checkpointing(std::string_view text);
 Attention parse_attention(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
+OptimizerImpl parse_optimizer_impl(std::string_view text);
 // Throws dtplan::Error (naming {attention-kernel} and {attention}) when a fused kernel is named
 // for an attention that runs none.
 void check_attention_kernel(Attention attention, AttentionKernel kernel);
@@ -214,6 +234,7 @@ struct TrainingConfig {
   Strategy strategy = Strategy::ddp;
   Precision precision = Precision::bf16;
   Optimizer optimizer = Optimizer::adamw;
+  OptimizerImpl optimizer_impl = OptimizerImpl::framework;
   std::int64_t dp_size = 1;        // data-parallel GPUs
   std::int64_t gpus_per_node = 8;  // sets the hybrid-sharding group and per-node host totals
   // GPUs per host where a node spans several (an NVL72 rack's 4-GPU trays): the ranks that
