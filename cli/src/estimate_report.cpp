@@ -14,6 +14,13 @@ namespace dtplan::cli {
 
 namespace {
 
+// " (foreach)" or " (fused)" for Adam and AdamW, as their step was priced; nothing for the
+// others (one fused pass).
+std::string optimizer_impl_text(const TrainingConfig& c) {
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return "";
+  return cost::foreach_optimizer(c) ? " (foreach)" : " (fused)";
+}
+
 nlohmann::json compute_json(const cost::ComputeTime& c) {
   return {{"forward_s", c.forward_s},     {"backward_s", c.backward_s},
           {"recompute_s", c.recompute_s}, {"gemm_s", c.gemm_s},
@@ -126,8 +133,7 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
                                (t.nodes() == 1 ? " node" : " nodes")});
   head.add_row(
       {"training", std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
-                       ", " + std::string(name_of(c.optimizer)) +
-                       (cost::foreach_optimizer(c) ? " (foreach)" : " (fused)") +
+                       ", " + std::string(name_of(c.optimizer)) + optimizer_impl_text(c) +
                        ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
                        std::string(name_of(c.offload)) + ", " + attention_text(c)});
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +

@@ -102,10 +102,19 @@ nlohmann::json model_json(const ModelDesc& m) {
   return j;
 }
 
+namespace {
+// How the step was priced: foreach or fused for Adam and AdamW, null for the others (priced
+// as one fused pass whatever runs them).
+nlohmann::json optimizer_impl_json(const TrainingConfig& c) {
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return nullptr;
+  return cost::foreach_optimizer(c) ? "foreach" : "fused";
+}
+}  // namespace
+
 nlohmann::json training_json(const TrainingConfig& c) {
   return {{"precision", name_of(c.precision)},
           {"optimizer", name_of(c.optimizer)},
-          {"optimizer_impl", cost::foreach_optimizer(c) ? "foreach" : "fused"},
+          {"optimizer_impl", optimizer_impl_json(c)},
           {"gpus", c.dp_size},
           {"gpus_per_node", c.gpus_per_node},
           {"micro_batch", c.micro_batch},

@@ -849,12 +849,15 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
 }
 
 bool foreach_optimizer(const TrainingConfig& c) {
-  if (c.optimizer_impl != OptimizerImpl::framework)
-    return c.optimizer_impl == OptimizerImpl::foreach;
-  // DeepSpeed steps ZeRO's partitions with its FusedAdam (or its CPU Adam when offloaded);
-  // the PyTorch strategies with torch.optim's default.
+  // Only Adam and AdamW are priced pass by pass (bitsandbytes' 8-bit Adam has no foreach path).
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return false;
+  // DeepSpeed steps ZeRO's partitions with its FusedAdam, and an offloaded optimizer with its
+  // CPU Adam whatever the flag says; the PyTorch strategies with torch.optim's default.
   const bool deepspeed = c.strategy == Strategy::zero1 || c.strategy == Strategy::zero2 ||
                          c.strategy == Strategy::zero3;
+  if (deepspeed && c.offload != Offload::none) return false;
+  if (c.optimizer_impl != OptimizerImpl::framework)
+    return c.optimizer_impl == OptimizerImpl::foreach;
   return !deepspeed;
 }
 

@@ -265,6 +265,12 @@ std::optional<std::string> optimizer_problem(Framework f, Optimizer o) {
                                    : "torchtitan runs Adam or AdamW ([optimizer] name)");
 }
 
+std::optional<std::string> optimizer_impl_problem(Framework f, OptimizerImpl impl) {
+  if (f != Framework::megatron || impl != OptimizerImpl::foreach) return std::nullopt;
+  return "{optimizer_impl} foreach: Megatron-LM steps with a fused Adam (Transformer Engine or "
+         "Apex); give framework or fused";
+}
+
 std::optional<std::string> stage_split_problem(const TransformerSpec& m, const Layout3D& l) {
   const std::int64_t p = l.pp, v = l.interleave, layers = m.num_layers;
   if (!l.stage_layers.empty()) {
@@ -357,6 +363,7 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
     fail("hybrid sharding (a shard group smaller than dp x cp) needs framework fsdp2");
   }
   if (const auto why = optimizer_problem(l.framework, l.optimizer)) fail(*why);
+  if (const auto why = optimizer_impl_problem(l.framework, l.optimizer_impl)) fail(*why);
   // Transformer Engine's recipes under Megatron-LM (--fp8-recipe), torchao's under torchtitan.
   if (l.framework == Framework::megatron && l.fp8 == Fp8Recipe::rowwise) {
     fail(
@@ -1368,8 +1375,11 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   in.backward_s = stage.backward_s;
   const std::int64_t elements =
       sharded_optimizer ? sharded_elements(s, l, params, experts) : params;
+  // torchtitan's [optimizer] implementation: fused by default, foreach when asked.
+  const ForeachStep foreach{
+      l.framework == Framework::fsdp2 && l.optimizer_impl == OptimizerImpl::foreach, l.optimizer};
   in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_,
-                                  std::min(l.gpus(), t_.node().launch_gpus_per_host()));
+                                  std::min(l.gpus(), t_.node().launch_gpus_per_host()), foreach);
   in.host_transfer_s = host_transfers_s(
       l.offload, elements, sharded_elements(s, l, params, experts),
       static_cast<double>(recipe.compute_bytes()), host_link_Bps(gpu_, k_), out.dp_ops);

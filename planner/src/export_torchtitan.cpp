@@ -100,7 +100,9 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
     // FSDP2's CPUOffloadPolicy on parameters, gradients and optimizer states.
     << "enable_cpu_offload = " << (l.offload == Offload::none ? "false" : "true") << "\n\n"
     << "[optimizer]\n"
-    << "name = \"" << (l.optimizer == Optimizer::adam ? "Adam" : "AdamW") << "\"\n\n"
+    << "name = \"" << (l.optimizer == Optimizer::adam ? "Adam" : "AdamW") << "\"\n"
+    << "implementation = \"" << (l.optimizer_impl == OptimizerImpl::foreach ? "foreach" : "fused")
+    << "\"\n\n"
     << "[parallelism]\n"
     << "data_parallel_replicate_degree = " << l.dp / shard << "\n"
     << "data_parallel_shard_degree = " << shard << "\n"

@@ -222,6 +222,7 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     }
     if (framework == Framework::fsdp2 && l.dp * l.cp == 1) continue;  // nothing to shard
     if (cost::optimizer_problem(framework, r.optimizer)) continue;
+    if (cost::optimizer_impl_problem(framework, r.optimizer_impl)) continue;
     if (!runs_fp8(framework, r.fp8)) continue;
     l.framework = framework;
     l.sharding = sharding;
@@ -283,6 +284,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.attention = r.attention;
             l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;
+            l.optimizer_impl = r.optimizer_impl;
             l.stage_layers = stages;
             for_each_state_sharding(s, r, l, visit);
           }

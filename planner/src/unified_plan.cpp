@@ -104,11 +104,14 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
            "optimizer, FSDP2 optimizer+params)";
   }
   const auto runs = [&](cost::Framework f) {
-    return named(f) && !cost::optimizer_problem(f, p.optimizer);
+    return named(f) && !cost::optimizer_problem(f, p.optimizer) &&
+           !cost::optimizer_impl_problem(f, p.optimizer_impl);
   };
   if (!runs(cost::Framework::megatron) && !runs(cost::Framework::fsdp2)) {
     return "no layout framework runs optimizer " + std::string(name_of(p.optimizer)) +
-           " (Megatron-LM: adam, adamw, sgd, sgd-momentum; torchtitan: adam, adamw)";
+           " as --optimizer-impl " + std::string(name_of(p.optimizer_impl)) +
+           " (Megatron-LM: adam, adamw, sgd, sgd-momentum, fused; torchtitan: adam, adamw, fused "
+           "or foreach)";
   }
   return {};
 }
@@ -141,6 +144,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
   x.optimizer = p.optimizer;
+  x.optimizer_impl = p.optimizer_impl;
   x.offloads = p.offloads;
   x.host_per_node = p.host_memory.value_or(t.node().host_memory_or_default());
   x.headroom = p.headroom;

@@ -689,4 +689,34 @@ TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's for
   const auto bad = run(with({"--optimizer-impl", "for-loop"}));
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--optimizer-impl") && Contains("for-loop"));
+  // SGD is priced as one fused pass whatever runs it: the text names no implementation.
+  const auto sgd = run({"estimate", "--model", "gpt2", "--topology", "dgx-a100", "--gpu",
+                        "A100-80GB", "--strategy", "ddp", "--optimizer", "sgd"});
+  CHECK_THAT(sgd.out, Contains("bf16, sgd, checkpointing"));
+  // An offloaded ZeRO optimizer is DeepSpeed's CPU Adam, fused, even when foreach is asked.
+  CHECK_THAT(run(with({"--offload", "optimizer", "--optimizer-impl", "foreach"})).out,
+             Contains("adamw (fused)"));
+}
+
+TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {
+  // Llama 2 7B under FSDP2 over 8 H100s: each rank steps 6,738,415,616 / 8 parameters of fp32
+  // shards with fp32 gradients, 28 B fused or 80 B foreach at 3.35 TB/s x 0.8, 4 us a kernel.
+  const std::vector<std::string> base = {
+      "estimate",  "--model", "llama-2-7b",    "--topology", "dgx-h100",   "--gpu", "H100-SXM",
+      "--seq-len", "4096",    "--micro-batch", "1",          "--strategy", "fsdp2", "--json"};
+  const auto optimizer_s = [&](const std::string& impl) {
+    auto args = base;
+    args.insert(args.end(), {"--optimizer-impl", impl});
+    const auto r = run(args);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["parallel3d"]["time"]["optimizer_s"].get<double>();
+  };
+  const double shard = 6738415616.0 / 8, hbm = 3.35e12 * 0.8;
+  CHECK(optimizer_s("framework") == Approx(shard * 28 / hbm + 4e-6));
+  CHECK(optimizer_s("foreach") == Approx(shard * 80 / hbm + 4e-6));
+  const auto megatron = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+                             "H100-SXM", "--seq-len", "4096", "--strategy", "megatron", "--tp", "2",
+                             "--optimizer-impl", "foreach"});
+  CHECK(megatron.code == 1);
+  CHECK_THAT(megatron.err, Contains("--optimizer-impl foreach: Megatron-LM steps with a fused"));
 }

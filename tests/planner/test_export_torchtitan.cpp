@@ -28,7 +28,8 @@ const std::map<std::string, std::set<std::string>> kKeys{
     // The TOML era's float8 converter (job_config.py at 238fa9953e4a: Model, Float8Linear).
     {"model", {"converters"}},
     {"quantize.linear.float8", {"recipe_name", "filter_fqns"}},
-    {"optimizer", {"name"}},
+    // job_config.py's Optimizer: implementation "for-loop", "foreach" or "fused" (its default).
+    {"optimizer", {"name", "implementation"}},
 };
 
 // "section.key" -> the value as written, checking each key is one torchtitan documents.

@@ -63,7 +63,13 @@ TEST_CASE("DeepSpeed: stage per strategy, fp16 loss scaling, offload devices") {
   CHECK(z["reduce_bucket_size"] == 200'000'000);
   CHECK(z.contains("stage3_prefetch_bucket_size"));
   CHECK(ds.config["optimizer"]["params"]["lr"] == 2e-4);
+  CHECK_FALSE(ds.config["optimizer"]["params"].contains("torch_adam"));  // its FusedAdam
   CHECK(ds.config["train_batch_size"] == 64);
+  // --optimizer-impl foreach: torch.optim's AdamW, as priced (DeepSpeed's torch_adam).
+  auto foreach = make_plan(Strategy::zero2, Precision::bf16, 8, 1, 1);
+  foreach
+    .training.optimizer_impl = OptimizerImpl::foreach;
+  CHECK(deepspeed_config(foreach, o).config["optimizer"]["params"]["torch_adam"] == true);
   // A plan translated to DeepSpeed says so.
   const auto fsdp = deepspeed_config(make_plan(Strategy::fsdp_full, Precision::bf16, 8, 1, 1), {});
   REQUIRE_FALSE(fsdp.notes.empty());

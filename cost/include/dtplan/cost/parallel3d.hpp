@@ -128,6 +128,9 @@ Framework parse_framework(std::string_view text);
 // weight decay, AdamW) or sgd (with --sgd-momentum); torchtitan's [optimizer] name is Adam or
 // AdamW. 8-bit Adam is neither's.
 std::optional<std::string> optimizer_problem(Framework f, Optimizer o);
+// Why framework `f` cannot step as `impl` says, or nullopt: Megatron-LM's step is always a
+// fused Adam (Transformer Engine or Apex); torchtitan runs fused (its default) or foreach.
+std::optional<std::string> optimizer_impl_problem(Framework f, OptimizerImpl impl);
 
 struct Layout3D {
   std::int64_t tp = 1, pp = 1, dp = 1;
@@ -172,6 +175,7 @@ struct Layout3D {
   Precision precision = Precision::bf16;
   Fp8Recipe fp8 = Fp8Recipe::none;         // FP8 GEMMs in the blocks' Linear layers (training.hpp)
   Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
+  OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // fused unless fsdp2's foreach
   // States in host memory, the optimizer stepping on the CPU: Megatron-LM's
   // --optimizer-cpu-offload (optimizer: fp32 main weights and optimizer states; gradients
   // copied to the host, updated weights back) or FSDP2's CPUOffloadPolicy (optimizer+params:
