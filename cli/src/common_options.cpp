@@ -99,6 +99,9 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--optimizer", o.optimizer, names_of(kOptimizers))->capture_default_str();
   app.add_option("--optimizer-impl", o.optimizer_impl, names_of(kOptimizerImpls))
       ->capture_default_str();
+  app.add_option("--layer-kernels", o.layer_kernels,
+                 names_of(kLayerKernels) + ": how norms, activations and casts run")
+      ->capture_default_str();
   app.add_flag("--grad-bucket-view", o.grad_bucket_view,
                "DDP gradient_as_bucket_view=True: no separate bucket copy");
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket_cap_mb (MiB)")
@@ -185,6 +188,7 @@ TrainingConfig training_config(const TrainingOptions& o) {
     throw Error("--precision fp8 with --fp8-recipe none: give an FP8 recipe, or bf16");
   c.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   c.optimizer_impl = parse_flag("--optimizer-impl", o.optimizer_impl, parse_optimizer_impl);
+  c.layer_kernels = parse_flag("--layer-kernels", o.layer_kernels, parse_layer_kernels);
   c.grad_bucket_view = o.grad_bucket_view;
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   c.fp32_grad_accumulation = o.fp32_grad_accumulation;

@@ -36,6 +36,7 @@ struct TrainingOptions {
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
+  std::string layer_kernels = "framework";
   bool grad_bucket_view = false;
   double bucket_cap_mb = 25.0;
   bool fp32_grad_accumulation = false;

@@ -133,7 +133,8 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
                                (t.nodes() == 1 ? " node" : " nodes")});
   head.add_row(
       {"training", std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
-                       ", " + std::string(name_of(c.optimizer)) + optimizer_impl_text(c) +
+                       (cost::eager_autocast_layers(c) ? " (eager kernels)" : "") + ", " +
+                       std::string(name_of(c.optimizer)) + optimizer_impl_text(c) +
                        ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
                        std::string(name_of(c.offload)) + ", " + attention_text(c)});
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +

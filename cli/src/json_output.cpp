@@ -115,6 +115,7 @@ nlohmann::json training_json(const TrainingConfig& c) {
   return {{"precision", name_of(c.precision)},
           {"optimizer", name_of(c.optimizer)},
           {"optimizer_impl", optimizer_impl_json(c)},
+          {"layer_kernels", cost::eager_autocast_layers(c) ? "eager" : "fused"},
           {"gpus", c.dp_size},
           {"gpus_per_node", c.gpus_per_node},
           {"micro_batch", c.micro_batch},

@@ -54,6 +54,7 @@ struct PlanOptions {
   bool overlap_ep_comm = false, deepep = false;  // where the layouts run them
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
+  std::string layer_kernels = "framework";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
   std::string deepspeed_version;  // empty: a current release
@@ -130,6 +131,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.micro_batches = o.micro_batches;
   r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   r.optimizer_impl = parse_flag("--optimizer-impl", o.optimizer_impl, parse_optimizer_impl);
+  r.layer_kernels = parse_flag("--layer-kernels", o.layer_kernels, parse_layer_kernels);
   r.attention = parse_flag("--attention", o.attention, parse_attention);
   r.attention_kernel = attention_kernel_of(o.attention_kernel, r.attention);
   if (!o.deepspeed_version.empty()) {
@@ -418,6 +420,10 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       ->capture_default_str();
   cmd.add_option("--optimizer-impl", o.optimizer_impl,
                  "the data-parallel strategies' optimizer step: framework|fused|foreach")
+      ->capture_default_str();
+  cmd.add_option("--layer-kernels", o.layer_kernels,
+                 "framework|fused|eager: how the autocast (amp-*) candidates' norms, activations "
+                 "and casts run; eager prices them op by op")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
   cmd.add_option(

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dtplan/cost/eager_autocast.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
@@ -49,6 +50,9 @@ constexpr ConstantField kFields[] = {
      0.0, 1.0},
     {"attention_efficiency", &ComputeConstants::attention_efficiency, 1e-3, 1.0},
     {"memory_efficiency", &ComputeConstants::memory_efficiency, 1e-3, 1.0},
+    {"widening_copy_memory_efficiency", &ComputeConstants::widening_copy_memory_efficiency, 0.0,
+     1.0},
+    {"mixed_type_memory_efficiency", &ComputeConstants::mixed_type_memory_efficiency, 0.0, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
     {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
     {"overlap_compute_slowdown", &ComputeConstants::overlap_compute_slowdown, 0.0, 1.0},
@@ -406,6 +410,16 @@ class Timer {
   double bytes(double b, double kernels) const {
     return b / (hbm_ * k_.memory_efficiency) + kernels * k_.kernel_overhead_s;
   }
+  // Eager element-wise kernels at the rate of each class.
+  double eager(const EagerTraffic& t) const {
+    const auto rate = [&](double efficiency) {
+      return hbm_ * (efficiency > 0 ? efficiency : k_.memory_efficiency);
+    };
+    return t.same_type_bytes / rate(k_.memory_efficiency) +
+           t.widening_bytes / rate(k_.widening_copy_memory_efficiency) +
+           t.mixed_type_bytes / rate(k_.mixed_type_memory_efficiency) +
+           t.kernels * k_.kernel_overhead_s;
+  }
 
  private:
   double gemm_at(double m, double k, double n, double efficiency) const {
@@ -451,7 +465,8 @@ struct Phase {
   double gemm = 0;
   double attention = 0;
   double elementwise = 0;
-  double attention_backward = 0;  // of a forward phase: its attention's backward
+  double attention_backward = 0;    // of a forward phase: its attention's backward
+  double elementwise_backward = 0;  // of a forward phase: its element-wise work's backward
   double total() const { return gemm + attention + elementwise; }
 };
 
@@ -543,7 +558,7 @@ void latent_projections(const TransformerSpec& t, double m, const Timer& time, P
 
 // Forward of one transformer block for M = b s tokens.
 Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn, const Timer& time,
-                    const ComputeConstants& k) {
+                    const ComputeConstants& k, bool eager) {
   const double m = b * s;
   const double h = static_cast<double>(t.hidden_size);
   const double q = static_cast<double>(t.q_size());
@@ -595,8 +610,16 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   // one kernel for each norm beyond the two the per-layer count assumes; latent attention's
   // two norms, two assemblies and two more casts.
   const double latent = t.mla.active() ? 4 + time.cast_kernels(2) : 0;
+  if (eager && eager_inventory_covers(t)) {
+    // Eager autocast: the block's kernels op by op, the backward's as autograd runs them.
+    const auto ops = eager_autocast_block(t, m);
+    p.elementwise += time.eager(ops.forward);
+    p.elementwise_backward = time.eager(ops.backward);
+    return p;
+  }
   p.elementwise += time.bytes(
       bytes, k.elementwise_kernels_per_layer + (norms - 2) + latent + time.cast_kernels(4));
+  p.elementwise_backward = 2 * p.elementwise;
   return p;
 }
 
@@ -678,16 +701,18 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   const double v = static_cast<double>(t.vocab_size);
   const double e = time.element_bytes();
   const double m = b * s;
+  const bool eager = eager_autocast_layers(c);
   // Every block, by kind (a mixture's dense first layers apart), and the multi-token
   // prediction modules: a sparse block each, the 2h -> h projection of the concatenated
   // normed hidden state and embedding, its three norms and the concatenation.
   Phase blocks;
   const auto add_blocks = [&](const TransformerSpec& kind, double layers) {
-    const auto one = block_forward(kind, b, s, c.attention, time, k);
+    const auto one = block_forward(kind, b, s, c.attention, time, k, eager);
     blocks.gemm += one.gemm * layers;
     blocks.attention += one.attention * layers;
     blocks.elementwise += one.elementwise * layers;
     blocks.attention_backward += one.attention_backward * layers;
+    blocks.elementwise_backward += one.elementwise_backward * layers;
   };
   for (const auto& run : block_runs(t))
     add_blocks(run.block, static_cast<double>(run.layers));
@@ -695,10 +720,12 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   if (t.mtp_layers > 0) {
     add_blocks(t, mtp);
     blocks.gemm += mtp * time.linear(m, 2 * h, h);
-    blocks.elementwise += mtp * time.bytes(3 * 2 * e * m * h + 2 * e * m * 2 * h, 4);
+    const double joins = mtp * time.bytes(3 * 2 * e * m * h + 2 * e * m * 2 * h, 4);
+    blocks.elementwise += joins;
+    blocks.elementwise_backward += 2 * joins;
   }
   Phase fwd{blocks.gemm, blocks.attention, blocks.elementwise};
-  Phase bwd{2 * fwd.gemm, blocks.attention_backward, 2 * fwd.elementwise};
+  Phase bwd{2 * fwd.gemm, blocks.attention_backward, blocks.elementwise_backward};
   // Embedding lookup, and its scatter-add in backward.
   fwd.elementwise += time.bytes(2 * e * m * h, 1);
   bwd.elementwise += time.bytes(2 * e * m * h, 1);
@@ -846,6 +873,15 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
   const double moment = states / 2;
   const double decay = o == Optimizer::adamw ? 2 * fp32 : 0.0;
   return decay + 2 * fp32 + 3 * moment + 5 * moment + 6 * moment + 2 * grad + copy;
+}
+
+bool eager_autocast_layers(const TrainingConfig& c) {
+  const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
+  if (c.layer_kernels == LayerKernels::eager && !autocast) {
+    throw Error("{layer-kernels} eager is modelled under autocast (amp-fp16, amp-bf16), not " +
+                std::string(name_of(c.precision)) + ": choose an amp precision, or fused");
+  }
+  return autocast && c.layer_kernels != LayerKernels::fused;
 }
 
 bool foreach_optimizer(const TrainingConfig& c) {

@@ -40,6 +40,9 @@ std::string_view name_of(AttentionKernel v) {
 std::string_view name_of(OptimizerImpl v) {
   return name_in(kOptimizerImpls, v);
 }
+std::string_view name_of(LayerKernels v) {
+  return name_in(kLayerKernels, v);
+}
 
 Precision parse_precision(std::string_view t) {
   return value_in(kPrecisions, t, "precision");
@@ -49,6 +52,9 @@ Optimizer parse_optimizer(std::string_view t) {
 }
 OptimizerImpl parse_optimizer_impl(std::string_view t) {
   return value_in(kOptimizerImpls, t, "optimizer implementation");
+}
+LayerKernels parse_layer_kernels(std::string_view t) {
+  return value_in(kLayerKernels, t, "layer kernels");
 }
 Strategy parse_strategy(std::string_view t) {
   return value_in(kStrategies, t, "strategy");

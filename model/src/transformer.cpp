@@ -286,14 +286,14 @@ TransformerParams count_parameters(const TransformerSpec& s) {
   return p;
 }
 
-namespace {
-
 bool fuses_qkv(const TransformerSpec& s) {
   for (const char* t : {"gpt2", "gpt_neox", "bloom", "mpt", "phi3", "gpt_bigcode", "falcon"}) {
     if (s.model_type == t) return true;
   }
   return false;
 }
+
+namespace {
 
 // A weight and, when present, its bias.
 void linear(std::vector<std::int64_t>& out, std::int64_t in, std::int64_t outputs, bool bias) {
@@ -745,6 +745,13 @@ TransformerSpec read_gpt2(const ObjectReader& c) {
   if (c.optional_boolean("add_cross_attention").value_or(false)) {
     c.fail("add_cross_attention", "cross-attention (encoder-decoder GPT-2) is not supported");
   }
+  // transformers' GPT2MLP: ACT2FN[activation_function], "gelu_new" by default.
+  const std::string act = c.optional_string("activation_function").value_or("gelu_new");
+  if (act != "gelu_new" && act != "gelu" && act != "gelu_pytorch_tanh") {
+    c.fail("activation_function",
+           "'" + act + "' is not modelled for GPT-2 (gelu_new, gelu, gelu_pytorch_tanh)");
+  }
+  s.gelu_as_tensor_ops = act == "gelu_new";
   return s;  // learned positions, GELU MLP, LayerNorm, biases everywhere
 }
 

@@ -68,7 +68,8 @@ const std::set<std::string>& config_keys() {
         "sharding dp-shard "
         "schedule "
         "checkpointing attention "
-        "attention-kernel optimizer optimizer-impl cp-comm pp-layers offload collective size "
+        "attention-kernel optimizer optimizer-impl layer-kernels cp-comm pp-layers offload "
+        "collective size "
         "algorithm "
         "framework deepspeed-version");
     for (std::string name; names >> name;)

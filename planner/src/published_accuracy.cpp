@@ -153,6 +153,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.precision = parse_precision(c.text("precision", "bf16"));
   tc.optimizer = parse_optimizer(c.text("optimizer", "adamw"));
   tc.optimizer_impl = parse_optimizer_impl(c.text("optimizer-impl", "framework"));
+  tc.layer_kernels = parse_layer_kernels(c.text("layer-kernels", "framework"));
   tc.dp_size = gpus;
   tc.gpus_per_node = std::min(gpus, t.gpus_per_node());
   tc.gpus_per_host = t.node().gpus_per_host;

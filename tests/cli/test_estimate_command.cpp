@@ -698,6 +698,40 @@ TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's for
              Contains("adamw (fused)"));
 }
 
+TEST_CASE("estimate --layer-kernels: autocast runs eager PyTorch unless fused kernels are named") {
+  // GPT-2 under amp-bf16 DDP on one H100: the eager inventory adds element-wise work to every
+  // block (cost/test_eager_autocast.cpp counts it), so fused kernels are faster; the GEMMs are
+  // the same. The text and JSON say which was priced.
+  const std::vector<std::string> base = {
+      "estimate", "--model",   "gpt2", "--topology",    "dgx-h100", "--gpu",
+      "H100-SXM", "--gpus",    "1",    "--strategy",    "ddp",      "--precision",
+      "amp-bf16", "--seq-len", "1024", "--micro-batch", "8"};
+  auto json = base;
+  json.emplace_back("--json");
+  const auto eager = nlohmann::json::parse(run(json).out);
+  CHECK(eager["training"]["layer_kernels"] == "eager");
+  json.insert(json.end(), {"--layer-kernels", "fused"});
+  const auto fused = nlohmann::json::parse(run(json).out);
+  CHECK(fused["training"]["layer_kernels"] == "fused");
+  const auto& ec = eager["compute_per_micro_step"];
+  const auto& fc = fused["compute_per_micro_step"];
+  CHECK(ec["elementwise_s"].get<double>() > 2 * fc["elementwise_s"].get<double>());
+  CHECK(ec["gemm_s"].get<double>() == Approx(fc["gemm_s"].get<double>()));
+  CHECK_THAT(run(base).out, Contains("amp-bf16 (eager kernels)"));
+  // Eager kernels are modelled under autocast only; an unknown value names the flag.
+  auto pure = base;
+  pure[12] = "bf16";
+  pure.insert(pure.end(), {"--layer-kernels", "eager"});
+  const auto refused = run(pure);
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Contains("--layer-kernels eager is modelled under autocast"));
+  auto bad = base;
+  bad.insert(bad.end(), {"--layer-kernels", "compiled"});
+  const auto unknown = run(bad);
+  CHECK(unknown.code == 1);
+  CHECK_THAT(unknown.err, Contains("--layer-kernels") && Contains("compiled"));
+}
+
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {
   // Llama 2 7B under FSDP2 over 8 H100s: each rank steps 6,738,415,616 / 8 parameters of fp32
   // shards with fp32 gradients, 28 B fused or 80 B foreach at 3.35 TB/s x 0.8, 4 us a kernel.

@@ -20,4 +20,26 @@ inline TransformerSpec small_transformer() {
   return t;
 }
 
+// One Llama-style block: RMSNorm, rotary positions, SwiGLU, no biases, untied, 1024 positions.
+inline TransformerSpec llama_style_block(std::int64_t hidden, std::int64_t heads,
+                                         std::int64_t kv_heads, std::int64_t head_dim,
+                                         std::int64_t ffn, std::int64_t vocab) {
+  TransformerSpec s;
+  s.model_type = "llama";
+  s.vocab_size = vocab;
+  s.hidden_size = hidden;
+  s.num_layers = 1;
+  s.num_heads = heads;
+  s.num_kv_heads = kv_heads;
+  s.head_dim = head_dim;
+  s.ffn_size = ffn;
+  s.max_positions = 1024;
+  s.mlp = MlpKind::swiglu;
+  s.norm = NormKind::rmsnorm;
+  s.positions = PositionKind::rotary;
+  s.qkv_bias = s.attn_out_bias = s.mlp_bias = false;
+  s.tied_embeddings = false;
+  return s;
+}
+
 }  // namespace dtplan::test

@@ -13,6 +13,7 @@
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/model/error.hpp"
+#include "small_transformer.hpp"
 
 using namespace dtplan;
 using namespace dtplan::cost;
@@ -426,21 +427,7 @@ TEST_CASE("compute constants: attention curves are checked, retired keys named")
 namespace {
 // One SwiGLU block, h = 1024 with 8 heads of 128, a vocabulary of 1024, causal LM.
 TransformerSpec one_block(std::int64_t ffn) {
-  TransformerSpec s;
-  s.model_type = "llama";
-  s.vocab_size = 1024;
-  s.hidden_size = 1024;
-  s.num_layers = 1;
-  s.num_heads = s.num_kv_heads = 8;
-  s.head_dim = 128;
-  s.ffn_size = ffn;
-  s.max_positions = 1024;
-  s.mlp = MlpKind::swiglu;
-  s.norm = NormKind::rmsnorm;
-  s.positions = PositionKind::rotary;
-  s.qkv_bias = s.attn_out_bias = s.mlp_bias = false;
-  s.tied_embeddings = false;
-  return s;
+  return test::llama_style_block(1024, 8, 8, 128, ffn, 1024);
 }
 }  // namespace
 

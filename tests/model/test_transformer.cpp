@@ -155,6 +155,14 @@ TEST_CASE("config.json errors name the key") {
                           "n_layer": 12, "n_head": 12, "n_positions": 1024,
                           "add_cross_attention": true})"),
              Contains("/add_cross_attention: cross-attention"));
+  // GPT2MLP's activation: "gelu_new" (the default) is NewGELUActivation, eight tensor ops;
+  // "gelu" one kernel; an activation that is not a GELU would be priced wrongly, so it is refused.
+  const std::string gpt2 = R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768,
+                               "n_layer": 12, "n_head": 12, "n_positions": 1024)";
+  CHECK(test::from_config(gpt2 + "}").gelu_as_tensor_ops);
+  CHECK_FALSE(test::from_config(gpt2 + R"(, "activation_function": "gelu"})").gelu_as_tensor_ops);
+  CHECK_THAT(error_of(gpt2 + R"(, "activation_function": "relu"})"),
+             Contains("/activation_function: 'relu' is not modelled for GPT-2"));
   CHECK_THAT(error_of(R"({"model_type": "llama", "architectures": ["LlamaForTokenClassification"],
                           "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
                           "num_hidden_layers": 32, "num_attention_heads": 32,

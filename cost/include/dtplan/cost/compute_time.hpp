@@ -63,7 +63,12 @@ struct ComputeConstants {
   // Of dense peak: eager attention's batched GEMMs, and a framework's fused attention on a GPU
   // architecture with no measured curve in attention_kernels.
   double attention_efficiency = 0;
-  double memory_efficiency = 0;              // achieved fraction of HBM bandwidth
+  double memory_efficiency = 0;  // achieved fraction of HBM bandwidth
+  // Of HBM bandwidth, PyTorch's element-wise kernels whose operands differ in type (they load
+  // through a cast, unvectorized): a 16-bit to fp32 copy, and an fp32 + 16-bit binary op. They
+  // price eager autocast's kernels (LayerKernels::eager); 0: memory_efficiency.
+  double widening_copy_memory_efficiency = 0;
+  double mixed_type_memory_efficiency = 0;
   double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
   double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
   double overlap_compute_slowdown = 0;       // compute slowdown while communication overlaps it
@@ -160,6 +165,11 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
 // framework's default (torch.optim's foreach for dp, ddp and FSDP; DeepSpeed's fused Adam for
 // ZeRO).
 bool foreach_optimizer(const TrainingConfig& c);
+// Whether the blocks' element-wise work is priced op by op as eager PyTorch under autocast
+// runs it: under amp-fp16 or amp-bf16 unless --layer-kernels fused. Throws dtplan::Error naming
+// {layer-kernels} when eager is asked for without autocast (only autocast's dtype flow is
+// modelled).
+bool eager_autocast_layers(const TrainingConfig& c);
 
 // The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with
 // `fp8`: the fitted constant, scaled by the GPU's measured maximum over the reference GPU's

@@ -101,6 +101,26 @@ inline constexpr std::array<NamedValue<OptimizerImpl>, 3> kOptimizerImpls{{
      "torch.optim's multi-tensor ops, PyTorch's default on CUDA (and a for-loop step's traffic)"},
 }};
 
+// How a block's non-GEMM work runs. `eager` is PyTorch eager mode running the model's module
+// code op by op, as Hugging Face transformers' modules do without torch.compile: every
+// element-wise op, cast and norm step is its own kernel, and under torch.autocast the residual
+// stream, the norms and autocast's fp32 ops (pow, rsqrt, the loss) stay in fp32, so the 16-bit
+// outputs of the Linears are widened and mixed with fp32 on the way. `fused` is what
+// Megatron-LM, Transformer Engine and FlashAttention's training kernels run: fused norms,
+// activations, bias-dropout-add, a 16-bit residual. `framework`: eager under autocast
+// (amp-fp16, amp-bf16), fused otherwise.
+enum class LayerKernels { framework, fused, eager };
+
+inline constexpr std::array<NamedValue<LayerKernels>, 3> kLayerKernels{{
+    {LayerKernels::framework, "framework", "eager under autocast (amp-*), fused otherwise"},
+    {LayerKernels::fused, "fused",
+     "fused norms, activations and bias-dropout-add (Megatron-LM, Transformer Engine, "
+     "FlashAttention's training kernels, torch.compile)"},
+    {LayerKernels::eager, "eager",
+     "PyTorch eager mode: one kernel per op of the module code (Hugging Face transformers); "
+     "with autocast, an fp32 residual stream"},
+}};
+
 // Which fused attention kernel runs under Attention::flash. `framework` is the one the
 // training framework calls: PyTorch's scaled_dot_product_attention (its flash back end,
 // FlashAttention-2) for the data-parallel strategies and FSDP2 layouts, Transformer Engine's
@@ -191,6 +211,7 @@ std::string_view name_of(Checkpointing v);
 std::string_view name_of(Attention v);
 std::string_view name_of(AttentionKernel v);
 std::string_view name_of(OptimizerImpl v);
+std::string_view name_of(LayerKernels v);
 
 Precision parse_precision(std::string_view text);
 Optimizer parse_optimizer(std::string_view text);
@@ -200,6 +221,7 @@ Checkpointing parse_checkpointing(std::string_view text);
 Attention parse_attention(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
 OptimizerImpl parse_optimizer_impl(std::string_view text);
+LayerKernels parse_layer_kernels(std::string_view text);
 // Throws dtplan::Error (naming {attention-kernel} and {attention}) when a fused kernel is named
 // for an attention that runs none.
 void check_attention_kernel(Attention attention, AttentionKernel kernel);
@@ -235,7 +257,8 @@ struct TrainingConfig {
   Precision precision = Precision::bf16;
   Optimizer optimizer = Optimizer::adamw;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;
-  std::int64_t dp_size = 1;        // data-parallel GPUs
+  LayerKernels layer_kernels = LayerKernels::framework;  // how non-GEMM work runs
+  std::int64_t dp_size = 1;                              // data-parallel GPUs
   std::int64_t gpus_per_node = 8;  // sets the hybrid-sharding group and per-node host totals
   // GPUs per host where a node spans several (an NVL72 rack's 4-GPU trays): the ranks that
   // share one host's CPUs for an offloaded optimizer. 0: the node is one host.

@@ -102,6 +102,9 @@ struct TransformerSpec {
   double rope_theta = 0;             // rotary base (rope_theta); 0 with learned positions
   std::int64_t type_vocab_size = 0;  // BERT token-type embeddings; 0 otherwise
   MlpKind mlp = MlpKind::gelu;
+  // Hugging Face's "gelu_new" (NewGELUActivation): the tanh approximation written as eight
+  // tensor ops (a pow, three scalings, two adds, tanh and a product) rather than one kernel.
+  bool gelu_as_tensor_ops = false;
   NormKind norm = NormKind::layernorm;
   PositionKind positions = PositionKind::learned;
   bool tied_embeddings = true;
@@ -144,6 +147,10 @@ struct TransformerSpec {
   std::int64_t windowed_layers(std::int64_t layers) const;
   double windowed_share() const;
 };
+
+// True when the Hugging Face module of `s`'s model_type computes the query, key and value in one
+// Linear (GPT-2's c_attn, GPT-NeoX's query_key_value, ...), false for separate q/k/v_proj.
+bool fuses_qkv(const TransformerSpec& s);
 
 struct ParamComponent {
   std::string name;  // embeddings, attention, mlp, norms, head

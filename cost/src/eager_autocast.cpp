@@ -1,0 +1,227 @@
+// Eager PyTorch under torch.autocast, op by op. The residual stream starts as the fp32
+// embedding and stays fp32: autocast runs layer_norm and pow in fp32, and adding a Linear's
+// 16-bit output to fp32 promotes to fp32. So every Linear's input is cast to 16 bits on the
+// way in (one copy per Linear that reads it; autocast caches only the weights' casts), every
+// 16-bit Linear output meets fp32 in a mixed-type kernel, and in backward every such cast has
+// a widening or narrowing twin. Counted from the modules of transformers 5.17 (GPT2Block with
+// NewGELUActivation, LlamaDecoderLayer with LlamaRMSNorm and apply_rotary_pos_emb) and from
+// autograd's derivative of each op; the kernels match, one for one, the kernels a torch.profiler
+// trace of GPT-2 and Llama 3.2 1B lists per block (data/measurements/h200-torch-profile).
+//
+// Bytes per element: 4 for fp32, 2 for the 16-bit type, 1 for a dropout mask. Widths: h the
+// hidden size, f the MLP's intermediate size, q and kv the query and key widths.
+#include "dtplan/cost/eager_autocast.hpp"
+
+namespace dtplan::cost {
+
+EagerTraffic& EagerTraffic::operator+=(const EagerTraffic& o) {
+  same_type_bytes += o.same_type_bytes;
+  widening_bytes += o.widening_bytes;
+  mixed_type_bytes += o.mixed_type_bytes;
+  kernels += o.kernels;
+  return *this;
+}
+
+namespace {
+
+EagerTraffic same(double bytes, double kernels) {
+  return {bytes, 0, 0, kernels};
+}
+EagerTraffic widen(double bytes, double kernels) {
+  return {0, bytes, 0, kernels};
+}
+EagerTraffic mixed(double bytes, double kernels) {
+  return {0, 0, bytes, kernels};
+}
+
+// A norm over w elements of the fp32 stream, and its gradient.
+EagerBlock norm(NormKind kind, double w) {
+  if (kind == NormKind::layernorm) {
+    // One fused kernel: read x, write y. Backward: the input gradient (read dy and x, write dx)
+    // and the weight and bias gradients (read dy and x).
+    return {same(8 * w, 1), same(20 * w, 2)};
+  }
+  // LlamaRMSNorm: pow(2) 8w, mean 4w, + eps and rsqrt on one value per row, x * rsqrt 8w,
+  // weight * y 8w. Backward: dy * weight 8w, (dy * y) 12w and its sum 4w, dx1 = g * r 8w,
+  // (g * x) 12w and its sum 4w, the rsqrt's and mean's gradients (a row each, then expanded:
+  // 4w), the pow's 2x 8w and product 12w, and the sum of the two paths into x 12w.
+  return {same(28 * w, 6), same(84 * w, 12)};
+}
+
+// Autocast's copy of an fp32 input of w elements to 16 bits for one Linear, and in backward the
+// 16-bit input gradient widened back to fp32.
+EagerBlock input_cast(double w) {
+  return {same(6 * w, 1), widen(6 * w, 1)};
+}
+
+// `readers` fp32 gradients of one fp32 tensor of w elements summed by autograd.
+EagerTraffic fan_in(double readers, double w) {
+  return same((readers - 1) * 12 * w, readers - 1);
+}
+
+// A 16-bit branch output added to the fp32 stream (mixed: read 2 + 4, write 4). Backward: the
+// gradient narrowed to 16 bits for the branch, and summed with the stream's other reader.
+EagerBlock residual(double h) {
+  EagerBlock b{mixed(10 * h, 1), same(6 * h, 1)};
+  b.backward += fan_in(2, h);
+  return b;
+}
+
+// Dropout of w 16-bit elements: read, write, and a one-byte mask; the backward scales by it.
+EagerBlock dropout(double w) {
+  return {same(5 * w, 1), same(5 * w, 1)};
+}
+
+// The MLP's activation on the f-wide 16-bit output of its first Linear(s).
+EagerBlock activation(const TransformerSpec& t, double f) {
+  if (is_gated(t.mlp)) {
+    // act(gate) 4f, times up 6f. Backward: the product's two gradients 6f each, the
+    // activation's 6f.
+    return {same(10 * f, 2), same(18 * f, 3)};
+  }
+  if (!t.gelu_as_tensor_ops) return {same(4 * f, 1), same(6 * f, 1)};
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 pow(x, 3)))): pow is on autocast's fp32 list, so x
+  // is widened (6f) and pow, the two scalings, tanh and 1 + run in fp32 (8f each); x + t and
+  // the last product read x (or 0.5 x, 4f) in 16 bits and fp32 (10f each). Backward: the last
+  // product's gradients (12f, narrowed 6f; and 10f mixed), 0.5 x's (4f), tanh's (12f), the
+  // two scalings' (8f each), x + t's narrowing (6f), pow's 3 x^2 g (8f, 8f, 12f) and its
+  // narrowing (6f), and the three paths into x summed in 16 bits (6f twice).
+  EagerBlock b;
+  b.forward = same(44 * f, 6);
+  b.forward += widen(6 * f, 1);
+  b.forward += mixed(20 * f, 2);
+  b.backward = same(102 * f, 13);
+  b.backward += mixed(10 * f, 1);
+  return b;
+}
+
+// apply_rotary_pos_emb on w 16-bit elements with fp32 cos and sin: x cos and rotate_half(x)
+// sin are mixed-type (6w each), rotate_half a negation of half (2w) and a cat (4w), the sum
+// fp32 (12w); then autocast narrows it for attention (6w). Backward: the attention input's
+// gradient widened (6w), g cos and g sin (8w each) narrowed (6w each), the negation's
+// gradient (2w), and the two 16-bit paths into x summed (6w).
+EagerBlock rotary(double w) {
+  EagerBlock b{same(24 * w, 4), same(36 * w, 6)};
+  b.forward += mixed(12 * w, 2);
+  b.backward += widen(6 * w, 1);
+  return b;
+}
+
+// Qwen3's RMSNorm over each query or key head, on a 16-bit projection of w elements: widened
+// (6w), pow, mean and the product in fp32 (20w), narrowed (6w), times the fp32 weight (6w
+// mixed). Backward as a block norm's, after the widening of its 16-bit gradient.
+EagerBlock head_norm(double w) {
+  EagerBlock b{same(26 * w, 6), same(84 * w, 12)};
+  b.forward += widen(6 * w, 1);
+  b.forward += mixed(6 * w, 1);
+  b.backward += widen(6 * w, 1);
+  return b;
+}
+
+// The weights' casts: autocast copies each fp32 weight and bias of w elements to 16 bits once
+// per forward; backward widens its 16-bit gradient for the fp32 .grad, and a bias gradient is
+// the sum of the output gradient over the tokens (a reduction reading m outputs of 16 bits).
+EagerBlock weight(double elements, double bias_outputs, double m) {
+  const double tensors = bias_outputs > 0 ? 2 : 1;
+  EagerBlock b{same(6 * (elements + bias_outputs), tensors),
+               widen(6 * (elements + bias_outputs), tensors)};
+  if (bias_outputs > 0) b.backward += same(2 * m * bias_outputs, 1);
+  return b;
+}
+
+void add(EagerBlock& total, const EagerBlock& part, double times = 1) {
+  EagerTraffic f = part.forward, b = part.backward;
+  for (EagerTraffic* t : {&f, &b}) {
+    t->same_type_bytes *= times;
+    t->widening_bytes *= times;
+    t->mixed_type_bytes *= times;
+    t->kernels *= times;
+  }
+  total.forward += f;
+  total.backward += b;
+}
+
+// Scales per-token traffic to m tokens (kernel counts stay).
+EagerBlock tokens(EagerBlock b, double m) {
+  for (EagerTraffic* t : {&b.forward, &b.backward}) {
+    t->same_type_bytes *= m;
+    t->widening_bytes *= m;
+    t->mixed_type_bytes *= m;
+  }
+  return b;
+}
+
+// The per-token traffic of the attention half: its norm, the projections' input casts (and the
+// fan-in of their gradients), rotary, the head norms, dropout and the residual add.
+EagerBlock attention_half(const TransformerSpec& t) {
+  const double h = static_cast<double>(t.hidden_size);
+  const double q = static_cast<double>(t.q_size()), kv = static_cast<double>(t.kv_size());
+  EagerBlock b = norm(t.norm, h);
+  const double projections = fuses_qkv(t) ? 1 : 3;
+  add(b, input_cast(h), projections);
+  b.backward += fan_in(projections, h);
+  if (t.qk_norm) {
+    add(b, head_norm(q));
+    add(b, head_norm(kv));
+  }
+  if (t.positions == PositionKind::rotary) {
+    add(b, rotary(q));
+    add(b, rotary(kv));
+  }
+  if (t.hidden_dropout) add(b, dropout(h));
+  add(b, residual(h));
+  return b;
+}
+
+// The MLP half: its norm, the input casts of the first Linear(s), the activation, the down
+// projection's input cast when the activation leaves fp32, dropout and the residual add.
+EagerBlock mlp_half(const TransformerSpec& t) {
+  const double h = static_cast<double>(t.hidden_size), f = static_cast<double>(t.ffn_size);
+  EagerBlock b = norm(t.norm, h);
+  // Phi-3 computes gate and up in one Linear (gate_up_proj); Llama-style modules in two.
+  const double readers = is_gated(t.mlp) && t.model_type != "phi3" ? 2 : 1;
+  add(b, input_cast(h), readers);
+  b.backward += fan_in(readers, h);
+  add(b, activation(t, f));
+  if (!is_gated(t.mlp) && t.gelu_as_tensor_ops) add(b, input_cast(f));
+  if (t.hidden_dropout) add(b, dropout(h));
+  add(b, residual(h));
+  return b;
+}
+
+EagerBlock block_weights(const TransformerSpec& t, double m) {
+  const double h = static_cast<double>(t.hidden_size), f = static_cast<double>(t.ffn_size);
+  const double q = static_cast<double>(t.q_size()), kv = static_cast<double>(t.kv_size());
+  const double o = static_cast<double>(t.o_size());
+  EagerBlock b;
+  const double qkv = q + kv + static_cast<double>(t.v_size());
+  if (fuses_qkv(t)) {
+    add(b, weight(h * qkv, t.qkv_bias ? qkv : 0, m));
+  } else {
+    for (double n : {q, kv, static_cast<double>(t.v_size())})
+      add(b, weight(h * n, t.qkv_bias ? n : 0, m));
+  }
+  add(b, weight(o * h, t.attn_out_bias ? h : 0, m));
+  const double firsts = is_gated(t.mlp) ? 2 : 1;
+  add(b, weight(h * f, t.mlp_bias ? f : 0, m), firsts);
+  add(b, weight(f * h, t.mlp_bias ? h : 0, m));
+  return b;
+}
+
+}  // namespace
+
+bool eager_inventory_covers(const TransformerSpec& t) {
+  return !t.moe.active() && !t.mla.active();
+}
+
+EagerBlock eager_autocast_block(const TransformerSpec& t, double m) {
+  EagerBlock b = tokens(attention_half(t), m);
+  add(b, tokens(mlp_half(t), m));
+  add(b, block_weights(t, m));
+  // Norms beyond the two the halves hold (Gemma 2's post-norms), each on the fp32 stream.
+  const double extra = static_cast<double>(t.norms_per_layer) - 2;
+  if (extra > 0) add(b, tokens(norm(t.norm, static_cast<double>(t.hidden_size)), m), extra);
+  return b;
+}
+
+}  // namespace dtplan::cost

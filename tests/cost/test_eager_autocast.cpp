@@ -1,0 +1,159 @@
+// Tests for cost/src/eager_autocast.cpp: the element-wise traffic of a GPT-2 block and of a
+// Llama block in eager PyTorch under autocast, counted op by op by hand from the modules of
+// transformers (GPT2Block with NewGELUActivation; LlamaDecoderLayer) and autograd's derivatives,
+// and how compute_time prices it.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/model/error.hpp"
+#include "small_transformer.hpp"
+
+using namespace dtplan;
+using namespace dtplan::cost;
+
+namespace {
+const std::filesystem::path kData = DTPLAN_DATA_DIR;
+
+TransformerSpec gpt2_block() {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = 50264;
+  t.hidden_size = 768;
+  t.num_layers = 1;
+  t.num_heads = t.num_kv_heads = 12;
+  t.head_dim = 64;
+  t.ffn_size = 3072;
+  t.max_positions = 1024;
+  t.hidden_dropout = true;
+  t.gelu_as_tensor_ops = true;  // "gelu_new", GPT-2's default
+  return t;
+}
+
+// Llama 3.2 1B's block: hidden 2048, 32 query heads and 8 key/value heads of 64, SwiGLU 8192.
+TransformerSpec llama_block() {
+  return test::llama_style_block(2048, 32, 8, 64, 8192, 128256);
+}
+}  // namespace
+
+TEST_CASE("eager autocast: a GPT-2 block's element-wise bytes and kernels, op by op") {
+  const double h = 768, f = 3072, m = 8192;
+  // Its weights and biases, cast to 16 bits once a forward (read 4, write 2 bytes) and their
+  // gradients widened once a backward: c_attn 768 x 2304 + 2304, c_proj 768 x 768 + 768, c_fc
+  // 768 x 3072 + 3072, mlp c_proj 3072 x 768 + 768 = 7,084,800 elements.
+  const double weights = 6.0 * 7'084'800;
+  const auto b = eager_autocast_block(gpt2_block(), m);
+  // Forward, per token. Same-type: two fp32 LayerNorms (8h each), autocast's copies of the
+  // fp32 inputs of c_attn and c_fc (6h each) and of the fp32 GELU output into c_proj (6f), two
+  // 16-bit dropouts with their masks (5h each), and the GELU's fp32 pow, two scalings, tanh and
+  // 1 + (8f each) and 0.5 x in 16 bits (4f): 38h + 50f. Widening: x to fp32 for pow (6f).
+  // Mixed: the two residual adds and the GELU's x + t and last product (10 bytes each).
+  CHECK(b.forward.same_type_bytes == Approx(m * (38 * h + 50 * f) + weights));
+  CHECK(b.forward.widening_bytes == Approx(m * 6 * f));
+  CHECK(b.forward.mixed_type_bytes == Approx(m * (20 * h + 20 * f)));
+  // 2 norms + 3 casts + 2 dropouts + 9 GELU ops + 2 adds + 4 weights + 4 biases.
+  CHECK(b.forward.kernels == 26);
+  // Backward. Same-type: LayerNorm's input gradient (12h) and weight/bias gradients (8h) twice;
+  // each residual's narrowing of the gradient (6h) and the fp32 sum of the stream's two paths
+  // (12h); the dropouts (5h each); the GELU's 102f; the four bias gradients, sums of 16-bit
+  // output gradients (2 x (2304 + 768 + 3072 + 768) per token). Widening: the three cast
+  // inputs' gradients (6h, 6h, 6f) and the weights'. Mixed: the last product's gradient into
+  // fp32 (10f).
+  CHECK(b.backward.same_type_bytes ==
+        Approx(m * (40 * h + 36 * h + 10 * h + 102 * f + 2.0 * (2304 + 768 + 3072 + 768))));
+  CHECK(b.backward.widening_bytes == Approx(m * (12 * h + 6 * f) + weights));
+  CHECK(b.backward.mixed_type_bytes == Approx(m * 10 * f));
+  // 4 norm + 4 residual + 2 dropout + 14 GELU + 3 casts + 8 weight/bias widenings + 4 bias sums.
+  CHECK(b.backward.kernels == 39);
+}
+
+TEST_CASE("eager autocast: a Llama block with RMSNorm as five ops, rotary and SwiGLU") {
+  const double h = 2048, f = 8192, q = 2048, kv = 512, m = 4096;
+  const double weights = 6.0 * (2048.0 * 2048 * 2 + 2048.0 * 512 * 2 + 3 * 2048.0 * 8192);
+  const auto b = eager_autocast_block(llama_block(), m);
+  // Forward, per token: LlamaRMSNorm twice (pow 8h, mean 4h, x r 8h, weight y 8h); the normed
+  // stream copied to 16 bits for q, k and v_proj and for gate and up_proj (6h each: autocast
+  // does not cache activations); rotary on q and k (negation 2, cat 4, fp32 sum 12, the
+  // narrowing for attention 6 bytes an element); silu and the product (4f + 6f).
+  CHECK(b.forward.same_type_bytes ==
+        Approx(m * (2 * 28 * h + 5 * 6 * h + 24 * (q + kv) + 10 * f) + weights));
+  CHECK(b.forward.widening_bytes == 0);
+  // q cos and rotate_half(q) sin read 16 bits and fp32 (6 bytes each); the two residual adds.
+  CHECK(b.forward.mixed_type_bytes == Approx(m * (12 * (q + kv) + 20 * h)));
+  // 2 x 6 norm ops, 5 casts, 2 x 6 rotary ops, 2 MLP ops, 2 adds, 7 weights.
+  CHECK(b.forward.kernels == 40);
+  // Backward: the norms' 84h each; autograd sums the three fp32 gradients of the attention's
+  // input (two adds of 12h) and the two of the MLP's (one); rotary 36 bytes an element; the
+  // MLP's 18f; each residual 18h.
+  CHECK(b.backward.same_type_bytes ==
+        Approx(m * (2 * 84 * h + 3 * 12 * h + 36 * (q + kv) + 18 * f + 2 * 18 * h)));
+  // The five input casts' gradients, rotary's widened attention-input gradients, the weights.
+  CHECK(b.backward.widening_bytes == Approx(m * (30 * h + 6 * (q + kv)) + weights));
+  CHECK(b.backward.mixed_type_bytes == 0);
+  CHECK(b.backward.kernels == 24 + 3 + 5 + 14 + 3 + 4 + 7);
+}
+
+TEST_CASE("eager autocast: mixtures and latent attention keep the fused pricing") {
+  auto t = llama_block();
+  CHECK(eager_inventory_covers(t));
+  t.moe.experts = 8;
+  t.moe.experts_per_token = 2;
+  t.moe.expert_ffn_size = 1024;
+  CHECK_FALSE(eager_inventory_covers(t));
+}
+
+TEST_CASE("eager autocast: compute prices each class at its bandwidth") {
+  // One GPT-2 block on an A100 (2.039 TB/s) with round efficiencies, so that every class
+  // differs: same-type 0.5, widening 0.25, mixed 0.4, 10 us a kernel. The difference between
+  // eager and fused kernels is in the block's element-wise work only.
+  ComputeConstants k;
+  k.gemm_efficiency = 0.5;
+  k.attention_efficiency = 0.5;
+  k.memory_efficiency = 0.5;
+  k.widening_copy_memory_efficiency = 0.25;
+  k.mixed_type_memory_efficiency = 0.4;
+  k.kernel_overhead_s = 1e-5;
+  k.elementwise_kernels_per_layer = 10;
+  const auto a100 = GpuCatalog::load(kData / "gpus.json").find("A100-80GB");
+  const double hbm = 2.039e12;
+  TrainingConfig c;
+  c.strategy = Strategy::ddp;
+  c.precision = Precision::amp_bf16;
+  c.micro_batch = 8;
+  c.seq_len = 1024;
+  const auto model = model_from_transformer(gpt2_block(), "gpt2 block", "test");
+  const auto eager = estimate_compute(model, c, a100, k);
+  c.layer_kernels = LayerKernels::fused;
+  const auto fused = estimate_compute(model, c, a100, k);
+  const double m = 8192, h = 768, f = 3072;
+  const auto ops = eager_autocast_block(gpt2_block(), m);
+  const auto price = [&](const EagerTraffic& t) {
+    return t.same_type_bytes / (hbm * 0.5) + t.widening_bytes / (hbm * 0.25) +
+           t.mixed_type_bytes / (hbm * 0.4) + t.kernels * 1e-5;
+  };
+  // Fused: the GELU reads and writes f (2 x 2 bytes), two norms (2 x 2 x 2h), two residual
+  // adds (2 x 3 x 2h), two dropouts (2 x (2 x 2h + h)): 4f + 30h bytes a token in 10 kernels;
+  // its backward twice that.
+  const double fused_block = m * (4 * f + 30 * h) / (hbm * 0.5) + 10 * 1e-5;
+  CHECK(eager.forward_s - fused.forward_s == Approx(price(ops.forward) - fused_block));
+  CHECK(eager.backward_s - fused.backward_s == Approx(price(ops.backward) - 2 * fused_block));
+  CHECK(eager.gemm_s == Approx(fused.gemm_s));
+}
+
+TEST_CASE("eager autocast: the framework default and the error without autocast") {
+  TrainingConfig c;
+  c.precision = Precision::amp_bf16;
+  CHECK(eager_autocast_layers(c));  // autocast runs in eager PyTorch
+  c.precision = Precision::amp_fp16;
+  CHECK(eager_autocast_layers(c));
+  c.layer_kernels = LayerKernels::fused;  // FlashAttention's training kernels, torch.compile
+  CHECK_FALSE(eager_autocast_layers(c));
+  c.precision = Precision::bf16;  // Megatron-LM, DeepSpeed: fused unless asked
+  c.layer_kernels = LayerKernels::framework;
+  CHECK_FALSE(eager_autocast_layers(c));
+  c.layer_kernels = LayerKernels::eager;
+  CHECK_THROWS_WITH(eager_autocast_layers(c),
+                    Catch::Contains("{layer-kernels} eager is modelled under autocast") &&
+                        Catch::Contains("not bf16"));
+}
