@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Write the training runs of tools/torch_reference.py as a measured source for
+`dtplan accuracy --published`: one step row (median step time) and two memory rows (PyTorch's
+peak allocated and reserved bytes) per run.
+
+    tools/published_from_torch_ref.py data/measurements/h100-torch \
+        --gpu H100-SXM --id dtplan-h100-torch > data/published/measured-dtplan-h100-torch.json
+
+The folder holds torch-ref.jsonl, env.txt and the README that says how the runs were taken.
+Runs under FSDP2 with bf16 are written as not expressible: MixedPrecisionPolicy computes in
+bf16 parameters without autocast, and dtplan models eager kernels only under autocast.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+OPTIMIZER_IMPL = {"AdamW/foreach": "foreach", "AdamW/fused": "fused", "AdamW/for-loop": "foreach"}
+
+
+def run_id(r):
+    parts = [r["model"], r["strategy"], r["precision"], "ckpt" if r["checkpointing"] else "nockpt",
+             f"mb{r['micro_batch']}"]
+    if r["accum"] != 1:
+        parts.append(f"accum{r['accum']}")
+    impl = r["optimizer"].split("/")[-1]
+    if impl != "foreach":
+        parts.append(impl)
+    return "-".join(parts)
+
+
+def config_of(r, gpu):
+    bf16 = r["precision"] == "bf16"
+    c = {
+        "model": r["model"],
+        "seq-len": r["seq_len"],
+        "global-batch": r["micro_batch"] * r["accum"] * r["world_size"],
+        "micro-batch": r["micro_batch"],
+        "grad-accum": r["accum"],
+        "gpus": r["world_size"],
+        "nodes": 1,
+        "gpu": gpu,
+        "topology": "dgx-h100",
+        "strategy": "fsdp-full" if r["strategy"] == "fsdp2" else "ddp",
+        "precision": ("bf16" if r["strategy"] == "fsdp2" else "amp-bf16") if bf16 else "fp32",
+        "checkpointing": "full" if r["checkpointing"] else "none",
+        "attention": "flash",
+        "optimizer": "adamw",
+        "optimizer-impl": OPTIMIZER_IMPL[r["optimizer"]],
+    }
+    return c
+
+
+def expressibility(r):
+    if r["strategy"] == "fsdp2" and r["precision"] == "bf16":
+        return False, ["layer-kernels:eager-bf16-without-autocast"]
+    if r["attn_implementation"] != "sdpa":
+        return False, ["attention:" + r["attn_implementation"]]
+    return True, []
+
+
+def notes_of(r):
+    how = {
+        "ddp": "DistributedDataParallel over one process",
+        "none": "the bare module, no wrapper (written as ddp on one GPU: no gradient traffic)",
+        "fsdp2": "FSDP2 fully_shard over one process",
+    }[r["strategy"]]
+    prec = ("fp32" if r["precision"] == "fp32" else
+            "bf16 torch.autocast" if r["strategy"] != "fsdp2" else
+            "bf16 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)")
+    return (f"Hugging Face transformers {r['env'].get('transformers', '?')} model in eager mode, "
+            f"attn_implementation {r['attn_implementation']}, {how}, {prec}, "
+            f"{r['optimizer']}, dropout as the model config has it; torch "
+            f"{r['env'].get('torch', '?')}. Step: the median of {len(r['step_s'])} timed steps "
+            f"after warm-up.")
+
+
+def rows_of(r, gpu, where):
+    ok, needs = expressibility(r)
+    base = {
+        "where": where,
+        "hardware": {"gpu": gpu, "gpus": r["world_size"], "gpus_per_node": 8,
+                     "topology": "one GPU of an 8-GPU NVLink host", "network": "n/a (one GPU)"},
+        "config": config_of(r, gpu),
+        "expressible": ok,
+    }
+    if needs:
+        base["needs"] = needs
+    rid = run_id(r)
+    step = dict(base, id=rid + "-step", family="step",
+                measured={"metric": "step_s", "value": round(r["step_s_median"], 6),
+                          "unit": "s per optimizer step, median"},
+                notes=notes_of(r))
+    out = [step]
+    mem = r["memory"]
+    for metric, key in (("peak_allocated_GiB", "max_allocated_bytes"),
+                        ("peak_reserved_GiB", "max_reserved_bytes")):
+        out.append(dict(base, id=f"{rid}-{metric.split('_')[1]}", family="memory",
+                        measured={"metric": metric, "value": round(mem[key] / 2**30, 3),
+                                  "unit": f"GiB, torch.cuda.memory_stats {key} over the run"},
+                        notes=notes_of(r)))
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", type=Path, help="a data/measurements folder with torch-ref.jsonl")
+    ap.add_argument("--gpu", required=True, help="dtplan's name of the GPU the runs used")
+    ap.add_argument("--id", required=True, help="the source id")
+    args = ap.parse_args(argv)
+    path = args.folder / "torch-ref.jsonl"
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not runs:
+        sys.exit(f"{path}: no runs")
+    rows = []
+    for i, r in enumerate(runs, 1):
+        rows.extend(rows_of(r, args.gpu, f"{path.as_posix()}, line {i}"))
+    env = runs[0]["env"]
+    out = {
+        "schema_version": 1,
+        "source": {
+            "id": args.id,
+            "title": f"dtplan's own PyTorch reference runs on one {env.get('gpu', args.gpu)} "
+                     f"({args.folder.as_posix()}/README.md)",
+            "authors": "dtplan",
+            "year": int(runs[0]["taken_utc"][:4]),
+            "url": f"{args.folder.as_posix()}/README.md",
+            "kind": "measurement",
+        },
+        "fitted_on": False,
+        "rows": rows,
+    }
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
