@@ -32,6 +32,8 @@
 #include <string>
 #include <string_view>
 
+#include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/eager_autocast.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
 
@@ -221,6 +223,7 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.attention = c.attention;
   a.recompute = c.checkpointing;
   a.recompute_modules = c.recompute_modules;
+  a.eager_autocast = eager_autocast_layers(c);
   a.layers = t.num_layers;
   a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;
   return a;
@@ -415,6 +418,12 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   out.recomputed =
       Bytes{recomputed_bytes(t, a, a.sequence_parallel ? split(norm_output, tp) : norm_output,
                              e * checked_mul(sb, q + k + v, "activation bytes"), dense_kept, moe)};
+  if (a.eager_autocast && eager_inventory_covers(t) && tp == 1) {
+    // Op by op as eager autograd keeps it; the checkpoint is the fp32 residual stream.
+    out.linear = Bytes{static_cast<std::int64_t>(
+        std::llround(eager_autocast_saved_bytes_per_token(t) * static_cast<double>(sb)))};
+    out.input = Bytes{checked_mul(4, sbh, "activation bytes")};
+  }
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
   // Eager soft-capping keeps its tanh's output for the backward: one more s x s tensor.

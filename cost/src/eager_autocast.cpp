@@ -224,4 +224,43 @@ EagerBlock eager_autocast_block(const TransformerSpec& t, double m) {
   return b;
 }
 
+namespace {
+
+// A norm of the fp32 stream over w elements: LayerNorm keeps its input and a mean and rstd per
+// row (8 bytes); LlamaRMSNorm's pow keeps x, rsqrt its output (4 bytes a row), and the weight's
+// product the normed x, both fp32.
+double norm_saved(NormKind kind, double w) {
+  return kind == NormKind::layernorm ? 4 * w + 8 : 8 * w + 4;
+}
+
+// The MLP's inner tensors for an intermediate size f: SwiGLU keeps the gate's output (silu's
+// input), silu's output and the up output (the product's two inputs) and the product (down's
+// input), 16 bits each; a one-kernel GELU its input and output; NewGELUActivation the fp32
+// copy of x (pow's input), tanh's output, 1 + tanh and 0.5 x (the last product's inputs,
+// 4 + 4 + 4 + 2 bytes), and down_proj its own 16-bit copy of the fp32 result.
+double mlp_saved(const TransformerSpec& t, double f) {
+  if (is_gated(t.mlp)) return 8 * f;
+  return t.gelu_as_tensor_ops ? 16 * f : 4 * f;
+}
+
+}  // namespace
+
+double eager_autocast_saved_bytes_per_token(const TransformerSpec& t) {
+  const double h = static_cast<double>(t.hidden_size), f = static_cast<double>(t.ffn_size);
+  const double q = static_cast<double>(t.q_size()), kv = static_cast<double>(t.kv_size());
+  const double v = static_cast<double>(t.v_size()), o = static_cast<double>(t.o_size());
+  double bytes = static_cast<double>(t.norms_per_layer) * norm_saved(t.norm, h);
+  // Each Linear reading the fp32 normed stream keeps its own 16-bit copy.
+  const double attention_readers = fuses_qkv(t) ? 1 : 3;
+  const double mlp_readers = is_gated(t.mlp) && t.model_type != "phi3" ? 2 : 1;
+  bytes += 2 * h * (attention_readers + mlp_readers);
+  // Attention keeps Q, K, V and its output in 16 bits. Rotary's products keep only cos and sin
+  // (the positions' tables), and their fp32 result is cast back for attention. Qwen3's head
+  // norms keep the fp32 copy, the normed fp32 and its 16-bit copy (10 bytes an element).
+  bytes += 2 * (q + kv + v) + 2 * o;
+  if (t.qk_norm) bytes += 10 * (q + kv);
+  if (t.hidden_dropout) bytes += 2 * h;  // two one-byte masks
+  return bytes + mlp_saved(t, f);
+}
+
 }  // namespace dtplan::cost

@@ -3,8 +3,10 @@
 // transformers (GPT2Block with NewGELUActivation; LlamaDecoderLayer) and autograd's derivatives,
 // and how compute_time prices it.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 
+#include "dtplan/cost/activations.hpp"
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/eager_autocast.hpp"
 #include "dtplan/model/error.hpp"
@@ -156,4 +158,38 @@ TEST_CASE("eager autocast: the framework default and the error without autocast"
   CHECK_THROWS_WITH(eager_autocast_layers(c),
                     Catch::Contains("{layer-kernels} eager is modelled under autocast") &&
                         Catch::Contains("not bf16"));
+}
+
+TEST_CASE("eager autocast: what autograd keeps of a block, tensor by tensor") {
+  // GPT-2, per token: two LayerNorm inputs in fp32 with a mean and rstd (4h + 8 each); c_attn's
+  // and c_fc's own bf16 input copies (2h each); Q, K and V (views of c_attn's output, 6h) and
+  // attention's output (2h); two dropout masks (h each); NewGELUActivation's fp32 x, tanh
+  // output and 1 + tanh (4f each), 0.5 x (2f) and c_proj's bf16 copy of the result (2f).
+  const double h = 768, f = 3072;
+  CHECK(eager_autocast_saved_bytes_per_token(gpt2_block()) ==
+        Approx(2 * (4 * h + 8) + 4 * h + 6 * h + 2 * h + 2 * h + 16 * f));
+  // Llama 3.2 1B: two RMSNorms (fp32 x and normed x, 8h, and a 4-byte rsqrt a row); q, k,
+  // v_proj's and gate, up_proj's five input copies (2h each); Q, K, V and the output (2q + 2kv
+  // + 2kv + 2q: rotary keeps only cos and sin); SwiGLU's four 16-bit tensors (8f).
+  const double lh = 2048, q = 2048, kv = 512, lf = 8192;
+  CHECK(eager_autocast_saved_bytes_per_token(llama_block()) ==
+        Approx(2 * (8 * lh + 4) + 5 * 2 * lh + 4 * q + 4 * kv + 8 * lf));
+}
+
+TEST_CASE("eager autocast: a block's activations are its saved tensors, its checkpoint fp32") {
+  // One GPT-2 block at micro-batch 8 x 1024: 8192 tokens of the saved bytes above, and the
+  // fp32 residual stream (4 x 8192 x 768) as the checkpoint full recomputation keeps.
+  ActivationShape a;
+  a.micro_batch = 8;
+  a.tokens = 1024;
+  a.precision = Precision::amp_bf16;
+  a.layers = 1;
+  a.eager_autocast = true;
+  const auto block = block_activations(gpt2_block(), a);
+  CHECK(block.linear.value ==
+        std::llround(8192 * eager_autocast_saved_bytes_per_token(gpt2_block())));
+  CHECK(block.input.value == 4LL * 8192 * 768);
+  // Fused kernels keep Korthikanti's 34 bytes a token-hidden (cost/test_activations.cpp).
+  a.eager_autocast = false;
+  CHECK(block_activations(gpt2_block(), a).linear.value == 34LL * 8192 * 768);
 }

@@ -61,6 +61,10 @@ struct ActivationShape {
   // Transformer Engine's FP8 Linears save their inputs for backward in FP8 (1 byte): the QKV,
   // output projection, MLP up and down inputs.
   bool fp8_linear_inputs = false;
+  // Eager PyTorch under autocast (LayerKernels::eager): a covered block keeps what each op of
+  // transformers' modules saves (eager_autocast_saved_bytes_per_token), and its input, the
+  // residual stream, is fp32.
+  bool eager_autocast = false;
   std::int64_t layers = 0;  // transformer blocks on this GPU
   // Of them, a mixture of experts' dense first blocks (DeepSeek's first_k_dense_replace).
   std::int64_t dense_layers = 0;

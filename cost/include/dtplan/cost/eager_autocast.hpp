@@ -31,4 +31,10 @@ bool eager_inventory_covers(const TransformerSpec& t);
 // and the attention kernel are not included.
 EagerBlock eager_autocast_block(const TransformerSpec& t, double tokens);
 
+// The bytes per token that autograd keeps for one such block's backward: each op's saved
+// tensors as transformers' modules create them (fp32 norm inputs, every Linear's own 16-bit
+// input copy, attention's inputs and output, the activation's intermediates, dropout masks).
+// The attention kernel's per-row statistics are not included (they are its own term).
+double eager_autocast_saved_bytes_per_token(const TransformerSpec& t);
+
 }  // namespace dtplan::cost
