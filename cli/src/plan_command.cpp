@@ -268,6 +268,11 @@ PlanExtras extras_of(planner::PlanOutputs&& out, std::vector<std::string> notes)
 }
 
 int run_plan(const PlanOptions& o, const RunContext& ctx) {
+  if (o.all_rejected && !o.json) {
+    throw Error(
+        "--all-rejected lists every rejected configuration in the --json report: add "
+        "--json, or use --show-rejected N for more of them in the text");
+  }
   const auto data = data_dir_of(o.model);
   const auto model = resolve_model(o.model);
   const auto loaded = load_topology(o.topology, data);

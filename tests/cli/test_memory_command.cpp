@@ -93,6 +93,19 @@ TEST_CASE("one strategy in detail explains each component") {
   CHECK(j["per_cpu"]["total"] == 0);
 }
 
+TEST_CASE("the precision line says where the fp32 weights are") {
+  // Autocast keeps fp32 weights that the optimizer updates (no master copy, as the master
+  // weights row says); the frameworks' own bf16 keeps an fp32 master beside 16-bit weights.
+  const auto amp =
+      run({"memory", "--model", "gpt2", "--strategy", "ddp", "--precision", "amp-bf16"});
+  REQUIRE(amp.code == 0);
+  CHECK_THAT(amp.out, Contains("amp-bf16 mixed precision (fp32 weights, no master copy)"));
+  CHECK_THAT(amp.out, !Contains("fp32 master weights)"));
+  const auto bf16 =
+      run({"memory", "--model", "gpt2", "--strategy", "zero2", "--precision", "bf16"});
+  CHECK_THAT(bf16.out, Contains("bf16 mixed precision (fp32 master weights)"));
+}
+
 TEST_CASE("layer-list presets and offload through the CLI") {
   const auto r = run({"memory", "--model", "mnist-convnet", "--gpus", "2", "--strategy", "ddp",
                       "--precision", "fp32", "--micro-batch", "64", "--json"});

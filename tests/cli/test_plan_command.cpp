@@ -414,6 +414,11 @@ TEST_CASE("plan --json counts the rejected entries per reason, --all-rejected li
   const auto j = nlohmann::json::parse(run(with({"--json"})).out);
   const auto all = nlohmann::json::parse(run(with({"--json", "--all-rejected"})).out);
   CHECK_FALSE(j.contains("rejected"));
+  // The text report has no full list: --all-rejected alone is refused, not ignored.
+  const auto text = run(with({"--all-rejected"}));
+  CHECK(text.code == 1);
+  CHECK_THAT(text.err,
+             Contains("--all-rejected") && Contains("add --json") && Contains("--show-rejected"));
   REQUIRE(all["rejected"].is_array());
   auto amount = [](const nlohmann::json& e) {
     for (const auto* key : {"over_gib", "behind_pct", "over_hours"})
