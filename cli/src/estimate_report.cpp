@@ -6,6 +6,7 @@
 
 #include "comm_report.hpp"
 #include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/eager_autocast.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "format.hpp"
 #include "table.hpp"

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/eager_autocast.hpp"
 #include "format.hpp"
 
 namespace dtplan::cli {

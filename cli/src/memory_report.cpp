@@ -26,9 +26,8 @@ std::string model_line(const ModelDesc& m) {
 std::string precision_line(const TrainingConfig& c) {
   const std::string p(name_of(c.precision));
   // Autocast keeps fp32 weights that the optimizer updates: there is no separate master copy.
-  const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
   const std::string master =
-      autocast ? " (fp32 weights, no master copy)" : " (fp32 master weights)";
+      is_autocast(c.precision) ? " (fp32 weights, no master copy)" : " (fp32 master weights)";
   std::string text = is_mixed(c.precision) ? p + " mixed precision" + master : std::string("fp32");
   if (c.fp32_grad_accumulation) text += ", fp32 gradient accumulation buffer";
   return text + ", " + std::string(name_of(c.optimizer));

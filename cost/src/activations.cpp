@@ -32,7 +32,6 @@
 #include <string>
 #include <string_view>
 
-#include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/eager_autocast.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"

@@ -875,15 +875,6 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
   return decay + 2 * fp32 + 3 * moment + 5 * moment + 6 * moment + 2 * grad + copy;
 }
 
-bool eager_autocast_layers(const TrainingConfig& c) {
-  const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
-  if (c.layer_kernels == LayerKernels::eager && !autocast) {
-    throw Error("{layer-kernels} eager is modelled under autocast (amp-fp16, amp-bf16), not " +
-                std::string(name_of(c.precision)) + ": choose an amp precision, or fused");
-  }
-  return autocast && c.layer_kernels != LayerKernels::fused;
-}
-
 bool foreach_optimizer(const TrainingConfig& c) {
   // Only Adam and AdamW are priced pass by pass (bitsandbytes' 8-bit Adam has no foreach path).
   if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return false;

@@ -12,6 +12,10 @@
 // hidden size, f the MLP's intermediate size, q and kv the query and key widths.
 #include "dtplan/cost/eager_autocast.hpp"
 
+#include <string>
+
+#include "dtplan/model/error.hpp"
+
 namespace dtplan::cost {
 
 EagerTraffic& EagerTraffic::operator+=(const EagerTraffic& o) {
@@ -209,6 +213,15 @@ EagerBlock block_weights(const TransformerSpec& t, double m) {
 }
 
 }  // namespace
+
+bool eager_autocast_layers(const TrainingConfig& c) {
+  const bool autocast = is_autocast(c.precision);
+  if (c.layer_kernels == LayerKernels::eager && !autocast) {
+    throw Error("{layer-kernels} eager is modelled under autocast (amp-fp16, amp-bf16), not " +
+                std::string(name_of(c.precision)) + ": choose an amp precision, or fused");
+  }
+  return autocast && c.layer_kernels != LayerKernels::fused;
+}
 
 bool eager_inventory_covers(const TransformerSpec& t) {
   return !t.moe.active() && !t.mla.active();

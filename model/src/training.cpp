@@ -167,6 +167,10 @@ bool is_mixed(Precision p) {
   return p != Precision::fp32;
 }
 
+bool is_autocast(Precision p) {
+  return p == Precision::amp_fp16 || p == Precision::amp_bf16;
+}
+
 std::string_view compute_type(Precision p) {
   switch (p) {
     case Precision::fp16:

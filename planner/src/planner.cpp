@@ -137,8 +137,7 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::in
   cfg.optimizer = r.optimizer;
   cfg.optimizer_impl = r.optimizer_impl;
   // Eager kernels are modelled under autocast only; the other candidates run fused.
-  const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
-  cfg.layer_kernels = autocast ? r.layer_kernels : LayerKernels::framework;
+  cfg.layer_kernels = is_autocast(c.precision) ? r.layer_kernels : LayerKernels::framework;
   cfg.dp_size = c.dp;
   cfg.gpus_per_node = gpus_per_node;
   cfg.micro_batch = c.micro_batch;

@@ -20,6 +20,21 @@ inline TransformerSpec small_transformer() {
   return t;
 }
 
+// One GPT-2 block of GPT-2 small's widths (h 768, 12 heads of 64, MLP 3072, 1024 positions):
+// learned positions, LayerNorm, biases, GELU, no dropout.
+inline TransformerSpec gpt2_style_block(std::int64_t vocab) {
+  TransformerSpec t;
+  t.model_type = "gpt2";
+  t.vocab_size = vocab;
+  t.hidden_size = 768;
+  t.num_layers = 1;
+  t.num_heads = t.num_kv_heads = 12;
+  t.head_dim = 64;
+  t.ffn_size = 3072;
+  t.max_positions = 1024;
+  return t;
+}
+
 // One Llama-style block: RMSNorm, rotary positions, SwiGLU, no biases, untied, 1024 positions.
 inline TransformerSpec llama_style_block(std::int64_t hidden, std::int64_t heads,
                                          std::int64_t kv_heads, std::int64_t head_dim,

@@ -720,16 +720,8 @@ TEST_CASE("DeepSeek-V3 with mla_up_proj and mlp: the up-projections and dense ML
 namespace {
 // A one-block GPT of hidden 768 (every block GEMM a multiple of 8) whose vocabulary is `vocab`.
 ModelDesc gpt_with_vocab(std::int64_t vocab) {
-  TransformerSpec t;
-  t.model_type = "gpt2";
-  t.vocab_size = vocab;
-  t.hidden_size = 768;
-  t.num_layers = 1;
-  t.num_heads = t.num_kv_heads = 12;
-  t.head_dim = 64;
-  t.ffn_size = 3072;
-  t.max_positions = 1024;
-  return model_from_transformer(t, "vocab " + std::to_string(vocab), "test");
+  return model_from_transformer(test::gpt2_style_block(vocab), "vocab " + std::to_string(vocab),
+                                "test");
 }
 }  // namespace
 

@@ -19,15 +19,7 @@ namespace {
 const std::filesystem::path kData = DTPLAN_DATA_DIR;
 
 TransformerSpec gpt2_block() {
-  TransformerSpec t;
-  t.model_type = "gpt2";
-  t.vocab_size = 50264;
-  t.hidden_size = 768;
-  t.num_layers = 1;
-  t.num_heads = t.num_kv_heads = 12;
-  t.head_dim = 64;
-  t.ffn_size = 3072;
-  t.max_positions = 1024;
+  auto t = test::gpt2_style_block(50264);
   t.hidden_dropout = true;
   t.gelu_as_tensor_ops = true;  // "gelu_new", GPT-2's default
   return t;

@@ -165,11 +165,6 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
 // framework's default (torch.optim's foreach for dp, ddp and FSDP; DeepSpeed's fused Adam for
 // ZeRO).
 bool foreach_optimizer(const TrainingConfig& c);
-// Whether the blocks' element-wise work is priced op by op as eager PyTorch under autocast
-// runs it: under amp-fp16 or amp-bf16 unless --layer-kernels fused. Throws dtplan::Error naming
-// {layer-kernels} when eager is asked for without autocast (only autocast's dtype flow is
-// modelled).
-bool eager_autocast_layers(const TrainingConfig& c);
 
 // The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with
 // `fp8`: the fitted constant, scaled by the GPU's measured maximum over the reference GPU's

@@ -2,6 +2,7 @@
 // op by op, with the data types autocast leaves between the Linears.
 #pragma once
 
+#include "dtplan/model/training.hpp"
 #include "dtplan/model/transformer.hpp"
 
 namespace dtplan::cost {
@@ -20,6 +21,12 @@ struct EagerBlock {
   EagerTraffic forward;
   EagerTraffic backward;
 };
+
+// Whether the blocks' element-wise work is priced op by op as eager PyTorch under autocast
+// runs it: under amp-fp16 or amp-bf16 unless --layer-kernels fused. Throws dtplan::Error naming
+// {layer-kernels} when eager is asked for without autocast (only autocast's dtype flow is
+// modelled).
+bool eager_autocast_layers(const TrainingConfig& c);
 
 // True when eager_autocast_block prices `t`'s blocks: dense MLP, no latent attention.
 bool eager_inventory_covers(const TransformerSpec& t);

@@ -230,6 +230,8 @@ std::vector<std::string> strategy_names();
 
 // True for every precision that computes in 16 bits (activations are 16-bit).
 bool is_mixed(Precision p);
+// True for torch.autocast (amp-fp16, amp-bf16): fp32 weights, 16-bit compute.
+bool is_autocast(Precision p);
 // The 16-bit compute type of a mixed precision ("bf16" for bf16 and amp-bf16), else "fp32".
 std::string_view compute_type(Precision p);
 
