@@ -7,8 +7,10 @@ peak allocated and reserved bytes) per run.
         --gpu H100-SXM --id dtplan-h100-torch > data/published/measured-dtplan-h100-torch.json
 
 The folder holds torch-ref.jsonl, env.txt and the README that says how the runs were taken.
-Runs under FSDP2 with bf16 are written as not expressible: MixedPrecisionPolicy computes in
-bf16 parameters without autocast, and dtplan models eager kernels only under autocast.
+Every run is a Hugging Face model in eager mode, so every row says "layer-kernels": "eager":
+under autocast (DDP with bf16) an fp32 residual stream; under FSDP2 with bf16 its
+MixedPrecisionPolicy makes the parameters bf16 and every tensor is bf16; fp32 is fp32
+throughout.
 """
 import argparse
 import json
@@ -47,13 +49,12 @@ def config_of(r, gpu):
         "attention": "flash",
         "optimizer": "adamw",
         "optimizer-impl": OPTIMIZER_IMPL[r["optimizer"]],
+        "layer-kernels": "eager",
     }
     return c
 
 
 def expressibility(r):
-    if r["strategy"] == "fsdp2" and r["precision"] == "bf16":
-        return False, ["layer-kernels:eager-bf16-without-autocast"]
     if r["attn_implementation"] != "sdpa":
         return False, ["attention:" + r["attn_implementation"]]
     return True, []

@@ -6,7 +6,7 @@
 
 #include "comm_report.hpp"
 #include "dtplan/cost/compute_time.hpp"
-#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "format.hpp"
 #include "table.hpp"
@@ -134,10 +134,10 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
                                (t.nodes() == 1 ? " node" : " nodes")});
   head.add_row(
       {"training", std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
-                       (cost::eager_autocast_layers(c) ? " (eager kernels)" : "") + ", " +
+                       (cost::eager_layers(c).has_value() ? " (eager kernels)" : "") + ", " +
                        std::string(name_of(c.optimizer)) + optimizer_impl_text(c) +
                        ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
-                       std::string(name_of(c.offload)) + ", " + attention_text(c)});
+                       std::string(name_of(c.offload)) + ", " + attention_text(ctx.model, c)});
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +
                       std::to_string(ctx.options.micro_steps) + " x " + std::to_string(c.dp_size) +
                       " GPUs = " + std::to_string(e.global_batch);

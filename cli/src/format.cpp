@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/planner/planner.hpp"
 
@@ -97,8 +98,14 @@ std::string headroom_clause(Bytes total, Bytes capacity) {
          " GiB usable), which keeps room for allocator fragmentation: plan rejects it";
 }
 
-std::string attention_text(const TrainingConfig& c) {
+std::string attention_text(const ModelDesc& m, const TrainingConfig& c) {
   std::string text = std::string(name_of(c.attention)) + " attention";
+  if (m.transformer && c.attention == Attention::flash && c.precision == Precision::fp32) {
+    // No FlashAttention kernel computes in fp32: what PyTorch's SDPA runs instead.
+    text += cost::attention_as_run(*m.transformer, c) == Attention::eager
+                ? " (fp32: PyTorch's math path, for grouped key/value heads)"
+                : " (fp32: PyTorch's memory-efficient kernel)";
+  }
   if (c.attention_kernel != AttentionKernel::framework) {
     text += " (" + std::string(name_of(c.attention_kernel)) + " kernel)";
   }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
 #include "dtplan/model/units.hpp"
 
@@ -36,7 +37,7 @@ std::string with_flags(const std::string& text);
 // A duration for people: 3.2 h, 5.1 days
 std::string duration(double s);
 // "flash attention", with the kernel where one is named: "flash attention (cudnn kernel)".
-std::string attention_text(const TrainingConfig& c);
+std::string attention_text(const ModelDesc& m, const TrainingConfig& c);
 
 // When `total` fits `capacity` but not what dtplan plan keeps usable by default (its 10%
 // headroom): a clause saying so, else empty. estimate and memory judge against the whole GPU.

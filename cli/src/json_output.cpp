@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "dtplan/cost/compute_time.hpp"
-#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/cost/eager_layers.hpp"
 #include "format.hpp"
 
 namespace dtplan::cli {
@@ -116,7 +116,7 @@ nlohmann::json training_json(const TrainingConfig& c) {
   return {{"precision", name_of(c.precision)},
           {"optimizer", name_of(c.optimizer)},
           {"optimizer_impl", optimizer_impl_json(c)},
-          {"layer_kernels", cost::eager_autocast_layers(c) ? "eager" : "fused"},
+          {"layer_kernels", cost::eager_layers(c).has_value() ? "eager" : "fused"},
           {"gpus", c.dp_size},
           {"gpus_per_node", c.gpus_per_node},
           {"micro_batch", c.micro_batch},

@@ -38,7 +38,7 @@ std::string batch_line(const ModelDesc& m, const TrainingConfig& c, std::int64_t
   if (m.transformer) {
     text += " x sequence " + std::to_string(seq_len) +
             (c.seq_len == 0 ? " (the model's maximum; set --seq-len)" : "") + ", " +
-            attention_text(c);
+            attention_text(m, c);
   } else if (m.layers) {
     text += ", input " + format_shape(m.layers->input_shape) + " per sample";
   } else {

@@ -427,8 +427,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
                  "the data-parallel strategies' optimizer step: framework|fused|foreach")
       ->capture_default_str();
   cmd.add_option("--layer-kernels", o.layer_kernels,
-                 "framework|fused|eager: how the autocast (amp-*) candidates' norms, activations "
-                 "and casts run; eager prices them op by op")
+                 "framework|fused|eager: how the candidates' norms, activations and casts run "
+                 "(framework: eager under amp-*, fused otherwise); eager prices every "
+                 "candidate op by op")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
   cmd.add_option(

@@ -98,7 +98,7 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
       TrainingConfig attention;
       attention.attention = r.attention;
       attention.attention_kernel = r.attention_kernel;
-      out << ", " << attention_text(attention);
+      out << ", " << attention_text(ctx.model, attention);
     }
   }
   out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "

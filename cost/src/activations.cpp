@@ -32,7 +32,7 @@
 #include <string>
 #include <string_view>
 
-#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
 
@@ -219,10 +219,10 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.micro_batch = c.micro_batch;
   a.tokens = sequence_length(t, c.seq_len);
   a.precision = c.precision;
-  a.attention = c.attention;
+  a.attention = attention_as_run(t, c);
   a.recompute = c.checkpointing;
   a.recompute_modules = c.recompute_modules;
-  a.eager_autocast = eager_autocast_layers(c);
+  a.eager = eager_layers(c);
   a.layers = t.num_layers;
   a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;
   return a;
@@ -417,11 +417,13 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   out.recomputed =
       Bytes{recomputed_bytes(t, a, a.sequence_parallel ? split(norm_output, tp) : norm_output,
                              e * checked_mul(sb, q + k + v, "activation bytes"), dense_kept, moe)};
-  if (a.eager_autocast && eager_inventory_covers(t) && tp == 1) {
-    // Op by op as eager autograd keeps it; the checkpoint is the fp32 residual stream.
+  if (a.eager && eager_inventory_covers(t) && tp == 1) {
+    // Op by op as eager autograd keeps it; the checkpoint is the residual stream (fp32 under
+    // autocast).
     out.linear = Bytes{static_cast<std::int64_t>(
-        std::llround(eager_autocast_saved_bytes_per_token(t) * static_cast<double>(sb)))};
-    out.input = Bytes{checked_mul(4, sbh, "activation bytes")};
+        std::llround(eager_saved_bytes_per_token(t, *a.eager) * static_cast<double>(sb)))};
+    out.input = Bytes{
+        checked_mul(static_cast<std::int64_t>(a.eager->stream_bytes()), sbh, "activation bytes")};
   }
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;

@@ -13,8 +13,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
-#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
@@ -53,6 +54,10 @@ constexpr ConstantField kFields[] = {
     {"widening_copy_memory_efficiency", &ComputeConstants::widening_copy_memory_efficiency, 0.0,
      1.0},
     {"mixed_type_memory_efficiency", &ComputeConstants::mixed_type_memory_efficiency, 0.0, 1.0},
+    {"fp32_attention_forward_efficiency", &ComputeConstants::fp32_attention_forward_efficiency, 0.0,
+     1.0},
+    {"fp32_attention_backward_efficiency", &ComputeConstants::fp32_attention_backward_efficiency,
+     0.0, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
     {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
     {"overlap_compute_slowdown", &ComputeConstants::overlap_compute_slowdown, 0.0, 1.0},
@@ -403,6 +408,16 @@ class Timer {
     const double forward_s = flops / (peak_ * fwd) + k_.kernel_overhead_s;
     return {forward_s, std::max(total_s - forward_s, k_.kernel_overhead_s)};
   }
+  // PyTorch's memory-efficient attention kernel in fp32 (FlashAttention has no fp32 kernel), on
+  // `flops` of forward work: its measured fractions of the fp32 peak, the backward doing 2.5 x
+  // the forward's work. None when the precision is not fp32 or the fractions are not set.
+  std::optional<FusedTimes> fp32_attention(double flops) const {
+    const double fwd = k_.fp32_attention_forward_efficiency;
+    const double bwd = k_.fp32_attention_backward_efficiency;
+    if (e_ != 4.0 || !(fwd > 0 && bwd > 0)) return std::nullopt;
+    return FusedTimes{flops / (peak_ * fwd) + k_.kernel_overhead_s,
+                      2.5 * flops / (peak_ * bwd) + k_.kernel_overhead_s};
+  }
   // Eager attention's two batched GEMMs.
   double eager_attention(double flops) const {
     return flops / (peak_ * attention_fallback(gpu_, k_)) + k_.kernel_overhead_s;
@@ -558,7 +573,7 @@ void latent_projections(const TransformerSpec& t, double m, const Timer& time, P
 
 // Forward of one transformer block for M = b s tokens.
 Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn, const Timer& time,
-                    const ComputeConstants& k, bool eager) {
+                    const ComputeConstants& k, const std::optional<EagerFlow>& eager) {
   const double m = b * s;
   const double h = static_cast<double>(t.hidden_size);
   const double q = static_cast<double>(t.q_size());
@@ -582,8 +597,10 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   const double core_flops = 2.0 * b * s * s * (q + o);
   if (attn == Attention::flash) {
     // The fused kernel skips the key blocks a causal mask or a sliding window leaves out.
-    const auto fused = time.fused_attention(core_flops * attended_fraction(t, s), s,
-                                            static_cast<double>(t.head_dim));
+    const double flops = core_flops * attended_fraction(t, s);
+    const auto fp32 = time.fp32_attention(flops);
+    const auto fused =
+        fp32 ? *fp32 : time.fused_attention(flops, s, static_cast<double>(t.head_dim));
     p.attention = fused.forward_s;
     p.attention_backward = fused.backward_s;
   } else {
@@ -611,8 +628,8 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   // two norms, two assemblies and two more casts.
   const double latent = t.mla.active() ? 4 + time.cast_kernels(2) : 0;
   if (eager && eager_inventory_covers(t)) {
-    // Eager autocast: the block's kernels op by op, the backward's as autograd runs them.
-    const auto ops = eager_autocast_block(t, m);
+    // Eager PyTorch: the block's kernels op by op, the backward's as autograd runs them.
+    const auto ops = eager_block(t, m, *eager);
     p.elementwise += time.eager(ops.forward);
     p.elementwise_backward = time.eager(ops.backward);
     return p;
@@ -701,13 +718,13 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   const double v = static_cast<double>(t.vocab_size);
   const double e = time.element_bytes();
   const double m = b * s;
-  const bool eager = eager_autocast_layers(c);
+  const auto eager = eager_layers(c);
   // Every block, by kind (a mixture's dense first layers apart), and the multi-token
   // prediction modules: a sparse block each, the 2h -> h projection of the concatenated
   // normed hidden state and embedding, its three norms and the concatenation.
   Phase blocks;
   const auto add_blocks = [&](const TransformerSpec& kind, double layers) {
-    const auto one = block_forward(kind, b, s, c.attention, time, k, eager);
+    const auto one = block_forward(kind, b, s, attention_as_run(kind, c), time, k, eager);
     blocks.gemm += one.gemm * layers;
     blocks.attention += one.attention * layers;
     blocks.elementwise += one.elementwise * layers;

@@ -136,8 +136,9 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::in
   cfg.precision = c.precision;
   cfg.optimizer = r.optimizer;
   cfg.optimizer_impl = r.optimizer_impl;
-  // Eager kernels are modelled under autocast only; the other candidates run fused.
-  cfg.layer_kernels = is_autocast(c.precision) ? r.layer_kernels : LayerKernels::framework;
+  // framework: the autocast candidates eager, the others fused; eager: every candidate as a
+  // Hugging Face model in eager PyTorch runs it.
+  cfg.layer_kernels = r.layer_kernels;
   cfg.dp_size = c.dp;
   cfg.gpus_per_node = gpus_per_node;
   cfg.micro_batch = c.micro_batch;

@@ -698,9 +698,11 @@ TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's for
              Contains("adamw (fused)"));
 }
 
-TEST_CASE("estimate --layer-kernels: autocast runs eager PyTorch unless fused kernels are named") {
+TEST_CASE(
+    "estimate --layer-kernels: autocast runs eager PyTorch unless fused kernels are named, bf16 "
+    "when eager is") {
   // GPT-2 under amp-bf16 DDP on one H100: the eager inventory adds element-wise work to every
-  // block (cost/test_eager_autocast.cpp counts it), so fused kernels are faster; the GEMMs are
+  // block (cost/test_eager_layers.cpp counts it), so fused kernels are faster; the GEMMs are
   // the same. The text and JSON say which was priced.
   const std::vector<std::string> base = {
       "estimate", "--model",   "gpt2", "--topology",    "dgx-h100", "--gpu",
@@ -718,13 +720,23 @@ TEST_CASE("estimate --layer-kernels: autocast runs eager PyTorch unless fused ke
   CHECK(ec["elementwise_s"].get<double>() > 2 * fc["elementwise_s"].get<double>());
   CHECK(ec["gemm_s"].get<double>() == Approx(fc["gemm_s"].get<double>()));
   CHECK_THAT(run(base).out, Contains("amp-bf16 (eager kernels)"));
-  // Eager kernels are modelled under autocast only; an unknown value names the flag.
-  auto pure = base;
+  // bf16 weights without autocast (FSDP2's MixedPrecisionPolicy) run eager only when asked,
+  // every tensor bf16: more element-wise work than fused kernels, less than autocast's casts.
+  auto pure = json;
   pure[12] = "bf16";
-  pure.insert(pure.end(), {"--layer-kernels", "eager"});
-  const auto refused = run(pure);
-  CHECK(refused.code == 1);
-  CHECK_THAT(refused.err, Contains("--layer-kernels eager is modelled under autocast"));
+  pure.back() = "eager";
+  const auto bf16_eager = nlohmann::json::parse(run(pure).out);
+  CHECK(bf16_eager["training"]["layer_kernels"] == "eager");
+  pure.pop_back();
+  pure.pop_back();
+  const auto bf16_fused = nlohmann::json::parse(run(pure).out);
+  CHECK(bf16_fused["training"]["layer_kernels"] == "fused");  // the default without autocast
+  const auto elementwise = [](const nlohmann::json& j) {
+    return j["compute_per_micro_step"]["elementwise_s"].get<double>();
+  };
+  CHECK(elementwise(bf16_eager) > elementwise(bf16_fused));
+  CHECK(elementwise(bf16_eager) < elementwise(eager));
+  // An unknown value names the flag.
   auto bad = base;
   bad.insert(bad.end(), {"--layer-kernels", "compiled"});
   const auto unknown = run(bad);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of tools/published_from_torch_ref.py: a torch_reference run becomes a step row and two
-memory rows in dtplan's terms; FSDP2 under bf16 (no autocast) is written as not expressible.
+memory rows in dtplan's terms, every one with eager layer kernels.
 Figures are worked out by hand below."""
 
 import json
@@ -41,15 +41,21 @@ class Rows(unittest.TestCase):
         self.assertEqual(reserved["measured"]["value"], 4.0)  # 2^32 bytes
         self.assertTrue(all(r["expressible"] for r in rows))
 
-    def test_fsdp2_bf16_is_not_expressible_and_fp32_is(self):
+    def test_every_run_is_eager_fsdp2_bf16_without_autocast(self):
+        # FSDP2's MixedPrecisionPolicy: bf16 parameters, no autocast; DDP: autocast.
         bf16 = pub.rows_of(run(strategy="fsdp2"), "H100-SXM", "x")[0]
-        self.assertFalse(bf16["expressible"])
-        self.assertEqual(bf16["needs"], ["layer-kernels:eager-bf16-without-autocast"])
+        self.assertTrue(bf16["expressible"])
+        self.assertNotIn("needs", bf16)
+        self.assertEqual((bf16["config"]["precision"], bf16["config"]["layer-kernels"]),
+                         ("bf16", "eager"))
+        ddp = pub.rows_of(run(), "H100-SXM", "x")[0]
+        self.assertEqual((ddp["config"]["precision"], ddp["config"]["layer-kernels"]),
+                         ("amp-bf16", "eager"))
         fp32 = pub.rows_of(run(strategy="fsdp2", precision="fp32", checkpointing=True),
                            "H100-SXM", "x")[0]
         self.assertTrue(fp32["expressible"])
-        self.assertEqual((fp32["config"]["strategy"], fp32["config"]["checkpointing"]),
-                         ("fsdp-full", "full"))
+        self.assertEqual((fp32["config"]["strategy"], fp32["config"]["checkpointing"],
+                          fp32["config"]["layer-kernels"]), ("fsdp-full", "full", "eager"))
 
     def test_optimizer_implementations(self):
         # A for-loop step makes foreach's passes tensor by tensor: priced as foreach.

@@ -4,9 +4,11 @@
 // models without dropout and fp32; layer lists follow what PyTorch autograd saves per op.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
 #include "dtplan/model/units.hpp"
@@ -61,10 +63,10 @@ struct ActivationShape {
   // Transformer Engine's FP8 Linears save their inputs for backward in FP8 (1 byte): the QKV,
   // output projection, MLP up and down inputs.
   bool fp8_linear_inputs = false;
-  // Eager PyTorch under autocast (LayerKernels::eager): a covered block keeps what each op of
-  // transformers' modules saves (eager_autocast_saved_bytes_per_token), and its input, the
-  // residual stream, is fp32.
-  bool eager_autocast = false;
+  // Eager PyTorch (eager_layers): a covered block keeps what each op of transformers' modules
+  // saves (eager_saved_bytes_per_token), and its input is the residual stream's type (fp32
+  // under autocast).
+  std::optional<EagerFlow> eager;
   std::int64_t layers = 0;  // transformer blocks on this GPU
   // Of them, a mixture of experts' dense first blocks (DeepSeek's first_k_dense_replace).
   std::int64_t dense_layers = 0;

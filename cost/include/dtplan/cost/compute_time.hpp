@@ -69,6 +69,11 @@ struct ComputeConstants {
   // price eager autocast's kernels (LayerKernels::eager); 0: memory_efficiency.
   double widening_copy_memory_efficiency = 0;
   double mixed_type_memory_efficiency = 0;
+  // PyTorch's memory-efficient attention kernel in fp32 (what scaled_dot_product_attention runs
+  // for --attention flash in fp32): fractions of the fp32 peak, forward and backward (the
+  // backward doing 2.5 x the forward's work). 0: the flash curves at the fp32 peak.
+  double fp32_attention_forward_efficiency = 0;
+  double fp32_attention_backward_efficiency = 0;
   double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
   double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
   double overlap_compute_slowdown = 0;       // compute slowdown while communication overlaps it

@@ -118,7 +118,8 @@ inline constexpr std::array<NamedValue<LayerKernels>, 3> kLayerKernels{{
      "FlashAttention's training kernels, torch.compile)"},
     {LayerKernels::eager, "eager",
      "PyTorch eager mode: one kernel per op of the module code (Hugging Face transformers); "
-     "with autocast, an fp32 residual stream"},
+     "with autocast, an fp32 residual stream; with fp32, bf16 or fp16, every tensor of that "
+     "type (bf16: FSDP2's MixedPrecisionPolicy, model.to(bfloat16))"},
 }};
 
 // Which fused attention kernel runs under Attention::flash. `framework` is the one the

@@ -48,7 +48,7 @@ struct PlanRequest {
   std::vector<Offload> offloads;             // empty: all that apply
   Optimizer optimizer = Optimizer::adamw;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // the 1-D strategies' step
-  LayerKernels layer_kernels = LayerKernels::framework;     // the autocast candidates' kernels
+  LayerKernels layer_kernels = LayerKernels::framework;     // the candidates' layer kernels
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
   Zero3Gathers zero3_gathers = Zero3Gathers::coalesced;           // the DeepSpeed release's ZeRO-3

@@ -1,14 +1,14 @@
-// Tests for cost/src/eager_autocast.cpp: the element-wise traffic of a GPT-2 block and of a
-// Llama block in eager PyTorch under autocast, counted op by op by hand from the modules of
-// transformers (GPT2Block with NewGELUActivation; LlamaDecoderLayer) and autograd's derivatives,
-// and how compute_time prices it.
+// Tests for cost/src/eager_layers.cpp: the element-wise traffic of a GPT-2 block and of a
+// Llama block in eager PyTorch under autocast and with one type (fp32, bf16), counted op by op by
+// hand from the modules of transformers (GPT2Block with NewGELUActivation; LlamaDecoderLayer) and
+// autograd's derivatives, and how compute_time prices it.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 
 #include "dtplan/cost/activations.hpp"
 #include "dtplan/cost/compute_time.hpp"
-#include "dtplan/cost/eager_autocast.hpp"
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/model/error.hpp"
 #include "small_transformer.hpp"
 
@@ -135,21 +135,30 @@ TEST_CASE("eager autocast: compute prices each class at its bandwidth") {
   CHECK(eager.gemm_s == Approx(fused.gemm_s));
 }
 
-TEST_CASE("eager autocast: the framework default and the error without autocast") {
+TEST_CASE("eager layers: the framework default, one type without autocast, and FP8") {
   TrainingConfig c;
   c.precision = Precision::amp_bf16;
-  CHECK(eager_autocast_layers(c));  // autocast runs in eager PyTorch
+  REQUIRE(eager_layers(c));  // autocast runs in eager PyTorch
+  CHECK(eager_layers(c)->autocast);
+  CHECK(eager_layers(c)->stream_bytes() == 4);
   c.precision = Precision::amp_fp16;
-  CHECK(eager_autocast_layers(c));
+  CHECK(eager_layers(c));
   c.layer_kernels = LayerKernels::fused;  // FlashAttention's training kernels, torch.compile
-  CHECK_FALSE(eager_autocast_layers(c));
+  CHECK_FALSE(eager_layers(c));
   c.precision = Precision::bf16;  // Megatron-LM, DeepSpeed: fused unless asked
   c.layer_kernels = LayerKernels::framework;
-  CHECK_FALSE(eager_autocast_layers(c));
-  c.layer_kernels = LayerKernels::eager;
-  CHECK_THROWS_WITH(eager_autocast_layers(c),
-                    Catch::Contains("{layer-kernels} eager is modelled under autocast") &&
-                        Catch::Contains("not bf16"));
+  CHECK_FALSE(eager_layers(c));
+  c.layer_kernels = LayerKernels::eager;  // FSDP2's MixedPrecisionPolicy(param_dtype=bf16)
+  REQUIRE(eager_layers(c));
+  CHECK_FALSE(eager_layers(c)->autocast);
+  CHECK(eager_layers(c)->element_bytes == 2);
+  CHECK(eager_layers(c)->stream_bytes() == 2);
+  c.precision = Precision::fp32;
+  CHECK(eager_layers(c)->element_bytes == 4);
+  c.precision = Precision::bf16;
+  c.fp8 = Fp8Recipe::tensorwise;
+  CHECK_THROWS_WITH(eager_layers(c), Catch::Contains("{layer-kernels} eager is not modelled") &&
+                                         Catch::Contains("{fp8_recipe} tensorwise"));
 }
 
 TEST_CASE("eager autocast: what autograd keeps of a block, tensor by tensor") {
@@ -176,12 +185,130 @@ TEST_CASE("eager autocast: a block's activations are its saved tensors, its chec
   a.tokens = 1024;
   a.precision = Precision::amp_bf16;
   a.layers = 1;
-  a.eager_autocast = true;
+  a.eager = EagerFlow{true, 2};
   const auto block = block_activations(gpt2_block(), a);
   CHECK(block.linear.value ==
         std::llround(8192 * eager_autocast_saved_bytes_per_token(gpt2_block())));
   CHECK(block.input.value == 4LL * 8192 * 768);
   // Fused kernels keep Korthikanti's 34 bytes a token-hidden (cost/test_activations.cpp).
-  a.eager_autocast = false;
+  a.eager.reset();
   CHECK(block_activations(gpt2_block(), a).linear.value == 34LL * 8192 * 768);
+}
+
+TEST_CASE("eager, one type: a GPT-2 block in fp32, op by op") {
+  const double h = 768, f = 3072, m = 8192, e = 4;
+  const auto b = eager_uniform_block(gpt2_block(), m, e);
+  // Forward, per token, all of one type: two LayerNorms (read and write, 2eh each), two
+  // dropouts with one-byte masks ((2e + 1)h each), two residual adds (3eh each) and
+  // NewGELUActivation's eight ops (pow, the two scalings, tanh, 1 + and 0.5 x read and write
+  // 2ef each; x + t and the product 3ef each): no casts around the Linears.
+  CHECK(b.forward.same_type_bytes ==
+        Approx(m * ((4 * e + 2 * (2 * e + 1) + 6 * e) * h + 18 * e * f)));
+  CHECK(b.forward.widening_bytes == 0);
+  CHECK(b.forward.mixed_type_bytes == 0);
+  CHECK(b.forward.kernels == 2 + 2 + 2 + 8);
+  // Backward: LayerNorm's input gradient (3eh) and weight and bias gradients (2eh) twice, the
+  // dropouts, the stream's two gradients summed at each residual (3eh), the GELU's (the
+  // product's two 3ef, 0.5 x's 2ef, tanh's 3ef, the scalings' 2ef twice, pow's 2ef + 2ef + 3ef,
+  // x's three paths summed 3ef twice: 28ef), and the four bias gradients, sums over the tokens
+  // of e-byte output gradients (2304 + 768 + 3072 + 768 wide). c_attn reads one tensor: no sum.
+  CHECK(b.backward.same_type_bytes == Approx(m * ((10 * e + 2 * (2 * e + 1) + 6 * e) * h +
+                                                  28 * e * f + e * (2304 + 768 + 3072 + 768))));
+  CHECK(b.backward.widening_bytes == 0);
+  CHECK(b.backward.kernels == 4 + 2 + 2 + 11 + 4);
+}
+
+TEST_CASE("eager, one type: a Llama block in bf16, RMSNorm widening to fp32 and back") {
+  const double h = 2048, f = 8192, q = 2048, kv = 512, m = 4096, e = 2;
+  const auto b = eager_uniform_block(llama_block(), m, e);
+  // Forward, per token: LlamaRMSNorm twice, widening the bf16 stream (6h, widening class),
+  // pow 8h, mean 4h, x r 8h in fp32, narrowing (6h) and weight y in bf16 (2eh); rotary on q
+  // and k (x cos and rotate_half(x) sin 3e, negation e, cat 2e, sum 3e bytes an element);
+  // SwiGLU's silu (2ef) and product (3ef); the two residual adds (3eh each).
+  CHECK(b.forward.same_type_bytes == Approx(m * (2 * (20 * h + 6 * h + 2 * e * h) +
+                                                 12 * e * (q + kv) + 5 * e * f + 2 * 3 * e * h)));
+  CHECK(b.forward.widening_bytes == Approx(m * 2 * 6 * h));
+  CHECK(b.forward.mixed_type_bytes == 0);
+  CHECK(b.forward.kernels == 2 * 8 + 2 * 5 + 2 + 2);
+  // Backward: each norm's weight part in bf16 (dy weight 2eh, dy y 3eh, its sum eh), the
+  // gradient widened (6h), the fp32 part (60h, as under autocast), narrowed (6h); q, k and
+  // v_proj's input gradients summed (two adds of 3eh), gate and up_proj's (one); rotary's g cos,
+  // g sin (3e each), negation (e) and sum (3e); SwiGLU's 9ef; the residuals' sums (3eh each).
+  CHECK(b.backward.same_type_bytes == Approx(m * (2 * (6 * e * h + 60 * h + 6 * h) + 3 * 3 * e * h +
+                                                  10 * e * (q + kv) + 9 * e * f + 2 * 3 * e * h)));
+  CHECK(b.backward.widening_bytes == Approx(m * 2 * 6 * h));
+  CHECK(b.backward.kernels == 2 * 14 + 3 + 2 * 4 + 3 + 2);
+}
+
+TEST_CASE("eager, one type: what autograd keeps, each tensor once") {
+  // GPT-2 in fp32, per token: two LayerNorm inputs with a mean and rstd (eh + 8 each); c_attn's
+  // and c_fc's inputs (eh each); Q, K and V (views of c_attn's output, 3eh) and the attention's
+  // output (eh); two dropout masks (h each); NewGELUActivation's x, tanh output, 1 + tanh, 0.5 x
+  // and its result, c_proj's input (5ef).
+  const double h = 768, f = 3072;
+  CHECK(eager_uniform_saved_bytes_per_token(gpt2_block(), 4) ==
+        Approx(2 * (4 * h + 8) + 2 * 4 * h + 4 * 3 * h + 4 * h + 2 * h + 5 * 4 * f));
+  // Llama 3.2 1B in bf16: each RMSNorm its fp32 copy of x (4h), rsqrt (4 bytes a row) and the
+  // normed bf16 x (2h); the attention's and the MLP's inputs (2h each, one tensor for all their
+  // Linears); Q, K, V and the output (2q + 2kv + 2kv + 2q); SwiGLU's four bf16 tensors (8f).
+  const double lh = 2048, q = 2048, kv = 512, lf = 8192;
+  CHECK(eager_uniform_saved_bytes_per_token(llama_block(), 2) ==
+        Approx(2 * (6 * lh + 4) + 2 * 2 * lh + 4 * q + 4 * kv + 8 * lf));
+  // A block's checkpoint is the stream in its own type: bf16 here, fp32 under autocast.
+  ActivationShape a;
+  a.micro_batch = 4;
+  a.tokens = 1024;
+  a.precision = Precision::bf16;
+  a.layers = 1;
+  a.eager = EagerFlow{false, 2};
+  const auto block = block_activations(llama_block(), a);
+  CHECK(block.input.value == 2LL * 4096 * 2048);
+  CHECK(block.linear.value ==
+        std::llround(4096 * eager_uniform_saved_bytes_per_token(llama_block(), 2)));
+}
+
+TEST_CASE("fp32 attention: SDPA's memory-efficient kernel, or the math path for grouped heads") {
+  TrainingConfig c;
+  c.strategy = Strategy::ddp;
+  c.precision = Precision::fp32;
+  c.micro_batch = 8;
+  c.seq_len = 1024;
+  CHECK(attention_as_run(gpt2_block(), c) == Attention::flash);   // 12 heads, 12 key/value
+  CHECK(attention_as_run(llama_block(), c) == Attention::eager);  // 32 heads, 8 key/value
+  c.precision = Precision::amp_bf16;  // FlashAttention computes in 16 bits
+  CHECK(attention_as_run(llama_block(), c) == Attention::flash);
+  c.precision = Precision::fp32;
+  // One GPT-2 block on an H100 (fp32 peak 67 TFLOP/s) with round fractions: the causal
+  // forward does 2 x 8 x 1024^2 x (768 + 768) / 2 FLOPs at 0.25 of the peak, the backward 2.5
+  // times that work at 0.5; 10 us a kernel.
+  ComputeConstants k;
+  k.gemm_efficiency = 0.5;
+  k.attention_efficiency = 0.5;
+  k.memory_efficiency = 0.5;
+  k.kernel_overhead_s = 1e-5;
+  k.fp32_attention_forward_efficiency = 0.25;
+  k.fp32_attention_backward_efficiency = 0.5;
+  const auto h100 = GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
+  const auto model = model_from_transformer(gpt2_block(), "gpt2 block", "test");
+  const auto time = estimate_compute(model, c, h100, k);
+  const double flops = 2.0 * 8 * 1024 * 1024 * 1536 / 2;
+  CHECK(time.attention_forward_s == Approx(flops / (67e12 * 0.25) + 1e-5));
+  CHECK(time.attention_s - time.attention_forward_s == Approx(2.5 * flops / (67e12 * 0.5) + 1e-5));
+  // Llama's block keeps what the math path keeps: its fp32 probabilities, 4 bytes x 32 heads x
+  // 1024^2 x 4 sequences, where the flash kernel keeps a 4-byte log-sum-exp per head and row.
+  c.micro_batch = 4;
+  const auto llama = model_from_transformer(llama_block(), "llama block", "test");
+  ActivationShape a;
+  a.micro_batch = 4;
+  a.tokens = 1024;
+  a.precision = Precision::fp32;
+  a.attention = Attention::flash;
+  CHECK(block_activations(llama_block(), a).scores.value == 4LL * 32 * 1024 * 4);
+  // Asking for flash in fp32 gives what asking for eager attention gives.
+  auto math = c;
+  math.attention = Attention::eager;
+  CHECK(estimate_activations(llama, c).total.value ==
+        estimate_activations(llama, math).total.value);
+  a.attention = Attention::eager;
+  CHECK(block_activations(llama_block(), a).scores.value == 4LL * 32 * 1024 * 1024 * 4);
 }
