@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-OPTIMIZER_IMPL = {"AdamW/foreach": "foreach", "AdamW/fused": "fused", "AdamW/for-loop": "foreach"}
+OPTIMIZER_IMPL = {"AdamW/foreach": "foreach", "AdamW/fused": "fused", "AdamW/for-loop": "for-loop"}
 
 
 def run_id(r):

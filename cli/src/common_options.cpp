@@ -102,6 +102,11 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--layer-kernels", o.layer_kernels,
                  names_of(kLayerKernels) + ": how norms, activations and casts run")
       ->capture_default_str();
+  app.add_option("--zero-grad", o.zero_grad,
+                 names_of(kZeroGrads) +
+                     ": whether the training loop frees the gradients after each step (PyTorch's "
+                     "strategies; set-to-none is PyTorch 2's default)")
+      ->capture_default_str();
   app.add_flag("--grad-bucket-view", o.grad_bucket_view,
                "DDP gradient_as_bucket_view=True: no separate bucket copy");
   app.add_option("--bucket-cap-mb", o.bucket_cap_mb, "DDP bucket_cap_mb (MiB)")
@@ -190,6 +195,7 @@ TrainingConfig training_config(const TrainingOptions& o) {
   c.optimizer_impl = parse_flag("--optimizer-impl", o.optimizer_impl, parse_optimizer_impl);
   c.layer_kernels = parse_flag("--layer-kernels", o.layer_kernels, parse_layer_kernels);
   c.grad_bucket_view = o.grad_bucket_view;
+  c.zero_grad = parse_flag("--zero-grad", o.zero_grad, parse_zero_grad);
   c.bucket_cap_bytes = static_cast<std::int64_t>(std::llround(o.bucket_cap_mb * 1048576.0));
   c.fp32_grad_accumulation = o.fp32_grad_accumulation;
   c.offload = parse_flag("--offload", o.offload, parse_offload);

@@ -37,6 +37,7 @@ struct TrainingOptions {
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
+  std::string zero_grad = "set-to-none";
   bool grad_bucket_view = false;
   double bucket_cap_mb = 25.0;
   bool fp32_grad_accumulation = false;

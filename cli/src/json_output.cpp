@@ -126,6 +126,7 @@ nlohmann::json training_json(const TrainingConfig& c) {
           {"attention_kernel", name_of(c.attention_kernel)},
           {"offload", name_of(c.offload)},
           {"grad_bucket_view", c.grad_bucket_view},
+          {"zero_grad", name_of(c.zero_grad)},
           {"bucket_cap_bytes", c.bucket_cap_bytes},
           {"fp32_grad_accumulation", c.fp32_grad_accumulation},
           {"grad_accum", c.grad_accum},

@@ -901,7 +901,8 @@ bool foreach_optimizer(const TrainingConfig& c) {
                          c.strategy == Strategy::zero3;
   if (deepspeed && c.offload != Offload::none) return false;
   if (c.optimizer_impl != OptimizerImpl::framework)
-    return c.optimizer_impl == OptimizerImpl::foreach;
+    return c.optimizer_impl == OptimizerImpl::foreach ||
+           c.optimizer_impl == OptimizerImpl::for_loop;
   return !deepspeed;
 }
 

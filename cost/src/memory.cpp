@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
@@ -50,6 +51,24 @@ std::string sharding_text(bool sharded, std::int64_t n, std::int64_t elements,
   return "x " + format_thousands(elements) + " params (1/" + std::to_string(n) + " shard)";
 }
 
+// The parameters whose gradients backward reaches first: the language-model head (the
+// vocabulary projection, tied to the embedding or not), or a classifier and BERT's pooler; a
+// bare model's last block reaches first, counted as none.
+std::int64_t first_gradients(const TransformerSpec& t) {
+  const std::int64_t h = t.hidden_size;
+  switch (t.head) {
+    case HeadKind::causal_lm:
+    case HeadKind::masked_lm:
+    case HeadKind::pretraining:
+      return checked_mul(t.vocab_size, h, "head parameters");
+    case HeadKind::sequence_classification:
+      return checked_mul(t.num_labels, h, "head parameters") + (t.pooler ? h * h : 0);
+    case HeadKind::base:
+      return 0;
+  }
+  return 0;
+}
+
 class Builder {
  public:
   Builder(const ModelDesc& m, const TrainingConfig& c, const StateView& v,
@@ -68,7 +87,9 @@ class Builder {
     unsharded_accumulation();
     activations();
     buffers();
+    gradients_at_peak();
     overhead();
+    phase_totals();
     if (v_.explain) notes();
     e_.cpu_per_node = Bytes{checked_mul(e_.cpu.total().value, ranks_per_node(), "host bytes")};
     return e_;
@@ -222,6 +243,54 @@ class Builder {
     activations_ = a;
   }
 
+  // The PyTorch strategies' peak comes at one of two moments. In backward, at its start: every
+  // activation beside the gradients. With one micro-step and zero_grad(set_to_none=True)
+  // (PyTorch's default since 2.0) a gradient is allocated only when backward reaches its
+  // parameter, so at that moment only the head's (its vocabulary x hidden weight is the first
+  // reached) exists, and the blocks' gradients grow as their activations are freed. At the
+  // optimizer step: every gradient, the activations and the copies held while computing
+  // (gathered units, autocast's casts) freed, and torch.optim's foreach Adam(W) holding one more
+  // fp32 list of its states' size (the square root of the second moment, torch/optim/adam.py
+  // _multi_tensor_adam). The gradients row carries what the peak holds beyond the activations
+  // and buffers. DeepSpeed's and Megatron-LM's gradient buffers persist.
+  void gradients_at_peak() {
+    auto& g = e_.gpu;
+    // PyTorch's data parallelism and FSDP2 layouts; Megatron-LM's layouts keep a persistent
+    // main_grad buffer (a layout's strategy field is unused: fsdp tells them apart).
+    const bool pytorch = t_.fsdp || (v_.whole_model &&
+                                     (c_.strategy == Strategy::ddp || c_.strategy == Strategy::dp));
+    if (!pytorch || !e_.activations_modelled || g.gradients.value <= 0) return;
+    const Bytes all = g.gradients;
+    Bytes at_backward = all;
+    if (c_.grad_accum <= 1 && c_.zero_grad == ZeroGrad::set_to_none && !c_.grad_bucket_view &&
+        m_.transformer && v_.params > 0) {
+      const double head = std::min(1.0, static_cast<double>(first_gradients(*m_.transformer)) /
+                                            static_cast<double>(v_.params));
+      at_backward =
+          Bytes{static_cast<std::int64_t>(std::llround(head * static_cast<double>(all.value)))};
+    }
+    const Bytes temporary = optimizer_temporary();
+    const Bytes at_step = all + temporary;
+    // Everything but NCCL's buffers (so far all that is outside the allocator) is freed by then.
+    const Bytes freed = g.activations + (g.buffers - g.outside_allocator);
+    const Bytes beyond = at_step - std::min(at_step, freed);
+    const Bytes at_peak = std::max(at_backward, beyond);
+    phases_ = {at_backward, beyond};
+    if (v_.explain && at_peak != all) {
+      const bool step = beyond > at_backward;
+      append_explain(
+          "gradients",
+          step ? "; the peak is the optimizer step: activations and buffers freed, every "
+                 "gradient and foreach Adam's square-root list (4 B/param), " +
+                     format_thousands(at_peak.value) + " bytes beyond them"
+               : "; at the peak, the start of backward, only the head's " +
+                     format_thousands(at_peak.value) +
+                     " bytes: one micro-step with zero_grad(set_to_none=True) allocates each "
+                     "gradient as backward frees activations");
+    }
+    g.gradients = at_peak;
+  }
+
   // `name()` is called only when the estimate is explained (a search needs the bytes alone).
   template <class Name>
   void add_buffer(const Name& name, Bytes bytes) {
@@ -332,6 +401,37 @@ class Builder {
     }
   }
 
+  // torch.optim's Adam(W) at its step: foreach holds the square root of the whole second moment
+  // (4 B a parameter of the optimizer's shard), a for-loop step one tensor's at a time (the
+  // largest: the embedding); fused steps and the other optimizers none.
+  Bytes optimizer_temporary() const {
+    if (!foreach_optimizer(c_) || e_.gpu.optimizer_states.value <= 0) return Bytes{0};
+    std::int64_t elements_held = elements(t_.shards_optimizer);
+    if (c_.optimizer_impl == OptimizerImpl::for_loop && m_.transformer) {
+      const auto& t = *m_.transformer;
+      const std::int64_t largest =
+          std::max(checked_mul(t.vocab_size, t.hidden_size, "tensor elements"),
+                   checked_mul(t.hidden_size, t.ffn_size, "tensor elements"));
+      elements_held =
+          std::min(elements_held, ceil_div(largest, t_.shards_optimizer ? e_.shard_degree : 1));
+    }
+    return bytes_of(elements_held, 4, "optimizer temporary");
+  }
+
+  // Each moment's total, its gradients in place of the larger one's.
+  void phase_totals() {
+    auto& g = e_.gpu;
+    e_.backward_total = g.total();
+    if (!phases_) return;
+    const auto total_with = [&](Bytes gradients) {
+      const Bytes allocated =
+          g.model_states() - g.gradients + gradients + g.activations + g.buffers;
+      return allocated + overhead_bytes(allocated, k_);
+    };
+    e_.backward_total = total_with(phases_->first);
+    e_.step_total = total_with(phases_->second);
+  }
+
   void overhead() {
     const Bytes allocated = e_.gpu.model_states() + e_.gpu.activations + e_.gpu.buffers;
     e_.gpu.overhead = overhead_bytes(allocated, k_);
@@ -414,6 +514,7 @@ class Builder {
   MemoryEstimate e_;
   std::int64_t shard_elements_ = 0;
   ActivationEstimate activations_;
+  std::optional<std::pair<Bytes, Bytes>> phases_;  // gradients row at backward, at the step
 };
 
 // The whole model on each data-parallel GPU, as the strategy's registry row lays it out.

@@ -266,8 +266,11 @@ std::optional<std::string> optimizer_problem(Framework f, Optimizer o) {
 }
 
 std::optional<std::string> optimizer_impl_problem(Framework f, OptimizerImpl impl) {
-  if (f != Framework::megatron || impl != OptimizerImpl::foreach) return std::nullopt;
-  return "{optimizer_impl} foreach: Megatron-LM steps with a fused Adam (Transformer Engine or "
+  if (f != Framework::megatron ||
+      (impl != OptimizerImpl::foreach && impl != OptimizerImpl::for_loop))
+    return std::nullopt;
+  return "{optimizer_impl} " + std::string(name_of(impl)) +
+         ": Megatron-LM steps with a fused Adam (Transformer Engine or "
          "Apex); give framework or fused";
 }
 
@@ -672,6 +675,12 @@ TrainingConfig layout_training(const Layout3D& l) {
   TrainingConfig c;
   c.precision = l.precision;
   c.optimizer = l.optimizer;
+  // torchtitan steps with the fused AdamW unless its foreach is asked for; Megatron-LM with
+  // Transformer Engine's or Apex's fused Adam (as the step time prices them).
+  const bool stepwise =
+      l.optimizer_impl == OptimizerImpl::foreach || l.optimizer_impl == OptimizerImpl::for_loop;
+  c.optimizer_impl =
+      l.framework == Framework::fsdp2 && stepwise ? l.optimizer_impl : OptimizerImpl::fused;
   c.dp_size = l.dp * l.cp;
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len;
@@ -1377,7 +1386,9 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
       sharded_optimizer ? sharded_elements(s, l, params, experts) : params;
   // torchtitan's [optimizer] implementation: fused by default, foreach when asked.
   const ForeachStep foreach{
-      l.framework == Framework::fsdp2 && l.optimizer_impl == OptimizerImpl::foreach, l.optimizer};
+      l.framework == Framework::fsdp2 && (l.optimizer_impl == OptimizerImpl::foreach ||
+                                          l.optimizer_impl == OptimizerImpl::for_loop),
+      l.optimizer};
   in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_,
                                   std::min(l.gpus(), t_.node().launch_gpus_per_host()), foreach);
   in.host_transfer_s = host_transfers_s(

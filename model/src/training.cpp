@@ -43,6 +43,9 @@ std::string_view name_of(OptimizerImpl v) {
 std::string_view name_of(LayerKernels v) {
   return name_in(kLayerKernels, v);
 }
+std::string_view name_of(ZeroGrad v) {
+  return name_in(kZeroGrads, v);
+}
 
 Precision parse_precision(std::string_view t) {
   return value_in(kPrecisions, t, "precision");
@@ -55,6 +58,9 @@ OptimizerImpl parse_optimizer_impl(std::string_view t) {
 }
 LayerKernels parse_layer_kernels(std::string_view t) {
   return value_in(kLayerKernels, t, "layer kernels");
+}
+ZeroGrad parse_zero_grad(std::string_view t) {
+  return value_in(kZeroGrads, t, "zero_grad mode");
 }
 Strategy parse_strategy(std::string_view t) {
   return value_in(kStrategies, t, "strategy");

@@ -101,7 +101,10 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
     << "enable_cpu_offload = " << (l.offload == Offload::none ? "false" : "true") << "\n\n"
     << "[optimizer]\n"
     << "name = \"" << (l.optimizer == Optimizer::adam ? "Adam" : "AdamW") << "\"\n"
-    << "implementation = \"" << (l.optimizer_impl == OptimizerImpl::foreach ? "foreach" : "fused")
+    << "implementation = \""
+    << (l.optimizer_impl == OptimizerImpl::foreach    ? "foreach"
+        : l.optimizer_impl == OptimizerImpl::for_loop ? "for-loop"
+                                                      : "fused")
     << "\"\n\n"
     << "[parallelism]\n"
     << "data_parallel_replicate_degree = " << l.dp / shard << "\n"

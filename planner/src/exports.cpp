@@ -97,9 +97,11 @@ std::optional<nlohmann::json> optimizer_section(const TrainingConfig& t, const L
     case Optimizer::adamw:
       type = t.optimizer == Optimizer::adam ? "Adam" : "AdamW";
       params.update({{"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.01}});
-      // --optimizer-impl foreach: DeepSpeed builds torch.optim's Adam(W), which steps foreach
-      // on CUDA, instead of its FusedAdam (an offloaded step stays its CPU Adam).
-      if (t.optimizer_impl == OptimizerImpl::foreach && t.offload == Offload::none)
+      // --optimizer-impl foreach (or for-loop): DeepSpeed builds torch.optim's Adam(W), which
+      // steps foreach on CUDA, instead of its FusedAdam (an offloaded step stays its CPU Adam).
+      if ((t.optimizer_impl == OptimizerImpl::foreach ||
+           t.optimizer_impl == OptimizerImpl::for_loop) &&
+          t.offload == Offload::none)
         params["torch_adam"] = true;
       break;
     case Optimizer::sgd:

@@ -68,7 +68,8 @@ const std::set<std::string>& config_keys() {
         "sharding dp-shard "
         "schedule "
         "checkpointing attention "
-        "attention-kernel optimizer optimizer-impl layer-kernels cp-comm pp-layers offload "
+        "attention-kernel optimizer optimizer-impl layer-kernels zero-grad cp-comm pp-layers "
+        "offload "
         "collective size "
         "algorithm "
         "framework deepspeed-version");

@@ -154,6 +154,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.optimizer = parse_optimizer(c.text("optimizer", "adamw"));
   tc.optimizer_impl = parse_optimizer_impl(c.text("optimizer-impl", "framework"));
   tc.layer_kernels = parse_layer_kernels(c.text("layer-kernels", "framework"));
+  tc.zero_grad = parse_zero_grad(c.text("zero-grad", "set-to-none"));
   tc.dp_size = gpus;
   tc.gpus_per_node = std::min(gpus, t.gpus_per_node());
   tc.gpus_per_host = t.node().gpus_per_host;

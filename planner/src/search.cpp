@@ -192,7 +192,8 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
   return g;
 }
 
-// Peak memory as a line in the micro-batch: two estimates, at micro-batch 1 and 2.
+// Peak memory as a line in the micro-batch, two estimates at micro-batch 1 and 2 of the
+// backward's peak, floored by the optimizer step's.
 MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std::size_t c,
                                std::size_t o, std::int64_t accum, bool no_sync) const {
   const auto& k = in_.overheads;
@@ -202,8 +203,8 @@ MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std:
     return cost::estimate_memory(in_.model, cfg, k);
   };
   const auto one = at(1);
-  const auto two = at(2).gpu.total();
-  return {one.gpu.total(), two - one.gpu.total(), true, one.cpu_per_node};
+  const auto two = at(2).backward_total;
+  return {one.backward_total, two - one.backward_total, true, one.cpu_per_node, one.step_total};
 }
 
 // Two lines per configuration and synchronisation mode: a single micro-step, and

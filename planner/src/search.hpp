@@ -4,6 +4,7 @@
 // micro-batch); the search then visits each configuration with lookups and arithmetic only.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,14 +30,18 @@ struct Group {
   bool ok = false;
 };
 
-// Peak memory per GPU, linear in the micro-batch (activations and the buffers that scale
-// with them are; the rest is fixed): at_one + slope x (micro_batch - 1).
+// Peak memory per GPU: in backward linear in the micro-batch (activations and the buffers that
+// scale with them are; the rest is fixed), at_one + slope x (micro_batch - 1); never below the
+// optimizer step's peak.
 struct MemoryLine {
-  Bytes at_one;
+  Bytes at_one;  // the backward's peak at micro-batch 1
   Bytes slope;
   bool ok = false;
-  Bytes host;  // host RAM per node, which does not grow with the micro-batch
-  Bytes at(std::int64_t mb) const { return Bytes{at_one.value + slope.value * (mb - 1)}; }
+  Bytes host;   // host RAM per node, which does not grow with the micro-batch
+  Bytes floor;  // the optimizer step's peak (PyTorch's strategies), which does not either
+  Bytes at(std::int64_t mb) const {
+    return std::max(Bytes{at_one.value + slope.value * (mb - 1)}, floor);
+  }
 };
 
 // A data-parallel size and micro-batch; the accumulation follows from the global batch.

@@ -686,9 +686,9 @@ TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's for
                   "--strategy", "ddp"})
                  .out,
              Contains("adamw (foreach)"));
-  const auto bad = run(with({"--optimizer-impl", "for-loop"}));
+  const auto bad = run(with({"--optimizer-impl", "loop"}));
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--optimizer-impl") && Contains("for-loop"));
+  CHECK_THAT(bad.err, Contains("--optimizer-impl") && Contains("loop"));
   // SGD is priced as one fused pass whatever runs it: the text names no implementation.
   const auto sgd = run({"estimate", "--model", "gpt2", "--topology", "dgx-a100", "--gpu",
                         "A100-80GB", "--strategy", "ddp", "--optimizer", "sgd"});

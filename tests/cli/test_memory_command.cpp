@@ -40,7 +40,13 @@ TEST_CASE("the README example compares all strategies for Llama 2 7B") {
   CHECK(j["estimates"].size() == 9);
   const std::int64_t a = 6'738'415'616;
   const auto& ddp = by_strategy(j, "ddp");
-  CHECK(ddp["per_gpu"]["model_states"] == 18 * a);  // 121,291,481,088
+  // 18 B a parameter of states (2 weights, 4 master, 2 gradients, 8 Adam, 2 DDP buckets); the
+  // peak is the optimizer step, the activations freed, with foreach Adam's square-root list
+  // (4 B a parameter) beside them: 22 B a parameter beyond NCCL's buffers, the gradients row
+  // holding what is not in the activations.
+  CHECK(ddp["per_gpu"]["model_states"].get<std::int64_t>() +
+            ddp["per_gpu"]["activations"].get<std::int64_t>() ==
+        22 * a);
   CHECK(ddp["fits"] == false);
   CHECK(ddp["capacity"] == 85'899'345'920);
   const auto& z3 = by_strategy(j, "zero3");
@@ -321,7 +327,9 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK(j["framework"] == "fsdp2");
   CHECK(j["shard_ranks"] == 4);
   CHECK(j["memory"]["weights"].get<double>() == Approx(4.0 * double(params) / 4).epsilon(1e-6));
-  CHECK(j["memory"]["gradients"].get<double>() == Approx(4.0 * double(params) / 4).epsilon(1e-6));
+  // Of the gradient shard (4 B a parameter) only the head's is there at the peak, the start of
+  // backward with one micro-batch and zero_grad(set_to_none=True): 50,257 x 768 x 4 B / 4.
+  CHECK(j["memory"]["gradients"].get<double>() == Approx(50257.0 * 768 * 4 / 4).epsilon(1e-6));
   CHECK(j["memory"]["optimizer_states"].get<double>() ==
         Approx(8.0 * double(params) / 4).epsilon(1e-6));
   // Explained as every strategy's memory is: the shard, and the hybrid groups (8 / 4 = 2).
@@ -381,4 +389,25 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   bad = run({"memory", "--model", "llama-2-70b", "--tp", "16", "--gpus", "16"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("8 key/value heads (of 64 attention heads) do not divide by tp"));
+}
+
+TEST_CASE("memory --zero-grad: PyTorch 2 frees the gradients between steps, PyTorch 1 kept them") {
+  // GPT-2 XL under DDP with autocast on one H100, one micro-step of 4 x 1024: its peak is the
+  // start of backward. set_to_none (the default): only the head's fp32 gradient exists then,
+  // 50,257 x 1,600 x 4 B; zeros: all of them, 1,557,611,200 x 4 B.
+  const std::vector<std::string> args = {"memory", "--model",       "gpt2-xl",  "--gpus",
+                                         "1",      "--gpu",         "H100-SXM", "--strategy",
+                                         "ddp",    "--precision",   "amp-bf16", "--seq-len",
+                                         "1024",   "--micro-batch", "4",        "--json"};
+  const auto freed = nlohmann::json::parse(run(args).out);
+  CHECK(freed["per_gpu"]["gradients"] == 50257LL * 1600 * 4);
+  auto kept_args = args;
+  kept_args.insert(kept_args.end(), {"--zero-grad", "zeros"});
+  const auto kept = nlohmann::json::parse(run(kept_args).out);
+  CHECK(kept["per_gpu"]["gradients"] == 1'557'611'200LL * 4);
+  auto bad = args;
+  bad.insert(bad.end(), {"--zero-grad", "none"});
+  const auto refused = run(bad);
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Contains("--zero-grad") && Contains("none"));
 }

@@ -211,7 +211,13 @@ TEST_CASE("ZeRO-3 and FSDP gather whole units (Llama 2 7B, bf16)") {
   const std::int64_t root = 131'072'000 + 131'072'000 + 4'096;
   CHECK(fsdp.gpu.buffers.value == 2 * root + 2 * block * 2 + 2 * root + kNcclPerComm);
   CHECK(fsdp.gpu.weights.value == 4 * 842'301'952LL);  // fp32 shard: ceil(6,738,415,616 / 8)
-  CHECK(fsdp.gpu.gradients.value == 4 * 842'301'952LL);
+  // Its fp32 gradient shard is 4 x 842,301,952 bytes, but with one micro-step and
+  // zero_grad(set_to_none=True) the peak comes at the start of backward, when only the head's
+  // exists: lm_head's 32,000 x 4,096 weights, 4 B each over 8 ranks.
+  CHECK(fsdp.gpu.gradients.value == 131'072'000LL * 4 / 8);
+  c.grad_accum = 2;   // from the second micro-step on, every gradient beside the activations
+  c.no_sync = false;  // (no unsharded gradients kept between micro-steps)
+  CHECK(estimate_memory(m, c, overheads()).gpu.gradients.value == 4 * 842'301'952LL);
 }
 
 TEST_CASE("ZeRO-1 and FSDP offload") {
@@ -291,4 +297,41 @@ TEST_CASE("FSDP's no_sync holds unsharded gradients across micro-steps, DDP's do
   const auto z3_before = estimate(z3).gpu.total();
   z3.grad_accum = 4;
   CHECK(estimate(z3).gpu.total() == z3_before);
+}
+
+TEST_CASE("PyTorch's peak: the start of backward or the optimizer step, with set_to_none") {
+  // GPT-2 XL (1,557,611,200 parameters; the head is its tied 50,257 x 1,600 embedding) under
+  // DDP in fp32 on one GPU: 4 B weights, 4 B gradients, 8 B Adam, 4 B DDP buckets a parameter.
+  const auto m = load_model("gpt2-xl", kData / "models");
+  const std::int64_t p = 1'557'611'200, head = 50'257LL * 1600;
+  auto c = config(Strategy::ddp, Precision::fp32, 1);
+  c.seq_len = 1024;
+  c.micro_batch = 4;
+  c.grad_accum = 1;
+  const auto big = estimate_memory(m, c, overheads());
+  // Without checkpointing the activations outweigh every gradient: the peak is the start of
+  // backward, and only the head's gradient exists then (zero_grad(set_to_none=True)).
+  CHECK(big.gpu.gradients.value == 4 * head);
+  CHECK(big.gpu.total() == big.backward_total);
+  CHECK(big.step_total < big.backward_total);
+  // With full checkpointing they do not: the peak is the optimizer step, the activations and
+  // buffers but NCCL's freed, every gradient and foreach Adam's square-root list there. What
+  // PyTorch has allocated then: 4 + 4 + 8 + 4 + 4 = 24 B a parameter.
+  c.checkpointing = Checkpointing::full;
+  const auto small = estimate_memory(m, c, overheads());
+  CHECK(small.gpu.total() == small.step_total);
+  const auto& g = small.gpu;
+  CHECK(g.torch_allocated().value == 24 * p);
+  // The fused step has no such list: 20 B a parameter.
+  c.optimizer_impl = OptimizerImpl::fused;
+  const auto fused = estimate_memory(m, c, overheads()).gpu;
+  CHECK(fused.torch_allocated().value == 20 * p);
+  // Accumulating over micro-steps, every gradient sits beside the next micro-step's
+  // activations: the gradients row is all of them again.
+  c.optimizer_impl = OptimizerImpl::framework;
+  c.checkpointing = Checkpointing::none;
+  c.grad_accum = 2;
+  const auto accumulating = estimate_memory(m, c, overheads());
+  CHECK(accumulating.gpu.gradients.value == 4 * p);
+  CHECK(accumulating.gpu.total() == accumulating.backward_total);
 }

@@ -77,6 +77,12 @@ TEST_CASE("the best plan's memory is the memory model's, and the ranking is by t
   REQUIRE(res.best);
   const auto cfg = training_config(*res.best, r, 8);
   CHECK(res.best->memory == cost::estimate_memory(f.model, cfg, f.overheads).gpu.total());
+  // Every candidate's, whether its peak is in backward (growing with the micro-batch) or at
+  // the optimizer step (PyTorch's strategies with one micro-step: it does not).
+  for (const auto& c : res.ranked) {
+    CHECK(c.memory ==
+          cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads).gpu.total());
+  }
   for (std::size_t i = 1; i < res.ranked.size(); ++i) {
     CHECK(res.ranked[i - 1].objective <= res.ranked[i].objective);
     CHECK(res.ranked[i].samples_per_s <= res.ranked[0].samples_per_s);
@@ -90,6 +96,42 @@ TEST_CASE("the best plan's memory is the memory model's, and the ranking is by t
       CHECK(rej.amount >= 0.0);
     }
   }
+}
+
+TEST_CASE(
+    "the search rejects a candidate whose optimizer step does not fit, though its backward does") {
+  // GPT-2 XL under DDP in fp32 on one A100, checkpointed, micro-batch 1 and one micro-step: its
+  // optimizer step (every gradient and foreach Adam's temporary) holds more than its backward.
+  // With the usable memory between the two, the candidate must be refused at its step's peak.
+  const Fixture f("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  auto r = request(1, 1024);
+  r.max_gpus = 1;
+  r.strategies = {Strategy::ddp};
+  r.precisions = {Precision::fp32};
+  r.checkpointing = {Checkpointing::full};
+  r.micro_batches = {1};
+  Candidate c;
+  c.strategy = Strategy::ddp;
+  c.precision = Precision::fp32;
+  c.checkpointing = Checkpointing::full;
+  c.dp = 1;
+  c.micro_batch = 1;
+  c.grad_accum = 1;
+  const auto e = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
+  REQUIRE(e.step_total > e.backward_total);
+  const double capacity = 85899345920.0;  // 80 GiB
+  const double between = 0.5 * static_cast<double>(e.step_total.value + e.backward_total.value);
+  r.headroom = 1.0 - between / capacity;
+  const auto res = f.run(r);
+  CHECK_FALSE(res.best);
+  bool refused = false;
+  for (const auto& rej : res.rejected) {
+    if (rej.reason != Reason::out_of_memory || rej.config.checkpointing != Checkpointing::full)
+      continue;
+    refused = true;
+    CHECK(rej.config.memory == e.step_total);
+  }
+  CHECK(refused);
 }
 
 TEST_CASE("micro-batches are the divisors of the per-GPU batch, not only powers of two") {

@@ -58,8 +58,8 @@ class Rows(unittest.TestCase):
                           fp32["config"]["layer-kernels"]), ("fsdp-full", "full", "eager"))
 
     def test_optimizer_implementations(self):
-        # A for-loop step makes foreach's passes tensor by tensor: priced as foreach.
-        for name, impl in (("AdamW/fused", "fused"), ("AdamW/for-loop", "foreach")):
+        # Each as dtplan names it (a for-loop step: foreach's passes, one tensor's temporaries).
+        for name, impl in (("AdamW/fused", "fused"), ("AdamW/for-loop", "for-loop")):
             row = pub.rows_of(run(optimizer=name), "H100-SXM", "x")[0]
             self.assertEqual(row["config"]["optimizer-impl"], impl)
 

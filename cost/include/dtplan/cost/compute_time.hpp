@@ -166,9 +166,9 @@ double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload off
 // states with bf16 gradients and a bf16 copy; 80 for torch.optim's foreach AdamW with fp32
 // gradients (docs/step-time-model.md).
 double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_step);
-// Whether the configuration's optimizer step runs as foreach ops: --optimizer-impl, or the
-// framework's default (torch.optim's foreach for dp, ddp and FSDP; DeepSpeed's fused Adam for
-// ZeRO).
+// Whether the configuration's optimizer step runs as foreach ops (or for-loop, the same passes):
+// --optimizer-impl, or the framework's default (torch.optim's foreach for dp, ddp and FSDP;
+// DeepSpeed's fused Adam for ZeRO).
 bool foreach_optimizer(const TrainingConfig& c);
 
 // The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with

@@ -67,6 +67,13 @@ struct MemoryEstimate {
   std::vector<std::pair<std::string, std::string>> explain;
   std::vector<std::string> notes;
   bool activations_modelled = false;
+  // The GPU's total (gpu.total()) is the larger of two moments for PyTorch's data-parallel
+  // strategies: backward (activations, buffers and the gradients allocated by then, which grows
+  // with the micro-batch) and the optimizer step (every gradient and the optimizer's
+  // temporaries, which does not). 0 where the peak has one moment (backward_total is then
+  // gpu.total()).
+  Bytes backward_total;
+  Bytes step_total;
   std::int64_t seq_len = 0;
   std::optional<FitVerdict> fit;
 };

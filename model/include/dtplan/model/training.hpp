@@ -90,15 +90,18 @@ inline constexpr std::array<NamedValue<Attention>, 3> kAttentions{{
 // (torch/optim/optimizer.py, _default_to_fused_or_foreach): one kernel per element-wise op,
 // each reading and writing whole tensor lists; a for-loop step makes the same passes tensor by
 // tensor. `framework` is what the strategy's framework does by default.
-enum class OptimizerImpl { framework, fused, foreach };
+enum class OptimizerImpl { framework, fused, foreach, for_loop };
 
-inline constexpr std::array<NamedValue<OptimizerImpl>, 3> kOptimizerImpls{{
+inline constexpr std::array<NamedValue<OptimizerImpl>, 4> kOptimizerImpls{{
     {OptimizerImpl::framework, "framework",
      "the framework's default: torch.optim's foreach for dp, ddp and FSDP; fused under DeepSpeed "
      "ZeRO, Megatron-LM and torchtitan"},
     {OptimizerImpl::fused, "fused", "one fused kernel (fused=True, FusedAdam)"},
     {OptimizerImpl::foreach, "foreach",
-     "torch.optim's multi-tensor ops, PyTorch's default on CUDA (and a for-loop step's traffic)"},
+     "torch.optim's multi-tensor ops, PyTorch's default on CUDA"},
+    {OptimizerImpl::for_loop, "for-loop",
+     "tensor by tensor (foreach=False; transformers' own AdamW before 4.x's adamw_torch): "
+     "foreach's passes, one tensor's temporaries at a time"},
 }};
 
 // How a block's non-GEMM work runs. `eager` is PyTorch eager mode running the model's module
@@ -110,6 +113,19 @@ inline constexpr std::array<NamedValue<OptimizerImpl>, 3> kOptimizerImpls{{
 // activations, bias-dropout-add, a 16-bit residual. `framework`: eager under autocast
 // (amp-fp16, amp-bf16), fused otherwise.
 enum class LayerKernels { framework, fused, eager };
+
+// How a PyTorch training loop clears the gradients after the optimizer step:
+// zero_grad(set_to_none=True), the default since PyTorch 2.0 (and Hugging Face's Trainer with
+// it), frees them, so the next step allocates each one when backward reaches it; `zeros`
+// (set_to_none=False, the default before 2.0) keeps them allocated, filled with zeros.
+enum class ZeroGrad { set_to_none, zeros };
+
+inline constexpr std::array<NamedValue<ZeroGrad>, 2> kZeroGrads{{
+    {ZeroGrad::set_to_none, "set-to-none",
+     "zero_grad(set_to_none=True), PyTorch 2.0 and later: the gradients are freed"},
+    {ZeroGrad::zeros, "zeros",
+     "zero_grad(set_to_none=False), PyTorch before 2.0: the gradients stay allocated"},
+}};
 
 inline constexpr std::array<NamedValue<LayerKernels>, 3> kLayerKernels{{
     {LayerKernels::framework, "framework", "eager under autocast (amp-*), fused otherwise"},
@@ -213,6 +229,7 @@ std::string_view name_of(Attention v);
 std::string_view name_of(AttentionKernel v);
 std::string_view name_of(OptimizerImpl v);
 std::string_view name_of(LayerKernels v);
+std::string_view name_of(ZeroGrad v);
 
 Precision parse_precision(std::string_view text);
 Optimizer parse_optimizer(std::string_view text);
@@ -223,6 +240,7 @@ Attention parse_attention(std::string_view text);
 AttentionKernel parse_attention_kernel(std::string_view text);
 OptimizerImpl parse_optimizer_impl(std::string_view text);
 LayerKernels parse_layer_kernels(std::string_view text);
+ZeroGrad parse_zero_grad(std::string_view text);
 // Throws dtplan::Error (naming {attention-kernel} and {attention}) when a fused kernel is named
 // for an attention that runs none.
 void check_attention_kernel(Attention attention, AttentionKernel kernel);
@@ -275,6 +293,7 @@ struct TrainingConfig {
   Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs on top of bf16 or fp16 mixed precision
   Offload offload = Offload::none;
   bool grad_bucket_view = false;                   // DDP gradient_as_bucket_view=True
+  ZeroGrad zero_grad = ZeroGrad::set_to_none;      // PyTorch strategies: gradients between steps
   std::int64_t bucket_cap_bytes = 25LL * 1048576;  // DDP bucket_cap_mb default 25
   bool fp32_grad_accumulation = false;             // Megatron-style fp32 main_grad buffer
   std::int64_t grad_accum = 1;                     // micro-steps per optimizer step
