@@ -281,8 +281,11 @@ class Builder {
       append_explain(
           "gradients",
           step ? "; the peak is the optimizer step: activations and buffers freed, every "
-                 "gradient and foreach Adam's square-root list (4 B/param), " +
-                     format_thousands(at_peak.value) + " bytes beyond them"
+                 "gradient" +
+                     (temporary.value > 0 ? " and the optimizer's temporary (" +
+                                                format_thousands(temporary.value) + " bytes)"
+                                          : std::string()) +
+                     ", " + format_thousands(at_peak.value) + " bytes beyond them"
                : "; at the peak, the start of backward, only the head's " +
                      format_thousands(at_peak.value) +
                      " bytes: one micro-step with zero_grad(set_to_none=True) allocates each "

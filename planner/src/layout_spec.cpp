@@ -131,6 +131,12 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
                                       " (torch.autocast) is modelled for dp and ddp; layouts "
                                       "run fp32, fp16 or bf16 mixed precision");
   }
+  if (c.layer_kernels == LayerKernels::eager) {
+    throw FieldError("layer-kernels",
+                     "eager is modelled for the data-parallel strategies; "
+                     "layouts (Megatron-LM, torchtitan's FSDP2) run fused "
+                     "kernels");
+  }
   cost::Layout3D l;
   l.dp = layout_dp(s, c.dp_size);
   l.tp = s.tp;

@@ -736,6 +736,12 @@ TEST_CASE(
   };
   CHECK(elementwise(bf16_eager) > elementwise(bf16_fused));
   CHECK(elementwise(bf16_eager) < elementwise(eager));
+  // A layout runs fused kernels: eager is refused there, not ignored.
+  const auto layout =
+      run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--strategy", "megatron", "--tp", "8", "--seq-len", "4096", "--layer-kernels", "eager"});
+  CHECK(layout.code == 1);
+  CHECK_THAT(layout.err, Contains("--layer-kernels: eager is modelled for the data-parallel"));
   // An unknown value names the flag.
   auto bad = base;
   bad.insert(bad.end(), {"--layer-kernels", "compiled"});
