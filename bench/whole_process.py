@@ -29,6 +29,11 @@ CASES = {
     "plan-1t-2048xdgx-a100": ["plan", "--model", "bench/gpt-1t-ptdp.json", "--topology",
                               "dgx-a100", "--nodes", "2048", "--gpu", "A100-80GB",
                               "--global-batch", "3072", "--seq-len", "2048"],
+    # One GB200 NVL72 rack's 72-GPU NVLink domain and 20 racks: the ring search's greedy orders.
+    "comm-nvl72-20-racks": ["comm", "--topology", "gb200-nvl72", "--nodes", "20",
+                            "--collective", "allreduce", "--size", "512MiB"],
+    # Every row of data/published predicted (what the accuracy report and its tests cost).
+    "accuracy-published": ["accuracy", "--published", "--json"],
 }
 
 

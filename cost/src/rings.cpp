@@ -104,9 +104,33 @@ std::vector<std::vector<std::int64_t>> all_orders(const std::vector<std::int64_t
   return out;
 }
 
-// Greedy widest-next-hop order from `start`, then 2-opt reversals while the ring widens.
+// No ring through `gpus` is wider than the narrowest of their widest hops: a ring leaves
+// every GPU once, over a route no wider than its narrowest link, and the ring's rate is at
+// most that link's capacity (capacity over the hops crossing it). Bytes per second.
+double ring_rate_bound(Router& router, const std::vector<std::int64_t>& gpus) {
+  const auto& t = router.topology();
+  const auto& g = t.graph();
+  const auto& cap = router.capacities_Bps();
+  double bound = std::numeric_limits<double>::infinity();
+  for (const auto a : gpus) {
+    double widest = 0.0;
+    for (const auto b : gpus) {
+      if (a == b) continue;
+      double narrowest = std::numeric_limits<double>::infinity();
+      for (const auto e : router.route(t.gpu(a), t.gpu(b)).edges)
+        narrowest = std::min(narrowest, cap[static_cast<std::size_t>(g[e].index)]);
+      widest = std::max(widest, narrowest);
+    }
+    bound = std::min(bound, widest);
+  }
+  return bound;
+}
+
+// Greedy widest-next-hop order from `start`, then 2-opt reversals while the ring widens. A
+// ring already at `bound_Bps` (ring_rate_bound) has no wider reversal, so the search stops
+// there: the same ring, without the quadratic scan (most of a 72-GPU NVLink domain's plan).
 std::vector<std::int64_t> greedy_order(Router& router, const std::vector<std::int64_t>& gpus,
-                                       std::size_t start) {
+                                       std::size_t start, double bound_Bps) {
   std::vector<std::int64_t> ring{gpus[start]};
   std::vector<bool> used(gpus.size(), false);
   used[start] = true;
@@ -125,7 +149,7 @@ std::vector<std::int64_t> greedy_order(Router& router, const std::vector<std::in
     ring.push_back(gpus[best]);
   }
   double current = single_ring(router, ring);
-  for (bool improved = true; improved;) {
+  for (bool improved = true; improved && bound_Bps > current * (1 + 1e-9);) {
     improved = false;
     for (std::size_t i = 1; i + 1 < ring.size() && !improved; ++i) {
       for (std::size_t j = i + 1; j < ring.size() && !improved; ++j) {
@@ -353,8 +377,9 @@ RingPlan plan_in_node(Router& router, const std::vector<std::int64_t>& gpus,
     for (auto& order : all_orders(gpus))
       candidates.push_back({std::move(order), -1});
   } else {
+    const double bound_Bps = ring_rate_bound(router, gpus);
     for (std::size_t s = 0; s < gpus.size(); ++s) {
-      auto ring = greedy_order(router, gpus, s);
+      auto ring = greedy_order(router, gpus, s, bound_Bps);
       candidates.push_back({ring, -1});
       std::reverse(ring.begin() + 1, ring.end());
       candidates.push_back({ring, -1});

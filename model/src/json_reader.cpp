@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "dtplan/model/error.hpp"
@@ -81,17 +82,16 @@ class DuplicateKeyGuard {
   std::optional<std::string> duplicate_;
 };
 
-// A minimal scanner over JSON text that follows one JSON pointer and records the line where
-// each prefix of it starts. It assumes the text already parsed successfully.
-class PointerLocator {
+// Records the line where each value of a JSON text starts, by its JSON pointer, in one pass.
+// It assumes the text already parsed (parse_json), so its nesting is at most kMaxDepth.
+class LineScanner {
  public:
-  PointerLocator(std::string_view text, std::vector<std::string> target)
-      : text_(text), target_(std::move(target)) {}
+  explicit LineScanner(std::string_view text) : text_(text) {}
 
-  int locate() {
+  std::unordered_map<std::string, int> scan() {
     skip_ws();
-    value(0, true);
-    return best_line_;
+    value("");
+    return std::move(lines_);
   }
 
  private:
@@ -119,15 +119,14 @@ class PointerLocator {
     ++pos_;  // closing quote
     return out;
   }
-  // `on_path`: the value at depth `depth` lies on the target path.
-  void value(std::size_t depth, bool on_path) {
-    if (on_path && depth <= target_.size()) best_line_ = line_;
+  void value(const std::string& pointer) {
+    lines_[pointer] = line_;
     if (pos_ >= text_.size()) return;
     const char c = text_[pos_];
     if (c == '{') {
-      object(depth, on_path);
+      object(pointer);
     } else if (c == '[') {
-      array(depth, on_path);
+      array(pointer);
     } else if (c == '"') {
       read_string();
     } else {
@@ -137,62 +136,50 @@ class PointerLocator {
       }
     }
   }
-  bool child_on_path(std::size_t depth, bool on_path, const std::string& token) const {
-    return on_path && depth < target_.size() && target_[depth] == token;
+  // After a member or an element: the separating comma, if any.
+  void next() {
+    skip_ws();
+    if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
+    skip_ws();
   }
-  void object(std::size_t depth, bool on_path) {
+  void object(const std::string& pointer) {
     ++pos_;
     skip_ws();
     while (pos_ < text_.size() && text_[pos_] != '}') {
       const std::string key = read_string();
-      const bool child = child_on_path(depth, on_path, key);
-      if (child) best_line_ = line_;
       skip_ws();
       ++pos_;  // colon
       skip_ws();
-      value(depth + 1, child);
-      skip_ws();
-      if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
-      skip_ws();
+      value(pointer + "/" + pointer_token(key));
+      next();
     }
     ++pos_;
   }
-  void array(std::size_t depth, bool on_path) {
+  void array(const std::string& pointer) {
     ++pos_;
     skip_ws();
     for (int index = 0; pos_ < text_.size() && text_[pos_] != ']'; ++index) {
-      value(depth + 1, child_on_path(depth, on_path, std::to_string(index)));
-      skip_ws();
-      if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
-      skip_ws();
+      value(pointer + "/" + std::to_string(index));
+      next();
     }
     ++pos_;
   }
 
   std::string_view text_;
-  std::vector<std::string> target_;
+  std::unordered_map<std::string, int> lines_;
   std::size_t pos_ = 0;
   int line_ = 1;
-  int best_line_ = 0;
 };
 
-std::vector<std::string> split_pointer(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  std::size_t i = 0;
-  while (i < pointer.size()) {
-    ++i;  // the '/'
-    std::string token;
-    while (i < pointer.size() && pointer[i] != '/') {
-      if (pointer[i] == '~' && i + 1 < pointer.size()) {
-        token += pointer[i + 1] == '1' ? '/' : '~';
-        i += 2;
-      } else {
-        token += pointer[i++];
-      }
-    }
-    tokens.push_back(token);
+// The line of `pointer` in `lines`, or of its deepest ancestor there; 0 when none is.
+int line_in(const std::unordered_map<std::string, int>& lines, std::string_view pointer) {
+  std::string p(pointer);
+  for (;;) {
+    if (const auto it = lines.find(p); it != lines.end()) return it->second;
+    if (p.empty()) return 0;
+    const auto slash = p.rfind('/');
+    p.erase(slash == std::string::npos ? 0 : slash);
   }
-  return tokens;
 }
 
 const char* type_name(const nlohmann::json& v) {
@@ -240,7 +227,12 @@ std::shared_ptr<const JsonDocument> read_json_file(const std::filesystem::path& 
 }
 
 int line_of_pointer(std::string_view text, std::string_view pointer) {
-  return PointerLocator(text, split_pointer(pointer)).locate();
+  return line_in(LineScanner(text).scan(), pointer);
+}
+
+int JsonDocument::line_of(std::string_view pointer) const {
+  std::call_once(lines_once_, [this] { lines_ = LineScanner(text).scan(); });
+  return line_in(lines_, pointer);
 }
 
 std::string pointer_token(std::string_view key) {
@@ -276,7 +268,7 @@ std::string ObjectReader::child(std::string_view key) const {
 
 std::string ObjectReader::location(std::string_view key) const {
   const std::string ptr = key.empty() ? pointer_ : child(key);
-  const int line = line_of_pointer(doc_->text, ptr);
+  const int line = doc_->line_of(ptr);
   std::string where = doc_->origin;
   if (line > 0) {
     where += ':';
@@ -286,7 +278,7 @@ std::string ObjectReader::location(std::string_view key) const {
 }
 
 void ObjectReader::fail_at(const std::string& pointer, std::string_view message) const {
-  const int line = line_of_pointer(doc_->text, pointer);
+  const int line = doc_->line_of(pointer);
   std::string where = doc_->origin;
   if (line > 0) {
     where += ':';

@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <numeric>
+#include <string>
 
 #include "dtplan/cost/rings.hpp"
+#include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/topology_io.hpp"
 
 using namespace dtplan;
@@ -115,4 +117,43 @@ TEST_CASE("GB300 NVL72: rings leave a rack through a SuperNIC both boundary GPUs
   const auto p = plan("gb300-nvl72", 2);
   CHECK(p.rings.size() == 15);
   CHECK(p.bandwidth_Bps == Approx(15 * 63.015e9 * 0.762).epsilon(1e-3));
+}
+
+TEST_CASE("greedy orders: 2-opt removes the crossings that tied widths put in a ring") {
+  // Two PCIe 4.0 switches joined by one PCIe 5.0 link; even GPUs on sw0, odd GPUs on sw1. Every
+  // GPU-to-GPU route is as wide as a GPU's own PCIe 4.0 link (24 GB/s), so the widest next hop
+  // is a tie that the greedy order breaks by rank: 0 1 2 ... 7, changing switch at every hop,
+  // four times each way over the sw0-sw1 link (48.0 GB/s / 4 = 12.0 GB/s). A ring that changes
+  // switch at most twice each way runs at the GPU links' 24 GB/s (48.0 / 2 >= 24): the bound
+  // no ring can beat, since each ring leaves every GPU over its one link.
+  std::string devices = R"({"id": "cpu0", "kind": "cpu"}, {"id": "sw0", "kind": "pcie_switch"},
+    {"id": "sw1", "kind": "pcie_switch"})";
+  std::string links = R"({"from": "sw0", "to": "cpu0", "class": "pcie4"},
+    {"from": "sw0", "to": "sw1", "class": "pcie5"})";
+  for (int g = 0; g < 8; ++g) {
+    const auto id = "gpu" + std::to_string(g);
+    devices += R"(, {"id": ")" + id + R"(", "kind": "gpu"})";
+    links += R"(, {"from": ")" + id + R"(", "to": "sw)" + std::to_string(g % 2) +
+             R"(", "class": "pcie4"})";
+  }
+  const auto doc = parse_json(R"({"schema_version": 1, "name": "interleaved", "devices": [)" +
+                                  devices + R"(], "links": [)" + links + "]}",
+                              "<interleaved>");
+  const InterconnectTable table = InterconnectTable::load(kData / "interconnect.json");
+  const auto topology = Topology::build(node_from_json(ObjectReader::root(doc)), 1, table);
+  Router router(topology);
+  std::vector<std::int64_t> gpus(8);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  RingOptions greedy;
+  greedy.exhaustive_limit = 1;  // greedy orders and 2-opt, as for a 72-GPU NVLink domain
+  const auto p = plan_rings(router, gpus, greedy);
+  CHECK_FALSE(p.exhaustive);
+  CHECK(p.bandwidth_Bps == Approx(24e9).epsilon(0.001));
+  CHECK(p.bottleneck.kind == "pcie");
+  int changes = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    changes += p.rings[0][i] % 2 != p.rings[0][(i + 1) % 8] % 2 ? 1 : 0;
+  CHECK(changes <= 4);  // at most twice each way over the switches' link
+  // The rank order itself, which the greedy order starts from, runs at 12.0 GB/s.
+  CHECK(ring_rate(router, {0, 1, 2, 3, 4, 5, 6, 7}, -1) == Approx(48.0e9 / 4).epsilon(0.01));
 }

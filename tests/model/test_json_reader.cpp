@@ -56,6 +56,20 @@ TEST_CASE("line_of_pointer finds nested keys and array elements") {
   CHECK(line_of_pointer(text, "/layers/1/kernal_size") == 7);
   // A missing key points at its deepest existing ancestor.
   CHECK(line_of_pointer(text, "/layers/1/missing") == 5);
+  // A parsed document answers the same from the index it builds once.
+  const auto doc = parse_json(text, "<layers>");
+  CHECK(doc->line_of("/layers/1/kernal_size") == 7);
+  CHECK(doc->line_of("/layers/1/missing/deeper") == 5);
+  CHECK(doc->line_of("/layers/0") == 4);
+  CHECK(doc->line_of("") == 1);
+}
+
+TEST_CASE("line numbers of keys that need escaping in a JSON pointer") {
+  const std::string text = "{\n  \"a/b\": {\n    \"c~d\": 1\n  }\n}\n";
+  const auto doc = parse_json(text, "<escaped>");
+  CHECK(doc->line_of("/a~1b") == 2);
+  CHECK(doc->line_of("/a~1b/c~0d") == 3);
+  CHECK(line_of_pointer(text, "/a~1b/c~0d") == 3);
 }
 
 TEST_CASE("unknown keys are errors naming path and line") {

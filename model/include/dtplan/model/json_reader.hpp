@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "dtplan/model/number_range.hpp"
@@ -22,6 +24,15 @@ struct JsonDocument {
   std::string origin;  // a file path, or a label such as "<test>"
   std::string text;    // the raw text, kept to turn key paths into line numbers
   nlohmann::json root;
+
+  // The 1-based line of the value at JSON pointer `pointer`, or of its deepest ancestor that
+  // exists (as line_of_pointer). The first call scans the text once for every value's line,
+  // so that locating each of many rows costs a lookup, not a scan of the whole file.
+  int line_of(std::string_view pointer) const;
+
+ private:
+  mutable std::once_flag lines_once_;
+  mutable std::unordered_map<std::string, int> lines_;
 };
 
 // Parses text; malformed JSON or a duplicate key throws "origin:line:column: ...".
