@@ -40,6 +40,9 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   if (!planner::is_layout_framework(s.strategy)) c.strategy = parse_strategy(s.strategy);
   c.precision = parse_precision(s.precision);
   c.optimizer = parse_optimizer(s.optimizer);
+  c.optimizer_impl = parse_optimizer_impl(s.optimizer_impl);
+  c.layer_kernels = parse_layer_kernels(s.layer_kernels);
+  c.zero_grad = parse_zero_grad(s.zero_grad);
   c.dp_size = s.gpus;
   c.gpus_per_node = std::min(s.gpus, t.gpus_per_node());
   c.gpus_per_host = t.node().gpus_per_host;
@@ -180,6 +183,8 @@ planner::PlanRequest request_of(const Inputs& in, const Session& s) {
   r.global_batch = s.global_batch;
   r.seq_len = in.config.seq_len;
   r.optimizer = in.config.optimizer;
+  r.optimizer_impl = in.config.optimizer_impl;
+  r.layer_kernels = in.config.layer_kernels;
   r.attention = in.config.attention;
   r.attention_kernel = in.config.attention_kernel;
   r.max_gpus = s.gpus;

@@ -130,6 +130,15 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--strategy", s.strategy, "strategy")->capture_default_str();
   app.add_option("--precision", s.precision, "precision")->capture_default_str();
   app.add_option("--optimizer", s.optimizer, "optimizer")->capture_default_str();
+  app.add_option("--optimizer-impl", s.optimizer_impl,
+                 "the optimizer step's kernels: framework, fused, foreach, for-loop")
+      ->capture_default_str();
+  app.add_option("--layer-kernels", s.layer_kernels,
+                 "how norms, activations and casts run: framework, fused, eager")
+      ->capture_default_str();
+  app.add_option("--zero-grad", s.zero_grad,
+                 "set-to-none (PyTorch 2: gradients freed after each step) or zeros")
+      ->capture_default_str();
   app.add_option("--micro-batch", s.micro_batch, "samples per GPU per micro-step")
       ->capture_default_str();
   app.add_option("--grad-accum", s.grad_accum, "micro-steps per step")->capture_default_str();
@@ -179,6 +188,9 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--strategy")) merged.strategy = s.strategy;
     if (given("--precision")) merged.precision = s.precision;
     if (given("--optimizer")) merged.optimizer = s.optimizer;
+    if (given("--optimizer-impl")) merged.optimizer_impl = s.optimizer_impl;
+    if (given("--layer-kernels")) merged.layer_kernels = s.layer_kernels;
+    if (given("--zero-grad")) merged.zero_grad = s.zero_grad;
     if (given("--checkpointing")) merged.checkpointing = s.checkpointing;
     if (given("--offload")) merged.offload = s.offload;
     if (given("--profile")) merged.profile = s.profile;

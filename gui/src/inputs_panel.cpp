@@ -130,12 +130,15 @@ InputsPanel::InputsPanel(QWidget* parent) : QWidget(parent) {
                                              false));
   form->addRow("precision", precision_ = combo(names(kPrecisions), false));
   form->addRow("optimizer", optimizer_ = combo(names(kOptimizers), false));
+  form->addRow("optimizer kernels", optimizer_impl_ = combo(names(kOptimizerImpls), false));
   form->addRow("micro-batch", micro_batch_ = spin(1, 65536));
   form->addRow("accumulation", grad_accum_ = spin(1, 65536));
   form->addRow("sequence (0: max)", seq_len_ = spin(0, 1 << 20));
   form->addRow("checkpointing", checkpointing_ = combo(names(kCheckpointings), false));
   form->addRow("attention", attention_ = combo(names(kAttentions), false));
   form->addRow("attention kernel", attention_kernel_ = combo(names(kAttentionKernels), false));
+  form->addRow("layer kernels", layer_kernels_ = combo(names(kLayerKernels), false));
+  form->addRow("zero_grad", zero_grad_ = combo(names(kZeroGrads), false));
   form->addRow("offload", offload_ = combo(names(kOffloads), false));
   form->addRow("global batch (plan)", global_batch_ = spin(1, 1 << 24));
   add_layout_rows(form);
@@ -191,6 +194,9 @@ Session InputsPanel::session() const {
   s.strategy = strategy_->currentText().toStdString();
   s.precision = precision_->currentText().toStdString();
   s.optimizer = optimizer_->currentText().toStdString();
+  s.optimizer_impl = optimizer_impl_->currentText().toStdString();
+  s.layer_kernels = layer_kernels_->currentText().toStdString();
+  s.zero_grad = zero_grad_->currentText().toStdString();
   s.micro_batch = micro_batch_->value();
   s.grad_accum = grad_accum_->value();
   s.seq_len = seq_len_->value();
@@ -231,6 +237,9 @@ void InputsPanel::set_session(const Session& s) {
   select(strategy_, framework_apart ? s.layout.framework : s.strategy);
   select(precision_, s.precision);
   select(optimizer_, s.optimizer);
+  select(optimizer_impl_, s.optimizer_impl);
+  select(layer_kernels_, s.layer_kernels);
+  select(zero_grad_, s.zero_grad);
   micro_batch_->setValue(static_cast<int>(s.micro_batch));
   grad_accum_->setValue(static_cast<int>(s.grad_accum));
   seq_len_->setValue(static_cast<int>(s.seq_len));

@@ -32,7 +32,7 @@ class InputsPanel : public QWidget {
   void add_layout_rows(QFormLayout* form);
   void changed();
   QComboBox *model_, *gpu_, *topology_, *strategy_, *precision_, *optimizer_, *checkpointing_,
-      *attention_, *attention_kernel_, *offload_;
+      *attention_, *attention_kernel_, *offload_, *optimizer_impl_, *layer_kernels_, *zero_grad_;
   QSpinBox *nodes_, *gpus_per_node_, *gpus_, *micro_batch_, *grad_accum_, *seq_len_, *global_batch_;
   QSpinBox *tp_, *pp_, *cp_, *ep_, *etp_, *interleave_, *dp_shard_;
   QComboBox *cp_comm_, *schedule_, *sharding_;

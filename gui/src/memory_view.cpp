@@ -23,6 +23,15 @@ const QColor kColors[] = {QColor(31, 119, 180),  QColor(174, 199, 232), QColor(2
 
 // What the bars show: every data-parallel strategy, or the session's layout (its heaviest
 // stage's GPU) with each sharding of its model states.
+// The training-loop inputs that differ from the CLI's defaults, as ", eager layers, ...".
+std::string training_loop_of(const Session& s) {
+  std::string out;
+  if (s.layer_kernels != "framework") out += ", " + s.layer_kernels + " layers";
+  if (s.zero_grad != "set-to-none") out += ", zero_grad " + s.zero_grad;
+  if (s.optimizer_impl != "framework") out += ", " + s.optimizer_impl + " optimizer";
+  return out;
+}
+
 QString title_of(const Analysis& a) {
   const auto& s = a.session;
   if (a.layout) {
@@ -32,13 +41,14 @@ QString title_of(const Analysis& a) {
         .arg(QString::fromStdString(s.gpu))
         .arg(QString::fromStdString(cost::describe(a.layout->layout)));
   }
-  return QString("Memory per GPU: %1, %2 x %3, micro-batch %4, sequence %5, %6")
+  return QString("Memory per GPU: %1, %2 x %3, micro-batch %4, sequence %5, %6%7")
       .arg(QString::fromStdString(s.model))
       .arg(s.gpus)
       .arg(QString::fromStdString(s.gpu))
       .arg(s.micro_batch)
       .arg(a.plan_request.seq_len)
-      .arg(QString::fromStdString(s.precision));
+      .arg(QString::fromStdString(s.precision))
+      .arg(QString::fromStdString(training_loop_of(s)));
 }
 
 }  // namespace

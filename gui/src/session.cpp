@@ -68,6 +68,9 @@ nlohmann::json to_json(const Session& s) {
           {"strategy", s.strategy},
           {"precision", s.precision},
           {"optimizer", s.optimizer},
+          {"optimizer_impl", s.optimizer_impl},
+          {"layer_kernels", s.layer_kernels},
+          {"zero_grad", s.zero_grad},
           {"micro_batch", s.micro_batch},
           {"grad_accum", s.grad_accum},
           {"seq_len", s.seq_len},
@@ -99,6 +102,10 @@ Session session_from_reader(const ObjectReader& r) {
   s.strategy = r.string("strategy");
   s.precision = r.string("precision");
   s.optimizer = r.string("optimizer");
+  // Sessions saved before these were inputs used the CLI's defaults.
+  s.optimizer_impl = r.optional_string("optimizer_impl").value_or("framework");
+  s.layer_kernels = r.optional_string("layer_kernels").value_or("framework");
+  s.zero_grad = r.optional_string("zero_grad").value_or("set-to-none");
   s.micro_batch = r.integer("micro_batch", 1, 1'000'000);
   s.grad_accum = r.integer("grad_accum", 1, 1'000'000);
   s.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: the model's maximum

@@ -23,6 +23,9 @@ struct Session {
   std::string strategy = "fsdp-grad-op";  // a data-parallel strategy, or megatron|fsdp2
   std::string precision = "bf16";
   std::string optimizer = "adamw";
+  std::string optimizer_impl = "framework";  // as --optimizer-impl
+  std::string layer_kernels = "framework";   // as --layer-kernels
+  std::string zero_grad = "set-to-none";     // as --zero-grad
   std::int64_t micro_batch = 16;
   std::int64_t grad_accum = 4;
   std::int64_t seq_len = 1024;

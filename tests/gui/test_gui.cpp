@@ -105,6 +105,15 @@ Session layout_session() {
 }
 
 // The error a session's computation reports, as the window shows it.
+// The session dtplan-gui's command line gives.
+Session parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "dtplan-gui");
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  return parse_gui_options(static_cast<int>(argv.size()), argv.data()).value().session;
+}
+
 std::string window_error(const Session& s) {
   MainWindow w(s);
   try {
@@ -449,13 +458,6 @@ class TestGui : public QObject {
   // the session a Megatron-LM layout (as estimate does), and given flags override a session
   // file's values.
   void layout_flags_on_the_command_line() {
-    const auto parse = [](std::vector<std::string> args) {
-      args.insert(args.begin(), "dtplan-gui");
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      return parse_gui_options(static_cast<int>(argv.size()), argv.data()).value().session;
-    };
     const auto s = parse({"--model", "llama-3.1-8b", "--tp", "2", "--cp", "8", "--cp-comm",
                           "all_gather", "--sp", "--pp", "2", "--pp-layers", "15,17", "--schedule",
                           "zb-h1", "--attention", "flash"});
@@ -548,6 +550,63 @@ class TestGui : public QObject {
     s.attention_kernel = "cudnn";
     s.attention = "eager";
     QVERIFY(window_error(s).find("runs none") != std::string::npos);
+  }
+
+  // The PyTorch training-loop inputs (as dtplan estimate's --zero-grad, --optimizer-impl and
+  // --layer-kernels) reach the memory bars: each bar is the memory model's figure with the same
+  // inputs, and each input changes the figure it models.
+  void training_loop_inputs_reach_the_memory_bars() {
+    Session s;
+    s.precision = "fp32";
+    s.grad_accum = 1;
+    const auto data = resolve_data_dir("");
+    const auto model = load_model("gpt2-xl", data / "models");
+    const auto overheads = cost::load_overheads(data / "overheads.json");
+    auto config = [](Strategy st) {
+      auto c = default_config(st);
+      c.precision = Precision::fp32;
+      c.grad_accum = 1;
+      return c;
+    };
+    const auto ddp = [](const Analysis& a) {
+      for (const auto& bar : a.memory) {
+        if (bar.strategy == Strategy::ddp) return bar.gpu;
+      }
+      throw Error("no ddp bar");
+    };
+    const auto base = ddp(analyse(s)).total().value;
+    QCOMPARE(base,
+             cost::estimate_memory(model, config(Strategy::ddp), overheads).gpu.total().value);
+    // zero_grad(set_to_none=False): every gradient is allocated when backward starts.
+    s.zero_grad = "zeros";
+    auto c = config(Strategy::ddp);
+    c.zero_grad = ZeroGrad::zeros;
+    const auto zeros = ddp(analyse(s)).total().value;
+    QCOMPARE(zeros, cost::estimate_memory(model, c, overheads).gpu.total().value);
+    QVERIFY(zeros > base);
+    // Eager modules in fp32 keep the tensors each op saves (eager_layers), more than fused ones.
+    s.zero_grad = "set-to-none";
+    const auto fused = ddp(analyse(s)).activations.value;
+    s.layer_kernels = "eager";
+    c = config(Strategy::ddp);
+    c.layer_kernels = LayerKernels::eager;
+    const auto eager = ddp(analyse(s)).activations.value;
+    QCOMPARE(eager, cost::estimate_memory(model, c, overheads).gpu.activations.value);
+    QVERIFY(eager > fused);
+    // A for-loop step holds one tensor's temporary at a time, not foreach's list.
+    s.layer_kernels = "framework";
+    s.optimizer_impl = "for-loop";
+    c = config(Strategy::ddp);
+    c.optimizer_impl = OptimizerImpl::for_loop;
+    QCOMPARE(ddp(analyse(s)).total().value,
+             cost::estimate_memory(model, c, overheads).gpu.total().value);
+    // The flags set them, over a session file's too; a bad name is refused naming the flag.
+    QCOMPARE(parse({"--zero-grad", "zeros"}).zero_grad, std::string("zeros"));
+    QCOMPARE(parse({"--layer-kernels", "eager"}).layer_kernels, std::string("eager"));
+    QCOMPARE(parse({"--optimizer-impl", "fused"}).optimizer_impl, std::string("fused"));
+    s.zero_grad = "none";
+    QVERIFY(window_error(s).find("none") != std::string::npos);
+    QCOMPARE(to_json(session_from_json(to_json(s), "test")), to_json(s));
   }
 
   void sessions_round_trip_and_bad_keys_are_named() {
