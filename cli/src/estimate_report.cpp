@@ -15,11 +15,11 @@ namespace dtplan::cli {
 
 namespace {
 
-// " (foreach)" or " (fused)" for Adam and AdamW, as their step was priced; nothing for the
-// others (one fused pass).
+// " (foreach)", " (for-loop)" or " (fused)" for Adam and AdamW, as their step was priced;
+// nothing for the others (one fused pass).
 std::string optimizer_impl_text(const TrainingConfig& c) {
-  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return "";
-  return cost::foreach_optimizer(c) ? " (foreach)" : " (fused)";
+  const auto impl = cost::priced_optimizer_impl(c);
+  return impl ? " (" + std::string(name_of(*impl)) + ")" : "";
 }
 
 nlohmann::json compute_json(const cost::ComputeTime& c) {
@@ -155,7 +155,9 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
       << format_gib(m.gpu.model_states()) << ", activations " << format_gib(m.gpu.activations)
       << ", buffers " << format_gib(m.gpu.buffers) << ", overhead " << format_gib(m.gpu.overhead)
       << ") of " << format_gib(ctx.gpu.memory)
-      << (m.gpu.total() <= ctx.gpu.memory ? "" : "  DOES NOT FIT") << '\n';
+      << (m.gpu.total() <= ctx.gpu.memory ? headroom_clause(m.gpu.total(), ctx.gpu.memory)
+                                          : "  DOES NOT FIT")
+      << '\n';
   if (m.fit && m.fit->host_capacity && m.cpu_per_node.value > 0) {
     out << "  host memory per node: " << format_gib(m.cpu_per_node) << " of "
         << format_gib(*m.fit->host_capacity)

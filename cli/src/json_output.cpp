@@ -104,11 +104,11 @@ nlohmann::json model_json(const ModelDesc& m) {
 }
 
 namespace {
-// How the step was priced: foreach or fused for Adam and AdamW, null for the others (priced
-// as one fused pass whatever runs them).
+// How the step was priced: fused, foreach or for-loop for Adam and AdamW, null for the others
+// (priced as one fused pass whatever runs them).
 nlohmann::json optimizer_impl_json(const TrainingConfig& c) {
-  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return nullptr;
-  return cost::foreach_optimizer(c) ? "foreach" : "fused";
+  const auto impl = cost::priced_optimizer_impl(c);
+  return impl ? nlohmann::json(name_of(*impl)) : nlohmann::json(nullptr);
 }
 }  // namespace
 

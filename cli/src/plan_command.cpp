@@ -55,6 +55,7 @@ struct PlanOptions {
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
+  std::string zero_grad = "set-to-none";
   std::string attention = "flash";
   std::string attention_kernel = "framework";
   std::string deepspeed_version;  // empty: a current release
@@ -132,6 +133,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.optimizer = parse_flag("--optimizer", o.optimizer, parse_optimizer);
   r.optimizer_impl = parse_flag("--optimizer-impl", o.optimizer_impl, parse_optimizer_impl);
   r.layer_kernels = parse_flag("--layer-kernels", o.layer_kernels, parse_layer_kernels);
+  r.zero_grad = parse_flag("--zero-grad", o.zero_grad, parse_zero_grad);
   r.attention = parse_flag("--attention", o.attention, parse_attention);
   r.attention_kernel = attention_kernel_of(o.attention_kernel, r.attention);
   if (!o.deepspeed_version.empty()) {
@@ -424,12 +426,16 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--optimizer", o.optimizer, "adam|adamw|sgd|sgd-momentum|adam8bit")
       ->capture_default_str();
   cmd.add_option("--optimizer-impl", o.optimizer_impl,
-                 "the data-parallel strategies' optimizer step: framework|fused|foreach")
+                 "the optimizer step's kernels: framework|fused|foreach|for-loop")
       ->capture_default_str();
   cmd.add_option("--layer-kernels", o.layer_kernels,
                  "framework|fused|eager: how the candidates' norms, activations and casts run "
-                 "(framework: eager under amp-*, fused otherwise); eager prices every "
-                 "candidate op by op")
+                 "(framework: eager under amp-*, fused otherwise); eager prices the "
+                 "data-parallel candidates op by op and leaves the layouts (fused) out")
+      ->capture_default_str();
+  cmd.add_option("--zero-grad", o.zero_grad,
+                 "set-to-none|zeros: whether PyTorch's training loop frees the gradients after "
+                 "each step (dp, ddp, FSDP, FSDP2 layouts; set-to-none is PyTorch 2's default)")
       ->capture_default_str();
   cmd.add_option("--attention", o.attention, "flash|eager|hf-eager")->capture_default_str();
   cmd.add_option(

@@ -615,6 +615,9 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                   {"headroom", r.headroom},
                   {"max_gpus", r.max_gpus},
                   {"exact_batch", r.exact_batch},
+                  {"optimizer_impl", name_of(r.optimizer_impl)},
+                  {"layer_kernels", name_of(r.layer_kernels)},
+                  {"zero_grad", name_of(r.zero_grad)},
                   {"sync", r.sync == planner::Sync::both      ? "both"
                            : r.sync == planner::Sync::no_sync ? "no-sync"
                                                               : "every-micro-step"}};

@@ -125,13 +125,16 @@ void print_published(std::ostream& out, const planner::PublishedSet& set,
   }
   out << "\n";
   print_summaries(out, a.by_source, "source");
-  out << "\nerror bands of step predictions (what dtplan estimate shows beside a prediction):\n";
-  TextTable bands({"framework on GPU generation", "rows", "median |error|", "mean", "bias"});
-  for (const auto& b : a.bands) {
-    bands.add_row({b.group, std::to_string(b.rows), percent(b.median_abs_error),
-                   percent(b.mean_abs_error), signed_percent(b.bias)});
+  if (!a.bands.empty()) {  // none when the rows asked for hold no step prediction
+    out << "\nerror bands of step predictions (what dtplan estimate shows beside a "
+           "prediction):\n";
+    TextTable bands({"framework on GPU generation", "rows", "median |error|", "mean", "bias"});
+    for (const auto& b : a.bands) {
+      bands.add_row({b.group, std::to_string(b.rows), percent(b.median_abs_error),
+                     percent(b.mean_abs_error), signed_percent(b.bias)});
+    }
+    bands.print(out);
   }
-  bands.print(out);
   std::vector<const planner::RowPrediction*> listed;
   for (const auto& p : a.rows) {
     if (rows || p.status == planner::RowStatus::predicted) listed.push_back(&p);

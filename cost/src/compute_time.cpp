@@ -906,6 +906,13 @@ bool foreach_optimizer(const TrainingConfig& c) {
   return !deepspeed;
 }
 
+std::optional<OptimizerImpl> priced_optimizer_impl(const TrainingConfig& c) {
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return std::nullopt;
+  if (!foreach_optimizer(c)) return OptimizerImpl::fused;
+  return c.optimizer_impl == OptimizerImpl::for_loop ? OptimizerImpl::for_loop
+                                                     : OptimizerImpl::foreach;
+}
+
 double optimizer_time(std::int64_t elements, const TrainingConfig& c, const GpuSpec& gpu,
                       const ComputeConstants& k) {
   const auto& t = traits_of(c.strategy);

@@ -681,6 +681,7 @@ TrainingConfig layout_training(const Layout3D& l) {
       l.optimizer_impl == OptimizerImpl::foreach || l.optimizer_impl == OptimizerImpl::for_loop;
   c.optimizer_impl =
       l.framework == Framework::fsdp2 && stepwise ? l.optimizer_impl : OptimizerImpl::fused;
+  c.zero_grad = l.zero_grad;
   c.dp_size = l.dp * l.cp;
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len;

@@ -17,6 +17,11 @@ namespace dtplan::gui {
 
 namespace {
 
+// A flag's bounds as CLI11 checks them: "--micro-batch: Value -3 not in range 1 to 1000000".
+CLI::Range in_range(IntRange r) {
+  return CLI::Range(r.min, r.max);
+}
+
 // The layout flags of dtplan estimate: with any of them (or megatron|fsdp2 as --strategy) the
 // session is a tensor x context x pipeline layout.
 void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
@@ -119,14 +124,16 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--gpu", s.gpu, "GPU model")->capture_default_str();
   app.add_option("--topology", s.topology, "preset, JSON or nvidia-smi topo -m text")
       ->capture_default_str();
-  app.add_option("--nodes", s.nodes, "nodes")->capture_default_str();
+  app.add_option("--nodes", s.nodes, "nodes")->capture_default_str()->check(in_range(kNodesRange));
   app.add_option("--gpus-per-node", s.gpus_per_node,
                  "GPUs used in each node (default: all): fewer takes its first hosts, e.g. 64 of "
-                 "an NVL72 rack's 72 (16 of its 18 trays)");
+                 "an NVL72 rack's 72 (16 of its 18 trays)")
+      ->check(in_range(kGpusPerNodeRange));
   app.add_option("--gpus", s.gpus,
                  "GPUs (a layout's dp = GPUs / (tp x cp x pp)); with --nodes and no --gpus: "
                  "every GPU of the nodes")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(kGpusRange));
   app.add_option("--strategy", s.strategy, "strategy")->capture_default_str();
   app.add_option("--precision", s.precision, "precision")->capture_default_str();
   app.add_option("--optimizer", s.optimizer, "optimizer")->capture_default_str();
@@ -140,10 +147,14 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
                  "set-to-none (PyTorch 2: gradients freed after each step) or zeros")
       ->capture_default_str();
   app.add_option("--micro-batch", s.micro_batch, "samples per GPU per micro-step")
-      ->capture_default_str();
-  app.add_option("--grad-accum", s.grad_accum, "micro-steps per step")->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(kMicroBatchRange));
+  app.add_option("--grad-accum", s.grad_accum, "micro-steps per step")
+      ->capture_default_str()
+      ->check(in_range(kGradAccumRange));
   app.add_option("--seq-len", s.seq_len, "tokens per sample (0: the model's maximum)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(kSeqLenRange));
   app.add_option("--checkpointing", s.checkpointing, "none, selective, full")
       ->capture_default_str();
   app.add_option("--offload", s.offload, "none, optimizer, optimizer+params")
@@ -157,7 +168,9 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
                  "FP8 Linear GEMMs of a layout: none, delayed, tensorwise, rowwise, blockwise, "
                  "mxfp8")
       ->capture_default_str();
-  app.add_option("--global-batch", s.global_batch, "the planner's target")->capture_default_str();
+  app.add_option("--global-batch", s.global_batch, "the planner's target")
+      ->capture_default_str()
+      ->check(in_range(kGlobalBatchRange));
   add_layout_flags(app, s.layout);
   app.add_option("--measured", s.measurements, "dtplan-run measurement files (validation)");
   app.add_option("--profile", s.profile, "hardware profile for the measurements");

@@ -95,10 +95,12 @@ Session session_from_reader(const ObjectReader& r) {
   s.topology = r.string("topology");
   // The bounds the CLI's flags have (--nodes, --gpus, --micro-batch, --grad-accum,
   // --global-batch, --seq-len), so a session file cannot ask for what a flag may not.
-  s.nodes = r.integer("nodes", 1, 4096);
+  s.nodes = r.integer("nodes", kNodesRange.min, kNodesRange.max);
   // Sessions saved before partial nodes used every GPU of each.
-  if (r.has("gpus_per_node")) s.gpus_per_node = r.integer("gpus_per_node", 0, 1024);
-  s.gpus = r.integer("gpus", 1, 1'000'000);
+  if (r.has("gpus_per_node")) {
+    s.gpus_per_node = r.integer("gpus_per_node", kGpusPerNodeRange.min, kGpusPerNodeRange.max);
+  }
+  s.gpus = r.integer("gpus", kGpusRange.min, kGpusRange.max);
   s.strategy = r.string("strategy");
   s.precision = r.string("precision");
   s.optimizer = r.string("optimizer");
@@ -106,9 +108,9 @@ Session session_from_reader(const ObjectReader& r) {
   s.optimizer_impl = r.optional_string("optimizer_impl").value_or("framework");
   s.layer_kernels = r.optional_string("layer_kernels").value_or("framework");
   s.zero_grad = r.optional_string("zero_grad").value_or("set-to-none");
-  s.micro_batch = r.integer("micro_batch", 1, 1'000'000);
-  s.grad_accum = r.integer("grad_accum", 1, 1'000'000);
-  s.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: the model's maximum
+  s.micro_batch = r.integer("micro_batch", kMicroBatchRange.min, kMicroBatchRange.max);
+  s.grad_accum = r.integer("grad_accum", kGradAccumRange.min, kGradAccumRange.max);
+  s.seq_len = r.integer("seq_len", kSeqLenRange.min, kSeqLenRange.max);
   s.checkpointing = r.string("checkpointing");
   // Sessions saved before the attention kernel was an input used the CLI's default, flash.
   s.attention = r.optional_string("attention").value_or("flash");
@@ -116,7 +118,7 @@ Session session_from_reader(const ObjectReader& r) {
   s.attention_kernel = r.optional_string("attention_kernel").value_or("framework");
   s.fp8_recipe = r.optional_string("fp8_recipe").value_or("none");
   s.offload = r.string("offload");
-  s.global_batch = r.integer("global_batch", 1, 100'000'000);
+  s.global_batch = r.integer("global_batch", kGlobalBatchRange.min, kGlobalBatchRange.max);
   s.measurements = r.strings("measurements");
   s.profile = r.string("profile");
   // Sessions saved before layouts existed have none: the data-parallel strategy alone.

@@ -13,6 +13,20 @@
 
 namespace dtplan::gui {
 
+// The range of each integer input, as the CLI's flags bound them (--nodes, --gpus-per-node,
+// --gpus, --micro-batch, --grad-accum, --seq-len, --global-batch): a session file and the
+// GUI's own flags may not ask for what a flag may not.
+struct IntRange {
+  std::int64_t min = 0, max = 0;
+};
+inline constexpr IntRange kNodesRange{1, 4096};
+inline constexpr IntRange kGpusPerNodeRange{0, 1024};  // 0: every GPU of each node
+inline constexpr IntRange kGpusRange{1, 1'000'000};
+inline constexpr IntRange kMicroBatchRange{1, 1'000'000};
+inline constexpr IntRange kGradAccumRange{1, 1'000'000};
+inline constexpr IntRange kSeqLenRange{0, 100'000'000};  // 0: the model's maximum
+inline constexpr IntRange kGlobalBatchRange{1, 100'000'000};
+
 struct Session {
   std::string model = "gpt2-xl";  // preset name or path (config.json or layer JSON)
   std::string gpu = "A100-80GB";

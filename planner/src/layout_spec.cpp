@@ -169,6 +169,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.fp8 = c.fp8;
   l.optimizer = c.optimizer;
   l.optimizer_impl = c.optimizer_impl;
+  l.zero_grad = c.zero_grad;
   l.offload = c.offload;
   cost::check_layout(*m.transformer, l, c.gpus_per_node);
   l.stage_layers = cost::layers_per_stage(*m.transformer, l);  // the split, resolved

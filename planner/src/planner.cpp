@@ -139,6 +139,7 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::in
   // framework: the autocast candidates eager, the others fused; eager: every candidate as a
   // Hugging Face model in eager PyTorch runs it.
   cfg.layer_kernels = r.layer_kernels;
+  cfg.zero_grad = r.zero_grad;
   cfg.dp_size = c.dp;
   cfg.gpus_per_node = gpus_per_node;
   cfg.micro_batch = c.micro_batch;

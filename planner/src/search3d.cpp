@@ -285,6 +285,7 @@ void enumerate_pipelines(const Space& sp, std::int64_t tp, std::int64_t cp, cost
             l.attention_kernel = r.attention_kernel;
             l.optimizer = r.optimizer;
             l.optimizer_impl = r.optimizer_impl;
+            l.zero_grad = r.zero_grad;
             l.stage_layers = stages;
             for_each_state_sharding(s, r, l, visit);
           }

@@ -83,6 +83,10 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
     return "only data-parallel strategies were named (add megatron or fsdp2 to the strategies)";
   }
   const auto& p = r.plan;
+  if (p.layer_kernels == LayerKernels::eager) {
+    return "--layer-kernels eager is modelled for the data-parallel strategies; the layouts "
+           "(Megatron-LM, torchtitan's FSDP2) run fused kernels";
+  }
   if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
     return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";
   }
@@ -145,6 +149,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
   x.optimizer = p.optimizer;
   x.optimizer_impl = p.optimizer_impl;
+  x.zero_grad = p.zero_grad;
   x.offloads = p.offloads;
   x.host_per_node = p.host_memory.value_or(t.node().host_memory_or_default());
   x.headroom = p.headroom;

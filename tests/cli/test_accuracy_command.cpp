@@ -37,6 +37,13 @@ TEST_CASE("accuracy --published: text names sources and the largest errors, and 
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("narayanan2021-ptdp") && Contains("the largest errors") &&
                         Contains("tflops_per_gpu"));
+  // Step rows give the error bands; a memory source has none, and prints no empty table.
+  CHECK_THAT(r.out, Contains("error bands of step predictions"));
+  const auto memory =
+      run({"accuracy", "--published", "--family", "memory", "--source", "memory-torchtitan"});
+  REQUIRE(memory.code == 0);
+  CHECK_THAT(memory.out,
+             Contains("memory-torchtitan") && !Contains("error bands of step predictions"));
   const auto family = run({"accuracy", "--published", "--family", "speed"});
   CHECK(family.code != 0);
   CHECK_THAT(family.err, Contains("--family") && Contains("step, comm, memory"));

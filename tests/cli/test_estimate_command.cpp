@@ -680,6 +680,17 @@ TEST_CASE("estimate --optimizer-impl: ZeRO steps fused, DDP as torch.optim's for
   const auto fused = nlohmann::json::parse(run(args).out);
   CHECK(fused["training"]["optimizer_impl"] == "fused");
   CHECK(fused["step"]["optimizer_s"].get<double>() == Approx(params * 28 / hbm + 4e-6));
+  // for-loop: foreach's passes and time, and named as asked in the JSON and the text.
+  args = ddp;
+  args.insert(args.end(), {"--optimizer-impl", "for-loop"});
+  const auto loop = nlohmann::json::parse(run(args).out);
+  CHECK(loop["training"]["optimizer_impl"] == "for-loop");
+  CHECK(loop["step"]["optimizer_s"].get<double>() == Approx(params * 80 / hbm + 4e-6));
+  args.pop_back();
+  args.pop_back();
+  args.erase(std::find(args.begin(), args.end(), "--json"));
+  args.insert(args.end(), {"--optimizer-impl", "for-loop"});
+  CHECK_THAT(run(args).out, Contains("adamw (for-loop)"));
   // The text names the step's implementation: ZeRO's default is DeepSpeed's fused Adam.
   CHECK_THAT(run(kBase).out, Contains("adamw (fused)"));
   CHECK_THAT(run({"estimate", "--model", "gpt2", "--topology", "dgx-a100", "--gpu", "A100-80GB",
@@ -771,4 +782,42 @@ TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it"
                              "--optimizer-impl", "foreach"});
   CHECK(megatron.code == 1);
   CHECK_THAT(megatron.err, Contains("--optimizer-impl foreach: Megatron-LM steps with a fused"));
+}
+
+TEST_CASE(
+    "estimate --zero-grad on layouts: FSDP2 keeps its gradient shards, Megatron-LM its buffers") {
+  // Llama 2 7B, tp 2 x dp 4 on 8 H100s. A tensor-parallel rank holds half of the 6,738,415,616
+  // parameters outside the norms and all of the 65 x 4096 = 266,240 norm weights:
+  // 3,369,340,928. FSDP2 shards them over dp 4 in fp32; with zero_grad(set_to_none=False) every
+  // gradient shard stays allocated: 4 B x 3,369,340,928 / 4.
+  const std::vector<std::string> fsdp2 = {
+      "estimate", "--model",       "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+      "H100-SXM", "--gpus",        "8",          "--strategy", "fsdp2",    "--tp",
+      "2",        "--micro-batch", "2",          "--seq-len",  "2048",     "--json"};
+  const auto gradients = [](const std::vector<std::string>& a) {
+    const auto j = nlohmann::json::parse(run(a).out);
+    return j["parallel3d"]["memory"]["gradients"].get<std::int64_t>();
+  };
+  auto zeros = fsdp2;
+  zeros.insert(zeros.end(), {"--zero-grad", "zeros"});
+  CHECK(gradients(zeros) == 3'369'340'928);
+  CHECK(gradients(fsdp2) < 3'369'340'928 / 8);  // set-to-none: only the head's at backward's start
+  // Megatron-LM's gradient buffers persist whatever the loop would do.
+  auto megatron = fsdp2;
+  megatron[10] = "megatron";
+  auto megatron_zeros = megatron;
+  megatron_zeros.insert(megatron_zeros.end(), {"--zero-grad", "zeros"});
+  CHECK(gradients(megatron_zeros) == gradients(megatron));
+}
+
+TEST_CASE("estimate: a data-parallel run above the plan's headroom says the plan rejects it") {
+  // An H100-SXM holds 81,559 MiB = 79.65 GiB; dtplan plan keeps 10% free: 71.68 GiB usable.
+  // Llama 2 7B under FSDP at micro-batch 3 x 4096 tokens needs 75.72 GiB: it fits the GPU,
+  // not the plan.
+  const auto r =
+      run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--strategy", "fsdp-full", "--micro-batch", "3", "--seq-len", "4096"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("of 79.65 GiB; above dtplan plan's 10% headroom (71.68 GiB usable)") &&
+                        Contains("plan rejects it"));
 }

@@ -657,3 +657,46 @@ TEST_CASE("plan --recompute-modules: the sets searched under selective, refused 
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--recompute-modules needs selective among --checkpointing"));
 }
+
+TEST_CASE(
+    "plan --zero-grad and --layer-kernels reach the candidates, and eager leaves layouts out") {
+  // GPT-2 (124,439,808 parameters, its 50,257 x 768 = 38,597,376 embedding tied to the head),
+  // DDP in fp32 on 4 GPUs. zero_grad(set_to_none=True) frees the gradients between steps, so at
+  // the start of backward, the peak here, only the head's exist: 4 B x 38,597,376. With zeros
+  // every gradient stays allocated: 4 B x 124,439,808.
+  const std::vector<std::string> base = {"plan",
+                                         "--model",
+                                         "gpt2",
+                                         "--topology",
+                                         "pcie-1switch-4",
+                                         "--gpu",
+                                         "A100-80GB",
+                                         "--global-batch",
+                                         "16",
+                                         "--seq-len",
+                                         "1024",
+                                         "--strategy",
+                                         "ddp",
+                                         "--precision",
+                                         "fp32",
+                                         "--micro-batch",
+                                         "4",
+                                         "--json"};
+  const auto freed = nlohmann::json::parse(run(base).out);
+  CHECK(freed["best"]["memory"]["gradients"] == 4 * 38'597'376);
+  CHECK(freed["request"]["zero_grad"] == "set-to-none");
+  auto args = base;
+  args.insert(args.end(), {"--zero-grad", "zeros"});
+  const auto kept = nlohmann::json::parse(run(args).out);
+  CHECK(kept["best"]["memory"]["gradients"] == 4 * 124'439'808);
+  CHECK(kept["request"]["zero_grad"] == "zeros");
+  // Eager kernels are modelled for the data-parallel strategies: the layouts, which run fused
+  // ones, are left out with the reason instead of being ranked as if eager.
+  const auto eager =
+      run({"plan", "--model", "gpt2-xl", "--topology", "pcie-split-8", "--gpu", "A100-80GB",
+           "--global-batch", "512", "--seq-len", "1024", "--layer-kernels", "eager"});
+  CHECK(eager.code == 0);
+  CHECK_THAT(eager.out, Contains("layouts not searched: --layer-kernels eager is modelled for the "
+                                 "data-parallel strategies"));
+  CHECK_THAT(eager.out, !Contains("best: fsdp2") && !Contains("best: megatron"));
+}

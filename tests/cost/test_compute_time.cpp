@@ -832,6 +832,16 @@ TEST_CASE("optimizer step: torch.optim's foreach AdamW makes eight passes, 80 by
   const double foreach_s = optimizer_time(1'000'000'000, c, a100(), k);
   c.optimizer_impl = OptimizerImpl::for_loop;
   CHECK(optimizer_time(1'000'000'000, c, a100(), k) == Approx(foreach_s));
+  // What the reports name: the kernels asked for, not the passes they share.
+  CHECK(priced_optimizer_impl(c) == OptimizerImpl::for_loop);
+  c.optimizer_impl = OptimizerImpl::foreach;
+  CHECK(priced_optimizer_impl(c) == OptimizerImpl::foreach);
+  c.optimizer_impl = OptimizerImpl::framework;
+  CHECK(priced_optimizer_impl(c) == OptimizerImpl::foreach);  // fsdp-full: torch.optim's default
+  c.strategy = Strategy::zero2;
+  CHECK(priced_optimizer_impl(c) == OptimizerImpl::fused);  // DeepSpeed's FusedAdam
+  c.optimizer = Optimizer::sgd;
+  CHECK_FALSE(priced_optimizer_impl(c).has_value());
   CHECK_THROWS_WITH(parse_optimizer_impl("loop"),
                     Catch::Contains("optimizer implementation") && Catch::Contains("loop"));
 }

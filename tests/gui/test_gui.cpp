@@ -606,6 +606,18 @@ class TestGui : public QObject {
     QCOMPARE(parse({"--optimizer-impl", "fused"}).optimizer_impl, std::string("fused"));
     s.zero_grad = "none";
     QVERIFY(window_error(s).find("none") != std::string::npos);
+    // The flags' integers have the CLI's bounds, as a session file's do.
+    for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+             {"--micro-batch", "-3"}, {"--grad-accum", "0"}, {"--nodes", "5000"}}) {
+      try {
+        parse({flag, value});
+        QFAIL(("dtplan-gui " + flag + " " + value + " must be refused").c_str());
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        QVERIFY2(what.find(flag) != std::string::npos && what.find(value) != std::string::npos,
+                 e.what());
+      }
+    }
     QCOMPARE(to_json(session_from_json(to_json(s), "test")), to_json(s));
   }
 

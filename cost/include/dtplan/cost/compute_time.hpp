@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -170,6 +171,10 @@ double optimizer_bytes_per_param(const NumericRecipe& r, ForeachStep foreach_ste
 // --optimizer-impl, or the framework's default (torch.optim's foreach for dp, ddp and FSDP;
 // DeepSpeed's fused Adam for ZeRO).
 bool foreach_optimizer(const TrainingConfig& c);
+// The kernels an Adam or AdamW step was priced as running: fused, foreach, or for-loop (given
+// as --optimizer-impl: foreach's passes, one tensor's temporaries at a time); nullopt for the
+// other optimizers, priced as one fused pass whatever runs them.
+std::optional<OptimizerImpl> priced_optimizer_impl(const TrainingConfig& c);
 
 // The achieved fraction of dense peak of large GEMMs on `gpu` in precision `p`, or in FP8 with
 // `fp8`: the fitted constant, scaled by the GPU's measured maximum over the reference GPU's

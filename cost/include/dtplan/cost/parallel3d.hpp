@@ -176,6 +176,9 @@ struct Layout3D {
   Fp8Recipe fp8 = Fp8Recipe::none;         // FP8 GEMMs in the blocks' Linear layers (training.hpp)
   Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // fused unless fsdp2's foreach
+  // How FSDP2's training loop clears the gradients after a step (training.hpp); Megatron-LM
+  // keeps its gradient buffers allocated whatever it is.
+  ZeroGrad zero_grad = ZeroGrad::set_to_none;
   // States in host memory, the optimizer stepping on the CPU: Megatron-LM's
   // --optimizer-cpu-offload (optimizer: fp32 main weights and optimizer states; gradients
   // copied to the host, updated weights back) or FSDP2's CPUOffloadPolicy (optimizer+params:

@@ -49,6 +49,7 @@ struct PlanRequest {
   Optimizer optimizer = Optimizer::adamw;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // the 1-D strategies' step
   LayerKernels layer_kernels = LayerKernels::framework;     // the candidates' layer kernels
+  ZeroGrad zero_grad = ZeroGrad::set_to_none;  // PyTorch's loops (dp, ddp, FSDP, FSDP2 layouts)
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // which fused kernel runs
   Zero3Gathers zero3_gathers = Zero3Gathers::coalesced;           // the DeepSpeed release's ZeRO-3

@@ -63,6 +63,7 @@ struct Request3D {
   // Its states; frameworks that do not run it (cost::optimizer_problem) are left out.
   Optimizer optimizer = Optimizer::adamw;
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // foreach: torchtitan only
+  ZeroGrad zero_grad = ZeroGrad::set_to_none;               // FSDP2's training loop
   // Offload modes tried; empty: all, as the data-parallel search. Each framework tries none
   // and the mode it runs (Megatron-LM the optimizer, FSDP2 parameters, gradients and optimizer
   // together), its offloaded states within host_per_node for the GPUs of a node.
