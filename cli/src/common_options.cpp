@@ -23,8 +23,9 @@ std::string names_of(auto const& table) {
   return out;
 }
 
-// Counts beyond `limit` are typing mistakes (or CLI11 clamping an out-of-range number).
-void require_positive(std::int64_t value, const char* flag, std::int64_t limit = 100'000'000) {
+}  // namespace
+
+void require_positive(std::int64_t value, const char* flag, std::int64_t limit) {
   if (value < 1) {
     throw Error(std::string(flag) + ": must be a positive integer, got " + std::to_string(value));
   }
@@ -33,8 +34,6 @@ void require_positive(std::int64_t value, const char* flag, std::int64_t limit =
                 format_thousands(limit));
   }
 }
-
-}  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--model", o.model,

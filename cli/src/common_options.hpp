@@ -96,6 +96,9 @@ std::filesystem::path data_dir_of(const ModelOptions& o);
 ModelDesc resolve_model(const ModelOptions& o);
 // Strategy is filled by the caller; everything else checked and converted here.
 TrainingConfig training_config(const TrainingOptions& o);
+// A count flag's value from 1 to `limit`; beyond it is a typing mistake (or CLI11 clamping an
+// out-of-range number). Errors name the flag and echo the value.
+void require_positive(std::int64_t value, const char* flag, std::int64_t limit = 100'000'000);
 // --deepspeed-version describes DeepSpeed's ZeRO: refused with any other strategy (`runs_on`:
 // the strategy's name, or a layout's framework), which would ignore it. "all" accepts it.
 // The fused attention kernel of --attention-kernel; refused with an --attention that runs none.

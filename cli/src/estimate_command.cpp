@@ -58,9 +58,7 @@ std::int64_t micro_steps_of(const EstimateOptions& o, const TrainingConfig& c) {
     throw Error("--grad-accum and --global-batch: give one of them");
   }
   if (o.grad_accum) {
-    if (*o.grad_accum < 1 || *o.grad_accum > 1'000'000) {
-      throw Error("--grad-accum: a positive integer up to 1,000,000");
-    }
+    require_positive(*o.grad_accum, "--grad-accum", 1'000'000);
     return *o.grad_accum;
   }
   if (!o.global_batch) return 1;

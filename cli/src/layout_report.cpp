@@ -1,6 +1,8 @@
 // A layout in text (see layout_report.hpp).
 #include "layout_report.hpp"
 
+#include <cmath>
+
 #include "dtplan/planner/layout_json.hpp"
 #include "format.hpp"
 
@@ -83,8 +85,9 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
                                  : std::string())
       << ", optimizer " << seconds(tm.optimizer_s)
       << (l.offload != Offload::none ? " (on the CPU)" : "") << "\n"
-      << indent << fixed(tm.samples_per_s, 2) << " samples/s, " << fixed(tm.tokens_per_s, 0)
-      << " tokens/s, MFU " << percent(tm.mfu) << "\n";
+      << indent << fixed(tm.samples_per_s, 2) << " samples/s, "
+      << format_thousands(std::llround(tm.tokens_per_s)) << " tokens/s, MFU " << percent(tm.mfu)
+      << "\n";
 }
 
 }  // namespace dtplan::cli

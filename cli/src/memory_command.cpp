@@ -47,9 +47,7 @@ int run_memory_layout(const MemoryOptions& o, const RunContext& ctx) {
   TrainingConfig config = training_config(o.training);
   check_deepspeed_version(o.training,
                           o.strategy == "all" || o.strategy.empty() ? "megatron" : o.strategy);
-  if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
-    throw Error("--grad-accum: a positive integer up to 1,000,000");
-  }
+  require_positive(o.grad_accum, "--grad-accum", 1'000'000);
   sequence_length(model, config.seq_len);
   // No topology here: host memory per node is --host-memory, else the documented default.
   const Bytes host_capacity = host_memory_of(o.training.host_memory).value_or(kDefaultHostMemory);
@@ -97,9 +95,7 @@ int run_memory(const MemoryOptions& o, const RunContext& ctx) {
   const ModelDesc model = resolve_model(o.model);
   TrainingConfig config = training_config(o.training);
   check_deepspeed_version(o.training, o.strategy);
-  if (o.grad_accum < 1 || o.grad_accum > 1'000'000) {
-    throw Error("--grad-accum: a positive integer up to 1,000,000");
-  }
+  require_positive(o.grad_accum, "--grad-accum", 1'000'000);
   config.grad_accum = o.grad_accum;
   sequence_length(model, config.seq_len);
   config.no_sync = !o.sync_every_micro_step;

@@ -102,17 +102,11 @@ planner::Sync parse_sync(const std::string& text) {
 
 planner::PlanRequest request_of(const PlanOptions& o) {
   planner::PlanRequest r;
-  if (o.global_batch < 1 || o.global_batch > 100'000'000) {
-    throw Error("--global-batch: a positive integer up to 100,000,000");
-  }
+  require_positive(o.global_batch, "--global-batch");
   r.global_batch = o.global_batch;
-  if (o.seq_len && (*o.seq_len < 1 || *o.seq_len > 100'000'000)) {
-    throw Error("--seq-len: a positive integer up to 100,000,000");
-  }
+  if (o.seq_len) require_positive(*o.seq_len, "--seq-len");
   r.seq_len = o.seq_len.value_or(0);
-  if (o.max_gpus && (*o.max_gpus < 1 || *o.max_gpus > 1'000'000)) {
-    throw Error("--gpus: a positive integer up to 1,000,000");
-  }
+  if (o.max_gpus) require_positive(*o.max_gpus, "--gpus", 1'000'000);
   r.max_gpus = o.max_gpus.value_or(0);
   // fp8 is bf16 with FP8 GEMMs (layout_request sets the recipe).
   auto precisions = o.precisions;

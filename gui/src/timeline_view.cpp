@@ -100,8 +100,25 @@ QString band_line(const Analysis& a) {
       .arg(a.band->bias * 100, 0, 'f', 1);
 }
 
+// The session's memory per GPU when it exceeds the GPU: the step drawn would not run.
+QString fit_line(const Analysis& a) {
+  double bytes = 0;
+  if (a.layout) {
+    bytes = static_cast<double>(a.layout->memory.total().value);
+  } else {
+    for (const auto& bar : a.memory) {
+      if (name_of(bar.strategy) == a.session.strategy && bar.not_applicable.empty())
+        bytes = static_cast<double>(bar.gpu.total().value);
+    }
+  }
+  if (bytes <= a.capacity_bytes || a.capacity_bytes <= 0) return {};
+  return QString("\ndoes NOT fit: %1 GiB per GPU of %2 (the memory view shows where it goes)")
+      .arg(bytes / 1073741824.0, 0, 'f', 2)
+      .arg(a.capacity_bytes / 1073741824.0, 0, 'f', 2);
+}
+
 QString title_of(const Analysis& a) {
-  return step_title(a) + band_line(a);
+  return step_title(a) + fit_line(a) + band_line(a);
 }
 
 QString step_title(const Analysis& a) {
@@ -207,7 +224,9 @@ void TimelineView::show_analysis(const Analysis& a) {
   for (int i = 0; i <= 10; ++i) {  // time axis: ten ticks
     const double t = end * i / 10;
     s->addLine(x(t), bottom, x(t), bottom + 6);
-    s->addSimpleText(QString("%1 ms").arg(t * 1e3, 0, 'f', 1))->setPos(x(t) - 20, bottom + 8);
+    const auto tick =
+        end >= 2.0 ? QString("%1 s").arg(t, 0, 'f', 2) : QString("%1 ms").arg(t * 1e3, 0, 'f', 1);
+    s->addSimpleText(tick)->setPos(x(t) - 20, bottom + 8);
   }
   title_ = title_of(a);
   s->addSimpleText(title_)->setPos(10, 10);

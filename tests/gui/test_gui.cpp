@@ -243,6 +243,23 @@ class TestGui : public QObject {
     for (const auto& e : a.step.timeline)
       end = std::max(end, e.end_s);
     QVERIFY(std::abs(end - a.step.times.step_s) < 1e-9 * a.step.times.step_s);
+    QVERIFY(!view.title().contains("does NOT fit"));  // fsdp-grad-op fits the A100-80GB
+    // A session that does not fit says so over its timeline: DDP in fp32 needs the memory
+    // model's figure, more than the GPU's 80 GiB.
+    Session big;
+    big.strategy = "ddp";
+    big.precision = "fp32";
+    const auto b = analyse(big);
+    double ddp = 0;
+    for (const auto& bar : b.memory) {
+      if (bar.strategy == Strategy::ddp) ddp = static_cast<double>(bar.gpu.total().value);
+    }
+    QVERIFY(ddp > b.capacity_bytes);
+    view.show_analysis(b);
+    QVERIFY2(
+        view.title().contains(
+            QString("does NOT fit: %1 GiB per GPU of 80.00").arg(ddp / 1073741824.0, 0, 'f', 2)),
+        qPrintable(view.title()));
   }
 
   void plan_view_holds_the_planners_ranking() {
