@@ -132,10 +132,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
                                       "run fp32, fp16 or bf16 mixed precision");
   }
   if (c.layer_kernels == LayerKernels::eager) {
-    throw FieldError("layer-kernels",
-                     "eager is modelled for the data-parallel strategies; "
-                     "layouts (Megatron-LM, torchtitan's FSDP2) run fused "
-                     "kernels");
+    throw FieldError("layer-kernels", std::string(kEagerLayouts));
   }
   cost::Layout3D l;
   l.dp = layout_dp(s, c.dp_size);

@@ -7,6 +7,7 @@
 
 #include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/error.hpp"
+#include "dtplan/planner/layout_spec.hpp"
 #include "pareto.hpp"
 
 namespace dtplan::planner {
@@ -84,8 +85,7 @@ std::string layouts_left_out(const ModelDesc& m, const LayoutRequest& r) {
   }
   const auto& p = r.plan;
   if (p.layer_kernels == LayerKernels::eager) {
-    return "--layer-kernels eager is modelled for the data-parallel strategies; the layouts "
-           "(Megatron-LM, torchtitan's FSDP2) run fused kernels";
+    return "--layer-kernels " + std::string(kEagerLayouts);
   }
   if (std::none_of(p.precisions.begin(), p.precisions.end(), is_mixed)) {
     return "the layouts run in mixed precision (bf16 or fp16), and none was asked for";

@@ -57,6 +57,12 @@ std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus);
 // optimizer, FSDP2 optimizer+params; cost::check_layout). Throws a FieldError naming
 // the field that breaks a rule (sizes, GPUs not divisible by tp x cp x pp, a framework named
 // twice), or dtplan::Error for the model's and the schedule's own rules (cost::check_layout).
+// Why a layout is not priced with --layer-kernels eager (layout_of refuses it, plan leaves the
+// layouts out).
+inline constexpr std::string_view kEagerLayouts =
+    "eager is modelled for the data-parallel strategies; the layouts (Megatron-LM, torchtitan's "
+    "FSDP2) run fused kernels";
+
 cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const ModelDesc& m,
                          const TrainingConfig& c, std::int64_t micro_batches);
 
