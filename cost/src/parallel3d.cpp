@@ -783,6 +783,14 @@ std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
   return text;
 }
 
+// What a stage's memory depends on besides the micro-batches it keeps in flight: its blocks,
+// the dense ones among them, and whether it holds the embedding or the head.
+struct StageKind {
+  std::int64_t layers = 0, dense = 0;
+  bool embedding = false, head = false;
+  bool operator==(const StageKind&) const = default;
+};
+
 Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
                       const OverheadConstants& k, bool explained) {
   const auto view = stage_view(*m.transformer, l, i, layers, explained);
@@ -819,13 +827,31 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
   const auto& s = spec_of(m);
   const auto layers = layers_per_stage(s, l);
   // The heaviest GPU: earlier stages hold more micro-batches, the first and last the
-  // embedding and the head, and uneven splits move layers between them.
+  // embedding and the head, and uneven splits move layers between them. A stage alike an
+  // earlier one in all but its place in the schedule is priced once, by the earlier one: every
+  // schedule keeps no fewer micro-batches in flight on an earlier stage (stage_in_flight) and
+  // memory grows with them, so the later one is never heavier, and the first of equals wins.
   Memory3D heaviest;
+  std::vector<StageKind> priced;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    auto stage = stage_memory(m, l, static_cast<std::int64_t>(i), layers[i], k, explained);
+    const auto at = static_cast<std::int64_t>(i);
+    const StageKind kind{layers[i], dense_on_stage(s, l, at), at == 0, at == head_stage(l)};
+    if (std::find(priced.begin(), priced.end(), kind) != priced.end()) continue;
+    priced.push_back(kind);
+    auto stage = stage_memory(m, l, at, layers[i], k, explained);
     if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
   }
   return heaviest;
+}
+
+Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t stage,
+                         const OverheadConstants& k, bool explained) {
+  const auto layers = layers_per_stage(spec_of(m), l);
+  if (stage < 0 || stage >= static_cast<std::int64_t>(layers.size())) {
+    throw Error("stage " + std::to_string(stage) + " of a " + std::to_string(layers.size()) +
+                "-stage pipeline");
+  }
+  return stage_memory(m, l, stage, layers[static_cast<std::size_t>(stage)], k, explained);
 }
 
 struct Model3D::Cache {

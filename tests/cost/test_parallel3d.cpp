@@ -1,5 +1,6 @@
 // Tests for cost/src/parallel3d.cpp: every formula against a hand derivation.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/parallel3d.hpp"
@@ -186,6 +187,68 @@ TEST_CASE("model states: 1/t of the stage's matrices, 6 + 12/dp bytes per parame
   CHECK(headless.stage == 0);
   CHECK(headless.params_per_gpu == 43685888);
   CHECK(headless.logits.value == 0);
+}
+
+// The heaviest stage found by pricing every stage: the first of those with the most bytes.
+Memory3D heaviest_of_all_stages(const ModelDesc& m, const Layout3D& l) {
+  Memory3D heaviest;
+  for (std::int64_t i = 0; i < l.pp; ++i) {
+    auto stage = stage_memory_3d(m, l, i, OverheadConstants{}, false);
+    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
+  }
+  return heaviest;
+}
+
+TEST_CASE("memory_3d prices stages alike but for their place once, and finds the same heaviest") {
+  // Every schedule, pipeline depth, micro-batch count, recomputation, uneven and even splits,
+  // on the small dense model and its mixture of experts with three dense first blocks: the
+  // stage memory_3d reports must be the one pricing every stage finds (index and bytes).
+  auto moe = test::small_transformer();
+  moe.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_size = 1024};
+  moe.moe.first_dense_layers = 3;
+  const std::vector<ModelDesc> models{small_model(),
+                                      model_from_transformer(moe, "small-moe", "test")};
+  const std::vector<std::pair<PipelineSchedule, std::int64_t>> schedules{
+      {PipelineSchedule::gpipe, 1},       {PipelineSchedule::one_f_one_b, 1},
+      {PipelineSchedule::interleaved, 2}, {PipelineSchedule::zb_h1, 1},
+      {PipelineSchedule::zb_h2, 1},       {PipelineSchedule::zbv, 2}};
+  std::int64_t compared = 0;
+  std::set<std::int64_t> heaviest_stages;
+  for (const auto& m : models) {
+    for (const auto& [schedule, v] : schedules) {
+      for (const std::int64_t pp : {2, 4}) {
+        for (const std::int64_t micro_batches : {1, 3, 8}) {
+          if (schedule_problem(schedule, pp, v, micro_batches)) continue;
+          for (const auto recompute : {Checkpointing::none, Checkpointing::full}) {
+            for (const bool uneven : {false, true}) {
+              if (uneven && v > 1) continue;
+              auto l = layout(1, pp, 2);
+              l.schedule = schedule;
+              l.interleave = v;
+              l.micro_batches = micro_batches;
+              l.recompute = recompute;
+              if (uneven) {
+                l.stage_layers = pp == 2 ? std::vector<std::int64_t>{5, 3}
+                                         : std::vector<std::int64_t>{1, 3, 3, 1};
+              }
+              const auto all = heaviest_of_all_stages(m, l);
+              const auto once = memory_3d(m, l, OverheadConstants{}, false);
+              CHECK(once.stage == all.stage);
+              CHECK(once.total().value == all.total().value);
+              CHECK(once.params_per_gpu == all.params_per_gpu);
+              heaviest_stages.insert(all.stage);
+              ++compared;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Not vacuous: many layouts, and the heaviest stage is not always the first.
+  CHECK(compared >= 150);
+  CHECK(heaviest_stages.size() >= 2);
+  CHECK_THROWS_WITH(stage_memory_3d(models[0], layout(1, 2, 2), 2, OverheadConstants{}),
+                    Contains("stage 2 of a 2-stage pipeline"));
 }
 
 TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, allocator slack") {

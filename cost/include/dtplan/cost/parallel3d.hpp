@@ -292,6 +292,9 @@ struct Memory3D {
 // explanations and notes (a search needs the figures alone).
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
                    bool explained = true);
+// The GPU of pipeline stage `stage` (0 to pp - 1), priced alone.
+Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t stage,
+                         const OverheadConstants& k, bool explained = true);
 
 struct Time3D {
   double compute_s = 0;        // per micro-batch per stage (forward + backward + recompute)
