@@ -77,9 +77,11 @@ std::string reason_text(const Rejected& r, planner::Objective o) {
   return reason_text(r.reason, r.amount, r.detail, r.config.host_memory, o);
 }
 
-std::string reason_text(const RejectedChoice& r, planner::Objective o) {
-  const Bytes host = r.choice.data_parallel ? r.choice.data_parallel->host_memory : Bytes{};
-  return reason_text(r.reason, r.amount, r.detail, host, o);
+std::string reason_text(const planner::UnifiedPlan& p, const RejectedChoice& r,
+                        planner::Objective o) {
+  const auto* config = p.data_parallel_of(r);
+  const Bytes host = config ? config->host_memory : Bytes{};
+  return reason_text(r.reason, r.amount, p.detail_of(r), host, o);
 }
 
 void print_header(std::ostream& out, const PlanReportContext& ctx) {
@@ -359,21 +361,23 @@ void print_pareto(std::ostream& out, const PlanReportContext& ctx) {
 // Unsupported combinations repeat one reason over many GPU counts: each reason once, with how
 // many entries give it, in the order met.
 std::vector<std::pair<std::string, std::int64_t>> detail_counts(
-    const std::vector<const RejectedChoice*>& list) {
+    const planner::UnifiedPlan& p, const std::vector<const RejectedChoice*>& list) {
   std::vector<std::pair<std::string, std::int64_t>> reasons;
   for (const auto* r : list) {
+    const auto& detail = p.detail_of(*r);
     auto it = std::find_if(reasons.begin(), reasons.end(),
-                           [&](const auto& p) { return p.first == r->detail; });
+                           [&](const auto& counted) { return counted.first == detail; });
     if (it == reasons.end())
-      reasons.emplace_back(r->detail, 1);
+      reasons.emplace_back(detail, 1);
     else
       ++it->second;
   }
   return reasons;
 }
 
-void print_unsupported(std::ostream& out, const std::vector<const RejectedChoice*>& list) {
-  for (const auto& [detail, count] : detail_counts(list)) {
+void print_unsupported(std::ostream& out, const planner::UnifiedPlan& p,
+                       const std::vector<const RejectedChoice*>& list) {
+  for (const auto& [detail, count] : detail_counts(p, list)) {
     out << "  unsupported (" << count << "x): " << with_flags(detail) << '\n';
   }
 }
@@ -418,14 +422,14 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
   out << "; --json --all-rejected lists every one\n";
   for (const auto& [reason, list] : by_reason) {
     if (reason == Reason::unsupported) {
-      print_unsupported(out, list);
+      print_unsupported(out, ctx.plan, list);
       continue;
     }
     const auto shown =
         std::min<std::size_t>(list.size(), static_cast<std::size_t>(ctx.rejected_shown));
     for (std::size_t i = 0; i < shown; ++i) {
-      out << "  " << entry_text(list[i]->choice) << ": "
-          << reason_text(*list[i], ctx.request.objective) << '\n';
+      out << "  " << entry_text(ctx.plan.choice_of(*list[i])) << ": "
+          << reason_text(ctx.plan, *list[i], ctx.request.objective) << '\n';
     }
     if (list.size() > shown) out << "  ... and " << list.size() - shown << " more\n";
   }
@@ -487,9 +491,9 @@ nlohmann::json entry_json(const LayoutChoice& c, const PlanReportContext& ctx) {
 
 nlohmann::json rejected_json(const RejectedChoice& r, const PlanReportContext& ctx) {
   auto j = rejected_fields(r.reason, r.amount);
-  j["config"] = entry_json(r.choice, ctx);
+  j["config"] = entry_json(ctx.plan.choice_of(r), ctx);
   j["config"].erase("collectives");  // a rejected layout's figures, not its collectives
-  j["detail"] = reason_text(r, ctx.request.objective);
+  j["detail"] = reason_text(ctx.plan, r, ctx.request.objective);
   return j;
 }
 
@@ -509,7 +513,7 @@ nlohmann::json rejected_summary_json(const PlanReportContext& ctx) {
       j["nearest"].push_back(rejected_json(*list[i], ctx));
     if (!planner::was_evaluated(reason)) {
       j["details"] = nlohmann::json::array();
-      for (const auto& [detail, count] : detail_counts(list))
+      for (const auto& [detail, count] : detail_counts(ctx.plan, list))
         j["details"].push_back({{"detail", with_flags(detail)}, {"count", count}});
     }
     out.push_back(j);

@@ -226,11 +226,11 @@ void PlanView::show_rejected(const planner::UnifiedPlan& r) {
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto& x = *shown[i];
     const int row = static_cast<int>(i);
-    rejected_->setItem(row, 0, new QTableWidgetItem(entry_text(x.choice)));
+    rejected_->setItem(row, 0, new QTableWidgetItem(entry_text(r.choice_of(x))));
     rejected_->setItem(
         row, 1,
         new QTableWidgetItem(QString::fromStdString(std::string(planner::name_of(x.reason)))));
-    QString detail = QString::fromStdString(with_labels(x.detail));
+    QString detail = QString::fromStdString(with_labels(r.detail_of(x)));
     if (x.reason == planner::Reason::out_of_memory)
       detail = QString("%1 GiB over").arg(x.amount, 0, 'f', 2);
     rejected_->setItem(row, 2, new QTableWidgetItem(detail));

@@ -75,14 +75,15 @@ std::string alternatives(const UnifiedPlan& p, Objective objective, const Name& 
   const auto& chosen = name(p.best()->layout->layout);
   std::map<std::string, Outcome> outcomes;
   for (const auto& r : p.rejected) {
-    if (!r.choice.layout) continue;
-    const auto key = name(r.choice.layout->layout);
+    const auto* layout = p.layout_of(r);
+    if (!layout) continue;
+    const auto key = name(layout->layout);
     if (key == chosen) continue;
     auto& o = outcomes[key];
     if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
       o.missed(r.amount);
     } else if (r.reason == Reason::slower) {
-      o.fit(r.choice.layout->objective);
+      o.fit(layout->objective);
     }
   }
   std::vector<std::pair<std::string, Outcome>> ordered(outcomes.begin(), outcomes.end());
@@ -124,9 +125,10 @@ std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective ob
   if (!best || !best->layout || !p.layouts) return std::nullopt;
   const auto& chosen = best->layout->layout;
   const bool experts =
-      std::any_of(p.rejected.begin(), p.rejected.end(), [](const RejectedChoice& r) {
-        if (!r.choice.layout) return false;
-        const auto& l = r.choice.layout->layout;
+      std::any_of(p.rejected.begin(), p.rejected.end(), [&p](const RejectedChoice& r) {
+        const auto* layout = p.layout_of(r);
+        if (!layout) return false;
+        const auto& l = layout->layout;
         return l.ep > 1 || l.etp > 0;
       });
   if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
@@ -140,9 +142,10 @@ std::optional<std::string> recompute_note(const UnifiedPlan& p, Objective object
   if (!best || !best->layout || !p.layouts) return std::nullopt;
   const auto& chosen = best->layout->layout;
   const bool modules =
-      std::any_of(p.rejected.begin(), p.rejected.end(), [](const RejectedChoice& r) {
-        if (!r.choice.layout) return false;
-        const auto& l = r.choice.layout->layout;
+      std::any_of(p.rejected.begin(), p.rejected.end(), [&p](const RejectedChoice& r) {
+        const auto* layout = p.layout_of(r);
+        if (!layout) return false;
+        const auto& l = layout->layout;
         return l.recompute == Checkpointing::selective && !l.recompute_modules.is_default();
       });
   const bool chosen_modules =

@@ -12,6 +12,34 @@
 
 namespace dtplan::planner {
 
+const Candidate* UnifiedPlan::data_parallel_of(const RejectedChoice& r) const {
+  using From = RejectedChoice::From;
+  if (r.from == From::data_parallel_rejected) return &data_parallel.rejected.at(r.index).config;
+  if (r.from == From::data_parallel_best) return &data_parallel.best.value();
+  return nullptr;
+}
+
+const Candidate3D* UnifiedPlan::layout_of(const RejectedChoice& r) const {
+  using From = RejectedChoice::From;
+  if (r.from == From::layout_rejected) return &layouts.value().rejected.at(r.index).candidate;
+  if (r.from == From::layout_best) return &layouts.value().ranked.front();
+  return nullptr;
+}
+
+LayoutChoice UnifiedPlan::choice_of(const RejectedChoice& r) const {
+  LayoutChoice c;
+  if (const auto* d = data_parallel_of(r)) c.data_parallel = *d;
+  if (const auto* l = layout_of(r)) c.layout = *l;
+  return c;
+}
+
+const std::string& UnifiedPlan::detail_of(const RejectedChoice& r) const {
+  static const std::string none;
+  return r.from == RejectedChoice::From::data_parallel_rejected
+             ? data_parallel.rejected.at(r.index).detail
+             : none;
+}
+
 std::int64_t LayoutChoice::gpus() const {
   return data_parallel ? data_parallel->dp : layout->layout.gpus();
 }
@@ -197,36 +225,34 @@ void merge(UnifiedPlan& p, std::int64_t top_k) {
 }
 
 // The one rejected list: every data-parallel rejection and every layout not chosen, "slower"
-// measured against the plan's best.
+// measured against the plan's best. Each entry names its place in the lists the searches left
+// in the plan: a large search rejects 10^5 layouts, and copies of them were half the plan's
+// peak memory.
 void collect_rejected(UnifiedPlan& p) {
+  using From = RejectedChoice::From;
   const auto* best = p.best();
   auto rebased = [&](Reason reason, double amount, double objective) {
     return reason == Reason::slower && best ? p.behind_pct(objective) : amount;
   };
-  // Reserved once: growing a list of 10^5 entries copied each entry at every doubling.
   p.rejected.reserve(p.data_parallel.rejected.size() +
                      (p.layouts ? p.layouts->rejected.size() : 0) + 2);
-  for (const auto& r : p.data_parallel.rejected) {
-    p.rejected.push_back({{r.config, std::nullopt},
-                          r.reason,
-                          rebased(r.reason, r.amount, r.config.objective),
-                          r.detail});
+  for (std::size_t i = 0; i < p.data_parallel.rejected.size(); ++i) {
+    const auto& r = p.data_parallel.rejected[i];
+    p.rejected.push_back({From::data_parallel_rejected, i, r.reason,
+                          rebased(r.reason, r.amount, r.config.objective)});
   }
   if (const auto& b = p.data_parallel.best; b && best && best->layout) {
-    p.rejected.push_back({{b, std::nullopt}, Reason::slower, p.behind_pct(b->objective), {}});
+    p.rejected.push_back({From::data_parallel_best, 0, Reason::slower, p.behind_pct(b->objective)});
   }
   if (!p.layouts) return;
-  // Moved, not copied: a large search rejects 10^5 layouts, and two copies of each were a
-  // third of the plan's time and memory. Result3D::rejected is left empty.
-  for (auto& r : p.layouts->rejected) {
-    const double amount = rebased(r.reason, r.amount, r.candidate.objective);
-    p.rejected.push_back({{std::nullopt, std::move(r.candidate)}, r.reason, amount, {}});
+  for (std::size_t i = 0; i < p.layouts->rejected.size(); ++i) {
+    const auto& r = p.layouts->rejected[i];
+    p.rejected.push_back(
+        {From::layout_rejected, i, r.reason, rebased(r.reason, r.amount, r.candidate.objective)});
   }
-  p.layouts->rejected.clear();
-  p.layouts->rejected.shrink_to_fit();
   if (!p.layouts->ranked.empty() && best && best->data_parallel) {
     const auto& b = p.layouts->ranked.front();
-    p.rejected.push_back({{std::nullopt, b}, Reason::slower, p.behind_pct(b.objective), {}});
+    p.rejected.push_back({From::layout_best, 0, Reason::slower, p.behind_pct(b.objective)});
   }
 }
 

@@ -1,6 +1,7 @@
 // Tests for planner/src/unified_plan.cpp: one ranking, one Pareto front and one rejected list
 // over the data-parallel strategies and the tensor x context x pipeline layouts, restrictions
 // that apply to both families, and GPU counts below the cluster's for layouts.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -76,9 +77,45 @@ TEST_CASE("one rejected list: counts add up and 'slower' is measured against the
   for (const auto& r : p.rejected) {
     if (r.reason != planner::Reason::slower) continue;
     ++slower;
-    CHECK(r.amount == Approx(100.0 * (r.choice.objective() / best - 1.0)).margin(1e-9));
+    CHECK(r.amount == Approx(100.0 * (p.choice_of(r).objective() / best - 1.0)).margin(1e-9));
   }
   CHECK(slower > 0);
+}
+
+TEST_CASE("rejected entries name their place in the plan's lists, and survive copy and move") {
+  const Cluster c("gpt2-xl", "dgx-a100", 1, "A100-80GB");
+  const auto p = c.plan(request(512, 1024));
+  REQUIRE(p.layouts);
+  // Every priced entry is one rejected entry: the data-parallel search's and the layouts'
+  // own lists, plus the best of the family that lost.
+  std::size_t configs = 0, layouts = 0;
+  for (const auto& r : p.rejected) {
+    const auto* config = p.data_parallel_of(r);
+    const auto* layout = p.layout_of(r);
+    CHECK((config == nullptr) != (layout == nullptr));
+    configs += config != nullptr;
+    layouts += layout != nullptr;
+  }
+  CHECK(configs == p.data_parallel.rejected.size() + (p.best()->layout ? 1 : 0));
+  CHECK(layouts == p.layouts->rejected.size() + (p.best()->data_parallel ? 1 : 0));
+  // The data-parallel search's reason text stays with its entry.
+  const auto unsupported = std::find_if(p.rejected.begin(), p.rejected.end(), [](const auto& r) {
+    return r.reason == planner::Reason::unsupported;
+  });
+  REQUIRE(unsupported != p.rejected.end());
+  CHECK_FALSE(p.detail_of(*unsupported).empty());
+  // A copy (the GUI keeps one) and a move find the same entries in their own lists.
+  const planner::UnifiedPlan copy = p;  // NOLINT(performance-unnecessary-copy-initialization)
+  auto moved = planner::UnifiedPlan(copy);
+  const planner::UnifiedPlan kept = std::move(moved);
+  for (std::size_t i = 0; i < p.rejected.size(); i += 97) {
+    const auto& r = p.rejected[i];
+    CHECK(copy.choice_of(copy.rejected[i]).objective() == p.choice_of(r).objective());
+    CHECK(kept.choice_of(kept.rejected[i]).memory().value == p.choice_of(r).memory().value);
+    if (const auto* layout = copy.layout_of(copy.rejected[i])) {
+      CHECK(layout != p.layout_of(r));  // the copy's own entry, not the original's
+    }
+  }
 }
 
 TEST_CASE("a layout on fewer GPUs than the cluster's: global batch 1 with tp 2 on 8 GPUs") {

@@ -122,7 +122,7 @@ struct Result3D {
   std::int64_t host_out_of_memory = 0;  // offloaded states over the node's host memory
   std::int64_t past_deadline = 0;
   // Every priced layout but the best: evaluated = rejected.size() + (1 if one fits).
-  // plan_layouts() moves them into UnifiedPlan::rejected, leaving this empty.
+  // UnifiedPlan::rejected points at them.
   std::vector<RejectedLayout> rejected;
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;

@@ -55,12 +55,21 @@ struct LayoutChoice {
 };
 
 // A configuration or layout the plan did not choose, and why (Rejected's reasons and amounts;
-// "slower" is measured against the plan's best, whichever family it is).
+// "slower" is measured against the plan's best, whichever family it is). The entry itself
+// stays in the list its search left in the plan, found by `from` and `index` through the
+// plan's accessors: a large search rejects 10^5 layouts, and a copy of each doubled the
+// plan's peak memory.
 struct RejectedChoice {
-  LayoutChoice choice;  // a data-parallel micro_batch of 0: every micro-batch of that kind
+  enum class From : std::uint8_t {
+    data_parallel_rejected,  // data_parallel.rejected[index]
+    data_parallel_best,      // data_parallel.best, behind the best layout
+    layout_rejected,         // layouts->rejected[index]
+    layout_best,             // layouts->ranked.front(), behind the best data-parallel entry
+  };
+  From from = From::data_parallel_rejected;
+  std::size_t index = 0;
   Reason reason = Reason::slower;
   double amount = 0;
-  std::string detail;
 };
 
 // How the plan's numbers add up, over both families:
@@ -89,6 +98,12 @@ struct UnifiedPlan {
   const LayoutChoice* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
   // The best of the ranking, as a percentage: how far `objective` is behind it.
   double behind_pct(double objective) const;
+  // A rejected entry's configuration (nullptr for a layout), layout (nullptr for a
+  // configuration), the two as a ranking entry, and the data-parallel search's detail.
+  const Candidate* data_parallel_of(const RejectedChoice& r) const;
+  const Candidate3D* layout_of(const RejectedChoice& r) const;
+  LayoutChoice choice_of(const RejectedChoice& r) const;
+  const std::string& detail_of(const RejectedChoice& r) const;
 };
 
 UnifiedCounts counts_of(const UnifiedPlan& p);
