@@ -452,7 +452,6 @@ bool better(const Candidate3D& a, const Candidate3D& b) {
 
 void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
   std::stable_sort(fits.begin(), fits.end(), better);
-  out.rejected.reserve(out.rejected.size() + fits.size());  // no doubling past what is needed
   for (std::size_t i = 1; i < fits.size(); ++i) {
     out.rejected.push_back(
         {fits[i], Reason::slower, 100.0 * (fits[i].objective / fits.front().objective - 1.0)});
