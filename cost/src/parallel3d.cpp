@@ -136,9 +136,12 @@ BlockRuns stage_runs(const TransformerSpec& s, std::int64_t dense, std::int64_t 
   return block_runs(s, (s.moe.active() ? s.moe.first_dense_layers : 0) - dense, layers);
 }
 
-// A stage's blocks on one GPU: their parameters and, of them, the routed experts'.
+// A stage's blocks on one GPU: their parameters and, of them, the routed experts'; and the
+// runs of alike blocks, each block's parameters on the GPU (FSDP2's units).
 struct StageBlocks {
   std::int64_t params = 0, experts = 0;
+  std::array<std::pair<std::int64_t, std::int64_t>, 2> runs{};  // (blocks, parameters of one)
+  std::size_t run_count = 0;
 };
 StageBlocks stage_blocks(const TransformerSpec& s, const Layout3D& l, std::int64_t dense,
                          std::int64_t layers) {
@@ -147,6 +150,7 @@ StageBlocks stage_blocks(const TransformerSpec& s, const Layout3D& l, std::int64
     const auto b = block_params(run.block);
     out.params += run.layers * b.on_gpu(l);
     out.experts += run.layers * b.experts_on_gpu(l);
+    out.runs.at(out.run_count++) = {run.layers, b.on_gpu(l)};
   }
   return out;
 }
@@ -162,13 +166,13 @@ StageBlocks prediction_modules(const TransformerSpec& s, const Layout3D& l) {
           s.mtp_layers * b.experts_on_gpu(l)};
 }
 
-// Parameters of stage `i` (of `layers` blocks) on one GPU.
+// Parameters of stage `i` on one GPU, `held` its blocks.
 std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                          std::int64_t layers) {
+                          const StageBlocks& held) {
   const std::int64_t h = s.hidden_size;
   const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
-  const std::int64_t blocks = stage_blocks(s, l, dense_on_stage(s, l, i), layers).params +
-                              (i == head_stage(l) ? prediction_modules(s, l).params : 0);
+  const std::int64_t blocks =
+      held.params + (i == head_stage(l) ? prediction_modules(s, l).params : 0);
   // The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
   // and token types and an embedding norm whole.
   const std::int64_t embedding = s.vocab_size * h / l.tp +
@@ -192,11 +196,15 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
 // The stage with the most parameters on one GPU (the last on ties: it carries the head): its
 // blocks and its parameters.
 StageHolding stage_share(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                         std::int64_t layers) {
+                         std::int64_t layers, const StageBlocks& blocks) {
   const std::int64_t dense = dense_on_stage(s, l, i);
-  const std::int64_t experts = stage_blocks(s, l, dense, layers).experts +
-                               (i == head_stage(l) ? prediction_modules(s, l).experts : 0);
-  return {i, layers, stage_params(s, l, i, layers), dense, experts};
+  const std::int64_t experts =
+      blocks.experts + (i == head_stage(l) ? prediction_modules(s, l).experts : 0);
+  return {i, layers, stage_params(s, l, i, blocks), dense, experts};
+}
+StageHolding stage_share(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                         std::int64_t layers) {
+  return stage_share(s, l, i, layers, stage_blocks(s, l, dense_on_stage(s, l, i), layers));
 }
 StageHolding heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) {
   const auto layers = layers_per_stage(s, l);
@@ -700,13 +708,15 @@ StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i
   StateView v;
   v.traits = layout_traits(l);
   v.recipe = recipe_of(l);
-  const auto share = stage_share(s, l, i, layers);
+  const auto blocks = stage_blocks(s, l, dense_on_stage(s, l, i), layers);
+  const auto share = stage_share(s, l, i, layers, blocks);
   v.params = share.params;
   v.shard_degree = l.shard_ranks();
   v.units.blocks.reserve(static_cast<std::size_t>(layers));
-  for (const auto& run : stage_runs(s, share.dense, layers))
-    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(run.layers),
-                          block_params(run.block).on_gpu(l));
+  for (std::size_t r = 0; r < blocks.run_count; ++r) {
+    const auto [count, params] = blocks.runs.at(r);
+    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
+  }
   v.units.known = true;
   const std::int64_t experts = share.experts;
   if (experts_sharded_apart(s, l)) {
