@@ -364,7 +364,7 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK(oj["host_bytes_per_node"].get<std::int64_t>() ==
         8 * oj["host_bytes_per_gpu"].get<std::int64_t>());
   CHECK(oj["host_capacity_bytes"] == 1LL << 30);
-  CHECK(oj["host_fits"] == oj["host_bytes_per_node"].get<std::int64_t>() <= 1LL << 30);
+  CHECK(oj["host_fits"] == (oj["host_bytes_per_node"].get<std::int64_t>() <= (1LL << 30)));
   CHECK(oj["offload"] == "optimizer");
   bad = run({"memory", "--model", "gpt2", "--tp", "2", "--gpus", "8", "--precision", "amp-bf16"});
   CHECK(bad.code == 1);
