@@ -15,15 +15,32 @@ namespace dtplan::cli {
 
 namespace {
 
+// What an option's value must be, from its CLI11 type name ("INT", "UINT", "FLOAT").
+std::string expected_value(const CLI::App& app, const std::string& flag) {
+  std::string type;
+  for (const auto* sub : app.get_subcommands()) {
+    if (const auto* o = sub->get_option_no_throw(flag)) type = o->get_type_name();
+  }
+  if (type == "INT") return "a whole number";
+  if (type == "UINT") return "a whole number, 0 or more";
+  if (type == "FLOAT") return "a number";
+  return type.empty() ? "a valid value" : "a value of type " + type;
+}
+
 // CLI11's messages, in the user's terms where they are obscure: a flag given twice reads
-// "--gpus: At Most 1 required but received 2".
-std::string parse_error_message(const CLI::ParseError& e) {
+// "--gpus: At Most 1 required but received 2", a value that is not a number "Could not
+// convert: --micro-batch = 4x".
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   std::string what = e.what();
   static const std::regex kRepeated("(\\S+): At Most 1 required but received ([0-9]+)");
+  static const std::regex kConversion("Could not convert: (\\S+) = (.*)");
   std::smatch m;
   if (std::regex_match(what, m, kRepeated)) {
     const std::string times = m[2] == "2" ? "twice" : m[2].str() + " times";
     return m[1].str() + " given " + times + " (give it once)";
+  }
+  if (std::regex_match(what, m, kConversion)) {
+    return m[1].str() + ": '" + m[2].str() + "' is not " + expected_value(app, m[1].str());
   }
   return what;
 }
@@ -67,7 +84,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e, out, err);
-    err << "dtplan: error: " << parse_error_message(e) << " (see dtplan --help)\n";
+    err << "dtplan: error: " << parse_error_message(e, app) << " (see dtplan --help)\n";
     return 2;
   }
   try {
