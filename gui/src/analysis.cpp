@@ -31,18 +31,33 @@ struct Inputs {
   TrainingConfig config;
 };
 
+// `parse` of a session's field, whose errors name the field (its input's label when shown).
+template <class Parse>
+auto field_value(const char* field, const Parse& parse) {
+  try {
+    return parse();
+  } catch (const FieldError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FieldError(field, e.what());
+  }
+}
+
 TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t) {
   if (s.gpus > t.gpu_count()) {
     throw Error("GPUs " + std::to_string(s.gpus) + ": the topology has " +
                 std::to_string(t.gpu_count()));
   }
   TrainingConfig c;
-  if (!planner::is_layout_framework(s.strategy)) c.strategy = parse_strategy(s.strategy);
-  c.precision = parse_precision(s.precision);
-  c.optimizer = parse_optimizer(s.optimizer);
-  c.optimizer_impl = parse_optimizer_impl(s.optimizer_impl);
-  c.layer_kernels = parse_layer_kernels(s.layer_kernels);
-  c.zero_grad = parse_zero_grad(s.zero_grad);
+  if (!planner::is_layout_framework(s.strategy))
+    c.strategy = field_value("strategy", [&] { return parse_strategy(s.strategy); });
+  c.precision = field_value("precision", [&] { return parse_precision(s.precision); });
+  c.optimizer = field_value("optimizer", [&] { return parse_optimizer(s.optimizer); });
+  c.optimizer_impl =
+      field_value("optimizer_impl", [&] { return parse_optimizer_impl(s.optimizer_impl); });
+  c.layer_kernels =
+      field_value("layer_kernels", [&] { return parse_layer_kernels(s.layer_kernels); });
+  c.zero_grad = field_value("zero_grad", [&] { return parse_zero_grad(s.zero_grad); });
   c.dp_size = s.gpus;
   c.gpus_per_node = std::min(s.gpus, t.gpus_per_node());
   c.gpus_per_host = t.node().gpus_per_host;
@@ -50,12 +65,14 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   c.seq_len = s.seq_len;
   sequence_length(m, c.seq_len);
   if (m.transformer && c.seq_len == 0) c.seq_len = m.transformer->max_positions;
-  c.checkpointing = parse_checkpointing(s.checkpointing);
-  c.attention = parse_attention(s.attention);
-  c.attention_kernel = parse_attention_kernel(s.attention_kernel);
+  c.checkpointing =
+      field_value("checkpointing", [&] { return parse_checkpointing(s.checkpointing); });
+  c.attention = field_value("attention", [&] { return parse_attention(s.attention); });
+  c.attention_kernel =
+      field_value("attention_kernel", [&] { return parse_attention_kernel(s.attention_kernel); });
   check_attention_kernel(c.attention, c.attention_kernel);
-  c.fp8 = parse_fp8_recipe(s.fp8_recipe);
-  c.offload = parse_offload(s.offload);
+  c.fp8 = field_value("fp8_recipe", [&] { return parse_fp8_recipe(s.fp8_recipe); });
+  c.offload = field_value("offload", [&] { return parse_offload(s.offload); });
   c.grad_accum = s.grad_accum;
   return c;
 }

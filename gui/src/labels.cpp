@@ -32,6 +32,8 @@ std::string label_of(const std::string& field) {
       {"seq_len", "sequence (0: max)"},
       {"gpus_per_node", "GPUs per node"},
       {"checkpointing", "checkpointing"},
+      {"attention", "attention"},
+      {"attention_kernel", "attention kernel"},
       {"offload", "offload"},
       {"offloads", "offload"},
       {"global_batch", "global batch (plan)"},

@@ -46,8 +46,8 @@ TEST_CASE("a flag given twice is named, not CLI11's 'At Most 1 required but rece
 
 TEST_CASE("a count that is not a number names the flag and the value, not 'Could not convert'") {
   std::string err;
-  CHECK(run({"estimate", "--model", "gpt2", "--gpus", "8", "--micro-batch", "4x"}, nullptr,
-            &err) == 2);
+  CHECK(run({"estimate", "--model", "gpt2", "--gpus", "8", "--micro-batch", "4x"}, nullptr, &err) ==
+        2);
   CHECK(err == "dtplan: error: --micro-batch: '4x' is not a whole number (see dtplan --help)\n");
   CHECK(run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "6x4"}, nullptr, &err) ==
         2);

@@ -441,6 +441,18 @@ class TestGui : public QObject {
     QCOMPARE(window_error(bad), std::string("\"GPUs\": 16 is not divisible by \"tensor "
                                             "parallel\" x \"context parallel\" x \"pipeline "
                                             "stages\" = 3"));
+    // A value no input offers (a session file, a flag) names its input.
+    Session unknown;
+    unknown.strategy = "zero9";
+    QCOMPARE(window_error(unknown),
+             std::string("\"strategy\": unknown strategy 'zero9' (did you mean: zero1, zero2, "
+                         "zero3?); known: dp, ddp, zero1, zero2, zero3, fsdp-full, fsdp-grad-op, "
+                         "fsdp-hybrid, fsdp-no-shard"));
+    unknown = Session{};
+    unknown.attention_kernel = "fa9";
+    const auto kernel = window_error(unknown);
+    QVERIFY2(kernel.rfind("\"attention kernel\": unknown attention kernel 'fa9'", 0) == 0,
+             kernel.c_str());
     // Part of a node is whole hosts of a node of several: a DGX H100 is one host.
     bad = layout_session();
     bad.gpus_per_node = 4;
