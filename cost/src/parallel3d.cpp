@@ -553,16 +553,16 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
   check_sharding(l, fail);
 }
 
-Bytes Memory3D::total() const {
+Bytes Memory3DFigures::total() const {
   return Bytes{weights.value + master_weights.value + gradients.value + optimizer_states.value +
                activations.value + logits.value + buffers.value + overhead.value};
 }
 
-Bytes Memory3D::torch_reserved() const {
+Bytes Memory3DFigures::torch_reserved() const {
   return total() - outside_allocator;
 }
 
-Bytes Memory3D::torch_allocated() const {
+Bytes Memory3DFigures::torch_allocated() const {
   return torch_reserved() - allocator_slack;
 }
 

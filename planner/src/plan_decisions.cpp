@@ -77,13 +77,13 @@ std::string alternatives(const UnifiedPlan& p, Objective objective, const Name& 
   for (const auto& r : p.rejected) {
     const auto* layout = p.layout_of(r);
     if (!layout) continue;
-    const auto key = name(layout->layout);
+    const auto key = name(*layout);
     if (key == chosen) continue;
     auto& o = outcomes[key];
     if (r.reason == Reason::out_of_memory || r.reason == Reason::host_out_of_memory) {
       o.missed(r.amount);
     } else if (r.reason == Reason::slower) {
-      o.fit(layout->objective);
+      o.fit(p.objective_of(r));
     }
   }
   std::vector<std::pair<std::string, Outcome>> ordered(outcomes.begin(), outcomes.end());
@@ -128,7 +128,7 @@ std::optional<std::string> expert_layout_note(const UnifiedPlan& p, Objective ob
       std::any_of(p.rejected.begin(), p.rejected.end(), [&p](const RejectedChoice& r) {
         const auto* layout = p.layout_of(r);
         if (!layout) return false;
-        const auto& l = layout->layout;
+        const auto& l = *layout;
         return l.ep > 1 || l.etp > 0;
       });
   if (!experts && chosen.ep == 1 && chosen.etp == 0) return std::nullopt;
@@ -145,7 +145,7 @@ std::optional<std::string> recompute_note(const UnifiedPlan& p, Objective object
       std::any_of(p.rejected.begin(), p.rejected.end(), [&p](const RejectedChoice& r) {
         const auto* layout = p.layout_of(r);
         if (!layout) return false;
-        const auto& l = layout->layout;
+        const auto& l = *layout;
         return l.recompute == Checkpointing::selective && !l.recompute_modules.is_default();
       });
   const bool chosen_modules =

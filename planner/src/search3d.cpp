@@ -445,6 +445,16 @@ ShapeKey shape_key(const cost::Layout3D& l) {
               static_cast<int>(l.offload)};
 }
 
+}  // namespace
+
+Candidate3D RejectedLayout::candidate() const {
+  Candidate3D c{layout, {}, time ? *time : cost::Time3D{}, objective};
+  static_cast<cost::Memory3DFigures&>(c.memory) = memory;
+  return c;
+}
+
+namespace {
+
 bool better(const Candidate3D& a, const Candidate3D& b) {
   if (a.objective != b.objective) return a.objective < b.objective;
   return a.memory.total() < b.memory.total();
@@ -453,8 +463,8 @@ bool better(const Candidate3D& a, const Candidate3D& b) {
 void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
   std::stable_sort(fits.begin(), fits.end(), better);
   for (std::size_t i = 1; i < fits.size(); ++i) {
-    out.rejected.push_back(
-        {fits[i], Reason::slower, 100.0 * (fits[i].objective / fits.front().objective - 1.0)});
+    const double behind = 100.0 * (fits[i].objective / fits.front().objective - 1.0);
+    out.rejected.emplace_back(Candidate3D(fits[i]), Reason::slower, behind);
   }
   std::set<ShapeKey> seen;
   for (const auto& c : fits)
@@ -479,8 +489,8 @@ void over_memory(const cost::Layout3D& l, const cost::Memory3D& mem, cost::Model
                  Result3D& out) {
   ++out.out_of_memory;
   const double total = static_cast<double>(mem.total().value);
-  out.rejected.push_back(
-      {{l, mem, {}, 0}, Reason::out_of_memory, (total - out.usable_bytes) / double(1LL << 30)});
+  out.rejected.emplace_back(l, mem, Reason::out_of_memory,
+                            (total - out.usable_bytes) / double(1LL << 30));
   const auto found = out.nearest_miss_of_framework.find(l.framework);
   if (found != out.nearest_miss_of_framework.end() &&
       total >= double(found->second.memory.total().value)) {
@@ -536,8 +546,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     }
     if (const double over = host_over_bytes(l, mem, r, t.gpus_per_node()); over > 0) {
       ++out.host_out_of_memory;
-      out.rejected.push_back(
-          {{l, mem, {}, 0}, Reason::host_out_of_memory, over / double(1LL << 30)});
+      out.rejected.emplace_back(l, mem, Reason::host_out_of_memory, over / double(1LL << 30));
       return;
     }
     Candidate3D c{l, mem, model.time(l), 0};
@@ -547,7 +556,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
       ++out.past_deadline;
       const double over_h =
           (run_seconds(r.goal, c.time.step_s, l.global_batch()) - r.goal.max_run_s) / 3600.0;
-      out.rejected.push_back({std::move(c), Reason::past_deadline, over_h});
+      out.rejected.emplace_back(std::move(c), Reason::past_deadline, over_h);
       return;
     }
     fits.push_back(std::move(c));

@@ -19,17 +19,33 @@ const Candidate* UnifiedPlan::data_parallel_of(const RejectedChoice& r) const {
   return nullptr;
 }
 
-const Candidate3D* UnifiedPlan::layout_of(const RejectedChoice& r) const {
+const cost::Layout3D* UnifiedPlan::layout_of(const RejectedChoice& r) const {
   using From = RejectedChoice::From;
-  if (r.from == From::layout_rejected) return &layouts.value().rejected.at(r.index).candidate;
-  if (r.from == From::layout_best) return &layouts.value().ranked.front();
+  if (r.from == From::layout_rejected) return &layouts.value().rejected.at(r.index).layout;
+  if (r.from == From::layout_best) return &layouts.value().ranked.front().layout;
   return nullptr;
 }
 
+double UnifiedPlan::objective_of(const RejectedChoice& r) const {
+  using From = RejectedChoice::From;
+  switch (r.from) {
+    case From::data_parallel_rejected:
+    case From::data_parallel_best:
+      return data_parallel_of(r)->objective;
+    case From::layout_rejected:
+      return layouts.value().rejected.at(r.index).objective;
+    case From::layout_best:
+      return layouts.value().ranked.front().objective;
+  }
+  return 0;
+}
+
 LayoutChoice UnifiedPlan::choice_of(const RejectedChoice& r) const {
+  using From = RejectedChoice::From;
   LayoutChoice c;
   if (const auto* d = data_parallel_of(r)) c.data_parallel = *d;
-  if (const auto* l = layout_of(r)) c.layout = *l;
+  if (r.from == From::layout_rejected) c.layout = layouts.value().rejected.at(r.index).candidate();
+  if (r.from == From::layout_best) c.layout = layouts.value().ranked.front();
   return c;
 }
 
@@ -248,7 +264,7 @@ void collect_rejected(UnifiedPlan& p) {
   for (std::size_t i = 0; i < p.layouts->rejected.size(); ++i) {
     const auto& r = p.layouts->rejected[i];
     p.rejected.push_back(
-        {From::layout_rejected, i, r.reason, rebased(r.reason, r.amount, r.candidate.objective)});
+        {From::layout_rejected, i, r.reason, rebased(r.reason, r.amount, r.objective)});
   }
   if (!p.layouts->ranked.empty() && best && best->data_parallel) {
     const auto& b = p.layouts->ranked.front();

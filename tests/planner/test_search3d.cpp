@@ -63,6 +63,41 @@ TEST_CASE("3D search: Llama 2 70B on 16 DGX H100 nodes, every layout valid, fast
   }
 }
 
+TEST_CASE("3D search: a rejected layout keeps what the search priced, its time only if it fit") {
+  const DgxH100 f("llama-2-70b", 2);
+  planner::Request3D r;
+  r.global_batch = 64;
+  r.seq_len = 4096;
+  const auto res = f.search(r);
+  REQUIRE(res.out_of_memory > 0);
+  REQUIRE(!res.ranked.empty());
+  std::int64_t over = 0, slower = 0;
+  for (const auto& rej : res.rejected) {
+    const auto c = rej.candidate();
+    // Re-pricing the layout gives the figures the search kept (it prices without
+    // explanations, so nothing else was dropped).
+    const auto again = cost::memory_3d(f.m, rej.layout, f.overheads, false);
+    CHECK(c.memory.total().value == again.total().value);
+    CHECK(c.memory.stage == again.stage);
+    CHECK(again.activation_terms.empty());
+    CHECK(again.explain.empty());
+    if (rej.reason == planner::Reason::out_of_memory) {
+      ++over;
+      CHECK_FALSE(rej.time);  // never timed
+      CHECK(rej.amount ==
+            Approx((double(again.total().value) - res.usable_bytes) / double(1LL << 30)));
+    } else if (rej.reason == planner::Reason::slower) {
+      ++slower;
+      REQUIRE(rej.time);
+      CHECK(c.time.step_s > 0);
+      CHECK(c.objective == rej.objective);
+      CHECK(rej.objective >= res.ranked.front().objective);
+    }
+  }
+  CHECK(over == res.out_of_memory);
+  CHECK(slower + 1 == res.fit);
+}
+
 TEST_CASE("3D search at 128K tokens: context parallelism is what fits, down to 4K tokens a rank") {
   // Llama 3 8B, 131,072 tokens, 32 H100s. Without cp one layer's activations alone are
   // 131072 x 4096 x 34 B / t (Korthikanti, sequence parallel, selective): 17 GiB / t, so only

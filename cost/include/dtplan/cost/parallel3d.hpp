@@ -264,7 +264,8 @@ std::optional<std::string> recompute_problem(const TransformerSpec& m, const Lay
 // needs m divisible by p, ZBV two chunks, ...).
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node);
 
-struct Memory3D {
+// A stage GPU's memory in figures (what a search keeps of each layout it rejects).
+struct Memory3DFigures {
   std::int64_t stage = 0;           // the heaviest stage, whose GPU this is (0: the first)
   std::int64_t params_per_gpu = 0;  // on that stage's GPU
   // The components every estimate names (memory.hpp's MemoryComponents): master weights are
@@ -276,6 +277,12 @@ struct Memory3D {
   // FSDP2's gathered bf16 blocks and one block's unsharded fp32 gradients; NCCL's buffers
   Bytes buffers;
   Bytes outside_allocator, allocator_slack;  // as MemoryComponents has them
+  Bytes total() const;
+  Bytes torch_reserved() const;   // as MemoryComponents::torch_reserved
+  Bytes torch_allocated() const;  // as MemoryComponents::torch_allocated
+};
+// The figures and how they were derived.
+struct Memory3D : Memory3DFigures {
   std::vector<NamedBytes> activation_terms;  // activations and logits, term by term
   std::vector<NamedBytes> buffer_terms;
   std::vector<NamedBytes> overhead_terms;  // CUDA context, allocator slack
@@ -283,9 +290,6 @@ struct Memory3D {
   // one memory model prices both; {field} markers for a front end to render).
   std::vector<std::pair<std::string, std::string>> explain;
   std::vector<std::string> notes;
-  Bytes total() const;
-  Bytes torch_reserved() const;   // as MemoryComponents::torch_reserved
-  Bytes torch_allocated() const;  // as MemoryComponents::torch_allocated
 };
 // The heaviest stage's GPU, priced by the memory model every strategy uses (memory.hpp) with
 // the layout's framework in place of a strategy; `explained` false leaves out the

@@ -99,9 +99,11 @@ struct UnifiedPlan {
   // The best of the ranking, as a percentage: how far `objective` is behind it.
   double behind_pct(double objective) const;
   // A rejected entry's configuration (nullptr for a layout), layout (nullptr for a
-  // configuration), the two as a ranking entry, and the data-parallel search's detail.
+  // configuration), objective (the search's, lower is better), the entry as a ranking entry
+  // (a copy, with the layout's memory and time as priced), and the data-parallel detail.
   const Candidate* data_parallel_of(const RejectedChoice& r) const;
-  const Candidate3D* layout_of(const RejectedChoice& r) const;
+  const cost::Layout3D* layout_of(const RejectedChoice& r) const;
+  double objective_of(const RejectedChoice& r) const;
   LayoutChoice choice_of(const RejectedChoice& r) const;
   const std::string& detail_of(const RejectedChoice& r) const;
 };
