@@ -9,9 +9,9 @@
 
 namespace dtplan::planner::detail {
 
-template <class T, class Memory, class Objective>
-std::vector<const T*> pareto_front(const std::vector<T>& items, Memory memory,
-                                   Objective objective) {
+template <class Items, class Memory, class Objective>
+auto pareto_front(const Items& items, Memory memory, Objective objective) {
+  using T = typename Items::value_type;
   std::vector<const T*> by_memory;
   by_memory.reserve(items.size());
   for (const auto& c : items)

@@ -447,6 +447,16 @@ ShapeKey shape_key(const cost::Layout3D& l) {
 
 }  // namespace
 
+RejectedLayout::RejectedLayout(Candidate3D&& c, Reason why, double by)
+    : layout(std::move(c.layout)),
+      memory(c.memory),
+      objective(c.objective),
+      reason(why),
+      amount(by) {
+  c.time.dp_ops = {};
+  time = std::make_shared<const cost::Time3D>(std::move(c.time));
+}
+
 Candidate3D RejectedLayout::candidate() const {
   Candidate3D c{layout, {}, time ? *time : cost::Time3D{}, objective};
   static_cast<cost::Memory3DFigures&>(c.memory) = memory;
@@ -460,12 +470,8 @@ bool better(const Candidate3D& a, const Candidate3D& b) {
   return a.memory.total() < b.memory.total();
 }
 
-void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
+void rank(std::deque<Candidate3D>& fits, const Request3D& r, Result3D& out) {
   std::stable_sort(fits.begin(), fits.end(), better);
-  for (std::size_t i = 1; i < fits.size(); ++i) {
-    const double behind = 100.0 * (fits[i].objective / fits.front().objective - 1.0);
-    out.rejected.emplace_back(Candidate3D(fits[i]), Reason::slower, behind);
-  }
   std::set<ShapeKey> seen;
   for (const auto& c : fits)
     out.best_of_framework.emplace(c.layout.framework, c);  // best first: the first stays
@@ -476,7 +482,16 @@ void rank(std::vector<Candidate3D>& fits, const Request3D& r, Result3D& out) {
   }
 }
 
-void pareto(const std::vector<Candidate3D>& fits, Result3D& out) {
+// All but the best, moved into the rejected list (the fitting layouts are not used after).
+void reject_slower(std::deque<Candidate3D>& fits, Result3D& out) {
+  for (std::size_t i = 1; i < fits.size(); ++i) {
+    const double behind = 100.0 * (fits[i].objective / fits.front().objective - 1.0);
+    out.rejected.emplace_back(std::move(fits[i]), Reason::slower, behind);
+  }
+  fits.clear();
+}
+
+void pareto(const std::deque<Candidate3D>& fits, Result3D& out) {
   const auto front = detail::pareto_front(
       fits, [](const Candidate3D& c) { return c.memory.total(); },
       [](const Candidate3D& c) { return c.objective; });
@@ -535,7 +550,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   Result3D out;
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
   cost::Model3D model(m, t, table, gpu, k, std::move(comm));
-  std::vector<Candidate3D> fits;
+  std::deque<Candidate3D> fits;  // a deque: growing a vector held two copies at its peak
   auto price = [&](const cost::Layout3D& l) {
     ++out.evaluated;
     const auto mem = cost::memory_3d(m, l, overheads, false);
@@ -579,6 +594,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.fit = static_cast<std::int64_t>(fits.size());
   rank(fits, r, out);
   pareto(fits, out);
+  reject_slower(fits, out);
   if (out.ranked.empty()) out.nearest_miss = nearest_of_all(out);
   for (const auto& [framework, best] : out.best_of_framework)
     out.nearest_miss_of_framework.erase(framework);

@@ -90,6 +90,7 @@ TEST_CASE("3D search: a rejected layout keeps what the search priced, its time o
       ++slower;
       REQUIRE(rej.time);
       CHECK(c.time.step_s > 0);
+      CHECK(rej.time->dp_ops.empty());  // no rejected entry lists its collectives
       CHECK(c.objective == rej.objective);
       CHECK(rej.objective >= res.ranked.front().objective);
     }

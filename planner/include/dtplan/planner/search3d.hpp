@@ -99,17 +99,12 @@ struct Candidate3D {
 // A layout the search priced and did not rank first: out of GPU or host memory (amount: GiB
 // over; its time is not computed), past the deadline (hours over) or slower than the best (%
 // behind). Kept as the search priced it, in figures: a search rejects 10^5 layouts and
-// prices them without explanations, and the time of one over memory is never computed.
+// prices them without explanations, and the time of one over memory is never computed. Its
+// time leaves out the list of its data-parallel collectives, which no rejected entry reports.
 struct RejectedLayout {
   RejectedLayout(const cost::Layout3D& l, const cost::Memory3DFigures& m, Reason why, double by)
       : layout(l), memory(m), reason(why), amount(by) {}
-  RejectedLayout(Candidate3D&& c, Reason why, double by)
-      : layout(std::move(c.layout)),
-        memory(c.memory),
-        time(std::make_shared<const cost::Time3D>(std::move(c.time))),
-        objective(c.objective),
-        reason(why),
-        amount(by) {}
+  RejectedLayout(Candidate3D&& c, Reason why, double by);
   cost::Layout3D layout;
   cost::Memory3DFigures memory;
   std::shared_ptr<const cost::Time3D> time;  // none: over memory, not timed
