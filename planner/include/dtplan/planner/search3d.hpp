@@ -132,7 +132,7 @@ struct Result3D {
   std::int64_t host_out_of_memory = 0;  // offloaded states over the node's host memory
   std::int64_t past_deadline = 0;
   // Every priced layout but the best: evaluated = rejected.size() + (1 if one fits).
-  // UnifiedPlan::rejected points at them. A deque: a large search rejects 10^5 layouts, and a
+  // UnifiedPlan::rejected names them by index. A deque: a large search rejects 10^5 layouts, and a
   // vector's growth held two copies of them at once (the plan's peak memory).
   std::deque<RejectedLayout> rejected;
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why

@@ -98,9 +98,10 @@ struct UnifiedPlan {
   const LayoutChoice* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
   // The best of the ranking, as a percentage: how far `objective` is behind it.
   double behind_pct(double objective) const;
-  // A rejected entry's configuration (nullptr for a layout), layout (nullptr for a
-  // configuration), objective (the search's, lower is better), the entry as a ranking entry
-  // (a copy, with the layout's memory and time as priced), and the data-parallel detail.
+  // A rejected entry's configuration (nullptr for a layout; a micro_batch of 0 stands for
+  // every micro-batch of that kind), layout (nullptr for a configuration), objective (the search's,
+  // lower is better), the entry as a ranking entry (a copy, with the layout's memory and time as
+  // priced), and the data-parallel detail.
   const Candidate* data_parallel_of(const RejectedChoice& r) const;
   const cost::Layout3D* layout_of(const RejectedChoice& r) const;
   double objective_of(const RejectedChoice& r) const;
