@@ -431,7 +431,9 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
       out << "  " << entry_text(ctx.plan.choice_of(*list[i])) << ": "
           << reason_text(ctx.plan, *list[i], ctx.request.objective) << '\n';
     }
-    if (list.size() > shown) out << "  ... and " << list.size() - shown << " more\n";
+    if (list.size() > shown)
+      out << "  ... and " << format_thousands(static_cast<std::int64_t>(list.size() - shown))
+          << " more\n";
   }
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_runner.hpp"
 #include "dtplan/model/plan.hpp"
@@ -42,6 +43,9 @@ TEST_CASE("the issue's example: a plan, runners-up, why the rest lost, DeepSpeed
                         Contains("why the other strategies lost") && Contains("Pareto front") &&
                         Contains("rejected: ") && Contains("out of memory by") &&
                         Contains("% slower") && Contains("wrote DeepSpeed config"));
+  // The entries past the nearest misses are counted with separators, as every other count.
+  CHECK(std::regex_search(r.out, std::regex("\\.\\.\\. and [0-9]{1,3}(,[0-9]{3})+ more\\n")));
+  CHECK_FALSE(std::regex_search(r.out, std::regex("\\.\\.\\. and [0-9]{4,} more")));
   CHECK_THAT(r.out, Contains("torchrun --standalone --nnodes=1 --nproc_per_node=8 train.py"));
   CHECK_THAT(r.out, Contains("--deepspeed_config " + ds.string()));
   const auto config = nlohmann::json::parse(read(ds));
