@@ -7,6 +7,7 @@
 // weight may differ by at most 2e-6 -- while a strategy that lost a gradient slice, skipped the
 // averaging or double-counted a micro-step would be off by ~1e-3.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 
 #include "dtplan/cost/profile_step.hpp"
@@ -179,4 +180,79 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
       CHECK(p.peak_bytes == static_cast<std::int64_t>(measured.front()));
     }
   }
+}
+
+TEST_CASE("CPU collectives: each kind's result, by hand from every rank's input") {
+  const auto world = MpiGroup::world();
+  auto comm = world.make_communicator();
+  const int n = world.size(), r = world.rank();
+  constexpr std::int64_t kCount = 3;  // elements per rank's block
+  // Rank q contributes 10 q + i at element i: sums over ranks are n(n-1)/2 x 10 + n i.
+  std::vector<float> in(static_cast<std::size_t>(n * kCount)), out(in.size());
+  const auto fill = [&] {
+    for (std::size_t i = 0; i < in.size(); ++i)
+      in[i] = static_cast<float>(10 * r) + static_cast<float>(i);
+  };
+  const auto sum_at = [&](std::int64_t i) { return static_cast<float>(5 * n * (n - 1) + n * i); };
+  fill();
+  comm->wait(comm->all_reduce(in.data(), n * kCount));
+  for (std::int64_t i = 0; i < n * kCount; ++i)
+    CHECK(in[static_cast<std::size_t>(i)] == sum_at(i));
+  fill();
+  comm->wait(comm->reduce_scatter(in.data(), out.data(), kCount));
+  for (std::int64_t i = 0; i < kCount; ++i)  // rank r receives block r of the sum
+    CHECK(out[static_cast<std::size_t>(i)] == sum_at(r * kCount + i));
+  fill();
+  comm->wait(comm->all_gather(in.data(), out.data(), kCount));
+  for (std::int64_t q = 0; q < n; ++q) {  // rank q's first kCount elements, in rank order
+    for (std::int64_t i = 0; i < kCount; ++i)
+      CHECK(out[static_cast<std::size_t>(q * kCount + i)] == static_cast<float>(10 * q + i));
+  }
+  const int root = n - 1;
+  fill();
+  comm->wait(comm->broadcast(in.data(), kCount, root));
+  for (std::int64_t i = 0; i < kCount; ++i)
+    CHECK(in[static_cast<std::size_t>(i)] == static_cast<float>(10 * root + i));
+  fill();
+  comm->wait(comm->reduce(in.data(), kCount, root));
+  for (std::int64_t i = 0; i < kCount; ++i) {  // others keep their own values
+    CHECK(in[static_cast<std::size_t>(i)] ==
+          (r == root ? sum_at(i) : static_cast<float>(10 * r + i)));
+  }
+  const auto& rec = comm->records();
+  REQUIRE(rec.size() == 5);
+  CHECK(rec[1].bytes == n * kCount * 4);  // reduce-scatter: the whole unscattered buffer
+  CHECK(rec[4].bytes == kCount * 4);
+}
+
+TEST_CASE("CPU collectives: a record is the collective's duration, not the compute after it") {
+  // The old CPU backend timed a collective from issue to the wait that noticed its end, so
+  // compute between the two was counted as communication (16.7 ms for a 66 KB bucket).
+  const auto world = MpiGroup::world();
+  auto comm = world.make_communicator();
+  std::vector<float> grads(256, 1.0f), work(1 << 20, 0.5f);
+  comm->set_phase("backward");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto h = comm->all_reduce(grads.data(), 256);
+  const std::chrono::duration<double> issue_s = std::chrono::steady_clock::now() - t0;
+  // Compute between issue and wait, as backward does between a bucket and the optimizer.
+  double checksum = 0;
+  for (int pass = 0; pass < 20; ++pass) {
+    for (auto& w : work)
+      checksum += (w = w * 0.999f + 0.001f);
+  }
+  comm->wait(h);
+  const auto& rec = comm->records();
+  REQUIRE(rec.size() == 1);
+  CHECK(rec[0].phase == "backward");
+  CHECK(rec[0].time_s > 0);
+  CHECK(rec[0].time_s <= issue_s.count());  // inside the call that ran it
+  CHECK(grads[0] == static_cast<float>(world.size()));
+  CHECK(checksum > 0);
+}
+
+TEST_CASE("CPU collectives: waiting on a handle never issued names it") {
+  auto comm = MpiGroup::world().make_communicator();
+  CHECK_THROWS_WITH(comm->wait(7), Catch::Contains("collective handle 7") &&
+                                       Catch::Contains("only 0 collectives were issued"));
 }

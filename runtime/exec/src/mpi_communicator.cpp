@@ -1,6 +1,12 @@
-// The CPU backend's collectives: MPI-3 non-blocking collectives over host buffers. A
-// collective's time runs from issue to the moment its completion is observed (in wait() or
-// progress()), so a bucket that finishes while backward computes is timed to the next check.
+// The CPU backend's collectives: Open MPI's blocking collectives over host buffers, run to
+// completion when issued. Open MPI progresses a non-blocking collective (libnbc) only inside MPI
+// calls, so on the compute thread MPI_Iallreduce overlapped too little to change a DDP step's
+// time and cost up to 3.6x the blocking call of the same size (bench/bench_runtime_collectives,
+// docs/performance.md); its time was also the span from issue to the next MPI_Test, backward's
+// compute included.
+// Run at issue, a collective uses Open MPI's tuned algorithms and its record is its duration.
+// wait() then has nothing left to do, which is a valid order for every caller: a caller issues
+// a collective only once its input is final and reads the output only after wait().
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -47,11 +53,6 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
   }
-  ~MpiCommunicator() override {
-    for (auto& p : pending_) {
-      if (p.request != MPI_REQUEST_NULL) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
-    }
-  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -59,90 +60,59 @@ class MpiCommunicator final : public Communicator {
 
   CommHandle all_reduce(float* data, std::int64_t count) override {
     const int n = mpi_count(count, Collective::all_reduce);
-    return issue(Collective::all_reduce, count * 4, [&](MPI_Request* r) {
-      return MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm_, r);
-    });
+    return run(Collective::all_reduce, count * 4,
+               [&] { return MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm_); });
   }
   CommHandle reduce_scatter(const float* in, float* out, std::int64_t count) override {
     const int n = mpi_count(count * size_, Collective::reduce_scatter) / size_;
-    return issue(Collective::reduce_scatter, count * size_ * 4, [&](MPI_Request* r) {
-      return MPI_Ireduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, comm_, r);
-    });
+    return run(Collective::reduce_scatter, count * size_ * 4,
+               [&] { return MPI_Reduce_scatter_block(in, out, n, MPI_FLOAT, MPI_SUM, comm_); });
   }
   CommHandle all_gather(const float* in, float* out, std::int64_t count) override {
     const int n = mpi_count(count * size_, Collective::all_gather) / size_;
     const void* send = in == out + count * rank_ ? MPI_IN_PLACE : in;
-    return issue(Collective::all_gather, count * size_ * 4, [&](MPI_Request* r) {
-      return MPI_Iallgather(send, n, MPI_FLOAT, out, n, MPI_FLOAT, comm_, r);
-    });
+    return run(Collective::all_gather, count * size_ * 4,
+               [&] { return MPI_Allgather(send, n, MPI_FLOAT, out, n, MPI_FLOAT, comm_); });
   }
   CommHandle broadcast(float* data, std::int64_t count, int root) override {
     const int n = mpi_count(count, Collective::broadcast);
-    return issue(Collective::broadcast, count * 4,
-                 [&](MPI_Request* r) { return MPI_Ibcast(data, n, MPI_FLOAT, root, comm_, r); });
+    return run(Collective::broadcast, count * 4,
+               [&] { return MPI_Bcast(data, n, MPI_FLOAT, root, comm_); });
   }
   CommHandle reduce(float* data, std::int64_t count, int root) override {
     const int n = mpi_count(count, Collective::reduce);
     const bool at_root = rank_ == root;
-    return issue(Collective::reduce, count * 4, [&](MPI_Request* r) {
-      return MPI_Ireduce(at_root ? MPI_IN_PLACE : data, at_root ? data : nullptr, n, MPI_FLOAT,
-                         MPI_SUM, root, comm_, r);
+    return run(Collective::reduce, count * 4, [&] {
+      return MPI_Reduce(at_root ? MPI_IN_PLACE : data, at_root ? data : nullptr, n, MPI_FLOAT,
+                        MPI_SUM, root, comm_);
     });
   }
 
+  // The collective completed when it was issued; only the handle is checked.
   void wait(CommHandle h) override {
-    auto& p = pending_.at(static_cast<std::size_t>(h));
-    if (p.request == MPI_REQUEST_NULL) return;
-    mpi_check(MPI_Wait(&p.request, MPI_STATUS_IGNORE), wait_what(p));
-    finish(p);
-  }
-
-  void progress() override {
-    for (auto& p : pending_) {
-      if (p.request == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      mpi_check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), wait_what(p));
-      if (done) finish(p);
+    if (h < 0 || h >= issued_) {
+      throw Error("waiting on collective handle " + std::to_string(h) + ": only " +
+                  std::to_string(issued_) + " collectives were issued");
     }
   }
 
-  const std::vector<CollectiveRecord>& records() override {
-    for (std::size_t i = 0; i < pending_.size(); ++i)
-      wait(static_cast<CommHandle>(i));
-    pending_.clear();
-    return records_;
-  }
-
  private:
-  struct Pending {
-    MPI_Request request = MPI_REQUEST_NULL;
-    std::size_t record = 0;
-    double start_s = 0;
-  };
-
-  template <class Start>
-  CommHandle issue(Collective kind, std::int64_t bytes, Start start) {
-    records_.push_back({kind, bytes, 0, phase_});
-    Pending p{MPI_REQUEST_NULL, records_.size() - 1, now_s()};
-    mpi_check(start(&p.request), "MPI " + std::string(name_of(kind)) + " of " +
-                                     std::to_string(bytes) + " bytes in " + phase_);
-    pending_.push_back(p);
-    return static_cast<CommHandle>(pending_.size() - 1);
-  }
-
-  void finish(Pending& p) {
-    if (p.record < records_.size()) records_[p.record].time_s = now_s() - p.start_s;
-  }
-
-  std::string wait_what(const Pending& p) const {
-    const auto& r = records_.at(p.record);
-    return "completing MPI " + std::string(name_of(r.kind)) + " of " + std::to_string(r.bytes) +
-           " bytes in " + r.phase;
+  template <class Call>
+  CommHandle run(Collective kind, std::int64_t bytes, Call call) {
+    const double start_s = now_s();
+    const int code = call();
+    const double time_s = now_s() - start_s;
+    if (code != MPI_SUCCESS) {
+      mpi_check(code, "MPI " + std::string(name_of(kind)) + " of " + std::to_string(bytes) +
+                          " bytes in " + phase_);
+    }
+    records_.push_back({kind, bytes, time_s, phase_});
+    return issued_++;
   }
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
-  std::vector<Pending> pending_;
+  CommHandle issued_ = 0;
 };
 
 }  // namespace

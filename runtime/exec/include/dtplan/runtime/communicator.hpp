@@ -1,8 +1,11 @@
 // The data-parallel seam: collectives over device buffers (fp32 sums). Two backends: MPI over
 // host buffers (CPU) and NCCL over device buffers on a communication stream (CUDA). Every
-// operation is asynchronous and returns a handle; wait() makes the result visible to the
-// compute side. Every collective is recorded with its size and time, labelled with the phase
-// that issued it, so the runtime can report each one against the cost model.
+// operation returns a handle and may still run when it returns (NCCL) or have completed (MPI,
+// which runs Open MPI's blocking collective at issue); wait() makes the result visible to the
+// compute side. A caller issues a collective once its input is final and touches its output
+// only after wait(), so both orders are correct. Every collective is recorded with its size and
+// time, labelled with the phase that issued it, so the runtime can report each one against the cost
+// model.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +24,9 @@ std::string_view name_of(Collective c);
 struct CollectiveRecord {
   Collective kind = Collective::all_reduce;
   std::int64_t bytes = 0;
-  double time_s = 0;  // issue to completion
+  // The collective's own duration: the blocking MPI call, or CUDA events around it on NCCL's
+  // stream (time spent waiting for a late peer included, as in any collective).
+  double time_s = 0;
   std::string phase;
 };
 
@@ -47,7 +52,7 @@ class Communicator {
   virtual CommHandle reduce(float* data, std::int64_t count, int root) = 0;
   // Completes `h`: afterwards the compute side may read and write its buffers.
   virtual void wait(CommHandle h) = 0;
-  // Lets queued collectives advance while the caller computes (MPI tests its requests).
+  // Lets queued collectives advance while the caller computes (NCCL notes completed ones).
   virtual void progress() {}
 
   void set_phase(std::string phase) { phase_ = std::move(phase); }
