@@ -87,8 +87,8 @@ void mpi_call(MPI_Comm comm, int rank, int size, Collective kind, Buffers& b) {
       MPI_Bcast(in, n, MPI_FLOAT, 0, comm);
       break;
     case Collective::reduce:
-      MPI_Reduce(rank == 0 ? MPI_IN_PLACE : in, rank == 0 ? in : nullptr, n, MPI_FLOAT, MPI_SUM,
-                 0, comm);
+      MPI_Reduce(rank == 0 ? MPI_IN_PLACE : in, rank == 0 ? in : nullptr, n, MPI_FLOAT, MPI_SUM, 0,
+                 comm);
       break;
   }
 }
@@ -157,9 +157,8 @@ void run(const Options& o) {
         ours.push_back(timed_batch(world.handle(), calls, [&] { runtime_call(*comm, kind, b); }));
         for (const auto& rec : comm->records())
           recorded.push_back(rec.time_s);
-        theirs.push_back(timed_batch(world.handle(), calls, [&] {
-          mpi_call(world.handle(), rank, size, kind, b);
-        }));
+        theirs.push_back(timed_batch(world.handle(), calls,
+                                     [&] { mpi_call(world.handle(), rank, size, kind, b); }));
       }
       if (rank == 0) {
         const double a = median(ours), m = median(theirs);

@@ -1,70 +1,35 @@
-// CpuDevice: host buffers and Eigen GEMMs; element-wise kernels as Eigen array expressions.
-// Synchronous, single-threaded (each MPI rank owns one core).
+// CpuDevice: host buffers; GEMMs and the transcendental element-wise kernels from the build of
+// cpu_kernels for the host's vector instruction set, the simple loops here. Synchronous,
+// single-threaded (each MPI rank owns one core).
 #include "dtplan/runtime/cpu_device.hpp"
 
 #include <malloc.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/runtime/cpu_kernels.hpp"
 #include "dtplan/runtime/host_info.hpp"
 
 namespace dtplan::runtime {
 namespace {
 
-using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMajor>;
-using Map = Eigen::Map<RowMajor>;
-using Index = Eigen::Index;
-
-using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
-using ConstVec = Eigen::Map<const Array>;
-using Vec = Eigen::Map<Array>;
-
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
-
-// Eigen's vectorised tanh / exp take the same time for any input (libm's scalar ones are ten
-// times faster on zeros than on real activations, which made microbenchmarks lie).
-template <class X>
-auto gelu_inner(const X& x) {
-  return (kGeluC * (x + kGeluA * x.cube())).tanh();
-}
-
-template <class X>
-auto sigmoid_of(const X& x) {
-  return 1.0f / (1.0f + (-x).exp());
-}
-
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(std::int64_t capacity) : Device(capacity) {}
+  explicit CpuDevice(std::int64_t capacity) : Device(capacity), k_(cpu_kernels()) {}
 
   std::string description() const override {
-    return "cpu: " + cpu_model_name() + " (Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
-           std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) +
-           ", 1 thread per rank)";
+    return "cpu: " + cpu_model_name() + " (" + cpu_kernels_library() + ", " + k_.name +
+           " kernels, 1 thread per rank)";
   }
   std::string kind() const override { return "cpu"; }
 
   void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
             const float* a, const float* b, float beta, float* c) override {
-    ConstMap A(a, ta ? k : m, ta ? m : k);
-    ConstMap B(b, tb ? n : k, tb ? k : n);
-    Map C(c, m, n);
-    if (beta == 0.0f) {
-      C.setZero();
-    } else if (beta != 1.0f) {
-      C *= beta;
-    }
-    if (!ta && !tb) C.noalias() += alpha * (A * B);
-    if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
-    if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
-    if (ta && tb) C.noalias() += alpha * (A.transpose() * B.transpose());
+    k_.gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
   }
 
   void add_bias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) override {
@@ -79,27 +44,21 @@ class CpuDevice final : public Device {
         g[j] += dy[r * cols + j];
     }
   }
-  void gelu(const float* x, float* y, std::int64_t n) override {
-    const ConstVec a(x, n);
-    Vec(y, n) = 0.5f * a * (1.0f + gelu_inner(a));
-  }
+  void gelu(const float* x, float* y, std::int64_t n) override { k_.gelu(x, y, n); }
+
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
-    const ConstVec a(x, n);
-    const Array t = gelu_inner(a);
-    Vec(dx, n) = ConstVec(dy, n) * (0.5f * (1.0f + t) + 0.5f * a * (1.0f - t.square()) * kGeluC *
-                                                            (1.0f + 3 * kGeluA * a.square()));
+    k_.gelu_backward(x, dy, dx, n);
   }
+
   void swiglu(const float* g, const float* u, float* y, std::int64_t n) override {
-    const ConstVec a(g, n);
-    Vec(y, n) = a * sigmoid_of(a) * ConstVec(u, n);
+    k_.swiglu(g, u, y, n);
   }
+
   void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
                        std::int64_t n) override {
-    const ConstVec a(g, n), d(dy, n);
-    const Array s = sigmoid_of(a);
-    Vec(du, n) = d * a * s;
-    Vec(dg, n) = d * ConstVec(u, n) * s * (1.0f + a * (1.0f - s));
+    k_.swiglu_backward(g, u, dy, dg, du, n);
   }
+
   void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
                    std::int64_t kv_heads, std::int64_t hd) override {
     const std::int64_t row = (heads + 2 * kv_heads) * hd, v0 = (heads + kv_heads) * hd;
@@ -142,20 +101,9 @@ class CpuDevice final : public Device {
   }
   double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
                                std::int64_t vocab, float grad_scale) override {
-    double loss = 0;
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      Vec row(logits + t * vocab, vocab);
-      const float top = row.maxCoeff();
-      const std::int64_t target = targets[t];
-      const double target_logit = double{row[target]} - top;
-      row = (row - top).exp();
-      const double sum = row.sum();
-      loss += std::log(sum) - target_logit;
-      row *= static_cast<float>(grad_scale / sum);
-      row[target] -= grad_scale;
-    }
-    return loss;
+    return k_.softmax_cross_entropy(logits, targets, tokens, vocab, grad_scale);
   }
+
   void axpy(float alpha, const float* x, float* y, std::int64_t n) override {
     for (std::int64_t i = 0; i < n; ++i)
       y[i] += alpha * x[i];
@@ -217,6 +165,9 @@ class CpuDevice final : public Device {
     return std::calloc(static_cast<std::size_t>(bytes), 1);
   }
   void raw_free(void* p) override { std::free(p); }
+
+ private:
+  const CpuKernels& k_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/cpu_device.hpp"
+#include "dtplan/runtime/cpu_kernels.hpp"
 #include "dtplan/runtime/cuda_backend.hpp"
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/measure_profile.hpp"
@@ -277,6 +278,7 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
                     "." + std::to_string(EIGEN_MINOR_VERSION)},
       {"communicator", comm->description()}};
   if (cuda) out.versions["cuda"] = cuda_versions();
+  if (!cuda) out.versions["cpu_kernels"] = cpu_kernels().name;  // the instruction-set build
   out.scale = o.scale;
   out.workload = job.stack;
   auto& e = out.executed;

@@ -1,0 +1,43 @@
+// The CPU device's vectorised kernels (Eigen GEMMs and array expressions), built once per
+// instruction set and chosen at run time, so one build uses AVX-512 or AVX2 where the host has
+// them and still runs on any x86-64 (SSE2) or other CPU. Each build of cpu_kernels_isa.cpp
+// renames Eigen's namespace, so its template instances can never be merged with another
+// build's by the linker (see runtime/exec/CMakeLists.txt).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtplan::runtime {
+
+struct CpuKernels {
+  const char* name;      // "avx512", "avx2" or "baseline": the value DTPLAN_CPU_KERNELS takes
+  const char* features;  // what the host needs, e.g. "AVX2, FMA, BMI1/2"
+  // C = alpha op(A) op(B) + beta C, row-major; op transposes where asked.
+  void (*gemm)(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+               const float* a, const float* b, float beta, float* c);
+  void (*gelu)(const float* x, float* y, std::int64_t n);
+  void (*gelu_backward)(const float* x, const float* dy, float* dx, std::int64_t n);
+  void (*swiglu)(const float* g, const float* u, float* y, std::int64_t n);
+  void (*swiglu_backward)(const float* g, const float* u, const float* dy, float* dg, float* du,
+                          std::int64_t n);
+  // Mean-free loss sum over tokens; the logits become their gradient times grad_scale.
+  double (*softmax_cross_entropy)(float* logits, const std::int32_t* targets, std::int64_t tokens,
+                                  std::int64_t vocab, float grad_scale);
+};
+
+// The kernels this process uses: DTPLAN_CPU_KERNELS when set, else the widest the host runs.
+const CpuKernels& cpu_kernels();
+
+// Every build this binary holds that the host can run, widest first.
+std::vector<const CpuKernels*> cpu_kernels_runnable();
+
+// The choice behind cpu_kernels(): `requested` is DTPLAN_CPU_KERNELS's value (null or empty:
+// the widest runnable). A name not built, or one the host cannot run, is an error naming both.
+const CpuKernels& choose_cpu_kernels(const char* requested);
+
+// "Eigen 3.4.0", the library the kernels were built with.
+std::string cpu_kernels_library();
+
+}  // namespace dtplan::runtime

@@ -1,0 +1,112 @@
+// One build of the CPU kernels (cpu_kernels.hpp), compiled once per instruction set with
+// DTPLAN_CPU_ISA set to its name and the compiler's flags for it. Eigen's namespace is renamed
+// to one per build before Eigen is included: every template this file instantiates then has
+// its own symbol, and the linker cannot pick, say, the AVX-512 instance of a GEMM kernel for
+// a call from the baseline build. Nothing here may have dynamic initialisation or use inline
+// functions outside that namespace with vector code (tests/tools/cpu_kernels_isolated.sh checks
+// the object's weak symbols).
+#include <cmath>
+#include <cstdint>
+
+#include "dtplan/runtime/cpu_kernels.hpp"
+
+#ifndef DTPLAN_CPU_ISA
+#error "compile with DTPLAN_CPU_ISA=<name> (runtime/exec/CMakeLists.txt)"
+#endif
+#define DTPLAN_CAT2(a, b) a##b
+#define DTPLAN_CAT(a, b) DTPLAN_CAT2(a, b)
+#define Eigen DTPLAN_CAT(dtplan_eigen_, DTPLAN_CPU_ISA)
+#include <Eigen/Core>
+
+namespace dtplan::runtime {
+namespace {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMajor>;
+using Map = Eigen::Map<RowMajor>;
+using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+using ConstVec = Eigen::Map<const Array>;
+using Vec = Eigen::Map<Array>;
+
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+
+// Eigen's vectorised tanh / exp take the same time for any input (libm's scalar ones are ten
+// times faster on zeros than on real activations, which made microbenchmarks lie).
+template <class X>
+auto gelu_inner(const X& x) {
+  return (kGeluC * (x + kGeluA * x.cube())).tanh();
+}
+
+template <class X>
+auto sigmoid_of(const X& x) {
+  return 1.0f / (1.0f + (-x).exp());
+}
+
+void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* a, const float* b, float beta, float* c) {
+  const ConstMap A(a, ta ? k : m, ta ? m : k);
+  const ConstMap B(b, tb ? n : k, tb ? k : n);
+  Map C(c, m, n);
+  if (beta == 0.0f) {
+    C.setZero();
+  } else if (beta != 1.0f) {
+    C *= beta;
+  }
+  if (!ta && !tb) C.noalias() += alpha * (A * B);
+  if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
+  if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
+  if (ta && tb) C.noalias() += alpha * (A.transpose() * B.transpose());
+}
+
+void gelu(const float* x, float* y, std::int64_t n) {
+  const ConstVec a(x, n);
+  Vec(y, n) = 0.5f * a * (1.0f + gelu_inner(a));
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
+  const ConstVec a(x, n);
+  const Array t = gelu_inner(a);
+  Vec(dx, n) = ConstVec(dy, n) * (0.5f * (1.0f + t) + 0.5f * a * (1.0f - t.square()) * kGeluC *
+                                                          (1.0f + 3 * kGeluA * a.square()));
+}
+
+void swiglu(const float* g, const float* u, float* y, std::int64_t n) {
+  const ConstVec a(g, n);
+  Vec(y, n) = a * sigmoid_of(a) * ConstVec(u, n);
+}
+
+void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
+                     std::int64_t n) {
+  const ConstVec a(g, n), d(dy, n);
+  const Array s = sigmoid_of(a);
+  Vec(du, n) = d * a * s;
+  Vec(dg, n) = d * ConstVec(u, n) * s * (1.0f + a * (1.0f - s));
+}
+
+double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
+                             std::int64_t vocab, float grad_scale) {
+  double loss = 0;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    Vec row(logits + t * vocab, vocab);
+    const float top = row.maxCoeff();
+    const std::int64_t target = targets[t];
+    const double target_logit = double{row[target]} - top;
+    row = (row - top).exp();
+    const double sum = row.sum();
+    loss += std::log(sum) - target_logit;
+    row *= static_cast<float>(grad_scale / sum);
+    row[target] -= grad_scale;
+  }
+  return loss;
+}
+
+}  // namespace
+
+// Constant-initialised: nothing of this build runs before the dispatcher chooses it.
+extern const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA);
+const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){
+    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm,          &gelu, &gelu_backward,
+    &swiglu,             &swiglu_backward,        &softmax_cross_entropy};
+
+}  // namespace dtplan::runtime
