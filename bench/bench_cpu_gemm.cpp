@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
   // The build the runtime chooses first, then every other build this host runs.
   const auto& chosen = dtplan::runtime::cpu_kernels();
   for (const auto* k : dtplan::runtime::cpu_kernels_runnable()) {
-    const std::string name = std::string("BM_RuntimeGemm/") + k->name +
-                             (k == &chosen ? "(chosen)" : "");
+    const std::string name =
+        std::string("BM_RuntimeGemm/") + k->name + (k == &chosen ? "(chosen)" : "");
     benchmark::RegisterBenchmark(name.c_str(), runtime_gemm, k)
         ->Arg(256)
         ->Arg(512)

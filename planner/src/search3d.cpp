@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -470,12 +472,23 @@ bool better(const Candidate3D& a, const Candidate3D& b) {
   return a.memory.total() < b.memory.total();
 }
 
-void rank(std::deque<Candidate3D>& fits, const Request3D& r, Result3D& out) {
-  std::stable_sort(fits.begin(), fits.end(), better);
+// The fitting layouts' order, best first (ties in the order they were priced). Indices are
+// sorted, not the candidates: a Candidate3D is large and a sort moves each one many times.
+std::vector<std::size_t> ranking(const std::deque<Candidate3D>& fits) {
+  std::vector<std::size_t> order(fits.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return better(fits[a], fits[b]); });
+  return order;
+}
+
+void rank(const std::deque<Candidate3D>& fits, const std::vector<std::size_t>& order,
+          const Request3D& r, Result3D& out) {
   std::set<ShapeKey> seen;
-  for (const auto& c : fits)
-    out.best_of_framework.emplace(c.layout.framework, c);  // best first: the first stays
-  for (const auto& c : fits) {
+  for (const auto i : order)  // best first: the first of each framework stays
+    out.best_of_framework.try_emplace(fits[i].layout.framework, fits[i]);
+  for (const auto i : order) {
+    const auto& c = fits[i];
     if (!seen.insert(shape_key(c.layout)).second) continue;
     out.ranked.push_back(c);
     if (static_cast<std::int64_t>(out.ranked.size()) >= r.top_k) break;
@@ -483,20 +496,28 @@ void rank(std::deque<Candidate3D>& fits, const Request3D& r, Result3D& out) {
 }
 
 // All but the best, moved into the rejected list (the fitting layouts are not used after).
-void reject_slower(std::deque<Candidate3D>& fits, Result3D& out) {
-  for (std::size_t i = 1; i < fits.size(); ++i) {
-    const double behind = 100.0 * (fits[i].objective / fits.front().objective - 1.0);
-    out.rejected.emplace_back(std::move(fits[i]), Reason::slower, behind);
+void reject_slower(std::deque<Candidate3D>& fits, const std::vector<std::size_t>& order,
+                   Result3D& out) {
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    auto& c = fits[order[k]];
+    const double behind = 100.0 * (c.objective / fits[order.front()].objective - 1.0);
+    out.rejected.emplace_back(std::move(c), Reason::slower, behind);
   }
   fits.clear();
 }
 
-void pareto(const std::deque<Candidate3D>& fits, Result3D& out) {
+void pareto(const std::deque<Candidate3D>& fits, const std::vector<std::size_t>& order,
+            Result3D& out) {
+  std::vector<std::reference_wrapper<const Candidate3D>> ranked;
+  ranked.reserve(order.size());
+  for (const auto i : order)
+    ranked.emplace_back(fits[i]);
+  using Ref = std::reference_wrapper<const Candidate3D>;
   const auto front = detail::pareto_front(
-      fits, [](const Candidate3D& c) { return c.memory.total(); },
-      [](const Candidate3D& c) { return c.objective; });
+      ranked, [](const Ref& c) { return c.get().memory.total(); },
+      [](const Ref& c) { return c.get().objective; });
   for (const auto* c : front)
-    out.pareto.push_back(*c);
+    out.pareto.push_back(c->get());
 }
 
 // A layout over memory: rejected, and the nearest miss of its framework if it is one.
@@ -592,9 +613,10 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
         *m.transformer, r, *std::max_element(counts.begin(), counts.end()), t.gpus_per_node(), seq);
   }
   out.fit = static_cast<std::int64_t>(fits.size());
-  rank(fits, r, out);
-  pareto(fits, out);
-  reject_slower(fits, out);
+  const auto order = ranking(fits);
+  rank(fits, order, r, out);
+  pareto(fits, order, out);
+  reject_slower(fits, order, out);
   if (out.ranked.empty()) out.nearest_miss = nearest_of_all(out);
   for (const auto& [framework, best] : out.best_of_framework)
     out.nearest_miss_of_framework.erase(framework);

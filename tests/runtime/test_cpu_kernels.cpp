@@ -73,7 +73,9 @@ double gelu_ref(double x) {
   const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
   return 0.5 * x * (1 + std::tanh(c * (x + a * x * x * x)));
 }
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double sigmoid(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 void check_elementwise(const CpuKernels& kern) {
   constexpr std::size_t n = 1003;  // not a multiple of any vector width: the tail is checked

@@ -85,8 +85,8 @@ const CpuKernels& choose_cpu_kernels(const char* requested) {
   for (const auto* k : built()) {
     if (std::string_view(k->name) != requested) continue;
     if (runnable(*k)) return *k;
-    throw Error("DTPLAN_CPU_KERNELS=" + std::string(requested) + ": this CPU lacks " +
-                k->features + "; it runs " + names(ok));
+    throw Error("DTPLAN_CPU_KERNELS=" + std::string(requested) + ": this CPU lacks " + k->features +
+                "; it runs " + names(ok));
   }
   throw Error("DTPLAN_CPU_KERNELS=" + std::string(requested) + ": not a kernel build of this " +
               "binary; it holds " + names(built()) + ", of which this CPU runs " + names(ok));

@@ -106,7 +106,7 @@ double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::in
 // Constant-initialised: nothing of this build runs before the dispatcher chooses it.
 extern const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA);
 const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){
-    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm,          &gelu, &gelu_backward,
-    &swiglu,             &swiglu_backward,        &softmax_cross_entropy};
+    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm, &gelu, &gelu_backward, &swiglu,
+    &swiglu_backward,    &softmax_cross_entropy};
 
 }  // namespace dtplan::runtime
