@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -54,7 +56,7 @@ BENCHMARK(BM_EigenNative)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMilli
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   // The build the runtime chooses first, then every other build this host runs.
   const auto& chosen = dtplan::runtime::cpu_kernels();
   for (const auto* k : dtplan::runtime::cpu_kernels_runnable()) {
@@ -71,4 +73,7 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+} catch (const std::exception& e) {  // e.g. DTPLAN_CPU_KERNELS naming a build that cannot run
+  std::fprintf(stderr, "bench_cpu_gemm: %s\n", e.what());
+  return 1;
 }

@@ -12,11 +12,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dtplan/runtime/communicator.hpp"
@@ -109,22 +111,45 @@ struct Options {
   std::int64_t max_bytes = 16 << 20;
 };
 
+constexpr const char* kUsage =
+    "usage: mpirun -np N bench_runtime_collectives [--rounds R] [--max-bytes B]\n"
+    "  --rounds R      alternated rounds per row, a whole number >= 1 (default 15)\n"
+    "  --max-bytes B   largest message in bytes, a whole number >= 1024 (default 16777216)\n";
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "bench_runtime_collectives: %s\n%s", what.c_str(), kUsage);
+  std::exit(2);
+}
+
+// A whole number of at least `least` from a flag's value, or an error naming both.
+std::int64_t whole_number(const std::string& flag, const char* text, std::int64_t least) {
+  std::int64_t v = 0;
+  const std::string_view s(text);
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    usage_error(flag + ": '" + std::string(s) + "' is not a whole number");
+  }
+  if (v < least) usage_error(flag + ": " + std::string(s) + " is below " + std::to_string(least));
+  return v;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--rounds") {
-      o.rounds = std::atoi(argv[i + 1]);
-    } else if (flag == "--max-bytes") {
-      o.max_bytes = std::atoll(argv[i + 1]);
-    } else {
-      std::fprintf(stderr, "bench_runtime_collectives: unknown flag '%s'\n", argv[i]);
-      std::exit(2);
+    if (flag == "--help" || flag == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
     }
-  }
-  if (o.rounds < 1 || o.max_bytes < 1024) {
-    std::fprintf(stderr, "bench_runtime_collectives: --rounds >= 1 and --max-bytes >= 1024\n");
-    std::exit(2);
+    if (flag != "--rounds" && flag != "--max-bytes") usage_error("unknown flag '" + flag + "'");
+    if (i + 1 >= argc) usage_error(flag + " needs a value");
+    const char* value = argv[++i];
+    if (flag == "--rounds") {
+      o.rounds = static_cast<int>(whole_number(flag, value, 1));
+      if (o.rounds > 100000) usage_error("--rounds: " + std::string(value) + " is above 100000");
+    } else {
+      o.max_bytes = whole_number(flag, value, 1024);
+    }
   }
   return o;
 }
@@ -174,7 +199,8 @@ void run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);  // before MPI starts: a bad flag needs no job to end
   dtplan::runtime::MpiSession session(&argc, &argv);
-  run(parse(argc, argv));
+  run(o);
   return 0;
 }

@@ -30,13 +30,23 @@ struct ValidateOptions {
   bool json = false;
 };
 
+// Below this, a phase time is the timer's reading of an empty phase: dtplan-run times a phase
+// between two clock reads, 0.1-0.2 us apart with nothing between them on the development
+// machine (a measured 'waiting for gradients' of 0.17 us where nothing waits).
+constexpr double kEmptyPhase_s = 1e-6;
+
 struct Figure {
   std::string name;
   std::string unit;  // bytes, s, samples/s, tokens/s
   std::optional<double> predicted;
   std::optional<double> measured;
+  // Nothing to compare where both sides say the phase is empty.
+  bool both_empty() const {
+    return unit == "s" && predicted && measured && *predicted < kEmptyPhase_s &&
+           *measured < kEmptyPhase_s;
+  }
   std::optional<double> error() const {
-    if (!predicted || !measured || *measured == 0) return std::nullopt;
+    if (!predicted || !measured || *measured == 0 || both_empty()) return std::nullopt;
     return (*predicted - *measured) / *measured;
   }
 };
@@ -102,6 +112,17 @@ std::string percent(std::optional<double> e) {
   return (*e >= 0 ? "+" : "") + fixed(*e * 100, 1) + "%";
 }
 
+// A profile made on other hardware, or with another build of the CPU kernels, than the run:
+// its time errors measure that difference too. A profile's hardware is the device's own
+// description with the ranks it was measured on after it.
+std::optional<std::string> profile_elsewhere(const runtime::Measurement& m,
+                                             const cost::HardwareProfile& p) {
+  if (p.hardware.rfind(m.device, 0) == 0) return std::nullopt;
+  return "the profile was measured on '" + p.hardware + "', this run on '" + m.device +
+         "': the time errors include that difference (dtplan calibrate --np " +
+         std::to_string(m.world_size) + " --out FILE measures this machine; then --profile FILE)";
+}
+
 nlohmann::json opt(std::optional<double> v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
@@ -128,6 +149,8 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     j["plan"] = o.plan;
     j["measured"] = o.measured;
     j["profile"] = path.string();
+    j["notes"] = m.notes;
+    if (const auto other = profile_elsewhere(m, profile)) j["notes"].push_back(*other);
     j["figures"] = nlohmann::json::array();
     for (const auto& f : figures) {
       j["figures"].push_back({{"name", f.name},
@@ -150,10 +173,12 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
         {f.name, cell(f.predicted, f.unit), cell(f.measured, f.unit), percent(f.error())});
   }
   table.print(ctx.out);
-  ctx.out << "\nerror = (predicted - measured) / measured; times are medians over "
+  ctx.out << "\nerror = (predicted - measured) / measured, '-' where a phase is empty on both "
+             "sides (under 1 us); times are medians over "
           << m.steps.size() << " measured steps (slowest rank); memory is rank 0's.\n";
   for (const auto& n : m.notes)
     ctx.out << "note: " << n << "\n";
+  if (const auto other = profile_elsewhere(m, profile)) ctx.out << "note: " << *other << "\n";
   return 0;
 }
 
@@ -169,7 +194,8 @@ Command register_validate_command(CLI::App& app) {
                   "hardware profile (dtplan-run --measure-profile); default: the bundled one "
                   "for the measurement's backend and ranks");
   sub->add_option("--data-dir", o->data_dir, "dtplan data directory");
-  sub->add_flag("--json", o->json, "JSON: figures[{name, unit, predicted, measured, error}]");
+  sub->add_flag("--json", o->json,
+                "JSON: figures[{name, unit, predicted, measured, error}], notes[]");
   return {"validate", [o](const RunContext& ctx) { return run_validate(*o, ctx); }};
 }
 

@@ -93,3 +93,55 @@ TEST_CASE("validate: what is wrong with the plan itself, not 'a different plan'"
   CHECK_THAT(r.err, Contains("plan_seq_len_zero.json: /seq_len: 0:"));
   CHECK(r.err.find("different plan") == std::string::npos);
 }
+
+TEST_CASE("validate: an empty phase on both sides has no error, a real one has") {
+  // The bundled FSDP SHARD_GRAD_OP run waits for nothing after backward: predicted 0, measured
+  // 0.14 us (the phase timer's two clock reads). A relative error there would read -100%.
+  const auto r = validate(kMeasured / "plan.json", kMeasured / "measurement.json", {"--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  bool saw_wait = false, saw_step = false;
+  for (const auto& f : j["figures"]) {
+    if (f["name"] == "waiting for gradients") {
+      saw_wait = true;
+      CHECK(f["predicted"].get<double>() == 0.0);
+      CHECK(f["measured"].get<double>() < 1e-6);
+      CHECK(f["error"].is_null());
+    }
+    if (f["name"] == "step time") {
+      saw_step = true;
+      // 65.982 ms predicted against 67.698 ms measured (data/measurements/cpu-2ranks/README.md).
+      CHECK(f["error"].get<double>() == Approx(65.982 / 67.698 - 1).margin(1e-4));
+    }
+  }
+  CHECK(saw_wait);
+  CHECK(saw_step);
+}
+
+TEST_CASE("validate: a profile from other hardware or kernels is named beside the run's") {
+  const auto plan = kMeasured / "plan.json";
+  const auto measured = kMeasured / "measurement.json";
+  // The bundled pair was measured on one machine: no note.
+  auto same = validate(plan, measured);
+  REQUIRE(same.code == 0);
+  CHECK_THAT(same.out, !Contains("the profile was measured on"));
+  // The same profile relabelled as another machine's AVX2 build.
+  nlohmann::json p;
+  std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "profiles" / "cpu-2ranks.json") >> p;
+  p["hardware"] = "cpu: Other CPU (Eigen 3.4.0, avx2 kernels, 1 thread per rank), 2 ranks on vm";
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-test-validate-other.json";
+  std::ofstream(path) << p.dump();
+  const auto other = validate(plan, measured, {"--profile", path.string()});
+  const auto other_json = validate(plan, measured, {"--profile", path.string(), "--json"});
+  std::filesystem::remove(path);
+  REQUIRE(other.code == 0);
+  CHECK_THAT(other.out, Contains("the profile was measured on 'cpu: Other CPU (Eigen 3.4.0, avx2 "
+                                 "kernels") &&
+                            Contains("this run on 'cpu: AMD EPYC (Eigen 3.4.0, 1 thread per "
+                                     "rank)'") &&
+                            Contains("dtplan calibrate --np 2 --out FILE"));
+  REQUIRE(other_json.code == 0);
+  const auto notes = nlohmann::json::parse(other_json.out)["notes"];
+  REQUIRE(notes.is_array());
+  CHECK_THAT(notes.back().get<std::string>(), Contains("the profile was measured on"));
+}
