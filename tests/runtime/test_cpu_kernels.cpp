@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dtplan/runtime/cpu_kernels.hpp"
+#include "gemm_reference.hpp"
 
 using dtplan::runtime::CpuKernels;
 
@@ -21,25 +22,6 @@ std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1, fl
   for (auto& x : v)
     x = d(gen);
   return v;
-}
-
-// C = alpha op(A) op(B) + beta C in double, row-major, from the definition.
-std::vector<double> gemm_reference(bool ta, bool tb, int m, int n, int k, double alpha,
-                                   const std::vector<float>& a, const std::vector<float>& b,
-                                   double beta, const std::vector<float>& c) {
-  std::vector<double> out(c.size());
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      double s = 0;
-      for (int p = 0; p < k; ++p) {
-        const double x = ta ? a[p * m + i] : a[i * k + p];
-        const double y = tb ? b[j * k + p] : b[p * n + j];
-        s += x * y;
-      }
-      out[i * n + j] = alpha * s + beta * c[i * n + j];
-    }
-  }
-  return out;
 }
 
 // Worst |got - want| relative to max(|want|, floor).
@@ -60,7 +42,7 @@ void check_gemm(const CpuKernels& kern, int m, int n, int k) {
     for (const float beta : {0.0f, 1.0f, 0.25f}) {
       auto c = c0;
       kern.gemm(ta, tb, m, n, k, 0.5f, a.data(), b.data(), beta, c.data());
-      const auto want = gemm_reference(ta, tb, m, n, k, 0.5, a, b, beta, c0);
+      const auto want = dtplan::test::gemm_reference(ta, tb, m, n, k, 0.5, a, b, beta, c0);
       INFO(kern.name << " kernels: gemm " << m << "x" << n << "x" << k << " ta " << ta << " tb "
                      << tb << " beta " << beta);
       // fp32 sums of k products of magnitude < 1: error ~ k x 6e-8 of the scale of the sum.

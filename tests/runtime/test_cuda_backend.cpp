@@ -10,6 +10,7 @@
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/cuda_backend.hpp"
+#include "gemm_reference.hpp"
 
 namespace rt = dtplan::runtime;
 using Catch::Matchers::Contains;
@@ -68,18 +69,8 @@ TEST_CASE("cuda gemm matches a CPU reference for every transpose combination", "
       INFO("trans_a " << ta << ", trans_b " << tb);
       // A is stored m x k (k x m when transposed), B k x n (n x k), all row-major.
       const auto a = pattern(m * k, 1), b = pattern(k * n, 2), c0 = pattern(m * n, 3);
-      std::vector<float> want(c0);
-      for (int i = 0; i < m; ++i) {
-        for (int j = 0; j < n; ++j) {
-          double acc = 0;
-          for (int p = 0; p < k; ++p) {
-            const float aip = ta ? a[p * m + i] : a[i * k + p];
-            const float bpj = tb ? b[j * k + p] : b[p * n + j];
-            acc += static_cast<double>(aip) * bpj;
-          }
-          want[i * n + j] = static_cast<float>(alpha * acc + beta * c0[i * n + j]);
-        }
-      }
+      const auto exact = dtplan::test::gemm_reference(ta, tb, m, n, k, alpha, a, b, beta, c0);
+      const std::vector<float> want(exact.begin(), exact.end());
       auto da = to_device(*dev, a), db = to_device(*dev, b), dc = to_device(*dev, c0);
       dev->gemm(ta, tb, m, n, k, alpha, da.f(), db.f(), beta, dc.f());
       require_near(to_host(*dev, dc), want);

@@ -22,7 +22,7 @@ class CpuDevice final : public Device {
   explicit CpuDevice(std::int64_t capacity) : Device(capacity), k_(cpu_kernels()) {}
 
   std::string description() const override {
-    return "cpu: " + cpu_model_name() + " (" + cpu_kernels_library() + ", " + k_.name +
+    return "cpu: " + cpu_model_name() + " (Eigen " + eigen_version() + ", " + k_.name +
            " kernels, 1 thread per rank)";
   }
   std::string kind() const override { return "cpu"; }

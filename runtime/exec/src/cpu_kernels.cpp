@@ -97,9 +97,9 @@ const CpuKernels& cpu_kernels() {
   return chosen;
 }
 
-std::string cpu_kernels_library() {
-  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
-         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION);
+std::string eigen_version() {
+  return std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+         std::to_string(EIGEN_MINOR_VERSION);
 }
 
 }  // namespace dtplan::runtime

@@ -1,7 +1,6 @@
 // dtplan-run's job (see run_job.hpp): plan -> workload -> training steps -> measurement.
 #include "dtplan/runtime/run_job.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -272,11 +271,9 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   out.cores = cpu_cores();
   out.host_memory_bytes = host_memory_bytes();
   out.device_capacity_bytes = device->capacity_bytes();
-  out.versions = {
-      {"mpi", MpiSession::library_version()},
-      {"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
-                    "." + std::to_string(EIGEN_MINOR_VERSION)},
-      {"communicator", comm->description()}};
+  out.versions = {{"mpi", MpiSession::library_version()},
+                  {"eigen", eigen_version()},
+                  {"communicator", comm->description()}};
   if (cuda) out.versions["cuda"] = cuda_versions();
   if (!cuda) out.versions["cpu_kernels"] = cpu_kernels().name;  // the instruction-set build
   out.scale = o.scale;

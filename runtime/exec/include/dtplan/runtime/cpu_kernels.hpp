@@ -37,7 +37,7 @@ std::vector<const CpuKernels*> cpu_kernels_runnable();
 // the widest runnable). A name not built, or one the host cannot run, is an error naming both.
 const CpuKernels& choose_cpu_kernels(const char* requested);
 
-// "Eigen 3.4.0", the library the kernels were built with.
-std::string cpu_kernels_library();
+// "3.4.0": the version of Eigen the kernels were built with.
+std::string eigen_version();
 
 }  // namespace dtplan::runtime
