@@ -112,17 +112,6 @@ std::string percent(std::optional<double> e) {
   return (*e >= 0 ? "+" : "") + fixed(*e * 100, 1) + "%";
 }
 
-// A profile made on other hardware, or with another build of the CPU kernels, than the run:
-// its time errors measure that difference too. A profile's hardware is the device's own
-// description with the ranks it was measured on after it.
-std::optional<std::string> profile_elsewhere(const runtime::Measurement& m,
-                                             const cost::HardwareProfile& p) {
-  if (p.hardware.rfind(m.device, 0) == 0) return std::nullopt;
-  return "the profile was measured on '" + p.hardware + "', this run on '" + m.device +
-         "': the time errors include that difference (dtplan calibrate --np " +
-         std::to_string(m.world_size) + " --out FILE measures this machine; then --profile FILE)";
-}
-
 nlohmann::json opt(std::optional<double> v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
@@ -150,7 +139,7 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     j["measured"] = o.measured;
     j["profile"] = path.string();
     j["notes"] = m.notes;
-    if (const auto other = profile_elsewhere(m, profile)) j["notes"].push_back(*other);
+    if (const auto other = runtime::profile_mismatch(m, profile)) j["notes"].push_back(*other);
     j["figures"] = nlohmann::json::array();
     for (const auto& f : figures) {
       j["figures"].push_back({{"name", f.name},
@@ -178,7 +167,8 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
           << m.steps.size() << " measured steps (slowest rank); memory is rank 0's.\n";
   for (const auto& n : m.notes)
     ctx.out << "note: " << n << "\n";
-  if (const auto other = profile_elsewhere(m, profile)) ctx.out << "note: " << *other << "\n";
+  if (const auto other = runtime::profile_mismatch(m, profile))
+    ctx.out << "note: " << *other << "\n";
   return 0;
 }
 

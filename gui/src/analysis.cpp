@@ -239,6 +239,9 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
       row.predicted_peak_bytes = static_cast<double>(p.peak_bytes);
       row.measured_peak_bytes = static_cast<double>(m.memory.front().peak_bytes);
       a.validation.push_back(row);
+      if (const auto other = runtime::profile_mismatch(m, profile)) {
+        a.problems.push_back("validation: " + file + ": " + *other);
+      }
     } catch (const std::exception& e) {
       a.problems.push_back("validation: " + file + ": " + message_of(e));
     }

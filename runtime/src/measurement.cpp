@@ -249,6 +249,13 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
   return m;
 }
 
+std::optional<std::string> profile_mismatch(const Measurement& m, const cost::HardwareProfile& p) {
+  if (p.hardware.rfind(m.device, 0) == 0) return std::nullopt;
+  return "the profile was measured on '" + p.hardware + "', this run on '" + m.device +
+         "': the time errors include that difference (dtplan calibrate --np " +
+         std::to_string(m.world_size) + " --out FILE measures this machine; then --profile FILE)";
+}
+
 cost::RuntimeRun runtime_run_of(const Measurement& m) {
   cost::RuntimeRun r;
   r.stack = m.workload;

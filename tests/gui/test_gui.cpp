@@ -298,6 +298,33 @@ class TestGui : public QObject {
     QCOMPARE(view.rows(), 1);
   }
 
+  void validation_names_a_profile_from_other_hardware() {
+    // The bundled CPU measurement against its own profile relabelled as another machine's:
+    // the comparison is still drawn, and the difference is named beside it.
+    const auto dir = std::string(DTPLAN_DATA_DIR);
+    QFile in(QString::fromStdString(dir + "/profiles/cpu-2ranks.json"));
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    auto text = in.readAll().toStdString();
+    const std::string was = "cpu: AMD EPYC";
+    const auto at = text.find(was);
+    QVERIFY(at != std::string::npos);
+    text.replace(at, was.size(), "cpu: Other CPU");
+    QTemporaryDir tmp;
+    const auto path = tmp.filePath("other.json").toStdString();
+    QFile out(QString::fromStdString(path));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(text.c_str(), static_cast<qint64>(text.size()));
+    out.close();
+    Session s;
+    s.measurements = {dir + "/measurements/cpu-2ranks/measurement.json"};
+    s.profile = path;
+    const auto a = analyse(s);
+    QCOMPARE(a.validation.size(), std::size_t{1});
+    QCOMPARE(a.problems.size(), std::size_t{1});
+    QVERIFY(a.problems[0].find("the profile was measured on 'cpu: Other CPU") != std::string::npos);
+    QVERIFY(a.problems[0].find("this run on 'cpu: AMD EPYC") != std::string::npos);
+  }
+
   void every_view_renders_to_a_non_empty_png() {
     Session s;
     s.measurements = {std::string(DTPLAN_DATA_DIR) + "/measurements/h100-sxm/measurement.json"};

@@ -8,9 +8,8 @@
 namespace dtplan::test {
 
 inline std::vector<double> gemm_reference(bool ta, bool tb, int m, int n, int k, double alpha,
-                                          const std::vector<float>& a,
-                                          const std::vector<float>& b, double beta,
-                                          const std::vector<float>& c) {
+                                          const std::vector<float>& a, const std::vector<float>& b,
+                                          double beta, const std::vector<float>& c) {
   std::vector<double> out(c.size());
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {

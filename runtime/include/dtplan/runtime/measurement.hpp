@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,10 @@ nlohmann::json to_json(const Measurement& m);
 // What a measurement executed, as the cost model's RuntimeRun (to predict it).
 cost::RuntimeRun runtime_run_of(const Measurement& m);
 Measurement measurement_from_json(const std::filesystem::path& path);
+
+// When profile `p` was measured on other hardware, or with another build of the CPU kernels,
+// than `m` ran on, a note saying so (time predictions from it measure that difference too);
+// none when they match. A profile's hardware is the device's description, then its ranks.
+std::optional<std::string> profile_mismatch(const Measurement& m, const cost::HardwareProfile& p);
 
 }  // namespace dtplan::runtime
