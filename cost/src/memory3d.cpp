@@ -1,0 +1,300 @@
+// Pipeline stages' memory: the heaviest stage's GPU of a layout (see parallel3d.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dtplan/cost/parallel3d.hpp"
+#include "dtplan/cost/pipeline_schedule.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
+#include "dtplan/model/error.hpp"
+#include "layout_parts.hpp"
+#include "state_layout.hpp"
+
+namespace dtplan::cost {
+
+
+Bytes Memory3DFigures::total() const {
+  return Bytes{weights.value + master_weights.value + gradients.value + optimizer_states.value +
+               activations.value + logits.value + buffers.value + overhead.value};
+}
+
+Bytes Memory3DFigures::torch_reserved() const {
+  return total() - outside_allocator;
+}
+
+Bytes Memory3DFigures::torch_allocated() const {
+  return torch_reserved() - allocator_slack;
+}
+namespace {
+
+// The NCCL communicators a GPU of the layout uses, each with its own buffers: tensor
+// parallel, context parallel, the data-parallel (x cp) group, the pipeline's point-to-point
+// group, and under hybrid sharding the shard and the replica groups instead of one.
+std::int64_t communicators(const Layout3D& l) {
+  const std::int64_t dp_ranks = l.dp * l.cp;
+  // Folded experts add their own: expert parallel, expert tensor parallel (when not tp's),
+  // expert data parallel (when not dp x cp's).
+  const std::int64_t experts = (l.ep > 1 ? 1 : 0) +
+                               (l.expert_tp() > 1 && l.expert_tp() != l.tp ? 1 : 0) +
+                               (l.expert_dp() > 1 && l.expert_dp() != dp_ranks ? 1 : 0);
+  return (l.tp > 1 ? 1 : 0) + (l.cp > 1 ? 1 : 0) + (dp_ranks > 1 ? (l.hybrid() ? 2 : 1) : 0) +
+         (l.pp > 1 ? 1 : 0) + experts;
+}
+
+// What stage `i` (of `layers` blocks) keeps: s/cp tokens of each micro-batch, 1/t of the
+// heads and MLP width, the micro-batches its schedule keeps in flight; the embedding's inputs
+// on the first stage, the head and the loss (Megatron-LM's vocab-parallel cross-entropy, or
+// torch's, as torchtitan runs it) on the last.
+ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t layers,
+                                 std::int64_t dense) {
+  ActivationShape a;
+  a.micro_batch = l.micro_batch;
+  a.tokens = tokens_per_rank(l);
+  a.precision = l.precision;
+  a.attention = l.attention;
+  a.recompute = l.recompute;
+  a.recompute_modules = l.recompute_modules;
+  a.tp = l.tp;
+  a.expert_tp = l.expert_tp();
+  a.expert_rows_factor = l.expert_rows_factor();
+  a.fp8_linear_inputs = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
+  a.sequence_parallel = l.sequence_parallel;
+  a.layers = layers;
+  a.dense_layers = dense;
+  a.in_flight =
+      l.pp == 1 ? 1.0
+                : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
+  a.embedding = i == 0;
+  a.head = i == head_stage(l);
+  // torchtitan turns loss_parallel on whenever tensor parallelism shards the LM head
+  // (training.disable_loss_parallel defaults to false).
+  a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel
+           : l.tp > 1                         ? LossKind::loss_parallel
+                                              : LossKind::torch;
+  return a;
+}
+
+// How a layout's framework holds model states, as a strategy registry row would: Megatron-LM
+// keeps bf16 parameters and fp32 main gradients whole and shards the fp32 main weights and
+// optimizer states with its distributed optimizer; FSDP2 keeps every state sharded and gathers
+// blocks in bf16 (the block in use and the prefetched one, or every block of the stage from
+// forward to backward with reshard_after_forward=False), holding one block's fp32 gradients
+// for the reduce-scatter of every micro-batch -- or, under pipeline parallelism, the stage's
+// unsharded fp32 gradients accumulated until the last micro-batch (deferred_sync).
+StrategyTraits layout_traits(const Layout3D& l) {
+  const bool fsdp = l.framework == Framework::fsdp2;
+  return {.strategy = Strategy::ddp,  // unused: the layout is not a data-parallel strategy
+          .shards_optimizer = fsdp || l.sharding >= DpSharding::optimizer,
+          .shards_gradients = fsdp,
+          .shards_weights = fsdp,
+          .gather = !fsdp                                  ? ParamGather::none
+                    : l.sharding == DpSharding::parameters ? ParamGather::units
+                                                           : ParamGather::whole_model,
+          .gradient_buffer = fsdp ? GradientBuffer::unit_gradients : GradientBuffer::none,
+          .fsdp = fsdp,
+          .single_process = false,
+          .hybrid = l.hybrid(),
+          .offload_optimizer_ok = !fsdp,
+          .offload_params_ok = fsdp,
+          .no_sync = deferred_sync(l),
+          .framework = name_of(l.framework),
+          .zero_stage = 0,
+          .fsdp_sharding = "",
+          .runtime = std::nullopt,
+          .collectives = layout_collectives(layout_sharding(l)),
+          .no_sync_refusal = ""};
+}
+
+// The training settings the memory model reads, for a layout: dp x cp ranks hold the same
+// weights; micro-batches accumulate into the gradients, reduced once per step (Megatron-LM)
+// or in every micro-batch (FSDP2).
+TrainingConfig layout_training(const Layout3D& l) {
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.optimizer = l.optimizer;
+  // torchtitan steps with the fused AdamW unless its foreach is asked for; Megatron-LM with
+  // Transformer Engine's or Apex's fused Adam (as the step time prices them).
+  const bool stepwise =
+      l.optimizer_impl == OptimizerImpl::foreach || l.optimizer_impl == OptimizerImpl::for_loop;
+  c.optimizer_impl =
+      l.framework == Framework::fsdp2 && stepwise ? l.optimizer_impl : OptimizerImpl::fused;
+  c.zero_grad = l.zero_grad;
+  c.dp_size = l.dp * l.cp;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len;
+  c.checkpointing = l.recompute;
+  c.attention = l.attention;
+  c.grad_accum = l.micro_batches;
+  c.no_sync = deferred_sync(l);
+  c.offload = l.offload;
+  return c;
+}
+
+// The GPU of stage `i`: its parameters (its blocks' tensor-parallel share, the embedding or
+// the head), sharded over dp x cp (or the shard group), its blocks as FSDP2's units.
+StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                     std::int64_t layers, bool explained) {
+  StateView v;
+  v.traits = layout_traits(l);
+  v.recipe = recipe_of(l);
+  const auto blocks = stage_blocks(s, l, dense_on_stage(s, l, i), layers);
+  const auto share = stage_share(s, l, i, layers, blocks);
+  v.params = share.params;
+  v.shard_degree = l.shard_ranks();
+  v.units.blocks.reserve(static_cast<std::size_t>(layers));
+  for (std::size_t r = 0; r < blocks.run_count; ++r) {
+    const auto [count, params] = blocks.runs.at(r);
+    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
+  }
+  v.units.known = true;
+  const std::int64_t experts = share.experts;
+  if (experts_sharded_apart(s, l)) {
+    v.shard_elements = sharded_elements(s, l, v.params, experts);
+  }
+  if (experts_sharded_apart(s, l) && explained) {  // read only by the explanations
+    v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
+                   format_thousands(v.params - experts) + " outside the experts, 1/" +
+                   std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
+                   " in the experts (expert data parallel)";
+  }
+  auto shape = activation_shape(l, i, layers, share.dense);
+  shape.named = explained;
+  v.activations = stage_activations(s, shape);
+  v.communicators = communicators(l);
+  // Memory3D::host is per GPU; the front end knows the GPUs per node.
+  v.ranks_per_node = 1;
+  v.whole_model = false;
+  v.explain = explained;
+  return v;
+}
+
+// Transformer Engine keeps each FP8 Linear's quantized weight across a step's micro-batches
+// (Megatron-LM passes is_first_microbatch): the FP8 copy and its transpose for the backward's
+// GEMMs on Hopper, the row- and column-wise copies of MXFP8 on Blackwell, 2 bytes per weight of
+// the blocks' Linears. torchao's float8 (fsdp2) casts the weights in every forward instead.
+void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                           std::int64_t layers, Memory3D& out) {
+  if (l.fp8 == Fp8Recipe::none || l.framework != Framework::megatron) return;
+  std::int64_t weights = 0;
+  for (const auto& run : stage_runs(s, dense_on_stage(s, l, i), layers)) {
+    const auto b = block_params(run.block);
+    weights += run.layers * (b.matrices / l.tp + b.experts_on_gpu(l));
+  }
+  if (i == head_stage(l) && s.mtp_layers > 0) {  // the prediction modules' block and projection
+    const auto b = block_params(s);
+    weights += s.mtp_layers *
+               (b.matrices / l.tp + b.experts_on_gpu(l) + 2 * s.hidden_size * s.hidden_size / l.tp);
+  }
+  const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
+  out.buffers = out.buffers + copies;
+  out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
+  for (auto& [component, text] : out.explain) {
+    if (component == "buffers") {
+      text += "; FP8 weight copies and transposes: 2 B x " + format_thousands(weights) +
+              " Linear weights (" + std::string(name_of(l.fp8)) + ")";
+    }
+  }
+}
+
+// Where a layout puts the experts, and how their tokens reach them.
+std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
+  const auto& moe = s.moe;
+  std::string text =
+      "experts: " + std::to_string(moe.experts / l.ep) + " of " + std::to_string(moe.experts) +
+      " per GPU (ep " + std::to_string(l.ep) + "), " +
+      (l.expert_tp() == 1 ? std::string("each whole")
+                          : "each split " + std::to_string(l.expert_tp()) + " ways (etp)") +
+      ", their gradients reduced over " + std::to_string(l.expert_dp()) +
+      " expert-data-parallel ranks";
+  text += l.deepep ? "; tokens reach them through DeepEP (once per node across nodes, then NVLink)"
+          : l.ep > 1 || l.expert_tp() != l.tp
+              ? (l.framework == Framework::megatron
+                     ? "; tokens reach them by all-to-all (Megatron-LM's alltoall dispatcher)"
+                     : "; tokens reach them by all-to-all (torchtitan's expert parallelism)")
+              : "; tokens are gathered over the tensor-parallel group (allgather dispatcher)";
+  if (l.overlap_ep_comm) text += ", hidden behind the adjacent micro-batch's compute";
+  if (l.capacity_factor > 0) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", l.capacity_factor);
+    text += "; inputs padded to capacity factor " + std::string(factor) +
+            ": each expert computes, keeps and receives that many times its balanced share";
+  }
+  return text;
+}
+
+// What a stage's memory depends on besides the micro-batches it keeps in flight: its blocks,
+// the dense ones among them, and whether it holds the embedding or the head.
+struct StageKind {
+  std::int64_t layers = 0, dense = 0;
+  bool embedding = false, head = false;
+  bool operator==(const StageKind&) const = default;
+};
+
+Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
+                      const OverheadConstants& k, bool explained) {
+  const auto view = stage_view(*m.transformer, l, i, layers, explained);
+  auto e = estimate_view_memory(m, layout_training(l), view, k);
+  Memory3D out;
+  out.stage = i;
+  out.params_per_gpu = view.params;
+  out.weights = e.gpu.weights;
+  out.master_weights = e.gpu.master_weights;
+  out.gradients = e.gpu.gradients;
+  out.optimizer_states = e.gpu.optimizer_states;
+  out.logits = view.activations.logits_and_loss;
+  out.activations = e.gpu.activations - out.logits;
+  out.buffers = e.gpu.buffers;
+  out.overhead = e.gpu.overhead;
+  out.outside_allocator = e.gpu.outside_allocator;
+  out.allocator_slack = e.gpu.allocator_slack;
+  out.host = e.cpu.total();
+  out.activation_terms = std::move(e.activation_terms);
+  out.buffer_terms = std::move(e.buffer_terms);
+  out.overhead_terms = std::move(e.overhead_terms);
+  out.explain = std::move(e.explain);
+  out.notes = std::move(e.notes);
+  if (explained && m.transformer->moe.active())
+    out.notes.push_back(experts_note(*m.transformer, l));
+  add_fp8_weight_copies(*m.transformer, l, i, layers, out);
+  return out;
+}
+
+}  // namespace
+
+
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                   bool explained) {
+  const auto& s = spec_of(m);
+  const auto layers = layers_per_stage(s, l);
+  // The heaviest GPU: earlier stages hold more micro-batches, the first and last the
+  // embedding and the head, and uneven splits move layers between them. A stage alike an
+  // earlier one in all but its place in the schedule is priced once, by the earlier one: every
+  // schedule keeps no fewer micro-batches in flight on an earlier stage (stage_in_flight) and
+  // memory grows with them, so the later one is never heavier, and the first of equals wins.
+  Memory3D heaviest;
+  std::vector<StageKind> priced;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto at = static_cast<std::int64_t>(i);
+    const StageKind kind{layers[i], dense_on_stage(s, l, at), at == 0, at == head_stage(l)};
+    if (std::find(priced.begin(), priced.end(), kind) != priced.end()) continue;
+    priced.push_back(kind);
+    auto stage = stage_memory(m, l, at, layers[i], k, explained);
+    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
+  }
+  return heaviest;
+}
+
+Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t stage,
+                         const OverheadConstants& k, bool explained) {
+  const auto layers = layers_per_stage(spec_of(m), l);
+  if (stage < 0 || stage >= static_cast<std::int64_t>(layers.size())) {
+    throw Error("stage " + std::to_string(stage) + " of a " + std::to_string(layers.size()) +
+                "-stage pipeline");
+  }
+  return stage_memory(m, l, stage, layers[static_cast<std::size_t>(stage)], k, explained);
+}
+
+
+}  // namespace dtplan::cost
