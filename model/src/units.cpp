@@ -10,55 +10,23 @@
 
 namespace dtplan {
 
-std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
-  std::int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    throw Error(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
-                " overflows a 64-bit count");
-  }
-  return result;
+namespace detail {
+
+void throw_mul_overflow(std::int64_t a, std::int64_t b, std::string_view what) {
+  throw Error(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
+              " overflows a 64-bit count");
 }
 
-std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what) {
-  std::int64_t result = 0;
-  if (__builtin_add_overflow(a, b, &result)) {
-    throw Error(std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                " overflows a 64-bit count");
-  }
-  return result;
+void throw_add_overflow(std::int64_t a, std::int64_t b, std::string_view what) {
+  throw Error(std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
+              " overflows a 64-bit count");
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return a / b + (a % b != 0 ? 1 : 0);
+void throw_overflow(std::string_view what) {
+  throw Error(std::string(what) + " overflows a 64-bit count");
 }
 
-Bytes operator+(Bytes a, Bytes b) {
-  return Bytes{checked_add(a.value, b.value, "byte total")};
-}
-
-Bytes operator-(Bytes a, Bytes b) {
-  std::int64_t result = 0;
-  if (__builtin_sub_overflow(a.value, b.value, &result)) {
-    throw Error("byte difference overflows a 64-bit count");
-  }
-  return Bytes{result};
-}
-
-Bytes& operator+=(Bytes& a, Bytes b) {
-  return a = a + b;
-}
-
-Bytes bytes_of(std::int64_t elements, std::int64_t bytes_per_element, std::string_view what) {
-  return Bytes{checked_mul(elements, bytes_per_element, what)};
-}
-
-Bytes fraction_of(Bytes b, double fraction) {
-  const double scaled = std::ceil(static_cast<double>(b.value) * fraction);
-  if (scaled >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) {
-    throw Error("byte fraction overflows a 64-bit count");
-  }
-  return Bytes{static_cast<std::int64_t>(scaled)};
-}
+}  // namespace detail
 
 NumericAssignment parse_assignment(std::string_view text, const std::string& where) {
   const auto eq = text.find('=');

@@ -3,6 +3,7 @@
 // or params. Conversions to GB (1e9) and GiB (2^30) happen only when printing.
 #pragma once
 
+#include <cmath>
 #include <compare>
 #include <cstdint>
 #include <optional>
@@ -21,20 +22,58 @@ inline constexpr double kBytesPerGiB = 1073741824.0;  // 2^30
 inline constexpr double kBytesPerGB = 1e9;
 inline constexpr double kBytesPerMiB = 1048576.0;  // 2^20
 
-// Checked 64-bit arithmetic; `what` names the quantity in the overflow error.
-std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what);
-std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what);
-// Ceiling of a / b for a >= 0, b > 0.
-std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+// Overflow errors of the checked arithmetic below, kept out of line so that the arithmetic
+// itself inlines (a search does it 10^7 times a plan).
+namespace detail {
+[[noreturn]] void throw_mul_overflow(std::int64_t a, std::int64_t b, std::string_view what);
+[[noreturn]] void throw_add_overflow(std::int64_t a, std::int64_t b, std::string_view what);
+[[noreturn]] void throw_overflow(std::string_view what);
+}  // namespace detail
 
-Bytes operator+(Bytes a, Bytes b);
-Bytes operator-(Bytes a, Bytes b);
-Bytes& operator+=(Bytes& a, Bytes b);
+// Checked 64-bit arithmetic; `what` names the quantity in the overflow error.
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t result = 0;
+  if (__builtin_mul_overflow(a, b, &result)) [[unlikely]]
+    detail::throw_mul_overflow(a, b, what);
+  return result;
+}
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t result = 0;
+  if (__builtin_add_overflow(a, b, &result)) [[unlikely]]
+    detail::throw_add_overflow(a, b, what);
+  return result;
+}
+// Ceiling of a / b for a >= 0, b > 0.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+inline Bytes operator+(Bytes a, Bytes b) {
+  return Bytes{checked_add(a.value, b.value, "byte total")};
+}
+inline Bytes operator-(Bytes a, Bytes b) {
+  std::int64_t result = 0;
+  if (__builtin_sub_overflow(a.value, b.value, &result)) [[unlikely]]
+    detail::throw_overflow("byte difference");
+  return Bytes{result};
+}
+inline Bytes& operator+=(Bytes& a, Bytes b) {
+  return a = a + b;
+}
 
 // elements x bytes_per_element, checked; `what` names the quantity in the overflow error.
-Bytes bytes_of(std::int64_t elements, std::int64_t bytes_per_element, std::string_view what);
+inline Bytes bytes_of(std::int64_t elements, std::int64_t bytes_per_element,
+                      std::string_view what) {
+  return Bytes{checked_mul(elements, bytes_per_element, what)};
+}
 // A fraction of a byte count, rounded up (used for allocator slack).
-Bytes fraction_of(Bytes b, double fraction);
+inline Bytes fraction_of(Bytes b, double fraction) {
+  const double scaled = std::ceil(static_cast<double>(b.value) * fraction);
+  // 2^63: the first double beyond a 64-bit count.
+  if (scaled >= 9223372036854775808.0) [[unlikely]]
+    detail::throw_overflow("byte fraction");
+  return Bytes{static_cast<std::int64_t>(scaled)};
+}
 
 // The whole of `text` as a finite number ("1e9", "0.05"); nullopt otherwise.
 std::optional<double> parse_number(std::string_view text);
