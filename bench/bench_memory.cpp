@@ -93,6 +93,20 @@ void BM_Memory3DLayouts(benchmark::State& state) {
 }
 BENCHMARK(BM_Memory3DLayouts);
 
+// The same with a search's StageMemoryCache, new each iteration as each search makes one.
+void BM_Memory3DLayoutsCached(benchmark::State& state) {
+  const auto model = dtplan::load_model("llama-2-70b", kData / "models");
+  const auto overheads = dtplan::cost::load_overheads(kData / "overheads.json");
+  const auto layouts = llama70b_layouts();
+  for (auto _ : state) {
+    dtplan::cost::StageMemoryCache cache;
+    for (const auto& l : layouts)
+      benchmark::DoNotOptimize(dtplan::cost::memory_3d(model, l, overheads, cache));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(layouts.size()));
+}
+BENCHMARK(BM_Memory3DLayoutsCached);
+
 }  // namespace
 
 BENCHMARK_MAIN();

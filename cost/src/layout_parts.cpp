@@ -68,7 +68,6 @@ std::int64_t head_stage(const Layout3D& l) {
   return l.pp > 1 && l.pipeline_schedule() == PipelineSchedule::zbv ? 0 : l.pp - 1;
 }
 
-
 // Of the `layers` blocks of stage `i`, how many are a mixture's dense first blocks: the model's
 // layers walked in order through the stages' model chunks (round-robin under interleaving,
 // back along the V under ZB-V).

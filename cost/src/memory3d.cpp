@@ -1,7 +1,11 @@
 // Pipeline stages' memory: the heaviest stage's GPU of a layout (see parallel3d.hpp).
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdio>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,7 +17,6 @@
 #include "state_layout.hpp"
 
 namespace dtplan::cost {
-
 
 Bytes Memory3DFigures::total() const {
   return Bytes{weights.value + master_weights.value + gradients.value + optimizer_states.value +
@@ -132,53 +135,24 @@ TrainingConfig layout_training(const Layout3D& l) {
   return c;
 }
 
-// The GPU of stage `i`: its parameters (its blocks' tensor-parallel share, the embedding or
-// the head), sharded over dp x cp (or the shard group), its blocks as FSDP2's units.
-StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                     std::int64_t layers, bool explained) {
-  StateView v;
-  v.traits = layout_traits(l);
-  v.recipe = recipe_of(l);
-  const auto blocks = stage_blocks(s, l, dense_on_stage(s, l, i), layers);
-  const auto share = stage_share(s, l, i, layers, blocks);
-  v.params = share.params;
-  v.shard_degree = l.shard_ranks();
-  v.units.blocks.reserve(static_cast<std::size_t>(layers));
-  for (std::size_t r = 0; r < blocks.run_count; ++r) {
-    const auto [count, params] = blocks.runs.at(r);
-    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
-  }
-  v.units.known = true;
-  const std::int64_t experts = share.experts;
-  if (experts_sharded_apart(s, l)) {
-    v.shard_elements = sharded_elements(s, l, v.params, experts);
-  }
-  if (experts_sharded_apart(s, l) && explained) {  // read only by the explanations
-    v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
-                   format_thousands(v.params - experts) + " outside the experts, 1/" +
-                   std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
-                   " in the experts (expert data parallel)";
-  }
-  auto shape = activation_shape(l, i, layers, share.dense);
-  shape.named = explained;
-  v.activations = stage_activations(s, shape);
-  v.communicators = communicators(l);
-  // Memory3D::host is per GPU; the front end knows the GPUs per node.
-  v.ranks_per_node = 1;
-  v.whole_model = false;
-  v.explain = explained;
-  return v;
-}
+// What stage `i` of `layers` blocks (`dense` of them a mixture's dense first blocks) holds on
+// one GPU, apart from its activations: its blocks, its parameters, and the blocks' Linear
+// weights that Transformer Engine keeps FP8 copies of. Transformer Engine keeps each FP8
+// Linear's quantized weight across a step's micro-batches (Megatron-LM passes
+// is_first_microbatch): the FP8 copy and its transpose for the backward's GEMMs on Hopper, the
+// row- and column-wise copies of MXFP8 on Blackwell. torchao's float8 (fsdp2) casts the weights
+// in every forward instead, and keeps none.
+struct StagePieces {
+  StageBlocks blocks;
+  StageHolding share;
+  bool fp8_copies = false;
+  std::int64_t fp8_weights = 0;
+};
 
-// Transformer Engine keeps each FP8 Linear's quantized weight across a step's micro-batches
-// (Megatron-LM passes is_first_microbatch): the FP8 copy and its transpose for the backward's
-// GEMMs on Hopper, the row- and column-wise copies of MXFP8 on Blackwell, 2 bytes per weight of
-// the blocks' Linears. torchao's float8 (fsdp2) casts the weights in every forward instead.
-void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                           std::int64_t layers, Memory3D& out) {
-  if (l.fp8 == Fp8Recipe::none || l.framework != Framework::megatron) return;
+std::int64_t fp8_copied_weights(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                                std::int64_t layers, std::int64_t dense) {
   std::int64_t weights = 0;
-  for (const auto& run : stage_runs(s, dense_on_stage(s, l, i), layers)) {
+  for (const auto& run : stage_runs(s, dense, layers)) {
     const auto b = block_params(run.block);
     weights += run.layers * (b.matrices / l.tp + b.experts_on_gpu(l));
   }
@@ -187,6 +161,65 @@ void add_fp8_weight_copies(const TransformerSpec& s, const Layout3D& l, std::int
     weights += s.mtp_layers *
                (b.matrices / l.tp + b.experts_on_gpu(l) + 2 * s.hidden_size * s.hidden_size / l.tp);
   }
+  return weights;
+}
+
+StagePieces stage_pieces(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                         std::int64_t layers, std::int64_t dense) {
+  StagePieces p;
+  p.blocks = stage_blocks(s, l, dense, layers);
+  p.share = stage_share(s, l, i, layers, p.blocks);
+  p.fp8_copies = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
+  if (p.fp8_copies) p.fp8_weights = fp8_copied_weights(s, l, i, layers, dense);
+  return p;
+}
+
+// The GPU of a stage holding `p`: its parameters (its blocks' tensor-parallel share, the
+// embedding or the head), sharded over dp x cp (or the shard group), its blocks as FSDP2's
+// units -- all of `v` but the traits, the recipe and the activations.
+void fill_stage_view(const TransformerSpec& s, const Layout3D& l, const StagePieces& p,
+                     bool explained, StateView& v) {
+  v.params = p.share.params;
+  v.shard_degree = l.shard_ranks();
+  v.units.blocks.clear();
+  for (std::size_t r = 0; r < p.blocks.run_count; ++r) {
+    const auto [count, params] = p.blocks.runs.at(r);
+    v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
+  }
+  v.units.known = true;
+  const std::int64_t experts = p.share.experts;
+  v.shard_elements = experts_sharded_apart(s, l) ? sharded_elements(s, l, v.params, experts) : 0;
+  v.shard_text.clear();
+  if (experts_sharded_apart(s, l) && explained) {  // read only by the explanations
+    v.shard_text = "1/" + std::to_string(l.shard_ranks()) + " of " +
+                   format_thousands(v.params - experts) + " outside the experts, 1/" +
+                   std::to_string(l.expert_dp()) + " of " + format_thousands(experts) +
+                   " in the experts (expert data parallel)";
+  }
+  v.communicators = communicators(l);
+  // Memory3D::host is per GPU; the front end knows the GPUs per node.
+  v.ranks_per_node = 1;
+  v.whole_model = false;
+  v.explain = explained;
+}
+
+StateView stage_view(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                     std::int64_t layers, const StagePieces& p, bool explained) {
+  StateView v;
+  v.traits = layout_traits(l);
+  v.recipe = recipe_of(l);
+  fill_stage_view(s, l, p, explained, v);
+  auto shape = activation_shape(l, i, layers, p.share.dense);
+  shape.named = explained;
+  v.activations = stage_activations(s, shape);
+  return v;
+}
+
+// The FP8 weight copies and transposes Transformer Engine keeps, 2 bytes per weight of the
+// blocks' Linears (StagePieces).
+void add_fp8_weight_copies(const Layout3D& l, const StagePieces& p, Memory3D& out) {
+  if (!p.fp8_copies) return;
+  const std::int64_t weights = p.fp8_weights;
   const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
   out.buffers = out.buffers + copies;
   out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
@@ -232,9 +265,9 @@ struct StageKind {
   bool operator==(const StageKind&) const = default;
 };
 
-Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
-                      const OverheadConstants& k, bool explained) {
-  const auto view = stage_view(*m.transformer, l, i, layers, explained);
+// Stage `i`'s GPU priced by the memory model every strategy uses, its view built.
+Memory3D priced_stage(const ModelDesc& m, const Layout3D& l, std::int64_t i,
+                      const OverheadConstants& k, const StateView& view, const StagePieces& p) {
   auto e = estimate_view_memory(m, layout_training(l), view, k);
   Memory3D out;
   out.stage = i;
@@ -255,35 +288,220 @@ Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std
   out.overhead_terms = std::move(e.overhead_terms);
   out.explain = std::move(e.explain);
   out.notes = std::move(e.notes);
-  if (explained && m.transformer->moe.active())
+  if (view.explain && m.transformer->moe.active())
     out.notes.push_back(experts_note(*m.transformer, l));
-  add_fp8_weight_copies(*m.transformer, l, i, layers, out);
+  add_fp8_weight_copies(l, p, out);
   return out;
+}
+
+Memory3D stage_memory(const ModelDesc& m, const Layout3D& l, std::int64_t i, std::int64_t layers,
+                      const OverheadConstants& k, bool explained) {
+  const auto& s = *m.transformer;
+  const auto pieces = stage_pieces(s, l, i, layers, dense_on_stage(s, l, i));
+  return priced_stage(m, l, i, k, stage_view(s, l, i, layers, pieces, explained), pieces);
+}
+
+// The heaviest GPU: earlier stages hold more micro-batches, the first and last the embedding
+// and the head, and uneven splits move layers between them. A stage alike an earlier one in
+// all but its place in the schedule is priced once, by the earlier one: every schedule keeps
+// no fewer micro-batches in flight on an earlier stage (stage_in_flight) and memory grows with
+// them, so the later one is never heavier, and the first of equals wins. `price(i, kind)`
+// prices stage i.
+template <class Price>
+Memory3D heaviest_stage(const TransformerSpec& s, const Layout3D& l, const Price& price) {
+  const auto layers = layers_per_stage(s, l);
+  Memory3D heaviest;
+  std::array<StageKind, 4> priced{};  // at most four kinds: first, last, and the rest's two
+  std::size_t kinds = 0;
+  std::vector<StageKind> more;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto at = static_cast<std::int64_t>(i);
+    const StageKind kind{layers[i], dense_on_stage(s, l, at), at == 0, at == head_stage(l)};
+    const auto seen = priced.begin() + static_cast<std::ptrdiff_t>(kinds);
+    if (std::find(priced.begin(), seen, kind) != seen ||
+        std::find(more.begin(), more.end(), kind) != more.end()) {
+      continue;
+    }
+    if (kinds < priced.size()) {
+      priced[kinds++] = kind;
+    } else {
+      more.push_back(kind);
+    }
+    auto stage = price(at, kind);
+    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
+  }
+  return heaviest;
 }
 
 }  // namespace
 
-
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
                    bool explained) {
-  const auto& s = spec_of(m);
-  const auto layers = layers_per_stage(s, l);
-  // The heaviest GPU: earlier stages hold more micro-batches, the first and last the
-  // embedding and the head, and uneven splits move layers between them. A stage alike an
-  // earlier one in all but its place in the schedule is priced once, by the earlier one: every
-  // schedule keeps no fewer micro-batches in flight on an earlier stage (stage_in_flight) and
-  // memory grows with them, so the later one is never heavier, and the first of equals wins.
-  Memory3D heaviest;
-  std::vector<StageKind> priced;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto at = static_cast<std::int64_t>(i);
-    const StageKind kind{layers[i], dense_on_stage(s, l, at), at == 0, at == head_stage(l)};
-    if (std::find(priced.begin(), priced.end(), kind) != priced.end()) continue;
-    priced.push_back(kind);
-    auto stage = stage_memory(m, l, at, layers[i], k, explained);
-    if (i == 0 || stage.total().value > heaviest.total().value) heaviest = std::move(stage);
+  return heaviest_stage(spec_of(m), l, [&](std::int64_t i, const StageKind& kind) {
+    return stage_memory(m, l, i, kind.layers, k, explained);
+  });
+}
+
+namespace {
+
+// A key of whole numbers (doubles by their bits), hashed FNV-1a style with a final mix.
+template <std::size_t N>
+using Key = std::array<std::int64_t, N>;
+struct KeyHash {
+  template <std::size_t N>
+  std::size_t operator()(const Key<N>& key) const {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (const auto v : key) {
+      h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
+    }
+    return static_cast<std::size_t>(h ^ (h >> 32));
   }
-  return heaviest;
+};
+std::int64_t bits(double v) {
+  return std::bit_cast<std::int64_t>(v);
+}
+
+// What stage_pieces reads of a layout and a stage.
+Key<10> pieces_key(const Layout3D& l, std::int64_t i, const StageKind& kind) {
+  const bool fp8_copies = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
+  return {l.tp,       l.ep,   l.expert_tp(),      l.pp == 1,          kind.layers,
+          kind.dense, i == 0, i == head_stage(l), head_stage(l) == 0, fp8_copies};
+}
+
+// Every field of an activation shape but `named` (a search names no terms). A new field of
+// ActivationShape changes its size: add it here, then update the size below.
+static_assert(sizeof(ActivationShape) == 136, "a field was added to ActivationShape: key it");
+Key<10> activations_key(const ActivationShape& a) {
+  // The enumerations, the recompute modules and the flags, a few bits each, in one word.
+  std::uint64_t packed = a.recompute_modules.bits;  // 32 bits
+  const auto field = [&](auto value, unsigned width) {
+    const auto v = static_cast<std::uint64_t>(value);
+    if (v >> width != 0)
+      throw Error("activation key: a field beyond its " + std::to_string(width) + " bits");
+    packed = packed << width | v;
+  };
+  field(a.precision, 4);
+  field(a.attention, 4);
+  field(a.recompute, 4);
+  field(a.loss, 4);
+  field(a.sequence_parallel, 1);
+  field(a.fp8_linear_inputs, 1);
+  field(a.embedding, 1);
+  field(a.head, 1);
+  field(a.eager.has_value(), 1);
+  field(a.eager && a.eager->autocast, 1);
+  return {static_cast<std::int64_t>(packed),
+          a.micro_batch,
+          a.tokens,
+          a.tp,
+          a.expert_tp,
+          bits(a.expert_rows_factor),
+          a.layers,
+          a.dense_layers,
+          bits(a.in_flight),
+          a.eager ? bits(a.eager->element_bytes) : 0};
+}
+
+// What a stage's memory reads of its activations (a search names no terms).
+struct ActivationFigures {
+  explicit ActivationFigures(const ActivationEstimate& e)
+      : total(e.total),
+        model_output(e.model_output),
+        loss_bytes(e.loss_bytes),
+        logits_and_loss(e.logits_and_loss),
+        seq_len(e.seq_len),
+        modelled(e.modelled) {}
+  void set(ActivationEstimate& e) const {
+    e.total = total;
+    e.model_output = model_output;
+    e.loss_bytes = loss_bytes;
+    e.logits_and_loss = logits_and_loss;
+    e.seq_len = seq_len;
+    e.modelled = modelled;
+    e.terms.clear();
+  }
+  Bytes total, model_output, loss_bytes, logits_and_loss;
+  std::int64_t seq_len;
+  bool modelled;
+};
+
+// What layout_traits and recipe_of read.
+Key<6> view_key(const Layout3D& l) {
+  return {static_cast<std::int64_t>(l.framework),
+          static_cast<std::int64_t>(l.sharding),
+          l.hybrid(),
+          l.pp > 1,
+          static_cast<std::int64_t>(l.precision),
+          static_cast<std::int64_t>(l.optimizer)};
+}
+
+}  // namespace
+
+struct StageMemoryCache::Tables {
+  const ModelDesc* model = nullptr;
+  const OverheadConstants* overheads = nullptr;
+  std::unordered_map<Key<10>, StagePieces, KeyHash> pieces;
+  std::unordered_map<Key<10>, ActivationFigures, KeyHash> activations;
+  // One view per framework's way of holding states: its traits and recipe set once, the rest
+  // filled for each stage priced.
+  std::unordered_map<Key<6>, StateView, KeyHash> views;
+
+  void check(const ModelDesc& m, const OverheadConstants& k) {
+    if (!model) {
+      model = &m;
+      overheads = &k;
+    }
+    if (model != &m || overheads != &k) {
+      throw Error("a stage-memory cache holds model " + model->name +
+                  "'s stages under one set of overhead constants: model " + m.name +
+                  " or other constants need their own cache");
+    }
+  }
+  const StagePieces& pieces_of(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                               const StageKind& kind) {
+    const auto key = pieces_key(l, i, kind);
+    auto found = pieces.find(key);
+    if (found == pieces.end())
+      found = pieces.emplace(key, stage_pieces(s, l, i, kind.layers, kind.dense)).first;
+    return found->second;
+  }
+  const ActivationFigures& activations_of(const TransformerSpec& s, const ActivationShape& a) {
+    const auto key = activations_key(a);
+    auto found = activations.find(key);
+    if (found == activations.end())
+      found = activations.emplace(key, ActivationFigures(stage_activations(s, a))).first;
+    return found->second;
+  }
+  StateView& view_of(const Layout3D& l) {
+    const auto key = view_key(l);
+    auto found = views.find(key);
+    if (found == views.end()) {
+      StateView v;
+      v.traits = layout_traits(l);
+      v.recipe = recipe_of(l);
+      found = views.emplace(key, std::move(v)).first;
+    }
+    return found->second;
+  }
+};
+
+StageMemoryCache::StageMemoryCache() : tables_(std::make_unique<Tables>()) {}
+StageMemoryCache::~StageMemoryCache() = default;
+
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                   StageMemoryCache& cache) {
+  const auto& s = spec_of(m);
+  auto& t = *cache.tables_;
+  t.check(m, k);
+  return heaviest_stage(s, l, [&](std::int64_t i, const StageKind& kind) {
+    const auto& pieces = t.pieces_of(s, l, i, kind);
+    auto shape = activation_shape(l, i, kind.layers, pieces.share.dense);
+    shape.named = false;
+    auto& view = t.view_of(l);
+    fill_stage_view(s, l, pieces, false, view);
+    t.activations_of(s, shape).set(view.activations);
+    return priced_stage(m, l, i, k, view, pieces);
+  });
 }
 
 Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t stage,
@@ -295,6 +513,5 @@ Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t sta
   }
   return stage_memory(m, l, stage, layers[static_cast<std::size_t>(stage)], k, explained);
 }
-
 
 }  // namespace dtplan::cost

@@ -572,9 +572,12 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
   cost::Model3D model(m, t, table, gpu, k, std::move(comm));
   std::deque<Candidate3D> fits;  // a deque: growing a vector held two copies at its peak
+  // The stage pieces and activations the layouts share; freed once they are priced, before
+  // the ranking (the plan's peak memory).
+  auto stages = std::make_unique<cost::StageMemoryCache>();
   auto price = [&](const cost::Layout3D& l) {
     ++out.evaluated;
-    const auto mem = cost::memory_3d(m, l, overheads, false);
+    const auto mem = cost::memory_3d(m, l, overheads, *stages);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
       over_memory(l, mem, model, out);
@@ -608,6 +611,7 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
         r.cp_comms.empty() ? std::vector<cost::CpComm>{cost::CpComm::p2p} : r.cp_comms};
     enumerate(space, price);
   }
+  stages.reset();
   if (out.evaluated == 0) {
     out.no_layout = no_layout_reason(
         *m.transformer, r, *std::max_element(counts.begin(), counts.end()), t.gpus_per_node(), seq);

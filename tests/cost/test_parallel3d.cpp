@@ -1,7 +1,10 @@
 // Tests for cost/src/parallel3d.cpp: every formula against a hand derivation.
 #include <catch2/catch.hpp>
+#include <optional>
+#include <random>
 #include <set>
 
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/trace.hpp"
@@ -249,6 +252,128 @@ TEST_CASE("memory_3d prices stages alike but for their place once, and finds the
   CHECK(heaviest_stages.size() >= 2);
   CHECK_THROWS_WITH(stage_memory_3d(models[0], layout(1, 2, 2), 2, OverheadConstants{}),
                     Contains("stage 2 of a 2-stage pipeline"));
+}
+
+namespace {
+
+// One of the layouts of a wide grid, drawn by `rng`, or nullopt where the model cannot run it.
+std::optional<Layout3D> drawn_layout(const TransformerSpec& spec, std::mt19937& rng) {
+  const auto pick = [&](auto&& options) {
+    return options[std::uniform_int_distribution<std::size_t>(0, options.size() - 1)(rng)];
+  };
+  Layout3D l;
+  l.tp = pick(std::vector<std::int64_t>{1, 2, 8});
+  l.cp = pick(std::vector<std::int64_t>{1, 2});
+  l.pp = pick(std::vector<std::int64_t>{1, 2, 4, 8});
+  l.dp = pick(std::vector<std::int64_t>{1, 4, 16});
+  l.interleave = l.pp > 1 ? pick(std::vector<std::int64_t>{1, 2}) : 1;
+  if (l.pp > 1) {
+    l.schedule = pick(std::vector<PipelineSchedule>{
+        l.interleave > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b,
+        l.interleave > 1 ? PipelineSchedule::zbv : PipelineSchedule::gpipe,
+        PipelineSchedule::zb_h1});
+  }
+  l.micro_batch = pick(std::vector<std::int64_t>{1, 2});
+  l.micro_batches = pick(std::vector<std::int64_t>{1, 4, 8, 16});
+  l.seq_len = pick(std::vector<std::int64_t>{2048, 4096});
+  l.sequence_parallel = l.tp > 1 && pick(std::vector<bool>{false, true});
+  l.recompute = pick(std::vector<Checkpointing>{Checkpointing::none, Checkpointing::selective,
+                                                Checkpointing::full});
+  const auto mode = pick(
+      std::vector<std::pair<Framework, DpSharding>>{{Framework::megatron, DpSharding::optimizer},
+                                                    {Framework::fsdp2, DpSharding::parameters},
+                                                    {Framework::fsdp2, DpSharding::gradients}});
+  l.framework = mode.first;
+  l.sharding = mode.second;
+  l.shard_group =
+      l.framework == Framework::fsdp2 && l.dp > 2 ? pick(std::vector<std::int64_t>{0, 2}) : 0;
+  l.offload = pick(std::vector<bool>{false, true})
+                  ? (l.framework == Framework::megatron ? Offload::optimizer
+                                                        : Offload::optimizer_and_params)
+                  : Offload::none;
+  l.fp8 = pick(std::vector<Fp8Recipe>{Fp8Recipe::none, l.framework == Framework::megatron
+                                                           ? Fp8Recipe::delayed
+                                                           : Fp8Recipe::tensorwise});
+  if (l.recompute == Checkpointing::selective && l.framework == Framework::megatron &&
+      spec.mla.active() && pick(std::vector<bool>{false, true})) {
+    l.recompute_modules.add(RecomputeModule::mla_up_proj);
+  }
+  if (spec.moe.active()) {
+    l.ep = pick(std::vector<std::int64_t>{1, 4, 8});
+    l.etp = l.tp > 1 ? pick(std::vector<std::int64_t>{0, 1}) : 0;
+  }
+  if (stage_split_problem(spec, l)) {  // the layers as even as they come
+    l.stage_layers.assign(static_cast<std::size_t>(l.pp), spec.num_layers / l.pp);
+    for (std::int64_t i = 0; i < spec.num_layers % l.pp; ++i)
+      ++l.stage_layers[static_cast<std::size_t>(i)];
+  }
+  if (l.pp > 1 && schedule_problem(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches))
+    return std::nullopt;
+  if (expert_layout_problem(spec, l) || recompute_problem(spec, l)) return std::nullopt;
+  try {
+    check_layout(spec, l, 8);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("a stage-memory cache changes no figure of any layout") {
+  // A search keeps one cache over 10^5 layouts (StageMemoryCache): a stage's pieces and
+  // activations looked up by what they depend on. Thousands of layouts drawn from a wide grid
+  // (tp, cp, pp, interleaving and schedules, micro-batches, sequence, recomputation and
+  // modules, frameworks, hybrid sharding, offload, FP8, experts), in random order through one
+  // cache per model, must price exactly as they do without it; a key missing a field makes
+  // some of them differ.
+  const auto data = resolve_data_dir("");
+  const auto k = load_overheads(data / "overheads.json");
+  std::mt19937 rng(20261127);
+  // DeepSeek-V3 with its dense first blocks spread over several stages too (13 of 61, where
+  // its own 3 fit in the first stage of every split drawn).
+  auto spread = *load_model("deepseek-v3", data / "models").transformer;
+  spread.moe.first_dense_layers = 13;
+  const std::vector<ModelDesc> models{
+      load_model("llama-2-70b", data / "models"), load_model("deepseek-v3", data / "models"),
+      model_from_transformer(spread, "deepseek-v3-13-dense", "test")};
+  for (const auto& m : models) {
+    const auto& name = m.name;
+    StageMemoryCache cache;
+    std::int64_t compared = 0;
+    std::set<std::int64_t> heaviest;
+    for (int draw = 0; draw < 6000; ++draw) {
+      const auto l = drawn_layout(*m.transformer, rng);
+      if (!l) continue;
+      const auto alone = memory_3d(m, *l, k, false);
+      const auto cached = memory_3d(m, *l, k, cache);
+      INFO(name << ": " << describe(*l));
+      CHECK(cached.stage == alone.stage);
+      CHECK(cached.params_per_gpu == alone.params_per_gpu);
+      CHECK(cached.weights == alone.weights);
+      CHECK(cached.master_weights == alone.master_weights);
+      CHECK(cached.gradients == alone.gradients);
+      CHECK(cached.optimizer_states == alone.optimizer_states);
+      CHECK(cached.activations == alone.activations);
+      CHECK(cached.logits == alone.logits);
+      CHECK(cached.host == alone.host);
+      CHECK(cached.buffers == alone.buffers);
+      CHECK(cached.overhead == alone.overhead);
+      CHECK(cached.outside_allocator == alone.outside_allocator);
+      CHECK(cached.allocator_slack == alone.allocator_slack);
+      heaviest.insert(alone.stage);
+      ++compared;
+    }
+    INFO(name);
+    CHECK(compared >= 1500);  // not vacuous: most draws are layouts the model runs
+    CHECK(heaviest.size() >= 2);
+  }
+  // A cache serves one model and one set of constants.
+  StageMemoryCache cache;
+  const auto small = small_model();
+  (void)memory_3d(small, layout(1, 2, 2), k, cache);
+  const auto other = small_model();
+  CHECK_THROWS_WITH(memory_3d(other, layout(1, 2, 2), k, cache), Contains("own cache"));
 }
 
 TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, allocator slack") {

@@ -296,6 +296,27 @@ struct Memory3D : Memory3DFigures {
 // explanations and notes (a search needs the figures alone).
 Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
                    bool explained = true);
+// What the layouts of one search share in their stages' memory, kept to be priced once: a
+// stage's blocks and parameters (by tp, ep, etp, its blocks and whether it holds the embedding
+// or the head), its activations (by their shape: micro-batch, tokens, recomputation, tp, ...,
+// micro-batches in flight), and the view of each framework's way of holding states. For one
+// model and one set of overhead constants (memory_3d refuses others); not thread-safe.
+class StageMemoryCache {
+ public:
+  StageMemoryCache();
+  ~StageMemoryCache();
+  StageMemoryCache(const StageMemoryCache&) = delete;
+  StageMemoryCache& operator=(const StageMemoryCache&) = delete;
+  struct Tables;
+
+ private:
+  friend Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                            StageMemoryCache& cache);
+  std::unique_ptr<Tables> tables_;
+};
+// memory_3d(m, l, k, false) -- the same figures -- with what `cache` holds looked up.
+Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstants& k,
+                   StageMemoryCache& cache);
 // The GPU of pipeline stage `stage` (0 to pp - 1), priced alone.
 Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t stage,
                          const OverheadConstants& k, bool explained = true);
