@@ -92,7 +92,7 @@ class Builder {
     phase_totals();
     if (v_.explain) notes();
     e_.cpu_per_node = Bytes{checked_mul(e_.cpu.total().value, ranks_per_node(), "host bytes")};
-    return e_;
+    return std::move(e_);  // build() runs once: the estimate moves out
   }
 
  private:
