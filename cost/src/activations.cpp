@@ -86,6 +86,16 @@ void add_term(ActivationEstimate& est, const ActivationShape& a, std::string_vie
   if (a.named) est.terms.push_back({std::string(name).append(suffix), Bytes{bytes}});
 }
 
+// `bytes` kept for each micro-batch in flight: added rounded, or left open in `open`.
+void add_kept(ActivationEstimate& est, const ActivationShape& a, InFlightActivations* open,
+              std::string_view name, std::int64_t bytes, std::string_view suffix = {}) {
+  if (!open) {
+    add_term(est, a, name, kept(bytes, a.in_flight), suffix);
+  } else if (bytes > 0) {
+    open->per_micro_batch.at(open->terms++) = bytes;
+  }
+}
+
 // The blocks of one kind: `layers` of them (a mixture's dense first blocks are their own
 // kind); what recomputation rebuilds is one block, the largest kind's.
 struct BlockKind {
@@ -94,7 +104,7 @@ struct BlockKind {
 };
 
 void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
-                ActivationEstimate& est) {
+                ActivationEstimate& est, InFlightActivations* open) {
   // Selective recomputation keeps `linear` less what its modules discard, and the scores
   // unless core_attn rebuilds them; one block's discarded tensors exist again in backward.
   const bool scores_rebuilt = a.recompute_modules.has(RecomputeModule::core_attn);
@@ -115,20 +125,20 @@ void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
   const std::string modules = a.named ? text_of(a.recompute_modules) : std::string();
   switch (a.recompute) {
     case Checkpointing::none:
-      add_term(est, a, "transformer blocks", kept(full, a.in_flight), per);
+      add_kept(est, a, open, "transformer blocks", full, per);
       break;
     case Checkpointing::selective:
-      add_term(est, a,
+      add_kept(est, a, open,
                attention_only ? "transformer blocks without attention scores"
                               : "transformer blocks less what " + modules + " rebuild",
-               kept(selective, a.in_flight), per);
+               selective, per);
       add_term(est, a,
                attention_only ? "attention scores recomputed for one block"
                               : "one block's " + modules + " rebuilt during backward",
                largest_rebuilt);
       break;
     case Checkpointing::full:
-      add_term(est, a, "block inputs (checkpoints)", kept(inputs, a.in_flight), per);
+      add_kept(est, a, open, "block inputs (checkpoints)", inputs, per);
       add_term(est, a, "one block recomputed during backward", largest);
       break;
   }
@@ -137,11 +147,11 @@ void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
 // The first stage's inputs: token ids (every tensor-parallel rank looks all of them up) and
 // the embedding's dropout mask and norm input (split by sequence parallelism).
 void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int64_t sb,
-                   std::int64_t sbh_rank, ActivationEstimate& est) {
+                   std::int64_t sbh_rank, ActivationEstimate& est, InFlightActivations* open) {
   const std::int64_t e = element_bytes(a.precision);
-  add_term(est, a, "input token ids (int64)", kept(8 * sb, a.in_flight));
-  if (t.embedding_dropout) add_term(est, a, "embedding dropout mask", kept(sbh_rank, a.in_flight));
-  if (t.embedding_norm) add_term(est, a, "embedding norm input", kept(e * sbh_rank, a.in_flight));
+  add_kept(est, a, open, "input token ids (int64)", 8 * sb);
+  if (t.embedding_dropout) add_kept(est, a, open, "embedding dropout mask", sbh_rank);
+  if (t.embedding_norm) add_kept(est, a, open, "embedding norm input", e * sbh_rank);
 }
 
 // DeepSeek-V3's multi-token prediction modules on the last stage, for its one micro-batch:
@@ -447,7 +457,10 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   return out;
 }
 
-ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationShape& a) {
+namespace {
+
+ActivationEstimate stage_terms(const TransformerSpec& t, const ActivationShape& a,
+                               InFlightActivations* open) {
   ActivationEstimate est;
   est.modelled = true;
   est.seq_len = a.tokens;
@@ -456,13 +469,34 @@ ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationS
   // reads as the layers from first_dense_layers - dense_layers on.
   for (const auto& run : block_runs(t, t.moe.first_dense_layers - a.dense_layers, a.layers))
     kinds.push_back({block_activations(run.block, a), run.layers});
-  add_blocks(kinds, a, est);
+  add_blocks(kinds, a, est, open);
   const std::int64_t sb = checked_mul(a.tokens, a.micro_batch, "activation bytes");
   const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
   const std::int64_t sbh_rank = a.sequence_parallel ? split(sbh, a.tp) : sbh;
-  if (a.embedding) add_embedding(t, a, sb, sbh_rank, est);
+  if (a.embedding) add_embedding(t, a, sb, sbh_rank, est, open);
   if (a.head) add_head(t, a, sb, sbh_rank, est);
   return est;
+}
+
+}  // namespace
+
+ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationShape& a) {
+  return stage_terms(t, a, nullptr);
+}
+
+InFlightActivations stage_activations_in_flight(const TransformerSpec& t,
+                                                const ActivationShape& a) {
+  InFlightActivations out;
+  out.once = stage_terms(t, a, &out);
+  return out;
+}
+
+Bytes InFlightActivations::at(double in_flight) const {
+  if (!(in_flight >= 1)) throw Error("activations: fewer than one micro-batch in flight");
+  Bytes total = once.total;
+  for (std::size_t i = 0; i < terms; ++i)
+    total += Bytes{kept(per_micro_batch.at(i), in_flight)};
+  return total;
 }
 
 Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,

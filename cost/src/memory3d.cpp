@@ -368,10 +368,11 @@ Key<10> pieces_key(const Layout3D& l, std::int64_t i, const StageKind& kind) {
           kind.dense, i == 0, i == head_stage(l), head_stage(l) == 0, fp8_copies};
 }
 
-// Every field of an activation shape but `named` (a search names no terms). A new field of
-// ActivationShape changes its size: add it here, then update the size below.
+// Every field of an activation shape but `named` (a search names no terms) and `in_flight`
+// (InFlightActivations leaves it open). A new field of ActivationShape changes its size: add it
+// here, then update the size below.
 static_assert(sizeof(ActivationShape) == 136, "a field was added to ActivationShape: key it");
-Key<10> activations_key(const ActivationShape& a) {
+Key<9> activations_key(const ActivationShape& a) {
   // The enumerations, the recompute modules and the flags, a few bits each, in one word.
   std::uint64_t packed = a.recompute_modules.bits;  // 32 bits
   const auto field = [&](auto value, unsigned width) {
@@ -398,32 +399,14 @@ Key<10> activations_key(const ActivationShape& a) {
           bits(a.expert_rows_factor),
           a.layers,
           a.dense_layers,
-          bits(a.in_flight),
           a.eager ? bits(a.eager->element_bytes) : 0};
 }
 
-// What a stage's memory reads of its activations (a search names no terms).
-struct ActivationFigures {
-  explicit ActivationFigures(const ActivationEstimate& e)
-      : total(e.total),
-        model_output(e.model_output),
-        loss_bytes(e.loss_bytes),
-        logits_and_loss(e.logits_and_loss),
-        seq_len(e.seq_len),
-        modelled(e.modelled) {}
-  void set(ActivationEstimate& e) const {
-    e.total = total;
-    e.model_output = model_output;
-    e.loss_bytes = loss_bytes;
-    e.logits_and_loss = logits_and_loss;
-    e.seq_len = seq_len;
-    e.modelled = modelled;
-    e.terms.clear();
-  }
-  Bytes total, model_output, loss_bytes, logits_and_loss;
-  std::int64_t seq_len;
-  bool modelled;
-};
+// A stage's activations as its memory reads them, with `in_flight` micro-batches in flight.
+void set_activations(const InFlightActivations& open, double in_flight, ActivationEstimate& e) {
+  e = open.once;  // its terms are empty: a search names none
+  e.total = open.at(in_flight);
+}
 
 // What layout_traits and recipe_of read.
 Key<6> view_key(const Layout3D& l) {
@@ -441,7 +424,7 @@ struct StageMemoryCache::Tables {
   const ModelDesc* model = nullptr;
   const OverheadConstants* overheads = nullptr;
   std::unordered_map<Key<10>, StagePieces, KeyHash> pieces;
-  std::unordered_map<Key<10>, ActivationFigures, KeyHash> activations;
+  std::unordered_map<Key<9>, InFlightActivations, KeyHash> activations;
   // One view per framework's way of holding states: its traits and recipe set once, the rest
   // filled for each stage priced.
   std::unordered_map<Key<6>, StateView, KeyHash> views;
@@ -465,11 +448,11 @@ struct StageMemoryCache::Tables {
       found = pieces.emplace(key, stage_pieces(s, l, i, kind.layers, kind.dense)).first;
     return found->second;
   }
-  const ActivationFigures& activations_of(const TransformerSpec& s, const ActivationShape& a) {
+  const InFlightActivations& activations_of(const TransformerSpec& s, const ActivationShape& a) {
     const auto key = activations_key(a);
     auto found = activations.find(key);
     if (found == activations.end())
-      found = activations.emplace(key, ActivationFigures(stage_activations(s, a))).first;
+      found = activations.emplace(key, stage_activations_in_flight(s, a)).first;
     return found->second;
   }
   StateView& view_of(const Layout3D& l) {
@@ -499,7 +482,7 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
     shape.named = false;
     auto& view = t.view_of(l);
     fill_stage_view(s, l, pieces, false, view);
-    t.activations_of(s, shape).set(view.activations);
+    set_activations(t.activations_of(s, shape), shape.in_flight, view.activations);
     return priced_stage(m, l, i, k, view, pieces);
   });
 }

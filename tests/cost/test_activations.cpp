@@ -262,3 +262,34 @@ TEST_CASE("recompute module names parse, print and are checked") {
                         Catch::Contains("did you mean: moe_act"));
   CHECK_THROWS_WITH(parse_recompute_modules("core_attn,"), Catch::Contains("empty name"));
 }
+
+TEST_CASE("activations with the micro-batches in flight left open add up as stage_activations") {
+  // GPT-3's first stage (embedding dropout on), 4 layers, every recompute mode: at(f) must
+  // equal the total priced with f in flight, interleaving's fractions included.
+  auto t = gpt3_block();
+  t.embedding_dropout = true;
+  for (const auto recompute :
+       {Checkpointing::none, Checkpointing::selective, Checkpointing::full}) {
+    ActivationShape a;
+    a.tokens = 2047;
+    a.layers = 4;
+    a.recompute = recompute;
+    a.embedding = true;
+    a.head = false;
+    a.named = false;
+    const auto open = stage_activations_in_flight(t, a);
+    // blocks, token ids, dropout mask (no embedding norm on GPT-3)
+    CHECK(open.terms == 3);
+    for (const double f : {1.0, 3.5, 8.0, 2.75}) {
+      a.in_flight = f;
+      INFO("recompute " << static_cast<int>(recompute) << ", " << f << " in flight");
+      CHECK(open.at(f) == stage_activations(t, a).total);
+    }
+    // Token ids alone: 8 B x 2,047 tokens per micro-batch in flight.
+    CHECK(open.per_micro_batch.at(1) == 8 * 2047);
+  }
+  ActivationShape one;
+  one.tokens = 16;
+  CHECK_THROWS_WITH(stage_activations_in_flight(t, one).at(0.5),
+                    Catch::Matchers::Contains("fewer than one micro-batch in flight"));
+}

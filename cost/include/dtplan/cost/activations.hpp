@@ -108,6 +108,19 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
 // last stage's final norm, head input, logits and loss for one micro-batch.
 ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationShape& a);
 
+// A stage's activations with the micro-batches in flight left open, for a search that prices
+// one shape at many places in a pipeline: the bytes of each term kept once per micro-batch in
+// flight (the blocks; the first stage's token ids, dropout mask and norm input), and the
+// estimate of the terms kept once. at(f) is stage_activations' total with f in flight: each
+// term is rounded on its own, as there.
+struct InFlightActivations {
+  std::array<std::int64_t, 4> per_micro_batch{};
+  std::size_t terms = 0;
+  ActivationEstimate once;  // named as the shape asks; in_flight read by no term
+  Bytes at(double in_flight) const;
+};
+InFlightActivations stage_activations_in_flight(const TransformerSpec& t, const ActivationShape& a);
+
 // Bytes one transformer block keeps for backward with no recomputation, for micro-batch b and
 // sequence s on one GPU; without the attention-score terms if !keep_attention_scores.
 Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int64_t s, Precision p,

@@ -298,9 +298,9 @@ Memory3D memory_3d(const ModelDesc& m, const Layout3D& l, const OverheadConstant
                    bool explained = true);
 // What the layouts of one search share in their stages' memory, kept to be priced once: a
 // stage's blocks and parameters (by tp, ep, etp, its blocks and whether it holds the embedding
-// or the head), its activations (by their shape: micro-batch, tokens, recomputation, tp, ...,
-// micro-batches in flight), and the view of each framework's way of holding states. For one
-// model and one set of overhead constants (memory_3d refuses others); not thread-safe.
+// or the head), its activations (by their shape, the micro-batches in flight left open:
+// InFlightActivations), and the view of each framework's way of holding states. For one model
+// and one set of overhead constants (memory_3d refuses others); not thread-safe.
 class StageMemoryCache {
  public:
   StageMemoryCache();
