@@ -109,7 +109,11 @@ const RingPlan& CommContext::rings(std::int64_t gpus) {
   if (const auto it = rings_.find(gpus); it != rings_.end()) return it->second;
   std::vector<std::int64_t> ranks(static_cast<std::size_t>(gpus));
   std::iota(ranks.begin(), ranks.end(), std::int64_t{0});
-  return rings_[gpus] = plan_rings(router_, ranks);
+  const auto& t = router_.topology();
+  if (gpus <= t.gpus_per_node() || t.nodes() < 2) return rings_[gpus] = plan_rings(router_, ranks);
+  // Over whole nodes every count starts from the same node rings and two-node channels.
+  if (!node_channels_) node_channels_ = plan_node_channels(router_);
+  return rings_[gpus] = plan_rings(router_, ranks, *node_channels_);
 }
 
 void CommContext::bind(const InterconnectTable& table) {

@@ -408,16 +408,25 @@ std::vector<std::int64_t> concatenate(const std::vector<std::int64_t>& chain, st
   return ring;
 }
 
-RingPlan plan_across_nodes(Router& router, const std::vector<std::int64_t>& gpus,
-                           const RingOptions& options) {
+// Across nodes a plan may take a channel per NIC rail, beyond the default maximum.
+RingOptions across_options(const Topology& t, const RingOptions& options) {
+  auto opts = options;
+  opts.max_channels = std::max<std::int64_t>(options.max_channels, t.nics_per_node());
+  return opts;
+}
+
+// The node's rings, and on two nodes, every rotation of every one of them in both directions
+// leaving through every rail its ends reach, with the channels chosen among those.
+NodeChannels node_channels(Router& router, const RingOptions& options) {
   const auto& t = router.topology();
   const std::int64_t per_node = t.gpus_per_node();
-  const std::int64_t nodes = static_cast<std::int64_t>(gpus.size()) / per_node;
-  std::vector<std::int64_t> local(gpus.begin(), gpus.begin() + per_node);
-  const auto intra = plan_in_node(router, local, options);
+  std::vector<std::int64_t> local(static_cast<std::size_t>(per_node));
+  std::iota(local.begin(), local.end(), std::int64_t{0});
+  NodeChannels out;
+  out.intra = plan_in_node(router, local, options);
   // Candidate chains: every rotation of every intra-node ring, both directions, every rail.
   std::vector<std::vector<std::int64_t>> chains;
-  for (auto ring : intra.rings) {
+  for (auto ring : out.intra.rings) {
     for (int dir = 0; dir < 2; ++dir) {
       for (std::size_t s = 0; s < ring.size(); ++s)
         chains.push_back(rotated(ring, s));
@@ -442,19 +451,25 @@ RingPlan plan_across_nodes(Router& router, const std::vector<std::int64_t>& gpus
                 ": no ring can leave a node: no two GPUs adjacent in the node's "
                 "rings reach a common NIC");
   }
-  auto opts = options;
-  opts.max_channels = std::max<std::int64_t>(options.max_channels, t.nics_per_node());
-  const auto pair_plan = choose_channels(router, pair_rings, opts);
+  out.pair = choose_channels(router, pair_rings, across_options(t, options));
+  return out;
+}
+
+RingPlan plan_across_nodes(Router& router, const std::vector<std::int64_t>& gpus,
+                           const NodeChannels& node, const RingOptions& options) {
+  const auto& t = router.topology();
+  const std::int64_t per_node = t.gpus_per_node();
+  const std::int64_t nodes = static_cast<std::int64_t>(gpus.size()) / per_node;
   std::vector<Candidate> full;
-  for (std::size_t i = 0; i < pair_plan.rings.size(); ++i) {
-    const auto& r = pair_plan.rings[i];
+  for (std::size_t i = 0; i < node.pair.rings.size(); ++i) {
+    const auto& r = node.pair.rings[i];
     const std::vector<std::int64_t> chain(r.begin(), r.begin() + per_node);
-    full.push_back({concatenate(chain, nodes, per_node), pair_plan.rails[i]});
+    full.push_back({concatenate(chain, nodes, per_node), node.pair.rails[i]});
   }
   // Rates on the whole cluster, in the order chosen on two nodes.
-  RingPlan plan = choose_channels(router, full, opts);
-  plan.candidates += intra.candidates + pair_plan.candidates;
-  plan.exhaustive = intra.exhaustive;
+  RingPlan plan = choose_channels(router, full, across_options(t, options));
+  plan.candidates += node.intra.candidates + node.pair.candidates;
+  plan.exhaustive = node.intra.exhaustive;
   return plan;
 }
 
@@ -492,7 +507,16 @@ double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int
   return rate;
 }
 
+NodeChannels plan_node_channels(Router& router, const RingOptions& options) {
+  return node_channels(router, options);
+}
+
 RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
+                    const RingOptions& options) {
+  return plan_rings(router, gpus, NodeChannels{}, options);
+}
+
+RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const NodeChannels& node,
                     const RingOptions& options) {
   if (gpus.empty()) throw Error("a ring needs at least one GPU");
   const auto& t = router.topology();
@@ -508,7 +532,10 @@ RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
       throw Error(std::to_string(gpus.size()) + " GPUs span nodes of " + std::to_string(per_node) +
                   ": use whole nodes (a multiple of " + std::to_string(per_node) + ")");
     }
-    plan = plan_across_nodes(router, gpus, options);
+    // No node channels given (an empty pair plan): plan them for this call.
+    plan = node.pair.rings.empty()
+               ? plan_across_nodes(router, gpus, node_channels(router, options), options)
+               : plan_across_nodes(router, gpus, node, options);
   }
   if (gpus.size() > 1) describe(router, plan);
   return plan;

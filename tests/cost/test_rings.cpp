@@ -157,3 +157,32 @@ TEST_CASE("greedy orders: 2-opt removes the crossings that tied widths put in a 
   // The rank order itself, which the greedy order starts from, runs at 12.0 GB/s.
   CHECK(ring_rate(router, {0, 1, 2, 3, 4, 5, 6, 7}, -1) == Approx(48.0e9 / 4).epsilon(0.01));
 }
+
+TEST_CASE("node channels planned once give every GPU count the plan it had alone") {
+  // A planner asks one context for rings over many GPU counts; the node's rings and the
+  // two-node channels are planned once and reused. Each count's plan must be the one
+  // plan_rings makes on its own: rings, rails, rates, bottleneck, hop kinds, candidates.
+  for (const std::string name : {"dgx-a100", "dgx-h100", "gb200-nvl72", "pcie-split-8"}) {
+    Fixture f(name, 6);
+    Router shared(f.topology);
+    const auto node = plan_node_channels(shared);
+    for (const std::int64_t nodes : {2, 3, 6}) {
+      std::vector<std::int64_t> gpus(static_cast<std::size_t>(nodes * f.topology.gpus_per_node()));
+      std::iota(gpus.begin(), gpus.end(), 0);
+      Router fresh(f.topology);
+      const auto alone = plan_rings(fresh, gpus);
+      const auto reused = plan_rings(shared, gpus, node);
+      INFO(name << " x " << nodes);
+      CHECK(reused.rings == alone.rings);
+      CHECK(reused.rails == alone.rails);
+      CHECK(reused.rates_Bps == alone.rates_Bps);
+      CHECK(reused.bandwidth_Bps == alone.bandwidth_Bps);
+      CHECK(reused.bottleneck.kind == alone.bottleneck.kind);
+      CHECK(reused.bottleneck_crossings == alone.bottleneck_crossings);
+      CHECK(reused.hop_kinds == alone.hop_kinds);
+      CHECK(reused.candidates == alone.candidates);
+      CHECK(reused.exhaustive == alone.exhaustive);
+      CHECK(alone.rings.front().size() == gpus.size());  // not vacuous: rings over every GPU
+    }
+  }
+}

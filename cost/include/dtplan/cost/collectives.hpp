@@ -89,6 +89,7 @@ class CommContext {
  private:
   Router router_;
   std::map<std::int64_t, RingPlan> rings_;
+  std::optional<NodeChannels> node_channels_;  // planned with the first multi-node count
   std::map<PatternKey, CommPattern> patterns_;
   const InterconnectTable* table_ = nullptr;
 };

@@ -47,6 +47,18 @@ struct RingPlan {
 RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
                     const RingOptions& options = {});
 
+// What every ring plan over whole nodes starts from, whatever their number: the rings inside
+// the first node, and the channels chosen on two nodes (all nodes are alike), each leaving its
+// node through a NIC rail.
+struct NodeChannels {
+  RingPlan intra, pair;
+};
+NodeChannels plan_node_channels(Router& router, const RingOptions& options = {});
+// plan_rings over `gpus` (whole nodes from GPU 0, or one node), with the node channels
+// planned once for many GPU counts; the same plan.
+RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const NodeChannels& node,
+                    const RingOptions& options = {});
+
 // The rate of one ring on its own, and the link that limits it.
 double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int64_t rail = -1,
                  Bottleneck* bottleneck = nullptr, std::int64_t* crossings = nullptr);
