@@ -110,7 +110,8 @@ const RingPlan& CommContext::rings(std::int64_t gpus) {
   std::vector<std::int64_t> ranks(static_cast<std::size_t>(gpus));
   std::iota(ranks.begin(), ranks.end(), std::int64_t{0});
   const auto& t = router_.topology();
-  if (gpus <= t.gpus_per_node() || t.nodes() < 2) return rings_[gpus] = plan_rings(router_, ranks);
+  if (gpus <= t.gpus_per_node() || gpus % t.gpus_per_node() != 0)  // plan_rings says why not
+    return rings_[gpus] = plan_rings(router_, ranks);
   // Over whole nodes every count starts from the same node rings and two-node channels.
   if (!node_channels_) node_channels_ = plan_node_channels(router_);
   return rings_[gpus] = plan_rings(router_, ranks, *node_channels_);

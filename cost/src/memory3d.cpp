@@ -144,7 +144,7 @@ TrainingConfig layout_training(const Layout3D& l) {
 // in every forward instead, and keeps none.
 struct StagePieces {
   StageBlocks blocks;
-  StageHolding share;
+  StageHolding share;  // its `stage` is the first stage these pieces were priced for
   bool fp8_copies = false;
   std::int64_t fp8_weights = 0;
 };
@@ -369,8 +369,9 @@ Key<10> pieces_key(const Layout3D& l, std::int64_t i, const StageKind& kind) {
 }
 
 // Every field of an activation shape but `named` (a search names no terms) and `in_flight`
-// (InFlightActivations leaves it open). A new field of ActivationShape changes its size: add it
-// here, then update the size below.
+// (InFlightActivations leaves it open). A new 8-byte field of ActivationShape changes its size
+// and stops the build here; a small one can fit in padding, which the size does not see, so
+// the cache's test varies the fields that matter.
 static_assert(sizeof(ActivationShape) == 136, "a field was added to ActivationShape: key it");
 Key<9> activations_key(const ActivationShape& a) {
   // The enumerations, the recompute modules and the flags, a few bits each, in one word.

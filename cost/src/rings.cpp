@@ -423,6 +423,8 @@ NodeChannels node_channels(Router& router, const RingOptions& options) {
   std::vector<std::int64_t> local(static_cast<std::size_t>(per_node));
   std::iota(local.begin(), local.end(), std::int64_t{0});
   NodeChannels out;
+  out.topology = &t;
+  out.options = options;
   out.intra = plan_in_node(router, local, options);
   // Candidate chains: every rotation of every intra-node ring, both directions, every rail.
   std::vector<std::vector<std::int64_t>> chains;
@@ -516,6 +518,31 @@ RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
   return plan_rings(router, gpus, NodeChannels{}, options);
 }
 
+namespace {
+
+// Rings over whole nodes are laid out node after node from GPU 0 (concatenate): the GPUs must
+// be 0 .. n-1 in order, whole nodes.
+void check_whole_nodes(const Topology& t, const std::vector<std::int64_t>& gpus) {
+  const auto per_node = t.gpus_per_node();
+  bool in_order = gpus.front() == 0;
+  for (std::size_t i = 1; in_order && i < gpus.size(); ++i)
+    in_order = gpus[i] == gpus[i - 1] + 1;
+  if (static_cast<std::int64_t>(gpus.size()) % per_node != 0 || !in_order) {
+    throw Error(std::to_string(gpus.size()) + " GPUs span nodes of " + std::to_string(per_node) +
+                ": use whole nodes, GPUs 0 to n-1 in order (a multiple of " +
+                std::to_string(per_node) + ")");
+  }
+}
+
+void check_node_channels(const Topology& t, const NodeChannels& node, const RingOptions& options) {
+  if (node.topology != &t || node.options.max_channels != options.max_channels ||
+      node.options.exhaustive_limit != options.exhaustive_limit) {
+    throw Error("internal: node channels planned for another topology or under other ring options");
+  }
+}
+
+}  // namespace
+
 RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const NodeChannels& node,
                     const RingOptions& options) {
   if (gpus.empty()) throw Error("a ring needs at least one GPU");
@@ -527,15 +554,13 @@ RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const
   if (one_node) {
     plan = plan_in_node(router, gpus, options);
   } else {
-    const auto per_node = t.gpus_per_node();
-    if (static_cast<std::int64_t>(gpus.size()) % per_node != 0 || gpus.front() != 0) {
-      throw Error(std::to_string(gpus.size()) + " GPUs span nodes of " + std::to_string(per_node) +
-                  ": use whole nodes (a multiple of " + std::to_string(per_node) + ")");
+    check_whole_nodes(t, gpus);
+    if (node.topology) {
+      check_node_channels(t, node, options);
+      plan = plan_across_nodes(router, gpus, node, options);
+    } else {  // none given: planned for this call
+      plan = plan_across_nodes(router, gpus, node_channels(router, options), options);
     }
-    // No node channels given (an empty pair plan): plan them for this call.
-    plan = node.pair.rings.empty()
-               ? plan_across_nodes(router, gpus, node_channels(router, options), options)
-               : plan_across_nodes(router, gpus, node, options);
   }
   if (gpus.size() > 1) describe(router, plan);
   return plan;

@@ -270,8 +270,8 @@ std::optional<Layout3D> drawn_layout(const TransformerSpec& spec, std::mt19937& 
   if (l.pp > 1) {
     l.schedule = pick(std::vector<PipelineSchedule>{
         l.interleave > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b,
-        l.interleave > 1 ? PipelineSchedule::zbv : PipelineSchedule::gpipe,
-        PipelineSchedule::zb_h1});
+        l.interleave > 1 ? PipelineSchedule::zbv : PipelineSchedule::gpipe, PipelineSchedule::zb_h1,
+        PipelineSchedule::zb_h2});
   }
   l.micro_batch = pick(std::vector<std::int64_t>{1, 2});
   l.micro_batches = pick(std::vector<std::int64_t>{1, 4, 8, 16});
@@ -294,14 +294,24 @@ std::optional<Layout3D> drawn_layout(const TransformerSpec& spec, std::mt19937& 
   l.fp8 = pick(std::vector<Fp8Recipe>{Fp8Recipe::none, l.framework == Framework::megatron
                                                            ? Fp8Recipe::delayed
                                                            : Fp8Recipe::tensorwise});
-  if (l.recompute == Checkpointing::selective && l.framework == Framework::megatron &&
-      spec.mla.active() && pick(std::vector<bool>{false, true})) {
-    l.recompute_modules.add(RecomputeModule::mla_up_proj);
+  l.precision = pick(std::vector<Precision>{Precision::bf16, Precision::fp16, Precision::fp32});
+  l.attention = l.cp > 1 ? Attention::flash
+                         : pick(std::vector<Attention>{Attention::flash, Attention::eager});
+  l.optimizer = pick(std::vector<Optimizer>{Optimizer::adamw, Optimizer::sgd, Optimizer::adam8bit});
+  if (l.recompute == Checkpointing::selective && l.framework == Framework::megatron) {
+    // Megatron-LM's module sets: the default, or some of the discarding modules.
+    for (const auto module : {RecomputeModule::mla_up_proj, RecomputeModule::layernorm,
+                              RecomputeModule::moe_act, RecomputeModule::mlp}) {
+      if (pick(std::vector<bool>{false, true})) l.recompute_modules.add(module);
+    }
   }
   if (spec.moe.active()) {
     l.ep = pick(std::vector<std::int64_t>{1, 4, 8});
     l.etp = l.tp > 1 ? pick(std::vector<std::int64_t>{0, 1}) : 0;
+    l.capacity_factor = pick(std::vector<double>{0, 1.25});
   }
+  if (optimizer_problem(l.framework, l.optimizer)) return std::nullopt;
+  if (l.fp8 != Fp8Recipe::none && l.precision == Precision::fp32) return std::nullopt;
   if (stage_split_problem(spec, l)) {  // the layers as even as they come
     l.stage_layers.assign(static_cast<std::size_t>(l.pp), spec.num_layers / l.pp);
     for (std::int64_t i = 0; i < spec.num_layers % l.pp; ++i)
@@ -323,10 +333,12 @@ std::optional<Layout3D> drawn_layout(const TransformerSpec& spec, std::mt19937& 
 TEST_CASE("a stage-memory cache changes no figure of any layout") {
   // A search keeps one cache over 10^5 layouts (StageMemoryCache): a stage's pieces and
   // activations looked up by what they depend on. Thousands of layouts drawn from a wide grid
-  // (tp, cp, pp, interleaving and schedules, micro-batches, sequence, recomputation and
-  // modules, frameworks, hybrid sharding, offload, FP8, experts), in random order through one
-  // cache per model, must price exactly as they do without it; a key missing a field makes
-  // some of them differ.
+  // (tp, cp, pp, interleaving and schedules, micro-batches, sequence, precision, attention,
+  // optimizer, recomputation and module sets, frameworks, hybrid sharding, offload, FP8,
+  // experts and capacity), in random order through one cache per model, must price exactly
+  // as they do without it. A key that leaves out a field the memory reads makes some differ
+  // (tried by hand: the head flag, the dense blocks, the pipeline flag, the precision, the
+  // attention kernel, the capacity factor, the micro-batches in flight).
   const auto data = resolve_data_dir("");
   const auto k = load_overheads(data / "overheads.json");
   std::mt19937 rng(20261127);
@@ -342,7 +354,7 @@ TEST_CASE("a stage-memory cache changes no figure of any layout") {
     StageMemoryCache cache;
     std::int64_t compared = 0;
     std::set<std::int64_t> heaviest;
-    for (int draw = 0; draw < 6000; ++draw) {
+    for (int draw = 0; draw < 20000; ++draw) {
       const auto l = drawn_layout(*m.transformer, rng);
       if (!l) continue;
       const auto alone = memory_3d(m, *l, k, false);

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/rings.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/topology_io.hpp"
@@ -158,31 +159,56 @@ TEST_CASE("greedy orders: 2-opt removes the crossings that tied widths put in a 
   CHECK(ring_rate(router, {0, 1, 2, 3, 4, 5, 6, 7}, -1) == Approx(48.0e9 / 4).epsilon(0.01));
 }
 
+namespace {
+
+void check_same_plan(const RingPlan& a, const RingPlan& b) {
+  CHECK(a.rings == b.rings);
+  CHECK(a.rails == b.rails);
+  CHECK(a.rates_Bps == b.rates_Bps);
+  CHECK(a.bandwidth_Bps == b.bandwidth_Bps);
+  CHECK(a.bottleneck.from == b.bottleneck.from);
+  CHECK(a.bottleneck.to == b.bottleneck.to);
+  CHECK(a.bottleneck.kind == b.bottleneck.kind);
+  CHECK(a.bottleneck.link_class == b.bottleneck.link_class);
+  CHECK(a.bottleneck.achieved_Bps == b.bottleneck.achieved_Bps);
+  CHECK(a.bottleneck.bytes == b.bottleneck.bytes);
+  CHECK(a.bottleneck_crossings == b.bottleneck_crossings);
+  CHECK(a.hop_kinds == b.hop_kinds);
+  CHECK(a.candidates == b.candidates);
+  CHECK(a.exhaustive == b.exhaustive);
+}
+
+}  // namespace
+
 TEST_CASE("node channels planned once give every GPU count the plan it had alone") {
   // A planner asks one context for rings over many GPU counts; the node's rings and the
-  // two-node channels are planned once and reused. Each count's plan must be the one
-  // plan_rings makes on its own: rings, rails, rates, bottleneck, hop kinds, candidates.
+  // two-node channels are planned once (CommContext) and reused. Each count's plan must be the
+  // one plan_rings makes on its own for that count. (That plan itself is pinned by the figures
+  // of the tests above and by the comm command's tests.)
   for (const std::string name : {"dgx-a100", "dgx-h100", "gb200-nvl72", "pcie-split-8"}) {
     Fixture f(name, 6);
     Router shared(f.topology);
     const auto node = plan_node_channels(shared);
+    CommContext context(f.topology);
     for (const std::int64_t nodes : {2, 3, 6}) {
-      std::vector<std::int64_t> gpus(static_cast<std::size_t>(nodes * f.topology.gpus_per_node()));
+      const std::int64_t n = nodes * f.topology.gpus_per_node();
+      std::vector<std::int64_t> gpus(static_cast<std::size_t>(n));
       std::iota(gpus.begin(), gpus.end(), 0);
       Router fresh(f.topology);
       const auto alone = plan_rings(fresh, gpus);
-      const auto reused = plan_rings(shared, gpus, node);
       INFO(name << " x " << nodes);
-      CHECK(reused.rings == alone.rings);
-      CHECK(reused.rails == alone.rails);
-      CHECK(reused.rates_Bps == alone.rates_Bps);
-      CHECK(reused.bandwidth_Bps == alone.bandwidth_Bps);
-      CHECK(reused.bottleneck.kind == alone.bottleneck.kind);
-      CHECK(reused.bottleneck_crossings == alone.bottleneck_crossings);
-      CHECK(reused.hop_kinds == alone.hop_kinds);
-      CHECK(reused.candidates == alone.candidates);
-      CHECK(reused.exhaustive == alone.exhaustive);
+      check_same_plan(plan_rings(shared, gpus, node), alone);
+      check_same_plan(context.rings(n), alone);
       CHECK(alone.rings.front().size() == gpus.size());  // not vacuous: rings over every GPU
     }
+    // Channels planned under other options, or GPUs not laid out node after node, are refused.
+    std::vector<std::int64_t> two(static_cast<std::size_t>(2 * f.topology.gpus_per_node()));
+    std::iota(two.begin(), two.end(), 0);
+    RingOptions fewer;
+    fewer.max_channels = 2;
+    CHECK_THROWS_WITH(plan_rings(shared, two, node, fewer),
+                      Catch::Matchers::Contains("other ring options"));
+    std::swap(two[0], two[1]);
+    CHECK_THROWS_WITH(plan_rings(shared, two, node), Catch::Matchers::Contains("in order"));
   }
 }

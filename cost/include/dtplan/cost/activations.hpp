@@ -116,7 +116,8 @@ ActivationEstimate stage_activations(const TransformerSpec& t, const ActivationS
 struct InFlightActivations {
   std::array<std::int64_t, 4> per_micro_batch{};
   std::size_t terms = 0;
-  ActivationEstimate once;  // named as the shape asks; in_flight read by no term
+  // The terms kept once (named if the shape asks; the open ones are not among its terms)
+  ActivationEstimate once;
   Bytes at(double in_flight) const;
 };
 InFlightActivations stage_activations_in_flight(const TransformerSpec& t, const ActivationShape& a);

@@ -49,13 +49,16 @@ RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus,
 
 // What every ring plan over whole nodes starts from, whatever their number: the rings inside
 // the first node, and the channels chosen on two nodes (all nodes are alike), each leaving its
-// node through a NIC rail.
+// node through a NIC rail. Planned for one topology under one set of options.
 struct NodeChannels {
   RingPlan intra, pair;
+  const Topology* topology = nullptr;
+  RingOptions options;
 };
 NodeChannels plan_node_channels(Router& router, const RingOptions& options = {});
-// plan_rings over `gpus` (whole nodes from GPU 0, or one node), with the node channels
-// planned once for many GPU counts; the same plan.
+// plan_rings over `gpus` (whole nodes from GPU 0, or one node), with the node channels planned
+// once for many GPU counts: the same plan. Throws when `node` was planned for another topology
+// or under other options.
 RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const NodeChannels& node,
                     const RingOptions& options = {});
 
