@@ -397,22 +397,26 @@ std::map<Reason, std::vector<const RejectedChoice*>> rejected_by_reason(
   return by_reason;
 }
 
+// Entries of one reason, listed and omitted (the search keeps the nearest few of 10^5).
+std::int64_t count_of(const planner::UnifiedPlan& p, Reason reason,
+                      const std::vector<const RejectedChoice*>& list) {
+  return static_cast<std::int64_t>(list.size()) + p.omitted(reason);
+}
+
 void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
-  const auto& rejected = ctx.plan.rejected;
   const auto by_reason = rejected_by_reason(ctx.plan);
   // Two kinds of entry: evaluated configurations, and combinations never evaluated.
   const auto n = planner::counts_of(ctx.plan);
-  auto breakdown = [&by_reason](bool evaluated) {
+  auto breakdown = [&](bool evaluated) {
     std::string text;
     for (const auto& [reason, list] : by_reason) {
       if (planner::was_evaluated(reason) != evaluated) continue;
-      text += (text.empty() ? " (" : ", ") +
-              format_thousands(static_cast<std::int64_t>(list.size())) + ' ' +
-              std::string(planner::name_of(reason));
+      text += (text.empty() ? " (" : ", ") + format_thousands(count_of(ctx.plan, reason, list)) +
+              ' ' + std::string(planner::name_of(reason));
     }
     return text.empty() ? text : text + ")";
   };
-  out << "\nrejected: " << format_thousands(static_cast<std::int64_t>(rejected.size())) << " = "
+  out << "\nrejected: " << format_thousands(ctx.plan.rejected_total()) << " = "
       << format_thousands(n.rejected_evaluated) << " of the searched configurations"
       << breakdown(true);
   if (n.not_evaluated > 0) {
@@ -431,8 +435,9 @@ void print_rejected(std::ostream& out, const PlanReportContext& ctx) {
       out << "  " << entry_text(ctx.plan.choice_of(*list[i])) << ": "
           << reason_text(ctx.plan, *list[i], ctx.request.objective) << '\n';
     }
-    if (list.size() > shown)
-      out << "  ... and " << format_thousands(static_cast<std::int64_t>(list.size() - shown))
+    if (const auto count = count_of(ctx.plan, reason, list);
+        count > static_cast<std::int64_t>(shown))
+      out << "  ... and " << format_thousands(count - static_cast<std::int64_t>(shown))
           << " more\n";
   }
 }
@@ -506,7 +511,7 @@ nlohmann::json rejected_summary_json(const PlanReportContext& ctx) {
   auto out = nlohmann::json::array();
   for (const auto& [reason, list] : rejected_by_reason(ctx.plan)) {
     nlohmann::json j = {{"reason", std::string(planner::name_of(reason))},
-                        {"count", list.size()},
+                        {"count", count_of(ctx.plan, reason, list)},
                         {"evaluated", planner::was_evaluated(reason)}};
     const auto shown =
         std::min<std::size_t>(list.size(), static_cast<std::size_t>(ctx.rejected_shown));

@@ -84,6 +84,10 @@ struct LayoutAnalysis {
   std::vector<LayoutMemoryBar> by_sharding;
 };
 
+// The plan view lists the nearest rejected entries of each reason, up to this many; the search
+// keeps no more (a plan over thousands of GPUs rejects 10^5 layouts).
+inline constexpr std::int64_t kRejectedListed = 500;
+
 struct Analysis {
   Session session;
   ModelDesc model;

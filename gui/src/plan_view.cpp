@@ -29,7 +29,6 @@ namespace dtplan::gui {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
-constexpr std::size_t kRejectedShown = 500;
 
 QStandardItem* number(double v, int decimals) {
   auto* item = new QStandardItem(QString::number(v, 'f', decimals));
@@ -171,7 +170,7 @@ void PlanView::show_analysis(const Analysis& a) {
                  .arg(n.evaluated)
                  .arg(n.data_parallel_evaluated)
                  .arg(n.layouts_evaluated)
-                 .arg(r.rejected.size())
+                 .arg(r.rejected_total())
            : QString("nothing fits; what would (and the rejected configurations below):"));
   QStringList notes;
   for (const auto& note : a.plan_notes)
@@ -220,8 +219,9 @@ void PlanView::show_rejected(const planner::UnifiedPlan& r) {
     if (x->reason != y->reason) return x->reason < y->reason;
     return x->amount < y->amount;
   });
-  // A search over thousands of GPUs rejects tens of thousands: the nearest 500 are listed.
-  if (shown.size() > kRejectedShown) shown.resize(kRejectedShown);
+  // A search over thousands of GPUs rejects tens of thousands: the nearest few are listed.
+  if (shown.size() > static_cast<std::size_t>(kRejectedListed))
+    shown.resize(static_cast<std::size_t>(kRejectedListed));
   rejected_->setRowCount(static_cast<int>(shown.size()));
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto& x = *shown[i];

@@ -10,6 +10,7 @@
 
 #include "dtplan/model/error.hpp"
 #include "pareto.hpp"
+#include "rejected_keeper.hpp"
 
 namespace dtplan::planner {
 namespace {
@@ -495,13 +496,14 @@ void rank(const std::deque<Candidate3D>& fits, const std::vector<std::size_t>& o
   }
 }
 
-// All but the best, moved into the rejected list (the fitting layouts are not used after).
+// All but the best, offered as rejected (the fitting layouts are not used after).
 void reject_slower(std::deque<Candidate3D>& fits, const std::vector<std::size_t>& order,
-                   Result3D& out) {
+                   detail::RejectedKeeper& rejected) {
   for (std::size_t k = 1; k < order.size(); ++k) {
     auto& c = fits[order[k]];
     const double behind = 100.0 * (c.objective / fits[order.front()].objective - 1.0);
-    out.rejected.emplace_back(std::move(c), Reason::slower, behind);
+    rejected.offer(Reason::slower, behind, c.layout,
+                   [&] { return RejectedLayout(std::move(c), Reason::slower, behind); });
   }
   fits.clear();
 }
@@ -522,11 +524,12 @@ void pareto(const std::deque<Candidate3D>& fits, const std::vector<std::size_t>&
 
 // A layout over memory: rejected, and the nearest miss of its framework if it is one.
 void over_memory(const cost::Layout3D& l, const cost::Memory3D& mem, cost::Model3D& model,
-                 Result3D& out) {
+                 detail::RejectedKeeper& rejected, Result3D& out) {
   ++out.out_of_memory;
   const double total = static_cast<double>(mem.total().value);
-  out.rejected.emplace_back(l, mem, Reason::out_of_memory,
-                            (total - out.usable_bytes) / double(1LL << 30));
+  const double over_gib = (total - out.usable_bytes) / double(1LL << 30);
+  rejected.offer(Reason::out_of_memory, over_gib, l,
+                 [&] { return RejectedLayout(l, mem, Reason::out_of_memory, over_gib); });
   const auto found = out.nearest_miss_of_framework.find(l.framework);
   if (found != out.nearest_miss_of_framework.end() &&
       total >= double(found->second.memory.total().value)) {
@@ -563,6 +566,10 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     throw Error("model " + m.name + ": tensor and pipeline parallelism need layer shapes");
   }
   if (r.global_batch < 1) throw Error("global batch: a positive number of samples");
+  if (r.rejected_kept < -1) {
+    throw Error("rejected layouts kept: " + std::to_string(r.rejected_kept) +
+                " (-1 keeps all, n >= 0 the n nearest of each reason)");
+  }
   check_recompute_sets(*m.transformer, r);
   const auto counts = counts_of(r, t.gpu_count());
   std::int64_t seq = r.seq_len;
@@ -575,17 +582,20 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   // The stage pieces and activations the layouts share; freed once they are priced, before
   // the ranking (the plan's peak memory).
   auto stages = std::make_unique<cost::StageMemoryCache>();
+  detail::RejectedKeeper rejected(r.rejected_kept);
   auto price = [&](const cost::Layout3D& l) {
     ++out.evaluated;
     const auto mem = cost::memory_3d(m, l, overheads, *stages);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
-      over_memory(l, mem, model, out);
+      over_memory(l, mem, model, rejected, out);
       return;
     }
     if (const double over = host_over_bytes(l, mem, r, t.gpus_per_node()); over > 0) {
       ++out.host_out_of_memory;
-      out.rejected.emplace_back(l, mem, Reason::host_out_of_memory, over / double(1LL << 30));
+      const double over_gib = over / double(1LL << 30);
+      rejected.offer(Reason::host_out_of_memory, over_gib, l,
+                     [&] { return RejectedLayout(l, mem, Reason::host_out_of_memory, over_gib); });
       return;
     }
     Candidate3D c{l, mem, model.time(l), 0};
@@ -595,7 +605,8 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
       ++out.past_deadline;
       const double over_h =
           (run_seconds(r.goal, c.time.step_s, l.global_batch()) - r.goal.max_run_s) / 3600.0;
-      out.rejected.emplace_back(std::move(c), Reason::past_deadline, over_h);
+      rejected.offer(Reason::past_deadline, over_h, l,
+                     [&] { return RejectedLayout(std::move(c), Reason::past_deadline, over_h); });
       return;
     }
     fits.push_back(std::move(c));
@@ -620,7 +631,8 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   const auto order = ranking(fits);
   rank(fits, order, r, out);
   pareto(fits, order, out);
-  reject_slower(fits, order, out);
+  reject_slower(fits, order, rejected);
+  rejected.finish(out);
   if (out.ranked.empty()) out.nearest_miss = nearest_of_all(out);
   for (const auto& [framework, best] : out.best_of_framework)
     out.nearest_miss_of_framework.erase(framework);

@@ -199,6 +199,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.headroom = p.headroom;
   x.top_k = p.top_k;
   x.goal = goal_of(p);
+  x.rejected_kept = r.rejected_kept;
   return x;
 }
 
@@ -261,6 +262,7 @@ void collect_rejected(UnifiedPlan& p) {
     p.rejected.push_back({From::data_parallel_best, 0, Reason::slower, p.behind_pct(b->objective)});
   }
   if (!p.layouts) return;
+  p.rejected_omitted = p.layouts->rejected_omitted;
   for (std::size_t i = 0; i < p.layouts->rejected.size(); ++i) {
     const auto& r = p.layouts->rejected[i];
     p.rejected.push_back(
@@ -321,6 +323,18 @@ UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const Interconne
   suggest(out);
   out.elapsed_s = out.data_parallel.elapsed_s + (out.layouts ? out.layouts->elapsed_s : 0.0);
   return out;
+}
+
+std::int64_t UnifiedPlan::rejected_total() const {
+  auto n = static_cast<std::int64_t>(rejected.size());
+  for (const auto& [reason, omitted] : rejected_omitted)
+    n += omitted;
+  return n;
+}
+
+std::int64_t UnifiedPlan::omitted(Reason reason) const {
+  const auto found = rejected_omitted.find(reason);
+  return found == rejected_omitted.end() ? 0 : found->second;
 }
 
 UnifiedCounts counts_of(const UnifiedPlan& p) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cluster_fixture.hpp"
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/planner/plan_decisions.hpp"
 
@@ -223,4 +224,72 @@ TEST_CASE("a mixture of experts' plan says why its expert layout won, the others
   // A dense model's plan has no such note.
   const Cluster dense("gpt2-xl", "dgx-a100", 1, "A100-80GB");
   CHECK_FALSE(planner::expert_layout_note(dense.plan(request(512, 1024)), r.plan.objective));
+}
+
+namespace {
+
+// One reason's rejected entries, nearest first as the reports order them (stable by amount).
+std::vector<const planner::RejectedChoice*> nearest_of(const planner::UnifiedPlan& p,
+                                                       planner::Reason reason) {
+  std::vector<const planner::RejectedChoice*> list;
+  for (const auto& r : p.rejected)
+    if (r.reason == reason) list.push_back(&r);
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto* a, const auto* b) { return a->amount < b->amount; });
+  return list;
+}
+
+}  // namespace
+
+// Issue 18: a plan kept all 10^5 rejected layouts to list five of each reason, most of its peak
+// memory. Kept to the nearest few, its report must read the same as with all of them kept.
+TEST_CASE("a plan keeping the nearest rejected layouts reports as one keeping them all") {
+  // Mixtral 8x7B on 4 DGX H100 with 256 GiB of host memory a node and a 3-hour deadline for
+  // 1,000 steps: every reason a layout can be rejected for occurs (over GPU memory, over host
+  // memory with offloading, past the deadline, slower), over many expert layouts and recompute
+  // modes.
+  const Cluster c("mixtral-8x7b", "dgx-h100", 4, "H100-SXM");
+  auto r = request(256, 4096);
+  r.plan.host_memory = Bytes{256LL << 30};
+  r.plan.steps = 1000;
+  r.plan.max_run_s = 3 * 3600.0;
+  const auto all = c.plan(r);
+  REQUIRE(all.rejected_omitted.empty());
+  REQUIRE(planner::expert_layout_note(all, r.plan.objective));
+  REQUIRE(planner::recompute_note(all, r.plan.objective));
+  for (const std::int64_t kept : {0, 3}) {
+    CAPTURE(kept);
+    r.rejected_kept = kept;
+    const auto few = c.plan(r);
+    // Of about 78,000 layouts rejected, a few dozen are kept (the data-parallel list is whole).
+    CHECK(few.layouts->rejected.size() * 100 < all.layouts->rejected.size());
+    CHECK(few.rejected_total() == static_cast<std::int64_t>(all.rejected.size()));
+    using planner::Reason;
+    for (const auto reason : {Reason::out_of_memory, Reason::host_out_of_memory,
+                              Reason::past_deadline, Reason::slower, Reason::unsupported}) {
+      CAPTURE(planner::name_of(reason));
+      const auto a = nearest_of(all, reason);
+      const auto f = nearest_of(few, reason);
+      REQUIRE(a.size() > 3);
+      CHECK(static_cast<std::int64_t>(f.size()) + few.omitted(reason) ==
+            static_cast<std::int64_t>(a.size()));
+      for (std::size_t i = 0; i < static_cast<std::size_t>(kept); ++i) {
+        CHECK(f[i]->amount == a[i]->amount);
+        const auto x = few.choice_of(*f[i]);
+        const auto y = all.choice_of(*a[i]);
+        CHECK(x.family() == y.family());
+        CHECK(x.objective() == y.objective());
+        CHECK(x.memory().value == y.memory().value);
+        if (x.layout && y.layout)
+          CHECK(cost::describe(x.layout->layout) == cost::describe(y.layout->layout));
+      }
+    }
+    // The notes compare each expert layout and recompute mode at its best: the same.
+    CHECK(planner::expert_layout_note(few, r.plan.objective) ==
+          planner::expert_layout_note(all, r.plan.objective));
+    CHECK(planner::recompute_note(few, r.plan.objective) ==
+          planner::recompute_note(all, r.plan.objective));
+  }
+  r.rejected_kept = -2;
+  CHECK_THROWS_WITH(c.plan(r), Catch::Contains("rejected layouts kept: -2"));
 }

@@ -73,6 +73,11 @@ struct Request3D {
   double headroom = 0.10;
   std::int64_t top_k = 5;
   RunGoal goal;  // what layouts are ranked by (planner.hpp); default: seconds per sample
+  // Rejected layouts kept in Result3D::rejected: -1, every one; n >= 0, per reason the n nearest
+  // (least over memory, least behind) and the nearest of each expert layout and recompute mode,
+  // the others only counted (Result3D::rejected_omitted). A report that lists the nearest few
+  // needs no more, and a large search rejects 10^5 layouts.
+  std::int64_t rejected_kept = -1;
 };
 
 // The modules NVIDIA's recipes recompute to fit a mixture or latent attention (Megatron-Bridge
@@ -131,10 +136,12 @@ struct Result3D {
   std::int64_t out_of_memory = 0;
   std::int64_t host_out_of_memory = 0;  // offloaded states over the node's host memory
   std::int64_t past_deadline = 0;
-  // Every priced layout but the best: evaluated = rejected.size() + (1 if one fits).
-  // UnifiedPlan::rejected names them by index. A deque: a large search rejects 10^5 layouts, and a
-  // vector's growth held two copies of them at once (the plan's peak memory).
+  // Every priced layout but the best, as Request3D::rejected_kept keeps them, in the order
+  // rejected (those over memory or past the deadline as priced, then the slower ones best
+  // first): evaluated = rejected.size() + the omitted + (1 if one fits). UnifiedPlan::rejected
+  // names them by index. A deque: a vector's growth held two copies at once.
   std::deque<RejectedLayout> rejected;
+  std::map<Reason, std::int64_t> rejected_omitted;  // per reason, rejected and not kept
   std::string no_layout;  // when the rules and restrictions leave no layout at all: why
   double usable_bytes = 0;
   double elapsed_s = 0;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@ struct LayoutRequest {
   // Whether strategies were named (plan.strategies and frameworks together): then only the
   // named families run; a data-parallel strategy list alone leaves the layouts out.
   bool strategies_named = false;
+  // Rejected layouts kept (Request3D::rejected_kept): -1, all; n, per reason the n nearest and
+  // what the plan's notes compare, the others counted in UnifiedPlan::rejected_omitted.
+  std::int64_t rejected_kept = -1;
 };
 
 // One entry of the ranking: a data-parallel configuration or a layout, and the figures every
@@ -87,17 +91,23 @@ struct UnifiedCounts {
 struct UnifiedPlan {
   PlanResult data_parallel;  // empty when the family was left out
   bool data_parallel_searched = false;
-  std::optional<Result3D> layouts;       // none when left out (see layouts_left_out)
-  std::string layouts_left_out;          // why the layouts were not searched, if they were not
-  std::vector<LayoutChoice> ranked;      // best objective first, up to top_k
-  std::vector<LayoutChoice> pareto;      // fewest bytes first, each better than all that use less
-  std::vector<RejectedChoice> rejected;  // every entry not chosen, both families
+  std::optional<Result3D> layouts;   // none when left out (see layouts_left_out)
+  std::string layouts_left_out;      // why the layouts were not searched, if they were not
+  std::vector<LayoutChoice> ranked;  // best objective first, up to top_k
+  std::vector<LayoutChoice> pareto;  // fewest bytes first, each better than all that use less
+  // Every entry not chosen, both families, less the layouts the search did not keep
+  // (LayoutRequest::rejected_kept), which rejected_omitted counts per reason.
+  std::vector<RejectedChoice> rejected;
+  std::map<Reason, std::int64_t> rejected_omitted;
   // When nothing fits: what would. {name} marks a request or input field (render_fields).
   std::vector<std::string> suggestions;
   double elapsed_s = 0;
   const LayoutChoice* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
   // The best of the ranking, as a percentage: how far `objective` is behind it.
   double behind_pct(double objective) const;
+  // Entries rejected, listed or omitted; those of one reason omitted from the list.
+  std::int64_t rejected_total() const;
+  std::int64_t omitted(Reason reason) const;
   // A rejected entry's configuration (nullptr for a layout; a micro_batch of 0 stands for
   // every micro-batch of that kind), layout (nullptr for a configuration), objective (the search's,
   // lower is better), the entry as a ranking entry (a copy, with the layout's memory and time as
