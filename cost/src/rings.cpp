@@ -34,15 +34,12 @@ struct HopScratch {
 };
 
 RingLoad ring_load(Router& router, const Candidate& c, HopScratch& scratch) {
-  const auto& g = router.topology().graph();
   const auto& ring = c.ring;
   try {
     for (std::size_t i = 0; i < ring.size(); ++i) {
       const auto& r = ring_hop(router, ring[i], ring[(i + 1) % ring.size()], c.rail);
-      for (const auto e : r.edges) {
-        const auto k = static_cast<std::size_t>(g[e].index);
+      for (const auto k : r.edges)
         if (scratch.count[k]++ == 0) scratch.touched.push_back(k);
-      }
     }
   } catch (...) {
     for (const auto k : scratch.touched)
@@ -109,7 +106,6 @@ std::vector<std::vector<std::int64_t>> all_orders(const std::vector<std::int64_t
 // most that link's capacity (capacity over the hops crossing it). Bytes per second.
 double ring_rate_bound(Router& router, const std::vector<std::int64_t>& gpus) {
   const auto& t = router.topology();
-  const auto& g = t.graph();
   const auto& cap = router.capacities_Bps();
   double bound = std::numeric_limits<double>::infinity();
   for (const auto a : gpus) {
@@ -117,8 +113,8 @@ double ring_rate_bound(Router& router, const std::vector<std::int64_t>& gpus) {
     for (const auto b : gpus) {
       if (a == b) continue;
       double narrowest = std::numeric_limits<double>::infinity();
-      for (const auto e : router.route(t.gpu(a), t.gpu(b)).edges)
-        narrowest = std::min(narrowest, cap[static_cast<std::size_t>(g[e].index)]);
+      for (const auto k : router.route(t.gpu(a), t.gpu(b)).edges)
+        narrowest = std::min(narrowest, cap[k]);
       widest = std::max(widest, narrowest);
     }
     bound = std::min(bound, widest);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <queue>
 
@@ -28,12 +29,27 @@ int latency_rank(LinkKind k) {
   return 2;
 }
 
+namespace {
+// A route of one link.
+Route single(const TopologyGraph& g, EdgeId e) {
+  Route r;
+  r.edges = {static_cast<EdgeIndex>(g[e].index)};
+  r.bottleneck_Bps = g[e].effective_Bps();
+  r.slowest_kind = g[e].kind;
+  return r;
+}
+}  // namespace
+
 Router::Router(const Topology& t)
     : t_(t),
       stamp_(boost::num_vertices(t.graph()), 0),
       best_(boost::num_vertices(t.graph()), 0.0),
       parent_(boost::num_vertices(t.graph())) {
   const auto& g = t.graph();
+  if (t.directed_edge_count() > std::numeric_limits<EdgeIndex>::max()) {
+    throw Error(t.node().origin + ": " + std::to_string(t.directed_edge_count()) +
+                " directed links, more than a route's 32-bit edge index holds");
+  }
   edges_.resize(static_cast<std::size_t>(t.directed_edge_count()));
   capacity_Bps_.assign(edges_.size(), 0.0);
   for (const auto v : boost::make_iterator_range(boost::vertices(g))) {
@@ -57,16 +73,17 @@ std::optional<Route> Router::shifted_from_node0(Vertex src, Vertex dst) {
   if (g[src0].host != 0 || g[dst0].host != 0) return std::nullopt;
   Route r = route(src0, dst0);
   const auto edge_shift = 2 * h * links_per_node_;
-  for (auto& e : r.edges) {
-    const auto i = static_cast<std::size_t>(g[e].index) + edge_shift;
+  for (auto& index : r.edges) {
+    const auto i = index + edge_shift;
     if (i >= edges_.size()) return std::nullopt;
+    const auto e = edges_[index];
     const auto moved = edges_[i];
     // The layout promise, checked: the shifted edge joins the shifted endpoints.
     if (boost::source(moved, g) != boost::source(e, g) + h * devices_per_node_ ||
         boost::target(moved, g) != boost::target(e, g) + h * devices_per_node_) {
       return std::nullopt;
     }
-    e = moved;
+    index = static_cast<EdgeIndex>(i);
   }
   return r;
 }
@@ -158,12 +175,12 @@ Route Router::fewest_hops(Vertex src, Vertex dst, double min_Bps) {
   }
   Route r;
   r.bottleneck_Bps = min_Bps;
-  for (auto v = dst; v != src; v = boost::source(parent_[v], g))
-    r.edges.push_back(parent_[v]);
-  std::reverse(r.edges.begin(), r.edges.end());
-  for (const auto e : r.edges) {
-    if (latency_rank(g[e].kind) > latency_rank(r.slowest_kind)) r.slowest_kind = g[e].kind;
+  for (auto v = dst; v != src; v = boost::source(parent_[v], g)) {
+    const auto& link = g[parent_[v]];
+    r.edges.push_back(static_cast<EdgeIndex>(link.index));
+    if (latency_rank(link.kind) > latency_rank(r.slowest_kind)) r.slowest_kind = link.kind;
   }
+  std::reverse(r.edges.begin(), r.edges.end());
   return r;
 }
 
@@ -175,11 +192,7 @@ Route Router::direct(Vertex src, Vertex dst) {
   if (gr[src].kind == DeviceKind::gpu && gr[dst].kind == DeviceKind::gpu) {
     for (const auto e : boost::make_iterator_range(boost::out_edges(src, gr))) {
       if (boost::target(e, gr) != dst) continue;
-      Route r;
-      r.edges = {e};
-      r.bottleneck_Bps = gr[e].effective_Bps();
-      r.slowest_kind = gr[e].kind;
-      return r;
+      return single(gr, e);
     }
   }
   ++searches_;
@@ -268,14 +281,6 @@ std::optional<EdgeId> network_port(const TopologyGraph& g, Vertex nic) {
   return port;
 }
 
-Route single(const TopologyGraph& g, EdgeId e) {
-  Route r;
-  r.edges = {e};
-  r.bottleneck_Bps = g[e].effective_Bps();
-  r.slowest_kind = g[e].kind;
-  return r;
-}
-
 std::optional<EdgeId> edge_between(const TopologyGraph& g, Vertex a, Vertex b) {
   for (const auto e : boost::make_iterator_range(boost::out_edges(a, g))) {
     if (boost::target(e, g) == b) return e;
@@ -341,7 +346,6 @@ FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
   const auto& t = router.topology();
   const auto& g = t.graph();
   std::vector<double> bytes(static_cast<std::size_t>(t.directed_edge_count()), 0.0);
-  std::vector<EdgeId> edge_of(bytes.size());
   FlowTime out;
   const auto& g_all = t.graph();
   for (const auto& f : flows) {
@@ -351,17 +355,14 @@ FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
     if (latency_rank(r.slowest_kind) > latency_rank(out.slowest_kind)) {
       out.slowest_kind = r.slowest_kind;
     }
-    for (const auto e : r.edges) {
-      const auto i = static_cast<std::size_t>(g[e].index);
+    for (const auto i : r.edges)
       bytes[i] += f.bytes;
-      edge_of[i] = e;
-    }
   }
   std::size_t worst = bytes.size();
   double worst_time = -1.0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] <= 0.0) continue;
-    const double time = bytes[i] / g[edge_of[i]].effective_Bps();
+    const double time = bytes[i] / g[router.edge(i)].effective_Bps();
     if (time > worst_time) {
       worst_time = time;
       worst = i;
@@ -369,7 +370,7 @@ FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
   }
   if (worst == bytes.size()) return out;
   out.time_s = worst_time;
-  out.bottleneck = describe_bottleneck(t, edge_of[worst], bytes[worst]);
+  out.bottleneck = describe_bottleneck(t, router.edge(worst), bytes[worst]);
   return out;
 }
 

@@ -126,8 +126,8 @@ TopologyPicture picture_of(const Inputs& in) {
   cost::Router router(t);
   for (std::size_t i = 0; i < p.ring.size() && p.ring.size() > 1; ++i) {
     const auto a = t.gpu(p.ring[i]), b = t.gpu(p.ring[(i + 1) % p.ring.size()]);
-    for (auto e : router.route(a, b).edges)
-      ++p.links[by_physical.at(g[e].physical_id)].ring_hops;
+    for (const auto k : router.route(a, b).edges)
+      ++p.links[by_physical.at(router.link(k).physical_id)].ring_hops;
   }
   for (auto& l : p.links) {
     const auto& a = p.devices[l.from].name;

@@ -303,9 +303,9 @@ TEST_CASE("routing a cluster searches each route once, whatever the node count")
   const auto& r9 = router.route(f.topology.gpu(9 * 8), f.topology.gpu(9 * 8 + 5));
   REQUIRE(r9.edges.size() == r0.edges.size());
   CHECK(r9.bottleneck_Bps == r0.bottleneck_Bps);
-  for (const auto e : r9.edges) {
-    CHECK(g[boost::source(e, g)].host == 9);
-    CHECK(g[boost::target(e, g)].host == 9);
+  for (const auto k : r9.edges) {
+    CHECK(g[boost::source(router.edge(k), g)].host == 9);
+    CHECK(g[boost::target(router.edge(k), g)].host == 9);
   }
 }
 

@@ -18,10 +18,11 @@ Topology preset(const std::string& name, std::int64_t nodes = 1) {
                          InterconnectTable::load(kData / "interconnect.json"));
 }
 
-std::vector<std::string> names(const Topology& t, const Route& r) {
-  std::vector<std::string> out{t.graph()[boost::source(r.edges.front(), t.graph())].name};
-  for (const auto e : r.edges)
-    out.push_back(t.graph()[boost::target(e, t.graph())].name);
+std::vector<std::string> names(const Router& router, const Route& r) {
+  const auto& g = router.topology().graph();
+  std::vector<std::string> out{g[boost::source(router.edge(r.edges.front()), g)].name};
+  for (const auto k : r.edges)
+    out.push_back(g[boost::target(router.edge(k), g)].name);
   return out;
 }
 }  // namespace
@@ -30,10 +31,10 @@ TEST_CASE("across sockets the route climbs to the CPUs and crosses the socket li
   const auto t = preset("pcie-split-8");
   Router router(t);
   const auto& r = router.route(t.gpu(0), t.gpu(4));
-  CHECK(names(t, r) == std::vector<std::string>{"gpu0", "sw0", "cpu0", "cpu1", "sw1", "gpu4"});
+  CHECK(names(router, r) == std::vector<std::string>{"gpu0", "sw0", "cpu0", "cpu1", "sw1", "gpu4"});
   CHECK(r.bottleneck_Bps == Approx(10e9));                                // UPI, NCCL SKL_QPI_BW
   CHECK(latency_rank(r.slowest_kind) == latency_rank(LinkKind::socket));  // PCIe-class latency
-  CHECK(names(t, router.route(t.gpu(0), t.gpu(1))) ==
+  CHECK(names(router, router.route(t.gpu(0), t.gpu(1))) ==
         std::vector<std::string>{"gpu0", "sw0", "gpu1"});
 }
 
@@ -50,14 +51,14 @@ TEST_CASE("direct NVLinks first, GPUs relay only NVLink to NVLink") {
   // 20 GB/s, better than PCIe and the Broadwell QPI link (6 GB/s).
   const auto& r = router.route(t.gpu(0), t.gpu(5));
   CHECK(r.edges.size() == 2);
-  for (const auto e : r.edges)
-    CHECK(t.graph()[e].kind == LinkKind::nvlink);
+  for (const auto k : r.edges)
+    CHECK(router.link(k).kind == LinkKind::nvlink);
   CHECK(r.bottleneck_Bps == Approx(20e9));
   // On PCIe-only nodes no GPU relays: gpu0 -> gpu4 never passes through gpu1..gpu3.
   const auto split = preset("pcie-split-8");
   Router pcie(split);
-  for (const auto e : pcie.route(split.gpu(0), split.gpu(4)).edges) {
-    const auto v = boost::target(e, split.graph());
+  for (const auto k : pcie.route(split.gpu(0), split.gpu(4)).edges) {
+    const auto v = boost::target(pcie.edge(k), split.graph());
     CHECK((v == split.gpu(4) || split.graph()[v].kind != DeviceKind::gpu));
   }
 }
@@ -67,7 +68,7 @@ TEST_CASE("between nodes a GPU uses its own rail's NIC") {
   Router router(t);
   // gpu1 shares its PCIe switch with nic0 and nic1; its rail is nic1.
   CHECK(router.preferred_rail(t.gpu(1)) == 1);
-  const auto path = names(t, router.route(t.gpu(1), t.gpu(9)));
+  const auto path = names(router, router.route(t.gpu(1), t.gpu(9)));
   CHECK(path == std::vector<std::string>{"n0/gpu1", "n0/sw0", "n0/nic1", "leaf-r1-g0", "n1/nic1",
                                          "n1/sw0", "n1/gpu1"});
 }
