@@ -181,9 +181,14 @@ void fill_stage_view(const TransformerSpec& s, const Layout3D& l, const StagePie
                      bool explained, StateView& v) {
   v.params = p.share.params;
   v.shard_degree = l.shard_ranks();
+  // The units largest first (GatherUnits): the gathered buffers are the two largest blocks,
+  // the gradient buffer the largest, whichever run -- a mixture's dense blocks come first and
+  // are the smaller ones.
+  auto runs = p.blocks.runs;  // at most two: dense and sparse
+  if (p.blocks.run_count == 2 && runs[1].second > runs[0].second) std::swap(runs[0], runs[1]);
   v.units.blocks.clear();
   for (std::size_t r = 0; r < p.blocks.run_count; ++r) {
-    const auto [count, params] = p.blocks.runs.at(r);
+    const auto [count, params] = runs.at(r);
     v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
   }
   v.units.known = true;

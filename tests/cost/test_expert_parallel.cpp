@@ -358,6 +358,36 @@ TEST_CASE("DeepSeek-V3: dense first blocks on the first stage, MTP beside the he
   CHECK(dense_on_stage(odd, w, 1) == 3);
 }
 
+// FSDP2 gathers a stage block by block: the block in use and the prefetched one, and one
+// block's gradients wait for their reduce-scatter. On a DeepSeek-V3 stage that starts with its
+// three dense blocks those must be the largest blocks, the sparse ones, not the first two.
+TEST_CASE("FSDP2 on a DeepSeek-V3 stage gathers its largest blocks, not its first") {
+  const auto data = resolve_data_dir("");
+  const auto m = load_model("deepseek-v3", data / "models");
+  Layout3D l;
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  l.pp = 2;
+  l.stage_layers = {41, 20};  // the first stage the heaviest: 3 dense and 38 sparse blocks
+  l.dp = 256;
+  l.ep = 8;
+  l.seq_len = 4096;
+  // A sparse block on one GPU at ep 8: attention and norms 187,121,920 (with the router's
+  // 256 score biases), the router 256 x 7168, and 32 routed experts and the shared one of
+  // 3 x 7168 x 2048 each -- 1,642,283,264, against a dense block's 583,483,392 (its MLP
+  // 3 x 7168 x 18432 and the same attention less the biases).
+  const std::int64_t sparse = 187'121'920LL + 256LL * 7168 + 33LL * 3 * 7168 * 2048;
+  REQUIRE(sparse == 1'642'283'264LL);
+  const auto mem = memory_3d(m, l, OverheadConstants{});
+  auto term = [&](const std::string& starts) {
+    for (const auto& t : mem.buffer_terms)
+      if (t.name.rfind(starts, 0) == 0) return t.bytes.value;
+    return std::int64_t{-1};
+  };
+  CHECK(term("gathered bf16 parameters") == 2 * 2 * sparse);         // two blocks, 2 B
+  CHECK(term("one unit's unsharded fp32 gradients") == 4 * sparse);  // one block, 4 B
+}
+
 TEST_CASE("overlapped expert all-to-alls hide behind the adjacent micro-batch's compute") {
   const DgxH100 f;
   const auto m = small_moe();
