@@ -353,9 +353,9 @@ struct Model3D::Cache {
   // shape, tokens per rank, precision, attention).
   std::map<std::tuple<std::int64_t, unsigned, std::int64_t, int, int>, ComputeTime> compute;
   // (t, layers, ep, etp, routed rows over the balanced share, dense first layers, with the
-  // multi-token prediction modules)
+  // multi-token prediction modules, the vocabulary padded as Megatron-LM pads it)
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
-                           std::int64_t, bool>;
+                           std::int64_t, bool, bool>;
   std::map<Shape, ModelDesc> shards;
   std::map<std::tuple<std::int64_t, unsigned, Shape, std::int64_t, int, int>, ComputeTime> stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
@@ -504,8 +504,9 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   auto& cache = *cache_;
-  const auto shape = std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(),
-                                     l.expert_rows_factor(), dense, prediction_modules);
+  const auto shape =
+      std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor(), dense,
+                      prediction_modules, l.framework == Framework::megatron);
   if (!cache.shards.count(shape))
     cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense, prediction_modules));
   const auto lib = attention_library(l);

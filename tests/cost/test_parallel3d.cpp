@@ -388,6 +388,49 @@ TEST_CASE("a stage-memory cache changes no figure of any layout") {
   CHECK_THROWS_WITH(memory_3d(other, layout(1, 2, 2), k, cache), Contains("own cache"));
 }
 
+TEST_CASE("one Model3D pricing many layouts times each as a fresh one does") {
+  // A search prices 10^5 layouts through one Model3D, whose caches (stage compute, group
+  // collectives, the data-parallel collectives of a stage) are looked up by what they depend
+  // on. Layouts drawn from the wide grid in random order must time exactly as a Model3D made
+  // for each alone. A key that leaves out a field makes some differ (tried by hand: the
+  // data-parallel key without the micro-batches or the shard group; the stage shards without
+  // the framework, whose vocabulary padding differs -- a bug this test found).
+  DgxH100 f(16);  // 128 GPUs
+  std::mt19937 rng(20261127);
+  auto comm = std::make_shared<CommContext>(f.topo);  // routes and rings, not under test
+  auto moe = *load_model("deepseek-v3", f.data / "models").transformer;
+  moe.num_layers = 16;  // its 3 dense first blocks and 13 sparse ones: quick to price
+  const std::vector<ModelDesc> models{load_model("llama-2-7b", f.data / "models"),
+                                      model_from_transformer(moe, "deepseek-v3-16", "test")};
+  for (const auto& m : models) {
+    Model3D shared(m, f.topo, f.table, f.gpu, f.k, comm);
+    std::int64_t compared = 0;
+    for (int draw = 0; draw < 6000 && compared < 300; ++draw) {
+      const auto l = drawn_layout(*m.transformer, rng);
+      if (!l || l->gpus() > f.topo.gpu_count()) continue;
+      INFO(m.name << ": " << describe(*l));
+      const auto cached = shared.time(*l);
+      const auto alone = Model3D(m, f.topo, f.table, f.gpu, f.k, comm).time(*l);
+      CHECK(cached.step_s == alone.step_s);
+      CHECK(cached.dp_sync_s == alone.dp_sync_s);
+      CHECK(cached.fsdp_comm_s == alone.fsdp_comm_s);
+      CHECK(cached.optimizer_s == alone.optimizer_s);
+      CHECK(cached.host_transfer_s == alone.host_transfer_s);
+      REQUIRE(cached.dp_ops.size() == alone.dp_ops.size());
+      for (std::size_t i = 0; i < alone.dp_ops.size(); ++i) {
+        CHECK(cached.dp_ops[i].name == alone.dp_ops[i].name);
+        CHECK(cached.dp_ops[i].group == alone.dp_ops[i].group);
+        CHECK(cached.dp_ops[i].bytes == alone.dp_ops[i].bytes);
+        CHECK(cached.dp_ops[i].runs == alone.dp_ops[i].runs);
+        CHECK(cached.dp_ops[i].time_s == alone.dp_ops[i].time_s);
+      }
+      ++compared;
+    }
+    INFO(m.name);
+    CHECK(compared >= 300);  // not vacuous
+  }
+}
+
 TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, allocator slack") {
   // 2 channels x 2 connections x 100 B = 400 B per communicator; a 1,000 B context; half of
   // what is allocated as slack (numbers chosen to be checked by hand).
