@@ -361,7 +361,11 @@ struct Model3D::Cache {
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   // (collective, group span in ranks, group size, bytes)
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
-  std::map<bool, double> p2p_Bps;     // across nodes
+  std::map<bool, double> p2p_Bps;  // across nodes
+  // What data_parallel_ops reads: the stage's layers, parameters, experts and dense first
+  // blocks; tp, etp, ep, cp, dp, whether pipelined, sharding, shard group, framework,
+  // precision, optimizer and micro-batches.
+  std::map<std::array<std::int64_t, 16>, std::vector<CommOp>> dp_ops;
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
 
@@ -816,7 +820,29 @@ Time3D Model3D::time(const Layout3D& l) {
   return out;
 }
 
-std::vector<CommOp> Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
+const std::vector<CommOp>& Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
+  const std::array<std::int64_t, 16> key{held.layers,
+                                         held.params,
+                                         held.experts,
+                                         held.dense,
+                                         l.tp,
+                                         l.expert_tp(),
+                                         l.ep,
+                                         l.cp,
+                                         l.dp,
+                                         l.pp > 1 ? 1 : 0,
+                                         static_cast<std::int64_t>(l.sharding),
+                                         l.shard_group,
+                                         static_cast<std::int64_t>(l.framework),
+                                         static_cast<std::int64_t>(l.precision),
+                                         static_cast<std::int64_t>(l.optimizer),
+                                         l.micro_batches};
+  auto& cached = cache_->dp_ops;
+  if (const auto found = cached.find(key); found != cached.end()) return found->second;
+  return cached.emplace(key, price_data_parallel_ops(l, held)).first->second;
+}
+
+std::vector<CommOp> Model3D::price_data_parallel_ops(const Layout3D& l, const StageHolding& held) {
   const auto& s = *m_.transformer;
   const std::int64_t layers = held.layers, params = held.params;
   const std::int64_t experts = block_params(s).experts_on_gpu(l);  // per sparse block, here

@@ -392,8 +392,11 @@ class Model3D {
                             std::int64_t bytes) {
     return group_estimate(c, span, ranks, bytes).time_s;
   }
-  // The framework's data-parallel collectives for what one GPU of a stage holds.
-  std::vector<CommOp> data_parallel_ops(const Layout3D& l, const StageHolding& stage);
+  // The framework's data-parallel collectives for what one GPU of a stage holds; priced once
+  // for all layouts alike in what they read (the search prices 10^4 that differ only in their
+  // recomputation or attention).
+  const std::vector<CommOp>& data_parallel_ops(const Layout3D& l, const StageHolding& stage);
+  std::vector<CommOp> price_data_parallel_ops(const Layout3D& l, const StageHolding& stage);
   // The collectives of `params` parameters held as `units`, synced over `ranks` ranks strided
   // evenly through the stage's tp x cp x dp GPUs and sharded over `shards` of them.
   std::vector<CommOp> data_parallel_ops_of(const Layout3D& l, const std::vector<MessageRun>& units,
