@@ -72,7 +72,7 @@ CommModel::Pattern CommModel::tree_pattern() {
         const auto b = t_.gpu(chain[static_cast<std::size_t>(i + 1)] + k * g);
         up.push_back({b, a, share});
         down.push_back({a, b, share});
-        chain_kind = slowest(chain_kind, router_.route(a, b).slowest_kind);
+        chain_kind = slowest(chain_kind, router_.route_shifted(a, b).route->slowest_kind);
       }
     }
     // Two binary trees over the node heads, the second mirrored, each carrying half.
@@ -196,7 +196,7 @@ CommModel::Pattern CommModel::all_to_all_pattern() {
     for (std::int64_t b = 0; b < n_; ++b) {
       if (a == b) continue;
       flows.push_back({t_.gpu(a), t_.gpu(b), share});
-      kind = slowest(kind, router_.route(t_.gpu(a), t_.gpu(b)).slowest_kind);
+      kind = slowest(kind, router_.route_shifted(t_.gpu(a), t_.gpu(b)).route->slowest_kind);
     }
   }
   const auto ft = time_flows(router_, flows);

@@ -37,9 +37,9 @@ RingLoad ring_load(Router& router, const Candidate& c, HopScratch& scratch) {
   const auto& ring = c.ring;
   try {
     for (std::size_t i = 0; i < ring.size(); ++i) {
-      const auto& r = ring_hop(router, ring[i], ring[(i + 1) % ring.size()], c.rail);
-      for (const auto k : r.edges)
+      ring_hop(router, ring[i], ring[(i + 1) % ring.size()], c.rail).for_each_edge([&](auto k) {
         if (scratch.count[k]++ == 0) scratch.touched.push_back(k);
+      });
     }
   } catch (...) {
     for (const auto k : scratch.touched)
@@ -113,8 +113,9 @@ double ring_rate_bound(Router& router, const std::vector<std::int64_t>& gpus) {
     for (const auto b : gpus) {
       if (a == b) continue;
       double narrowest = std::numeric_limits<double>::infinity();
-      for (const auto k : router.route(t.gpu(a), t.gpu(b)).edges)
+      router.route_shifted(t.gpu(a), t.gpu(b)).for_each_edge([&](EdgeIndex k) {
         narrowest = std::min(narrowest, cap[k]);
+      });
       widest = std::max(widest, narrowest);
     }
     bound = std::min(bound, widest);
@@ -351,7 +352,7 @@ void describe(Router& router, RingPlan& plan) {
   plan.hop_kinds.clear();
   for (std::size_t i = 0; i < first.size(); ++i) {
     plan.hop_kinds.push_back(
-        ring_hop(router, first[i], first[(i + 1) % first.size()], rail).slowest_kind);
+        ring_hop(router, first[i], first[(i + 1) % first.size()], rail).route->slowest_kind);
   }
 }
 
@@ -473,12 +474,13 @@ RingPlan plan_across_nodes(Router& router, const std::vector<std::int64_t>& gpus
 
 }  // namespace
 
-const Route& ring_hop(Router& router, std::int64_t from, std::int64_t to, std::int64_t rail) {
+ShiftedRoute ring_hop(Router& router, std::int64_t from, std::int64_t to, std::int64_t rail) {
   const auto& t = router.topology();
   const auto a = t.gpu(from);
   const auto b = t.gpu(to);
-  if (rail >= 0 && t.graph()[a].host != t.graph()[b].host) return router.route_via_rail(a, b, rail);
-  return router.route(a, b);
+  if (rail >= 0 && t.graph()[a].host != t.graph()[b].host)
+    return {&router.route_via_rail(a, b, rail), 0};
+  return router.route_shifted(a, b);
 }
 
 double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int64_t rail,

@@ -88,6 +88,39 @@ std::optional<Route> Router::shifted_from_node0(Vertex src, Vertex dst) {
   return r;
 }
 
+bool Router::laid_out_as_node0(std::size_t host) {
+  if (alike_.empty()) alike_.assign(static_cast<std::size_t>(t_.nodes()), -1);
+  auto& known = alike_.at(host);
+  if (known >= 0) return known == 1;
+  const auto& g = t_.graph();
+  const auto edge_shift = 2 * host * links_per_node_;
+  const auto vertex_shift = host * devices_per_node_;
+  known = 1;
+  for (std::size_t i = 0; i < 2 * links_per_node_ && known == 1; ++i) {
+    const auto e = edges_[i];
+    const auto a = boost::source(e, g), b = boost::target(e, g);
+    if (a >= devices_per_node_ || b >= devices_per_node_ || i + edge_shift >= edges_.size()) {
+      known = 0;
+      break;
+    }
+    const auto moved = edges_[i + edge_shift];
+    if (boost::source(moved, g) != a + vertex_shift || boost::target(moved, g) != b + vertex_shift)
+      known = 0;
+  }
+  return known == 1;
+}
+
+ShiftedRoute Router::route_shifted(Vertex src, Vertex dst) {
+  const auto& g = t_.graph();
+  const auto host = g[src].host;
+  if (host > 0 && g[dst].host == host && laid_out_as_node0(static_cast<std::size_t>(host))) {
+    const auto h = static_cast<std::size_t>(host);
+    return {&route(src - h * devices_per_node_, dst - h * devices_per_node_),
+            static_cast<EdgeIndex>(2 * h * links_per_node_)};
+  }
+  return {&route(src, dst), 0};
+}
+
 std::size_t Router::KeyHash::operator()(const std::pair<Vertex, Vertex>& k) const {
   // Vertex indices fit in 32 bits for any cluster a graph can hold in memory.
   return std::hash<std::uint64_t>{}((static_cast<std::uint64_t>(k.first) << 32) ^ k.second);
@@ -208,14 +241,15 @@ Route Router::direct(Vertex src, Vertex dst) {
 }
 
 namespace {
-Route join(const std::vector<const Route*>& parts) {
+Route join(const std::vector<ShiftedRoute>& parts) {
   Route r;
   r.bottleneck_Bps = 1e30;
-  for (const auto* p : parts) {
-    r.edges.insert(r.edges.end(), p->edges.begin(), p->edges.end());
-    r.bottleneck_Bps = std::min(r.bottleneck_Bps, p->bottleneck_Bps);
-    if (latency_rank(p->slowest_kind) > latency_rank(r.slowest_kind)) {
-      r.slowest_kind = p->slowest_kind;
+  for (const auto& part : parts) {
+    const auto& p = *part.route;
+    part.for_each_edge([&r](EdgeIndex k) { r.edges.push_back(k); });
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, p.bottleneck_Bps);
+    if (latency_rank(p.slowest_kind) > latency_rank(r.slowest_kind)) {
+      r.slowest_kind = p.slowest_kind;
     }
   }
   return r;
@@ -296,13 +330,19 @@ Route Router::through_nics(Vertex src, Vertex out, Vertex in, Vertex dst) {
   const auto& g = t_.graph();
   const auto up = network_port(g, out);
   const auto down_rev = network_port(g, in);
-  if (!up || !down_rev) return join({&route(src, out), &route(out, in), &route(in, dst)});
+  if (!up || !down_rev) {
+    return join({route_shifted(src, out), {&route(out, in), 0}, route_shifted(in, dst)});
+  }
   const auto leaf_a = boost::target(*up, g);
   const auto leaf_b = boost::target(*down_rev, g);
   const auto down = edge_between(g, leaf_b, in);
   const Route first = single(g, *up);
   const Route last = single(g, *down);
-  return join({&route(src, out), &first, &route(leaf_a, leaf_b), &last, &route(in, dst)});
+  return join({route_shifted(src, out),
+               {&first, 0},
+               {&route(leaf_a, leaf_b), 0},
+               {&last, 0},
+               route_shifted(in, dst)});
 }
 
 const Route& Router::route_via_rail(Vertex src, Vertex dst, std::int64_t rail) {
@@ -350,13 +390,12 @@ FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
   const auto& g_all = t.graph();
   for (const auto& f : flows) {
     const bool via_rail = f.rail >= 0 && g_all[f.src].host != g_all[f.dst].host;
-    const auto& r =
-        via_rail ? router.route_via_rail(f.src, f.dst, f.rail) : router.route(f.src, f.dst);
-    if (latency_rank(r.slowest_kind) > latency_rank(out.slowest_kind)) {
-      out.slowest_kind = r.slowest_kind;
+    const auto r = via_rail ? ShiftedRoute{&router.route_via_rail(f.src, f.dst, f.rail), 0}
+                            : router.route_shifted(f.src, f.dst);
+    if (latency_rank(r.route->slowest_kind) > latency_rank(out.slowest_kind)) {
+      out.slowest_kind = r.route->slowest_kind;
     }
-    for (const auto i : r.edges)
-      bytes[i] += f.bytes;
+    r.for_each_edge([&](EdgeIndex i) { bytes[i] += f.bytes; });
   }
   std::size_t worst = bytes.size();
   double worst_time = -1.0;

@@ -307,6 +307,18 @@ TEST_CASE("routing a cluster searches each route once, whatever the node count")
     CHECK(g[boost::source(router.edge(k), g)].host == 9);
     CHECK(g[boost::target(router.edge(k), g)].host == 9);
   }
+  // Read shifted (route_shifted: node 0's route and an index shift, nothing cached for node 9),
+  // every route inside node 9 has the edges of the route found for node 9 itself.
+  for (std::int64_t a = 0; a < 8; ++a) {
+    for (std::int64_t b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      const auto shifted = router.route_shifted(f.topology.gpu(72 + a), f.topology.gpu(72 + b));
+      CHECK(shifted.shift > 0);
+      std::vector<EdgeIndex> read;
+      shifted.for_each_edge([&](EdgeIndex k) { read.push_back(k); });
+      CHECK(read == router.route(f.topology.gpu(72 + a), f.topology.gpu(72 + b)).edges);
+    }
+  }
 }
 
 TEST_CASE("a collective context belongs to one topology") {

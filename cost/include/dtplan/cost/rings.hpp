@@ -66,7 +66,8 @@ RingPlan plan_rings(Router& router, const std::vector<std::int64_t>& gpus, const
 double ring_rate(Router& router, const std::vector<std::int64_t>& ring, std::int64_t rail = -1,
                  Bottleneck* bottleneck = nullptr, std::int64_t* crossings = nullptr);
 
-// The route of one ring hop: within a node the widest route; between nodes through `rail`.
-const Route& ring_hop(Router& router, std::int64_t from, std::int64_t to, std::int64_t rail);
+// The route of one ring hop: within a node the widest route (shifted from node 0's where the
+// node is laid out alike); between nodes through `rail`.
+ShiftedRoute ring_hop(Router& router, std::int64_t from, std::int64_t to, std::int64_t rail);
 
 }  // namespace dtplan::cost

@@ -31,6 +31,19 @@ struct Route {
   LinkKind slowest_kind = LinkKind::nvlink;  // for latency: network > pcie/socket > nvlink
 };
 
+// A route read with its edge indices shifted: a route inside node k > 0 is node 0's route, each
+// edge index plus `shift` (2 x the node's links x k), so one copy of a node's routes serves
+// every node alike.
+struct ShiftedRoute {
+  const Route* route = nullptr;
+  EdgeIndex shift = 0;
+  template <class F>
+  void for_each_edge(F&& f) const {
+    for (const auto k : route->edges)
+      f(static_cast<EdgeIndex>(k + shift));
+  }
+};
+
 // Latency rank of a link kind: a hop costs the latency of its slowest kind.
 int latency_rank(LinkKind k);
 
@@ -39,6 +52,9 @@ class Router {
   explicit Router(const Topology& t);
   // Cached; throws if no route exists (disconnected devices).
   const Route& route(Vertex src, Vertex dst);
+  // route(), read as node 0's route shifted where both ends sit in node k > 0 laid out as node
+  // 0 is: a 2,048-node ring plan then caches a node's routes once, not once per node.
+  ShiftedRoute route_shifted(Vertex src, Vertex dst);
   // Between GPUs on different nodes through NIC `rail` of both nodes.
   const Route& route_via_rail(Vertex src_gpu, Vertex dst_gpu, std::int64_t rail);
   // The rail a GPU's traffic to other nodes uses by default.
@@ -66,6 +82,9 @@ class Router {
   // Every node is the same template laid out in the same order (node k's devices and links
   // follow node 0's at a fixed stride), so a route inside node k is node 0's route shifted.
   std::optional<Route> shifted_from_node0(Vertex src, Vertex dst);
+  // Whether node `host`'s devices and links follow node 0's at the fixed strides, and node 0's
+  // links are the first (checked once per node).
+  bool laid_out_as_node0(std::size_t host);
 
   // A pair of vertices (and a rail) as one hash key.
   struct KeyHash {
@@ -78,6 +97,7 @@ class Router {
   std::unordered_map<std::tuple<Vertex, Vertex, std::int64_t>, Route, KeyHash> rail_cache_;
   std::vector<std::int64_t> preferred_rail_;  // by vertex; -2 until computed
   std::vector<signed char> reaches_rail_;     // local GPU x rail; -1 until computed
+  std::vector<signed char> alike_;            // by node: -1 until laid_out_as_node0 checks
   std::vector<EdgeId> edges_;                 // by Link::index
   std::vector<double> capacity_Bps_;          // by Link::index
   std::size_t devices_per_node_ = 0;          // vertex stride between nodes
