@@ -660,7 +660,7 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
     return seconds > 0 ? static_cast<double>(res.configs_evaluated) / seconds : 0.0;
   };
   // configs_evaluated = configs_chosen + configs_rejected (both families);
-  // rejected.size() = configs_rejected + combinations_not_evaluated.
+  // rejected_total() = configs_rejected + combinations_not_evaluated.
   const auto n = planner::counts_of(plan);
   j["stats"] = {{"configs_evaluated", n.evaluated},
                 {"data_parallel_evaluated", n.data_parallel_evaluated},

@@ -82,7 +82,7 @@ double rate_of(const RingLoad& load, const std::vector<double>& residual, std::s
 
 double hop_width(Router& router, std::int64_t a, std::int64_t b) {
   const auto& t = router.topology();
-  return router.route(t.gpu(a), t.gpu(b)).bottleneck_Bps;
+  return router.route_shifted(t.gpu(a), t.gpu(b)).route->bottleneck_Bps;
 }
 
 double single_ring(Router& router, const std::vector<std::int64_t>& ring) {

@@ -78,7 +78,7 @@ struct RejectedChoice {
 
 // How the plan's numbers add up, over both families:
 //   evaluated = chosen + rejected_evaluated
-//   rejected.size() = rejected_evaluated + not_evaluated
+//   rejected_total() = rejected_evaluated + not_evaluated (rejected.size() when all are kept)
 struct UnifiedCounts {
   std::int64_t evaluated = 0;  // data-parallel configurations and layouts priced
   std::int64_t data_parallel_evaluated = 0;
