@@ -67,24 +67,12 @@ std::optional<Route> Router::shifted_from_node0(Vertex src, Vertex dst) {
   const auto& g = t_.graph();
   const auto host = g[src].host;
   if (host <= 0 || g[dst].host != host) return std::nullopt;
-  const auto h = static_cast<std::size_t>(host);
-  const Vertex src0 = src - h * devices_per_node_;
-  const Vertex dst0 = dst - h * devices_per_node_;
-  if (g[src0].host != 0 || g[dst0].host != 0) return std::nullopt;
-  Route r = route(src0, dst0);
-  const auto edge_shift = 2 * h * links_per_node_;
-  for (auto& index : r.edges) {
-    const auto i = index + edge_shift;
-    if (i >= edges_.size()) return std::nullopt;
-    const auto e = edges_[index];
-    const auto moved = edges_[i];
-    // The layout promise, checked: the shifted edge joins the shifted endpoints.
-    if (boost::source(moved, g) != boost::source(e, g) + h * devices_per_node_ ||
-        boost::target(moved, g) != boost::target(e, g) + h * devices_per_node_) {
-      return std::nullopt;
-    }
-    index = static_cast<EdgeIndex>(i);
-  }
+  // Checked here: route_shifted falls back to route() for a node laid out otherwise.
+  if (!laid_out_as_node0(static_cast<std::size_t>(host))) return std::nullopt;
+  const auto shifted = route_shifted(src, dst);
+  Route r = *shifted.route;
+  for (auto& index : r.edges)
+    index += shifted.shift;
   return r;
 }
 
