@@ -213,27 +213,83 @@ std::vector<std::size_t> pack(const std::vector<RingLoad>& loads,
   return picked;
 }
 
-// At most how many rings of `rate` the GPUs' own outgoing links can carry: every ring leaves
-// every GPU once, so no more rings fit than a GPU's outgoing capacity over the rate.
-// Only links some candidate crosses count: an NVL72 GPU's C2C and PCIe links carry no ring.
-std::int64_t channel_bound(Router& router, const std::vector<std::int64_t>& gpus,
-                           const std::vector<RingLoad>& loads, const std::vector<double>& cap,
-                           double rate, std::int64_t max_channels) {
+// A set of links every candidate ring crosses: its capacity, and the fewest hops over it of
+// any candidate. No more rings of rate r fit than capacity / (r x fewest hops).
+struct Cut {
+  double capacity_Bps = 0.0;
+  std::int64_t fewest_hops = std::numeric_limits<std::int64_t>::max();
+};
+
+// Cut index per edge index, -1 outside the cuts.
+using CutOf = std::vector<std::int32_t>;
+
+// The links out of each GPU of the ring (every ring leaves every GPU) and, where the GPUs
+// span several nodes, the links out of each node (every ring leaves every node it spans, over
+// the network). Only links some candidate crosses count: an NVL72 GPU's C2C and PCIe links
+// carry no ring.
+void collect_cuts(Router& router, const std::vector<std::int64_t>& gpus,
+                  const std::vector<RingLoad>& loads, CutOf& gpu_cut, CutOf& node_cut,
+                  std::vector<Cut>& cuts) {
   const auto& t = router.topology();
   const auto& g = t.graph();
-  std::vector<char> used(cap.size(), 0);
+  std::vector<char> used(gpu_cut.size(), 0);
   for (const auto& l : loads) {
     for (const auto& [k, hops] : l.edges)
       used[k] = 1;
   }
-  double bound = static_cast<double>(max_channels);
-  for (const auto r : gpus) {
-    double out = 0.0;
-    for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(r), g))) {
+  // Adds v's links that leave `host` (all of them for host -1) to a new cut.
+  const auto add_links = [&](Vertex v, std::int64_t host, CutOf& of) {
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto k = static_cast<std::size_t>(g[e].index);
-      if (used[k]) out += cap[k];
+      if (!used[k] || (host >= 0 && g[boost::target(e, g)].host == host)) continue;
+      of[k] = static_cast<std::int32_t>(cuts.size() - 1);
+      cuts.back().capacity_Bps += router.capacities_Bps()[k];
     }
-    bound = std::min(bound, std::floor(out / rate * (1 + 1e-9)));
+  };
+  std::vector<std::int64_t> hosts;
+  for (const auto r : gpus) {
+    cuts.emplace_back();
+    add_links(t.gpu(r), -1, gpu_cut);
+    hosts.push_back(g[t.gpu(r)].host);
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  if (hosts.size() < 2) return;
+  for (const auto h : hosts) {
+    cuts.emplace_back();  // one node's NICs, one cut
+    for (std::int64_t rail = 0; rail < t.nics_per_node(); ++rail)
+      add_links(t.nic(h, rail), h, node_cut);
+  }
+}
+
+// The cuts of `gpus`' rings, each with the fewest hops any candidate makes over it.
+std::vector<Cut> ring_cuts(Router& router, const std::vector<std::int64_t>& gpus,
+                           const std::vector<RingLoad>& loads) {
+  const auto edges = router.capacities_Bps().size();
+  CutOf gpu_cut(edges, -1), node_cut(edges, -1);
+  std::vector<Cut> cuts;
+  collect_cuts(router, gpus, loads, gpu_cut, node_cut, cuts);
+  std::vector<std::int64_t> hops(cuts.size());
+  for (const auto& l : loads) {
+    std::fill(hops.begin(), hops.end(), 0);
+    for (const auto& [k, n] : l.edges) {
+      for (const auto* of : {&gpu_cut, &node_cut}) {
+        if ((*of)[k] >= 0) hops[static_cast<std::size_t>((*of)[k])] += n;
+      }
+    }
+    for (std::size_t c = 0; c < cuts.size(); ++c)
+      cuts[c].fewest_hops = std::min(cuts[c].fewest_hops, hops[c]);
+  }
+  return cuts;
+}
+
+// At most how many rings of `rate` fit through every cut.
+std::int64_t channel_bound(const std::vector<Cut>& cuts, double rate, std::int64_t max_channels) {
+  double bound = static_cast<double>(max_channels);
+  for (const auto& c : cuts) {
+    if (c.fewest_hops <= 0) continue;  // some candidate avoids it: it bounds nothing
+    const double per_ring = rate * static_cast<double>(c.fewest_hops);
+    bound = std::min(bound, std::floor(c.capacity_Bps / per_ring * (1 + 1e-9)));
   }
   return static_cast<std::int64_t>(bound);
 }
@@ -316,18 +372,17 @@ RingPlan choose_channels(Router& router, const std::vector<Candidate>& candidate
               rates.end());
   RingPlan best;
   best.candidates = static_cast<std::int64_t>(candidates.size());
+  const auto cuts = ring_cuts(router, candidates.front().ring, loads);
   for (const double rate : rates) {
-    if (rate <= 0.0 ||
-        rate * static_cast<double>(options.max_channels) <= best.bandwidth_Bps * (1 + 1e-9)) {
-      continue;  // cannot beat the best even with every channel
+    const auto bound = channel_bound(cuts, rate, options.max_channels);
+    if (rate <= 0.0 || rate * static_cast<double>(bound) <= best.bandwidth_Bps * (1 + 1e-9)) {
+      continue;  // cannot beat the best even with as many channels as the links carry
     }
     std::vector<std::size_t> picked;
     for (const auto fit : {Fit::roomiest, Fit::tightest, Fit::shortest}) {
       auto p = pack(loads, order, cap, rate, fit, options.max_channels);
       if (p.size() > picked.size()) picked = std::move(p);
     }
-    const auto bound =
-        channel_bound(router, candidates.front().ring, loads, cap, rate, options.max_channels);
     if (static_cast<std::int64_t>(picked.size()) < bound) {
       picked = DeepPack(loads, order, cap, rate, bound).run(std::move(picked), kDeepPackBudget);
     }
