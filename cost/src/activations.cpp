@@ -510,10 +510,14 @@ Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int6
   return block.linear + (keep_attention_scores ? block.scores : Bytes{0});
 }
 
-ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c) {
+ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c, bool named) {
   if (c.micro_batch < 1) throw FieldError("micro_batch", "must be a positive integer");
   if (c.seq_len < 0) throw FieldError("seq_len", "must be a positive integer");
-  if (m.transformer) return stage_activations(*m.transformer, whole_model_shape(*m.transformer, c));
+  if (m.transformer) {
+    auto shape = whole_model_shape(*m.transformer, c);
+    shape.named = named;
+    return stage_activations(*m.transformer, shape);
+  }
   if (m.layers) return layer_list_activations(*m.layers, c);
   return {};
 }

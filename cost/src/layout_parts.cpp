@@ -68,6 +68,11 @@ std::int64_t head_stage(const Layout3D& l) {
   return l.pp > 1 && l.pipeline_schedule() == PipelineSchedule::zbv ? 0 : l.pp - 1;
 }
 
+StageKind stage_kind(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                     std::int64_t layers) {
+  return {layers, dense_on_stage(s, l, i), i == 0, i == head_stage(l)};
+}
+
 // Of the `layers` blocks of stage `i`, how many are a mixture's dense first blocks: the model's
 // layers walked in order through the stages' model chunks (round-robin under interleaving,
 // back along the V under ZB-V).
@@ -175,11 +180,20 @@ StageHolding stage_share(const TransformerSpec& s, const Layout3D& l, std::int64
                          std::int64_t layers) {
   return stage_share(s, l, i, layers, stage_blocks(s, l, dense_on_stage(s, l, i), layers));
 }
+// Stages alike in their blocks, their dense blocks and whether they hold the embedding or the
+// head hold alike shares: each kind is priced once.
 StageHolding heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) {
   const auto layers = layers_per_stage(s, l);
+  std::vector<std::pair<StageKind, StageHolding>> priced;
   StageHolding most;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto share = stage_share(s, l, static_cast<std::int64_t>(i), layers[i]);
+    const auto at = static_cast<std::int64_t>(i);
+    const auto kind = stage_kind(s, l, at, layers[i]);
+    const auto seen =
+        std::find_if(priced.begin(), priced.end(), [&](const auto& p) { return p.first == kind; });
+    auto share = seen != priced.end() ? seen->second : stage_share(s, l, at, layers[i]);
+    share.stage = at;
+    if (seen == priced.end()) priced.emplace_back(kind, share);
     if (share.params >= most.params) most = share;
   }
   return most;

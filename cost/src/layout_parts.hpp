@@ -36,6 +36,17 @@ BlockParams block_params(const TransformerSpec& s);
 // The stage holding the final norm, the LM head and the loss.
 std::int64_t head_stage(const Layout3D& l);
 
+// What a stage holds besides the micro-batches it keeps in flight: its blocks, the dense ones
+// among them, and whether it holds the embedding or the head. Stages of one kind hold alike.
+struct StageKind {
+  std::int64_t layers = 0, dense = 0;
+  bool embedding = false, head = false;
+  bool operator==(const StageKind&) const = default;
+};
+// Stage i's kind, `layers` its blocks.
+StageKind stage_kind(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                     std::int64_t layers);
+
 // The blocks of a stage holding `dense` of the dense first blocks among its `layers`.
 BlockRuns stage_runs(const TransformerSpec& s, std::int64_t dense, std::int64_t layers);
 

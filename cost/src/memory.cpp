@@ -77,7 +77,7 @@ class Builder {
     e_.strategy = c.strategy;
     e_.params = v.params;
     e_.shard_degree = v.shard_degree;
-    e_.recipe = layout_.description;
+    if (v.explain) e_.recipe = layout_.description;  // a search reads the figures alone
     shard_elements_ = v.shard_elements > 0 ? v.shard_elements : ceil_div(v.params, e_.shard_degree);
   }
 
@@ -118,7 +118,7 @@ class Builder {
     }
     return "";
   }
-  void move_to_host(const std::string& component) {
+  void move_to_host(const char* component) {
     if (!v_.explain) return;
     explain(component, "offloaded to host memory: " + explained(component));
   }
@@ -238,9 +238,8 @@ class Builder {
     const auto& a = v_.activations;
     e_.activations_modelled = a.modelled;
     e_.seq_len = a.seq_len;
-    e_.activation_terms = a.terms;
+    if (!a.terms.empty()) e_.activation_terms = a.terms;
     e_.gpu.activations = a.total;
-    activations_ = a;
   }
 
   // The PyTorch strategies' peak comes at one of two moments. In backward, at its start: every
@@ -391,9 +390,9 @@ class Builder {
           [&] {
             return std::string("rank 0: outputs gathered from " + std::to_string(n) + " replicas");
           },
-          Bytes{checked_mul(activations_.model_output.value, n, "gathered outputs")});
+          Bytes{checked_mul(v_.activations.model_output.value, n, "gathered outputs")});
       add_buffer([&] { return std::string("rank 0: loss over the other replicas' outputs"); },
-                 Bytes{checked_mul(activations_.loss_bytes.value, n - 1, "loss activations")});
+                 Bytes{checked_mul(v_.activations.loss_bytes.value, n - 1, "loss activations")});
       add_buffer([&] { return std::string("rank 0: replica gradients awaiting reduction"); },
                  bytes_of(v_.params, layout_.gradient_bytes(), "replica gradients"));
     }
@@ -516,20 +515,23 @@ class Builder {
   const GatherUnits& units_;
   MemoryEstimate e_;
   std::int64_t shard_elements_ = 0;
-  ActivationEstimate activations_;
   std::optional<std::pair<Bytes, Bytes>> phases_;  // gradients row at backward, at the step
 };
 
 // The whole model on each data-parallel GPU, as the strategy's registry row lays it out.
-StateView data_parallel_view(const ModelDesc& m, const TrainingConfig& c) {
+// The whole model on one data-parallel GPU; `units` its gather_units, `explained` false for
+// the figures alone.
+StateView data_parallel_view(const ModelDesc& m, const TrainingConfig& c, GatherUnits units,
+                             bool explained) {
   check_supported(c);
   StateView v;
   v.traits = traits_of(c.strategy);
   v.recipe = layout_for(c, v.traits);
   v.params = m.params;
   v.shard_degree = shard_degree(c);
-  v.units = gather_units(m);
-  v.activations = estimate_activations(m, c);
+  v.units = std::move(units);
+  v.activations = estimate_activations(m, c, explained);
+  v.explain = explained;
   if (c.dp_size > 1) v.communicators = v.traits.hybrid && c.dp_size > v.shard_degree ? 2 : 1;
   v.ranks_per_node = v.traits.single_process ? 1 : std::min(c.dp_size, c.gpus_per_node);
   return v;
@@ -545,8 +547,18 @@ MemoryEstimate estimate_view_memory(const ModelDesc& m, const TrainingConfig& c,
 MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
                                const OverheadConstants& k) {
   if (m.params <= 0) throw Error("model '" + m.name + "' has no parameters");
-  const auto view = data_parallel_view(m, c);
+  const auto view = data_parallel_view(m, c, gather_units(m), true);
   return estimate_view_memory(m, c, view, k);
+}
+
+MemoryFigures::MemoryFigures(const ModelDesc& m, const OverheadConstants& k)
+    : model_(m), overheads_(k), units_(std::make_unique<const GatherUnits>(gather_units(m))) {}
+MemoryFigures::~MemoryFigures() = default;
+
+MemoryEstimate MemoryFigures::operator()(const TrainingConfig& c) const {
+  if (model_.params <= 0) throw Error("model '" + model_.name + "' has no parameters");
+  const auto view = data_parallel_view(model_, c, *units_, false);
+  return estimate_view_memory(model_, c, view, overheads_);
 }
 
 FitVerdict check_fit(const MemoryEstimate& e, const GpuSpec& gpu,

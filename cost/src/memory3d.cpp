@@ -262,14 +262,6 @@ std::string experts_note(const TransformerSpec& s, const Layout3D& l) {
   return text;
 }
 
-// What a stage's memory depends on besides the micro-batches it keeps in flight: its blocks,
-// the dense ones among them, and whether it holds the embedding or the head.
-struct StageKind {
-  std::int64_t layers = 0, dense = 0;
-  bool embedding = false, head = false;
-  bool operator==(const StageKind&) const = default;
-};
-
 // Stage `i`'s GPU priced by the memory model every strategy uses, its view built.
 Memory3D priced_stage(const ModelDesc& m, const Layout3D& l, std::int64_t i,
                       const OverheadConstants& k, const StateView& view, const StagePieces& p) {
@@ -321,7 +313,7 @@ Memory3D heaviest_stage(const TransformerSpec& s, const Layout3D& l, const Price
   std::vector<StageKind> more;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto at = static_cast<std::int64_t>(i);
-    const StageKind kind{layers[i], dense_on_stage(s, l, at), at == 0, at == head_stage(l)};
+    const auto kind = stage_kind(s, l, at, layers[i]);
     const auto seen = priced.begin() + static_cast<std::ptrdiff_t>(kinds);
     if (std::find(priced.begin(), seen, kind) != seen ||
         std::find(more.begin(), more.end(), kind) != more.end()) {

@@ -2,6 +2,8 @@
 #include "rule_pricing.hpp"
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "dtplan/model/error.hpp"
 
@@ -17,6 +19,35 @@ void count(CommOp& op, Bytes size, std::int64_t n, double time_s, double bus) {
   op.wire_bytes += Bytes{static_cast<std::int64_t>(static_cast<double>(all.value) * bus)};
   op.messages += n;
 }
+
+// Messages counted per (algorithm, protocol) the estimates chose.
+struct ChoiceCounts {
+  std::vector<std::pair<std::pair<Algorithm, Protocol>, std::int64_t>> counts;
+
+  void add(const CollectiveEstimate& e, std::int64_t n) {
+    const auto key = std::make_pair(e.algorithm, e.protocol);
+    for (auto& [k, count] : counts) {
+      if (k == key) {
+        count += n;
+        return;
+      }
+    }
+    counts.emplace_back(key, n);
+  }
+  // "ring/Simple": the choice most messages use; on a tie the first label in text order.
+  std::string most_used() const {
+    std::string best;
+    std::int64_t best_n = 0;
+    for (const auto& [key, n] : counts) {
+      auto label = std::string(name_of(key.first)) + "/" + std::string(name_of(key.second));
+      if (best.empty() || n > best_n || (n == best_n && label < best)) {
+        best = std::move(label);
+        best_n = n;
+      }
+    }
+    return best;
+  }
+};
 
 }  // namespace
 
@@ -48,7 +79,7 @@ CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
   const bool once =
       when == CommWhen::once_per_step || (when == CommWhen::deferrable && sources.no_sync);
   op.runs = once ? 1 : sources.micro_steps;
-  std::map<std::string, std::int64_t> labels;  // the label most messages use
+  ChoiceCounts choices;
   std::map<std::int64_t, CollectiveEstimate> seen;
   for (const auto& run : sources.messages(rule.messages)) {
     const Bytes size = bytes_of(run.elements, element_bytes, "message bytes");
@@ -58,15 +89,9 @@ CommOp price_rule(const CollectiveRule& rule, const RuleSources& sources) {
       found = seen.emplace(size.value, group.estimate(rule.collective, size, rule.algorithm)).first;
     const auto& e = found->second;
     count(op, size, run.count, e.time_s + copies_s, bus_factor(rule.collective, group.ranks));
-    labels[std::string(name_of(e.algorithm)) + "/" + std::string(name_of(e.protocol))] += run.count;
+    choices.add(e, run.count);
   }
-  if (!group.algorithm.empty()) {
-    op.algorithm = group.algorithm;
-    return op;
-  }
-  for (const auto& [label, n] : labels) {
-    if (op.algorithm.empty() || n > labels[op.algorithm]) op.algorithm = label;
-  }
+  op.algorithm = group.algorithm.empty() ? choices.most_used() : group.algorithm;
   return op;
 }
 

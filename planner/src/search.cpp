@@ -45,7 +45,8 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 
 }  // namespace
 
-Search::Search(const Inputs& in) : in_(in), goal_(goal_of(in.request)) {
+Search::Search(const Inputs& in)
+    : in_(in), goal_(goal_of(in.request)), figures_(in.model, in.overheads) {
   const auto& m = in.model;
   if (!m.transformer && !m.layers) {
     throw Error("the planner needs layer shapes to time compute: give {model}, not {params}");
@@ -196,11 +197,10 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
 // backward's peak, floored by the optimizer step's.
 MemoryLine Search::memory_line(std::size_t s, std::size_t p, std::size_t d, std::size_t c,
                                std::size_t o, std::int64_t accum, bool no_sync) const {
-  const auto& k = in_.overheads;
   auto at = [&](std::int64_t mb) {
     auto cfg = config(s, p, d, c, o, mb, accum);
     cfg.no_sync = no_sync;
-    return cost::estimate_memory(in_.model, cfg, k);
+    return figures_(cfg);
   };
   const auto one = at(1);
   const auto two = at(2).backward_total;
@@ -454,7 +454,7 @@ void Search::pareto() {
 void Search::exact_memory(Candidate& c) const {
   const auto cfg = training_config(c, in_.request, in_.topology.gpus_per_node(),
                                    in_.topology.node().gpus_per_host);
-  const auto e = cost::estimate_memory(in_.model, cfg, in_.overheads);
+  const auto e = figures_(cfg);
   c.memory = e.gpu.total();
   c.host_memory = e.cpu_per_node;
 }

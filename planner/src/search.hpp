@@ -13,6 +13,7 @@
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/compute_time.hpp"
+#include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/training_comm.hpp"
 #include "dtplan/planner/planner.hpp"
@@ -101,6 +102,7 @@ class Search {
 
   Inputs in_;
   RunGoal goal_;
+  cost::MemoryFigures figures_;  // the memory lines' estimates
   std::vector<Strategy> strategies_;
   std::vector<Precision> precisions_;
   std::vector<Checkpointing> checkpointings_;

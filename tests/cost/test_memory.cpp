@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <optional>
 
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
@@ -334,4 +335,53 @@ TEST_CASE("PyTorch's peak: the start of backward or the optimizer step, with set
   const auto accumulating = estimate_memory(m, c, overheads());
   CHECK(accumulating.gpu.gradients.value == 4 * p);
   CHECK(accumulating.gpu.total() == accumulating.backward_total);
+}
+
+// What a search reads (MemoryFigures) must be what a report shows (estimate_memory), for every
+// strategy, precision, recomputation, offload, accumulation and synchronisation mode.
+TEST_CASE("the figures a search reads are the full estimate's, without its explanations") {
+  const auto m = load_model("llama-2-7b", kData / "models");
+  const auto k = overheads();
+  const MemoryFigures figures(m, k);
+  auto c = config(Strategy::zero3, Precision::bf16);
+  c.seq_len = 4096;
+  // The figures' own ZeRO-3 buffers, by hand as in "ZeRO-3 and FSDP gather whole units".
+  CHECK(figures(c).gpu.buffers.value == 2 * 202'383'360LL * 2 + 1'000'000'000 + kNcclPerComm);
+  std::int64_t compared = 0;
+  for (const auto& s : kStrategies)
+    for (const auto p : {Precision::fp32, Precision::bf16})
+      for (const auto& r : kCheckpointings)
+        for (const auto& o : kOffloads)
+          for (const std::int64_t accum : {1, 4})
+            for (const bool no_sync : {false, true}) {
+              c.strategy = s.value;
+              c.precision = p;
+              c.checkpointing = r.value;
+              c.offload = o.value;
+              c.grad_accum = accum;
+              c.no_sync = no_sync;
+              c.micro_batch = 2;
+              INFO(s.name << " " << name_of(p) << " " << r.name << " " << o.name << " accum "
+                          << accum << " no_sync " << no_sync);
+              std::optional<MemoryEstimate> full;
+              try {
+                full = estimate_memory(m, c, k);
+              } catch (const Error&) {
+                CHECK_THROWS_AS(figures(c), Error);  // refused alike
+                continue;
+              }
+              const auto f = figures(c);
+              ++compared;
+              CHECK(f.gpu.total().value == full->gpu.total().value);
+              CHECK(f.gpu.activations.value == full->gpu.activations.value);
+              CHECK(f.gpu.buffers.value == full->gpu.buffers.value);
+              CHECK(f.gpu.gradients.value == full->gpu.gradients.value);
+              CHECK(f.backward_total.value == full->backward_total.value);
+              CHECK(f.step_total.value == full->step_total.value);
+              CHECK(f.cpu_per_node.value == full->cpu_per_node.value);
+              CHECK(f.explain.empty());
+              CHECK(f.activation_terms.empty());
+              CHECK(!full->explain.empty());
+            }
+  CHECK(compared > 100);  // most combinations are supported
 }

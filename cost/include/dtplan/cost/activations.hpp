@@ -128,7 +128,8 @@ Bytes layer_activation_bytes(const TransformerSpec& t, std::int64_t b, std::int6
                              Attention attn, bool keep_attention_scores);
 
 // The whole model on one data-parallel GPU (stage_activations with every layer), or the
-// layers of a layer-list model.
-ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c);
+// layers of a layer-list model; `named` false: a transformer's total alone, no list of terms.
+ActivationEstimate estimate_activations(const ModelDesc& m, const TrainingConfig& c,
+                                        bool named = true);
 
 }  // namespace dtplan::cost

@@ -4,6 +4,7 @@
 // coexist. Derivations and constants: docs/memory-model.md.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -80,6 +81,24 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const ModelDesc& m, const TrainingConfig& c,
                                const OverheadConstants& k);
+
+struct GatherUnits;
+// estimate_memory's figures alone, as a search reads them: the same components and totals,
+// without explanations, notes or term names, and the units the model's sharded strategies
+// gather worked out once. Holds references to the model and the constants.
+class MemoryFigures {
+ public:
+  MemoryFigures(const ModelDesc& m, const OverheadConstants& k);
+  ~MemoryFigures();
+  MemoryFigures(const MemoryFigures&) = delete;
+  MemoryFigures& operator=(const MemoryFigures&) = delete;
+  MemoryEstimate operator()(const TrainingConfig& c) const;
+
+ private:
+  const ModelDesc& model_;
+  const OverheadConstants& overheads_;
+  std::unique_ptr<const GatherUnits> units_;
+};
 
 // The GPU peak against the GPU's memory and, with `host_per_node`, the host memory of one
 // node against that capacity (bytes per node).
