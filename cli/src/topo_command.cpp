@@ -57,10 +57,11 @@ void print_links(std::ostream& out, const Topology& t) {
     for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       const auto& l = g[e];
       const auto w = boost::target(e, g);
-      if (!seen.insert(l.physical_id).second || (g[w].host > 0)) continue;
-      table.add_row({g[v].name + " - " + g[w].name,
-                     l.link_class + (l.count > 1 ? " x" + std::to_string(l.count) : ""),
-                     gbps(l.bandwidth_Bps), gbps(l.effective_Bps())});
+      if (!seen.insert(l.physical_id()).second || (g[w].host > 0)) continue;
+      table.add_row(
+          {g[v].name + " - " + g[w].name,
+           std::string(l.link_class()) + (l.count > 1 ? " x" + std::to_string(l.count) : ""),
+           gbps(l.bandwidth_Bps), gbps(l.effective_Bps())});
     }
   }
   table.print(out, {1});

@@ -57,8 +57,8 @@ CommModel::Pattern CommModel::tree_pattern() {
   const std::int64_t nodes_n = nodes();
   const auto& plan = rings();
   const double share = 1.0 / static_cast<double>(plan.rings.size());
-  std::vector<Flow> up;
-  std::vector<Flow> down;
+  FlowLoad up(router_);
+  FlowLoad down(router_);
   LinkKind chain_kind = LinkKind::nvlink;
   // One tree per channel, each over its ring's chain inside the nodes and its rail between
   // them, so the channels spread over every NIC as the rings do.
@@ -70,8 +70,8 @@ CommModel::Pattern CommModel::tree_pattern() {
       for (std::int64_t i = 0; i + 1 < g; ++i) {
         const auto a = t_.gpu(chain[static_cast<std::size_t>(i)] + k * g);
         const auto b = t_.gpu(chain[static_cast<std::size_t>(i + 1)] + k * g);
-        up.push_back({b, a, share});
-        down.push_back({a, b, share});
+        up.add({b, a, share});
+        down.add({a, b, share});
         chain_kind = slowest(chain_kind, router_.route_shifted(a, b).route->slowest_kind);
       }
     }
@@ -82,13 +82,13 @@ CommModel::Pattern CommModel::tree_pattern() {
       const std::int64_t mk = nodes_n - 1 - k;
       const std::int64_t mparent = nodes_n - 1 - parent;
       for (const auto& [child, par] : {std::pair{k, parent}, std::pair{mk, mparent}}) {
-        up.push_back({head(child), head(par), 0.5 * share, rail});
-        down.push_back({head(par), head(child), 0.5 * share, rail});
+        up.add({head(child), head(par), 0.5 * share, rail});
+        down.add({head(par), head(child), 0.5 * share, rail});
       }
     }
   }
-  const auto tu = time_flows(router_, up);
-  const auto td = time_flows(router_, down);
+  const auto tu = up.time();
+  const auto td = down.time();
   Pattern p;
   p.seconds_per_byte = tu.time_s + td.time_s;
   p.bottleneck = tu.time_s >= td.time_s ? tu.bottleneck : td.bottleneck;

@@ -42,6 +42,7 @@ Route single(const TopologyGraph& g, EdgeId e) {
 
 Router::Router(const Topology& t)
     : t_(t),
+      unit_{{0}, 0.0, LinkKind::nvlink},
       stamp_(boost::num_vertices(t.graph()), 0),
       best_(boost::num_vertices(t.graph()), 0.0),
       parent_(boost::num_vertices(t.graph())) {
@@ -229,18 +230,17 @@ Route Router::direct(Vertex src, Vertex dst) {
 }
 
 namespace {
-Route join(const std::vector<ShiftedRoute>& parts) {
+Route join(const RouteParts& parts) {
   Route r;
-  r.bottleneck_Bps = 1e30;
-  for (const auto& part : parts) {
-    const auto& p = *part.route;
-    part.for_each_edge([&r](EdgeIndex k) { r.edges.push_back(k); });
-    r.bottleneck_Bps = std::min(r.bottleneck_Bps, p.bottleneck_Bps);
-    if (latency_rank(p.slowest_kind) > latency_rank(r.slowest_kind)) {
-      r.slowest_kind = p.slowest_kind;
-    }
-  }
+  parts.for_each_edge([&r](EdgeIndex k) { r.edges.push_back(k); });
+  r.bottleneck_Bps = parts.bottleneck_Bps;
+  r.slowest_kind = parts.slowest_kind;
   return r;
+}
+
+void add_figures(RouteParts& p, double bottleneck_Bps, LinkKind kind) {
+  p.bottleneck_Bps = std::min(p.bottleneck_Bps, bottleneck_Bps);
+  if (latency_rank(kind) > latency_rank(p.slowest_kind)) p.slowest_kind = kind;
 }
 }  // namespace
 
@@ -314,23 +314,41 @@ std::optional<EdgeId> edge_between(const TopologyGraph& g, Vertex a, Vertex b) {
 // Through NIC `out` to NIC `in`. When each NIC has one port the path is port, switch-to-switch
 // route, port; the switch-to-switch routes are few and cached, which keeps large clusters
 // cheap to route.
-Route Router::through_nics(Vertex src, Vertex out, Vertex in, Vertex dst) {
+RouteParts Router::parts_through_nics(Vertex src, Vertex out, Vertex in, Vertex dst) {
   const auto& g = t_.graph();
   const auto up = network_port(g, out);
   const auto down_rev = network_port(g, in);
+  RouteParts p;
+  add_part(p, route_shifted(src, out));
   if (!up || !down_rev) {
-    return join({route_shifted(src, out), {&route(out, in), 0}, route_shifted(in, dst)});
+    add_part(p, {&route(out, in), 0});
+  } else {
+    add_edge(p, *up);
+    add_part(p, {&route(boost::target(*up, g), boost::target(*down_rev, g)), 0});
+    add_edge(p, *edge_between(g, boost::target(*down_rev, g), in));
   }
-  const auto leaf_a = boost::target(*up, g);
-  const auto leaf_b = boost::target(*down_rev, g);
-  const auto down = edge_between(g, leaf_b, in);
-  const Route first = single(g, *up);
-  const Route last = single(g, *down);
-  return join({route_shifted(src, out),
-               {&first, 0},
-               {&route(leaf_a, leaf_b), 0},
-               {&last, 0},
-               route_shifted(in, dst)});
+  add_part(p, route_shifted(in, dst));
+  return p;
+}
+
+void Router::add_part(RouteParts& p, ShiftedRoute part) const {
+  p.parts.at(p.count++) = part;
+  add_figures(p, part.route->bottleneck_Bps, part.route->slowest_kind);
+}
+
+void Router::add_edge(RouteParts& p, EdgeId e) const {
+  const auto& link = t_.graph()[e];
+  p.parts.at(p.count++) = {&unit_, static_cast<EdgeIndex>(link.index)};
+  add_figures(p, link.effective_Bps(), link.kind);
+}
+
+Route Router::through_nics(Vertex src, Vertex out, Vertex in, Vertex dst) {
+  return join(parts_through_nics(src, out, in, dst));
+}
+
+RouteParts Router::via_rail_parts(Vertex src, Vertex dst, std::int64_t rail) {
+  const auto& g = t_.graph();
+  return parts_through_nics(src, t_.nic(g[src].host, rail), t_.nic(g[dst].host, rail), dst);
 }
 
 const Route& Router::route_via_rail(Vertex src, Vertex dst, std::int64_t rail) {
@@ -362,7 +380,7 @@ Bottleneck describe_bottleneck(const Topology& t, EdgeId e, double bytes) {
   b.from = g[boost::source(e, g)].name;
   b.to = g[boost::target(e, g)].name;
   b.kind = std::string(name_of(l.kind));
-  b.link_class = l.link_class;
+  b.link_class = l.link_class();
   b.bandwidth_Bps = l.bandwidth_Bps;
   b.achieved_Bps = l.effective_Bps();
   b.bytes = bytes;
@@ -370,35 +388,49 @@ Bottleneck describe_bottleneck(const Topology& t, EdgeId e, double bytes) {
   return b;
 }
 
-FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
-  const auto& t = router.topology();
-  const auto& g = t.graph();
-  std::vector<double> bytes(static_cast<std::size_t>(t.directed_edge_count()), 0.0);
-  FlowTime out;
-  const auto& g_all = t.graph();
-  for (const auto& f : flows) {
-    const bool via_rail = f.rail >= 0 && g_all[f.src].host != g_all[f.dst].host;
-    const auto r = via_rail ? ShiftedRoute{&router.route_via_rail(f.src, f.dst, f.rail), 0}
-                            : router.route_shifted(f.src, f.dst);
-    if (latency_rank(r.route->slowest_kind) > latency_rank(out.slowest_kind)) {
-      out.slowest_kind = r.route->slowest_kind;
-    }
-    r.for_each_edge([&](EdgeIndex i) { bytes[i] += f.bytes; });
+FlowLoad::FlowLoad(Router& router)
+    : router_(router), bytes_(static_cast<std::size_t>(router.topology().directed_edge_count())) {}
+
+void FlowLoad::add(const Flow& f) {
+  const auto& g = router_.topology().graph();
+  const bool via_rail = f.rail >= 0 && g[f.src].host != g[f.dst].host;
+  RouteParts r;
+  if (via_rail) {
+    r = router_.via_rail_parts(f.src, f.dst, f.rail);
+  } else {
+    const auto shifted = router_.route_shifted(f.src, f.dst);
+    r.parts[r.count++] = shifted;
+    r.slowest_kind = shifted.route->slowest_kind;
   }
-  std::size_t worst = bytes.size();
+  if (latency_rank(r.slowest_kind) > latency_rank(slowest_kind_)) slowest_kind_ = r.slowest_kind;
+  r.for_each_edge([&](EdgeIndex i) { bytes_[i] += f.bytes; });
+}
+
+FlowTime FlowLoad::time() const {
+  const auto& g = router_.topology().graph();
+  FlowTime out;
+  out.slowest_kind = slowest_kind_;
+  std::size_t worst = bytes_.size();
   double worst_time = -1.0;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (bytes[i] <= 0.0) continue;
-    const double time = bytes[i] / g[router.edge(i)].effective_Bps();
+  for (std::size_t i = 0; i < bytes_.size(); ++i) {
+    if (bytes_[i] <= 0.0) continue;
+    const double time = bytes_[i] / g[router_.edge(i)].effective_Bps();
     if (time > worst_time) {
       worst_time = time;
       worst = i;
     }
   }
-  if (worst == bytes.size()) return out;
+  if (worst == bytes_.size()) return out;
   out.time_s = worst_time;
-  out.bottleneck = describe_bottleneck(t, router.edge(worst), bytes[worst]);
+  out.bottleneck = describe_bottleneck(router_.topology(), router_.edge(worst), bytes_[worst]);
   return out;
+}
+
+FlowTime time_flows(Router& router, const std::vector<Flow>& flows) {
+  FlowLoad load(router);
+  for (const auto& f : flows)
+    load.add(f);
+  return load.time();
 }
 
 }  // namespace dtplan::cost

@@ -111,10 +111,10 @@ TopologyPicture picture_of(const Inputs& in) {
   }
   std::map<std::int64_t, std::size_t> by_physical;
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
-    const auto id = g[e].physical_id;
+    const auto id = g[e].physical_id();
     if (by_physical.count(id)) continue;
     by_physical[id] = p.links.size();
-    p.links.push_back({boost::source(e, g), boost::target(e, g), g[e].link_class,
+    p.links.push_back({boost::source(e, g), boost::target(e, g), std::string(g[e].link_class()),
                        g[e].effective_Bps(), 0, false});
   }
   cost::CommModel comm(t, in.cluster->table, in.config.dp_size);
@@ -127,7 +127,7 @@ TopologyPicture picture_of(const Inputs& in) {
   for (std::size_t i = 0; i < p.ring.size() && p.ring.size() > 1; ++i) {
     const auto a = t.gpu(p.ring[i]), b = t.gpu(p.ring[(i + 1) % p.ring.size()]);
     for (const auto k : router.route(a, b).edges)
-      ++p.links[by_physical.at(router.link(k).physical_id)].ring_hops;
+      ++p.links[by_physical.at(router.link(k).physical_id())].ring_hops;
   }
   for (auto& l : p.links) {
     const auto& a = p.devices[l.from].name;

@@ -12,7 +12,7 @@ namespace {
 
 // xGMI GPU links share LinkKind::nvlink (the GPU fabric kind) and are told by their class.
 bool is_xgmi(const Link& l) {
-  return l.link_class.rfind("xgmi", 0) == 0;
+  return l.link_class().rfind("xgmi", 0) == 0;
 }
 
 double fabric_Bps_per_gpu(const Topology& t, bool xgmi) {
@@ -46,7 +46,7 @@ void check_fabric(const GpuSpec& gpu, const Topology& t, std::string_view fabric
 bool has_c2c(const Topology& t) {
   const auto& g = t.graph();
   for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(0), g))) {
-    if (g[e].link_class.rfind("nvlink_c2c", 0) == 0) return true;
+    if (g[e].link_class().rfind("nvlink_c2c", 0) == 0) return true;
   }
   return false;
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/gpu_topology.hpp"
@@ -260,7 +261,7 @@ TEST_CASE("GB200 NVL72: one 72-GPU NVLink domain, a Grace per two GPUs, a NIC pe
   for (const auto e : boost::make_iterator_range(boost::out_edges(t.gpu(73), g))) {
     if (g[boost::target(e, g)].kind != DeviceKind::cpu) continue;
     c2c = true;
-    CHECK(g[e].link_class == "nvlink_c2c");
+    CHECK(g[e].link_class() == "nvlink_c2c");
     CHECK(g[boost::target(e, g)].name == "n1/t0cpu0");  // GPUs 0 and 1 of tray 0 share a Grace
   }
   CHECK(c2c);
@@ -268,4 +269,33 @@ TEST_CASE("GB200 NVL72: one 72-GPU NVLink domain, a Grace per two GPUs, a NIC pe
   CHECK(count(t, DeviceKind::network_switch) == 72 + 1);
   CHECK(load_node_template("gb200-nvl72", kData / "topologies").host_memory->value == 16093LL
                                                                                           << 30);
+}
+
+// A 2,048-node cluster holds 1.5 x 10^5 directed links, each Link on the heap: it stays 32
+// bytes, its class a number naming an interned string.
+static_assert(sizeof(Link) <= 32, "Link grew: every directed edge of a cluster graph holds one");
+
+TEST_CASE("each direction of a link names its class and shares its physical link") {
+  const auto t = build("dgx-a100", 2);
+  const auto& g = t.graph();
+  std::map<std::int64_t, int> directions;
+  std::map<std::string, int> node0;  // physical links of node 0 by class
+  for (const auto e : boost::make_iterator_range(boost::edges(g))) {
+    const auto& l = g[e];
+    ++directions[l.physical_id()];
+    CHECK(l.physical_id() == l.index / 2);
+    CHECK(!l.link_class().empty());  // every link got its class
+    if (l.index % 2 == 0 && g[boost::source(e, g)].host == 0 && g[boost::target(e, g)].host == 0)
+      ++node0[std::string(l.link_class())];
+    if (g[boost::target(e, g)].kind == DeviceKind::network_switch &&
+        g[boost::source(e, g)].host >= 0)
+      CHECK(l.link_class() == "ib_hdr");
+  }
+  CHECK(static_cast<std::int64_t>(directions.size()) == t.physical_link_count());
+  for (const auto& [id, n] : directions)
+    CHECK(n == 2);
+  // A DGX A100 node: each GPU's 12 NVLink 3 links to the NVSwitches (one bundle per GPU, as the
+  // preset writes them), four PCIe 4 switches each with two GPUs, two NICs and a CPU port, and
+  // the sockets' xGMI link.
+  CHECK(node0 == std::map<std::string, int>{{"nvlink3", 8}, {"pcie4", 20}, {"xgmi2", 1}});
 }

@@ -9,6 +9,7 @@
 // equally near NICs, the one whose index matches the GPU's local index).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +45,22 @@ struct ShiftedRoute {
   }
 };
 
+// A route read from its parts, nothing joined or stored for the pair: between nodes, each end's
+// way to or from its NIC (node 0's, shifted), the NICs' network ports and the switches' way
+// between them. A pattern of many flows across 2,048 nodes, each used once, reads these rather
+// than caching 10^5 joined routes.
+struct RouteParts {
+  std::array<ShiftedRoute, 5> parts{};
+  std::size_t count = 0;
+  double bottleneck_Bps = 1e30;              // as Route's, over every part
+  LinkKind slowest_kind = LinkKind::nvlink;  // as Route's: the first of the highest rank
+  template <class F>
+  void for_each_edge(F&& f) const {
+    for (std::size_t i = 0; i < count; ++i)
+      parts[i].for_each_edge(f);
+  }
+};
+
 // Latency rank of a link kind: a hop costs the latency of its slowest kind.
 int latency_rank(LinkKind k);
 
@@ -57,6 +74,8 @@ class Router {
   ShiftedRoute route_shifted(Vertex src, Vertex dst);
   // Between GPUs on different nodes through NIC `rail` of both nodes.
   const Route& route_via_rail(Vertex src_gpu, Vertex dst_gpu, std::int64_t rail);
+  // The same route read from its parts, none stored for the pair.
+  RouteParts via_rail_parts(Vertex src_gpu, Vertex dst_gpu, std::int64_t rail);
   // The rail a GPU's traffic to other nodes uses by default.
   std::int64_t preferred_rail(Vertex gpu);
   // Whether GPU `gpu` (any node) reaches NIC `rail` of its own node: every NIC of a PCIe
@@ -75,6 +94,9 @@ class Router {
   bool may_enter(EdgeId e, Vertex src, Vertex dst) const;
   bool relays_to(EdgeId e, Vertex dst) const;
   Route through_nics(Vertex src, Vertex out, Vertex in, Vertex dst);
+  RouteParts parts_through_nics(Vertex src, Vertex out, Vertex in, Vertex dst);
+  void add_part(RouteParts& p, ShiftedRoute part) const;
+  void add_edge(RouteParts& p, EdgeId e) const;
   double widest_bottleneck(Vertex src, Vertex dst);
   Route fewest_hops(Vertex src, Vertex dst, double min_Bps);
 
@@ -93,6 +115,7 @@ class Router {
   };
 
   const Topology& t_;
+  Route unit_;  // edge index 0 alone: one edge read as a part is unit_ shifted by its index
   std::unordered_map<std::pair<Vertex, Vertex>, Route, KeyHash> cache_;
   std::unordered_map<std::tuple<Vertex, Vertex, std::int64_t>, Route, KeyHash> rail_cache_;
   std::vector<std::int64_t> preferred_rail_;  // by vertex; -2 until computed
@@ -144,6 +167,20 @@ struct FlowTime {
 };
 
 FlowTime time_flows(Router& router, const std::vector<Flow>& flows);
+
+// time_flows one flow at a time, the flows not held: the trees of 2,048 nodes' eight channels
+// are 1.8 x 10^5 flows each way, 6 MB as a vector, where the bytes per link are 1.2 MB.
+class FlowLoad {
+ public:
+  explicit FlowLoad(Router& router);
+  void add(const Flow& f);
+  FlowTime time() const;
+
+ private:
+  Router& router_;
+  std::vector<double> bytes_;  // by EdgeIndex
+  LinkKind slowest_kind_ = LinkKind::nvlink;
+};
 
 Bottleneck describe_bottleneck(const Topology& t, EdgeId e, double bytes);
 

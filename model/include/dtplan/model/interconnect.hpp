@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -22,7 +23,7 @@ namespace dtplan {
 // A link's bandwidth in bytes/s: at least 1 MB/s, at most 100 TB/s.
 inline constexpr NumberRange kLinkBandwidth{1e6, 1e14};
 
-enum class LinkKind { nvlink, pcie, socket, network };
+enum class LinkKind : std::uint8_t { nvlink, pcie, socket, network };
 enum class Protocol { ll, ll128, simple };
 enum class CommAlgorithm { ring, tree, nvls };
 // The host CPUs' vendor: NCCL's network proxy costs more per step on some (tuning.cc,
