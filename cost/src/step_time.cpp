@@ -2,6 +2,7 @@
 #include "dtplan/cost/step_time.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/error.hpp"
@@ -121,11 +122,20 @@ struct Kind {
   std::int64_t count;
 };
 
-std::vector<Kind> micro_step_kinds(std::int64_t m) {
-  std::vector<Kind> kinds{{0, 1}};
-  if (m > 2) kinds.push_back({1, m - 2});
-  if (m > 1) kinds.push_back({m - 1, 1});
-  return kinds;
+// At most three kinds, held in place: the search times millions of steps.
+struct Kinds {
+  std::array<Kind, 3> kinds{};
+  std::size_t count = 0;
+  const Kind* begin() const { return kinds.data(); }
+  const Kind* end() const { return kinds.data() + count; }
+};
+
+Kinds micro_step_kinds(std::int64_t m) {
+  Kinds out;
+  out.kinds[out.count++] = {0, 1};
+  if (m > 2) out.kinds[out.count++] = {1, m - 2};
+  if (m > 1) out.kinds[out.count++] = {m - 1, 1};
+  return out;
 }
 
 // Lays a step out on two streams; micro-steps between the first and the last are one block.
