@@ -12,10 +12,8 @@ namespace dtplan::cost {
 
 namespace {
 
-// Whether an op runs in micro-step i of m.
-bool runs_in(const CommOp& op, std::int64_t i, std::int64_t m, bool no_sync) {
-  const bool first = i == 0;
-  const bool last = i == m - 1;
+// Whether an op runs in a micro-step at that place of the step.
+bool runs_in(const CommOp& op, bool first, bool last, bool no_sync) {
   const bool early = op.phase == CommPhase::before_forward || op.phase == CommPhase::forward;
   switch (op.when) {
     case CommWhen::every_micro_step:
@@ -28,48 +26,36 @@ bool runs_in(const CommOp& op, std::int64_t i, std::int64_t m, bool no_sync) {
   return true;
 }
 
-struct Phase {
-  double comm = 0;  // what may overlap the pass
-  std::int64_t messages = 0;
-  double blocking = 0;  // what the framework serialises with the pass
-  void add(const CommOp& op) {
-    if (op.blocking) {
-      blocking += op.time_s;
-      return;
-    }
-    comm += op.time_s;
-    messages = std::max(messages, op.messages);
+void add(PassComm& pass, const CommOp& op) {
+  if (op.blocking) {
+    pass.blocking_s += op.time_s;
+    return;
   }
-  double total() const { return comm + blocking; }
-  double exposed(double compute_s) const {
-    return blocking + exposed_comm_s(comm, messages, compute_s);
-  }
-};
+  pass.comm_s += op.time_s;
+  pass.messages = std::max(pass.messages, op.messages);
+}
 
-// The communication of micro-step i, by phase.
-struct MicroStep {
-  double before = 0;
-  Phase forward;
-  Phase backward;
-  double after = 0;
-};
+double exposed(const PassComm& pass, double compute_s) {
+  return pass.blocking_s + exposed_comm_s(pass.comm_s, pass.messages, compute_s);
+}
 
-MicroStep micro_step(const StepInputs& in, std::int64_t i) {
-  MicroStep s;
-  for (const auto& op : in.ops) {
-    if (!runs_in(op, i, in.micro_steps, in.no_sync)) continue;
+// The communication of a micro-step at that place, by phase.
+MicroStepComm sum_micro_step(std::span<const CommOp> ops, bool first, bool last, bool no_sync) {
+  MicroStepComm s;
+  for (const auto& op : ops) {
+    if (!runs_in(op, first, last, no_sync)) continue;
     switch (op.phase) {
       case CommPhase::before_forward:
-        s.before += op.time_s;
+        s.before_s += op.time_s;
         break;
       case CommPhase::forward:
-        s.forward.add(op);
+        add(s.forward, op);
         break;
       case CommPhase::backward:
-        s.backward.add(op);
+        add(s.backward, op);
         break;
       case CommPhase::after_backward:
-        s.after += op.time_s;
+        s.after_s += op.time_s;
         break;
       case CommPhase::after_step:
         break;
@@ -78,41 +64,30 @@ MicroStep micro_step(const StepInputs& in, std::int64_t i) {
   return s;
 }
 
-double after_step(const StepInputs& in) {
-  double t = 0;
-  for (const auto& op : in.ops)
-    t += op.phase == CommPhase::after_step ? op.time_s : 0.0;
-  return t;
-}
-
-}  // namespace
-
-namespace {
-
-// The times of micro-step i: exposed communication around and inside each pass, and each
+// The times of one micro-step: exposed communication around and inside each pass, and each
 // pass's compute including the slowdown the communication hidden behind it causes.
 struct MicroTimes {
-  MicroStep ops;
+  MicroStepComm ops;
   double exposed_forward = 0;
   double exposed_backward = 0;
   double forward = 0;   // compute
   double backward = 0;  // compute
   double hidden() const {
-    return (ops.forward.total() - exposed_forward) + (ops.backward.total() - exposed_backward);
+    return (ops.forward.total_s() - exposed_forward) + (ops.backward.total_s() - exposed_backward);
   }
   double total() const {
-    return ops.before + exposed_forward + forward + backward + exposed_backward + ops.after;
+    return ops.before_s + exposed_forward + forward + backward + exposed_backward + ops.after_s;
   }
 };
 
-MicroTimes micro_times(const StepInputs& in, std::int64_t i) {
+MicroTimes micro_times(const MicroStepComm& ops, const StepCompute& in) {
   MicroTimes t;
-  t.ops = micro_step(in, i);
-  t.exposed_forward = t.ops.forward.exposed(in.forward_s);
-  t.exposed_backward = t.ops.backward.exposed(in.backward_s);
+  t.ops = ops;
+  t.exposed_forward = exposed(t.ops.forward, in.forward_s);
+  t.exposed_backward = exposed(t.ops.backward, in.backward_s);
   const double slow = in.overlap_compute_slowdown;
-  t.forward = in.forward_s + slow * (t.ops.forward.total() - t.exposed_forward);
-  t.backward = in.backward_s + slow * (t.ops.backward.total() - t.exposed_backward);
+  t.forward = in.forward_s + slow * (t.ops.forward.total_s() - t.exposed_forward);
+  t.backward = in.backward_s + slow * (t.ops.backward.total_s() - t.exposed_backward);
   return t;
 }
 
@@ -141,7 +116,7 @@ Kinds micro_step_kinds(std::int64_t m) {
 // Lays a step out on two streams; micro-steps between the first and the last are one block.
 class Timeline {
  public:
-  explicit Timeline(const StepInputs& in) : in_(in) {}
+  explicit Timeline(const StepInputs& in) : in_(in), comm_(in.ops, in.no_sync) {}
 
   std::vector<TimelineEvent> build() {
     for (const auto& k : micro_step_kinds(in_.micro_steps))
@@ -167,8 +142,10 @@ class Timeline {
 
   // Ops of a phase back to back from `start`; returns where they end.
   double comm(CommPhase phase, std::int64_t i, double start, double scale) {
+    const bool first = i == 0;
+    const bool last = i == in_.micro_steps - 1;
     for (const auto& op : in_.ops) {
-      if (op.phase != phase || !runs_in(op, i, in_.micro_steps, in_.no_sync)) continue;
+      if (op.phase != phase || !runs_in(op, first, last, in_.no_sync)) continue;
       add("communication", op.name, start, scale * op.time_s);
       start += scale * op.time_s;
     }
@@ -176,7 +153,7 @@ class Timeline {
   }
 
   void micro_step(const Kind& k) {
-    const auto t = micro_times(in_, k.index);
+    const auto t = micro_times(comm_.micro_step(k.index, in_.micro_steps), in_);
     const auto m = in_.micro_steps;
     const double n = static_cast<double>(k.count);
     label_ = m == 1         ? ""
@@ -184,7 +161,7 @@ class Timeline {
                             : " (micro-steps 2-" + std::to_string(m - 1) + ")";
     if (k.count > 1) {
       // One block: compute and each op's total time over the micro-steps it stands for.
-      add("compute", "forward + backward", t_ + n * (t.ops.before + t.exposed_forward),
+      add("compute", "forward + backward", t_ + n * (t.ops.before_s + t.exposed_forward),
           n * (t.forward + t.backward));
       double c = t_;
       for (const auto phase : {CommPhase::before_forward, CommPhase::forward, CommPhase::backward,
@@ -203,13 +180,14 @@ class Timeline {
     add("compute", "backward", t_, t.backward);
     const double u = static_cast<double>(std::max<std::int64_t>(t.ops.backward.messages, 1));
     const double end = t_ + t.backward + t.exposed_backward;
-    comm(CommPhase::backward, k.index, std::max(t_ + t.backward / u, end - t.ops.backward.total()),
-         1.0);
+    comm(CommPhase::backward, k.index,
+         std::max(t_ + t.backward / u, end - t.ops.backward.total_s()), 1.0);
     t_ = comm(CommPhase::after_backward, k.index, end, 1.0);
     label_.clear();
   }
 
   const StepInputs& in_;
+  StepComm comm_;
   std::vector<TimelineEvent> events_;
   std::string label_;
   double t_ = 0;
@@ -223,24 +201,43 @@ double exposed_comm_s(double comm_s, std::int64_t messages, double compute_s) {
   return std::max(comm_s / u, comm_s - compute_s * (u - 1) / u);
 }
 
-StepTimes step_times(const StepInputs& in) {
+StepComm::StepComm(std::span<const CommOp> ops, bool no_sync) {
+  places_[only] = sum_micro_step(ops, true, true, no_sync);
+  places_[first] = sum_micro_step(ops, true, false, no_sync);
+  places_[between] = sum_micro_step(ops, false, false, no_sync);
+  places_[last] = sum_micro_step(ops, false, true, no_sync);
+  for (const auto& op : ops)
+    after_step_s_ += op.phase == CommPhase::after_step ? op.time_s : 0.0;
+}
+
+const MicroStepComm& StepComm::micro_step(std::int64_t index, std::int64_t micro_steps) const {
+  if (micro_steps == 1) return places_[only];
+  if (index == 0) return places_[first];
+  return places_[index == micro_steps - 1 ? last : between];
+}
+
+StepTimes StepComm::times(const StepCompute& in) const {
   StepTimes out;
   for (const auto& k : micro_step_kinds(in.micro_steps)) {
-    const auto t = micro_times(in, k.index);
+    const auto t = micro_times(micro_step(k.index, in.micro_steps), in);
     const double n = static_cast<double>(k.count);
     out.compute_s += n * (t.forward + t.backward);
     out.forward_compute_s += n * t.forward;
     out.exposed_forward_s += n * t.exposed_forward;
     out.exposed_backward_s += n * t.exposed_backward;
-    out.exposed_outside_s += n * (t.ops.before + t.ops.after);
+    out.exposed_outside_s += n * (t.ops.before_s + t.ops.after_s);
     out.hidden_comm_s += n * t.hidden();
   }
-  out.exposed_outside_s += after_step(in);
+  out.exposed_outside_s += after_step_s_;
   out.exposed_comm_s = out.exposed_forward_s + out.exposed_backward_s + out.exposed_outside_s;
   out.optimizer_s = in.optimizer_s;
   out.host_transfer_s = in.host_transfer_s;
   out.step_s = out.compute_s + out.exposed_comm_s + out.optimizer_s + out.host_transfer_s;
   return out;
+}
+
+StepTimes step_times(const StepInputs& in) {
+  return StepComm(in.ops, in.no_sync).times(in);
 }
 
 std::vector<TimelineEvent> step_timeline(const StepInputs& in) {

@@ -189,6 +189,8 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
   g.host_s = cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops);
   if (!g.ops_full_recompute.empty())
     cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops_full_recompute);
+  g.comm = cost::StepComm(g.ops, y == 0);
+  g.comm_full_recompute = cost::StepComm(g.ops_full_recompute, y == 0);
   g.ok = true;
   return g;
 }
@@ -334,12 +336,10 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
   c.precision = precisions_[p];
   c.offload = offloads_[o];
   c.no_sync = y == 0;
-  cost::StepInputs step;
-  step.ops = g.ops;
+  cost::StepCompute step;
   step.optimizer_s = g.optimizer_s;
   step.host_transfer_s = g.host_s;
   step.micro_steps = c.grad_accum;
-  step.no_sync = c.no_sync;
   step.overlap_compute_slowdown = in_.compute.overlap_compute_slowdown;
   const double peak = in_.gpu.peak_flops_for(c.precision);
   const double seq = in_.model.transformer ? static_cast<double>(seq_len()) : 1.0;
@@ -349,7 +349,6 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     ++result_.configs_evaluated;
     c.checkpointing = checkpointings_[ci];
     const bool regathers = c.checkpointing == Checkpointing::full && !g.ops_full_recompute.empty();
-    step.ops = regathers ? g.ops_full_recompute : g.ops;
     c.memory = line.at(c.micro_batch);
     c.host_memory = line.host;
     if (c.memory > result_.usable) {
@@ -364,7 +363,7 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     const auto& ct = compute_[row];
     step.forward_s = ct.forward_s;
     step.backward_s = ct.backward_s;
-    c.step_time_s = cost::step_times(step).step_s;
+    c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).times(step).step_s;
     c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
     c.tokens_per_s = c.samples_per_s * seq;
     c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak);
@@ -405,7 +404,11 @@ void Search::reject_family(std::size_t s, std::size_t p, std::size_t d, std::siz
 }
 
 void Search::reject(const Candidate& c, Reason why, double amount, std::string detail) {
-  result_.rejected.push_back({c, why, amount, std::move(detail)});
+  auto& r = result_.rejected.emplace_back();  // in place: one copy of the candidate
+  r.config = c;
+  r.reason = why;
+  r.amount = amount;
+  r.detail = std::move(detail);
 }
 
 void Search::finish() {

@@ -15,6 +15,7 @@
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/overheads.hpp"
+#include "dtplan/cost/step_time.hpp"
 #include "dtplan/cost/training_comm.hpp"
 #include "dtplan/planner/planner.hpp"
 
@@ -26,6 +27,9 @@ struct Group {
   // With full recomputation, where it adds collectives (ZeRO-3 gathers the recomputed
   // submodules again): the ops then. Empty when they are `ops`.
   std::vector<cost::CommOp> ops_full_recompute;
+  // The two lists summed per micro-step place, what the search times steps from.
+  cost::StepComm comm;
+  cost::StepComm comm_full_recompute;
   double optimizer_s = 0;
   double host_s = 0;
   bool ok = false;

@@ -91,6 +91,47 @@ TEST_CASE("no_sync defers gradient synchronisation to the last of the micro-step
   CHECK(step_times(inputs(ops, 1000, false)).exposed_comm_s == Approx(2500.0));
 }
 
+TEST_CASE("a step's ops summed per micro-step place: only, first, between, last") {
+  // ZeRO-3-like with accumulation: gathers every micro-step (0.8 s, 8 units), a deferred
+  // reduce-scatter (0.4 s, 4 buckets), a gather of the first micro-step only (0.3 s) and an
+  // all-gather after the optimizer step (0.2 s).
+  const std::vector ops{op(CommPhase::forward, CommWhen::every_micro_step, 0.8, 8),
+                        op(CommPhase::backward, CommWhen::deferrable, 0.4, 4),
+                        op(CommPhase::before_forward, CommWhen::once_per_step, 0.3, 1),
+                        op(CommPhase::after_step, CommWhen::once_per_step, 0.2, 1)};
+  const StepComm deferred(ops, true);
+  const auto& only = deferred.micro_step(0, 1);  // first and last: everything runs
+  CHECK(only.before_s == Approx(0.3));
+  CHECK(only.forward.comm_s == Approx(0.8));
+  CHECK(only.forward.messages == 8);
+  CHECK(only.backward.comm_s == Approx(0.4));
+  const auto& first = deferred.micro_step(0, 4);  // no reduce yet
+  CHECK(first.before_s == Approx(0.3));
+  CHECK(first.backward.comm_s == 0.0);
+  const auto& between = deferred.micro_step(2, 4);  // the gathers only
+  CHECK(between.before_s == 0.0);
+  CHECK(between.forward.comm_s == Approx(0.8));
+  CHECK(between.backward.comm_s == 0.0);
+  const auto& last = deferred.micro_step(3, 4);  // the reduce too
+  CHECK(last.before_s == 0.0);
+  CHECK(last.backward.comm_s == Approx(0.4));
+  CHECK(last.backward.messages == 4);
+  CHECK(deferred.after_step_s() == Approx(0.2));
+  // Synchronising every micro-step, the reduce runs in each.
+  CHECK(StepComm(ops, false).micro_step(2, 4).backward.comm_s == Approx(0.4));
+  // Four micro-steps of 1 s forward and 2 s backward, deferred: forward exposes the first
+  // gather unit each time (0.1 s x 4), the first micro-step's 0.3 s, the last's reduce
+  // max(0.1, 0.4 - 2 x 3/4) = 0.1 s, and 0.2 s after the step.
+  StepCompute c;
+  c.forward_s = 1.0;
+  c.backward_s = 2.0;
+  c.micro_steps = 4;
+  const auto t = deferred.times(c);
+  CHECK(t.exposed_comm_s == Approx(4 * 0.1 + 0.3 + 0.1 + 0.2));
+  CHECK(t.compute_s == Approx(12.0));
+  CHECK(t.hidden_comm_s == Approx(4 * 0.7 + 0.3));
+}
+
 TEST_CASE("overlap slows compute by the configured fraction of the hidden communication") {
   const std::vector ops{op(CommPhase::backward, CommWhen::every_micro_step, 1.0, 4)};
   auto in = inputs(ops);

@@ -11,6 +11,7 @@
 // exposed whole. With no_sync, gradient synchronisation runs in the last micro-step only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,15 +23,19 @@
 
 namespace dtplan::cost {
 
-struct StepInputs {
+// A step's compute and everything else that is not its communication.
+struct StepCompute {
   double forward_s = 0;  // one micro-step, after any straggler slowdown
   double backward_s = 0;
-  std::span<const CommOp> ops;  // each op's time per run (not owned)
   double optimizer_s = 0;
   double host_transfer_s = 0;  // exposed host <-> GPU copies per step under offload
   std::int64_t micro_steps = 1;
-  bool no_sync = true;
   double overlap_compute_slowdown = 0;
+};
+
+struct StepInputs : StepCompute {
+  std::span<const CommOp> ops;  // each op's time per run (not owned)
+  bool no_sync = true;
 };
 
 struct StepTimes {
@@ -51,7 +56,44 @@ struct StepTimes {
 // messages alongside `compute_s`, max(T/U, T - C (U-1)/U) stays exposed.
 double exposed_comm_s(double comm_s, std::int64_t messages, double compute_s);
 
-// Arithmetic only, no allocation: the planner calls it per candidate.
+// The ops of one pass in one micro-step: what may overlap the pass (`comm_s`, its largest
+// message count) and what the framework serialises with it (`blocking_s`).
+struct PassComm {
+  double comm_s = 0;
+  std::int64_t messages = 0;
+  double blocking_s = 0;
+  double total_s() const { return comm_s + blocking_s; }
+};
+
+// The communication of one micro-step, by phase: exposed whole before forward and after
+// backward, alongside each pass.
+struct MicroStepComm {
+  double before_s = 0;
+  PassComm forward;
+  PassComm backward;
+  double after_s = 0;
+};
+
+// A step's ops summed once for each place a micro-step can take -- the only one, the first,
+// one between, the last: which ops run in a micro-step depends on its place and no_sync alone,
+// never on the compute. Timing a step from it is a few dozen flops, which lets the planner
+// time millions of (micro-batch, accumulation, recomputation) choices of one group of ops.
+class StepComm {
+ public:
+  StepComm() = default;
+  StepComm(std::span<const CommOp> ops, bool no_sync);
+  // The ops of micro-step `index` of `micro_steps`.
+  const MicroStepComm& micro_step(std::int64_t index, std::int64_t micro_steps) const;
+  double after_step_s() const { return after_step_s_; }
+  StepTimes times(const StepCompute& c) const;
+
+ private:
+  enum Place { only, first, between, last };
+  std::array<MicroStepComm, 4> places_{};
+  double after_step_s_ = 0;  // ops after the optimizer step, exposed whole once per step
+};
+
+// StepComm(in.ops, in.no_sync).times(in).
 StepTimes step_times(const StepInputs& in);
 
 struct TimelineEvent {

@@ -13,9 +13,10 @@
 
 namespace dtplan {
 
-enum class Precision { fp32, fp16, bf16, amp_fp16, amp_bf16 };
+// One byte each: the planner keeps 10^4-10^5 configurations that name them.
+enum class Precision : std::uint8_t { fp32, fp16, bf16, amp_fp16, amp_bf16 };
 enum class Optimizer { adam, adamw, sgd, sgd_momentum, adam8bit };
-enum class Strategy {
+enum class Strategy : std::uint8_t {
   dp,             // single-process torch.nn.DataParallel
   ddp,            // DistributedDataParallel
   zero1,          // DeepSpeed ZeRO stage 1: optimizer states (and fp32 master) sharded
@@ -26,8 +27,8 @@ enum class Strategy {
   fsdp_hybrid,    // FSDP HYBRID_SHARD: full shard inside a node, replicate across nodes
   fsdp_no_shard,  // FSDP NO_SHARD (DDP semantics, no separate bucket copy)
 };
-enum class Offload { none, optimizer, optimizer_and_params };
-enum class Checkpointing { none, selective, full };
+enum class Offload : std::uint8_t { none, optimizer, optimizer_and_params };
+enum class Checkpointing : std::uint8_t { none, selective, full };
 enum class Attention { flash, eager, hf_eager };
 
 inline constexpr std::array<NamedValue<Precision>, 5> kPrecisions{{

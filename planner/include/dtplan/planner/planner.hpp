@@ -97,13 +97,13 @@ struct Candidate {
   Precision precision = Precision::bf16;
   Checkpointing checkpointing = Checkpointing::none;
   Offload offload = Offload::none;
+  bool no_sync = true;  // gradients synchronised in the last micro-step only
   std::int64_t dp = 1;
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   std::int64_t global_batch = 0;
-  bool no_sync = true;  // gradients synchronised in the last micro-step only
-  Bytes memory;         // peak per GPU
-  Bytes host_memory;    // host RAM per node (offloaded states of the node's ranks)
+  Bytes memory;       // peak per GPU
+  Bytes host_memory;  // host RAM per node (offloaded states of the node's ranks)
   double step_time_s = 0;
   double samples_per_s = 0;
   double tokens_per_s = 0;
@@ -111,7 +111,7 @@ struct Candidate {
   double objective = 0;  // lower is better
 };
 
-enum class Reason {
+enum class Reason : std::uint8_t {
   out_of_memory,
   host_out_of_memory,
   batch_unreachable,
