@@ -125,6 +125,16 @@ StageBlocks stage_blocks(const TransformerSpec& s, const Layout3D& l, std::int64
   return out;
 }
 
+// The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
+// and token types and an embedding norm whole.
+std::int64_t embedding_params(const TransformerSpec& s, const Layout3D& l) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
+  return s.vocab_size * h / l.tp +
+         (s.positions == PositionKind::learned ? s.max_positions * h : 0) + s.type_vocab_size * h +
+         (s.embedding_norm ? norm : 0);
+}
+
 namespace {
 
 // DeepSeek-V3's multi-token prediction modules, on the stage with the head: a sparse block,
@@ -145,11 +155,7 @@ std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int6
   const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
   const std::int64_t blocks =
       held.params + (i == head_stage(l) ? prediction_modules(s, l).params : 0);
-  // The first stage: 1/t of the word embedding (vocabulary-parallel), the learned positions
-  // and token types and an embedding norm whole.
-  const std::int64_t embedding = s.vocab_size * h / l.tp +
-                                 (s.positions == PositionKind::learned ? s.max_positions * h : 0) +
-                                 s.type_vocab_size * h + (s.embedding_norm ? norm : 0);
+  const std::int64_t embedding = embedding_params(s, l);
   // The last stage: the final norm and 1/t of the LM head.
   const std::int64_t final_norm = s.final_norm ? norm : 0;
   const std::int64_t head = s.vocab_size * h / l.tp;

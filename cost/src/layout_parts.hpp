@@ -47,6 +47,9 @@ struct StageKind {
 StageKind stage_kind(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                      std::int64_t layers);
 
+// The word embedding and what goes with it on the first stage's GPUs.
+std::int64_t embedding_params(const TransformerSpec& s, const Layout3D& l);
+
 // The blocks of a stage holding `dense` of the dense first blocks among its `layers`.
 BlockRuns stage_runs(const TransformerSpec& s, std::int64_t dense, std::int64_t layers);
 

@@ -315,7 +315,7 @@ class Builder {
                 return std::string("gathered " + std::string(type) +
                                    " parameters (module in use + prefetched module)");
               },
-              bytes_of(std::max(two, units_.root), cb, "gathered parameters"));
+              bytes_of(units_.in_use_and_prefetched(), cb, "gathered parameters"));
         }
         break;
       case ParamGather::root_and_units:
@@ -362,7 +362,7 @@ class Builder {
   void gradient_buffers() {
     const std::int64_t rb = layout_.gradient_comm_bytes();
     if (t_.gradient_buffer == GradientBuffer::unit_gradients && units_.known) {
-      const auto largest = std::max(units_.root, units_.blocks.empty() ? 0 : units_.blocks[0]);
+      const auto largest = units_.largest();
       add_buffer(
           [&] {
             return "one unit's unsharded " + std::string(name_of(layout_.gradient_comm)) +

@@ -174,6 +174,19 @@ StagePieces stage_pieces(const TransformerSpec& s, const Layout3D& l, std::int64
   return p;
 }
 
+// FSDP2's units at the ends of a stage's pass, as torchtitan wraps them: the embedding on the
+// first stage next to its first block; the final norm and the head -- what the stage holds
+// besides its blocks and the embedding, with any prediction modules -- next to its last.
+std::array<GatherUnits::End, 2> end_units(const TransformerSpec& s, const Layout3D& l,
+                                          const StagePieces& p) {
+  const auto& runs = p.blocks.runs;  // in the order the blocks run: dense, then sparse
+  const std::int64_t first_block = p.blocks.run_count > 0 ? runs[0].second : 0;
+  const std::int64_t last_block = p.blocks.run_count > 0 ? runs[p.blocks.run_count - 1].second : 0;
+  const std::int64_t embedding = p.share.stage == 0 ? embedding_params(s, l) : 0;
+  const std::int64_t head = p.share.params - p.blocks.params - embedding;
+  return {{{embedding, embedding > 0 ? first_block : 0}, {head, head > 0 ? last_block : 0}}};
+}
+
 // The GPU of a stage holding `p`: its parameters (its blocks' tensor-parallel share, the
 // embedding or the head), sharded over dp x cp (or the shard group), its blocks as FSDP2's
 // units -- all of `v` but the traits, the recipe and the activations.
@@ -191,6 +204,7 @@ void fill_stage_view(const TransformerSpec& s, const Layout3D& l, const StagePie
     const auto [count, params] = runs.at(r);
     v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
   }
+  v.units.ends = l.framework == Framework::fsdp2 ? end_units(s, l, p) : GatherUnits{}.ends;
   v.units.known = true;
   const std::int64_t experts = p.share.experts;
   v.shard_elements = experts_sharded_apart(s, l) ? sharded_elements(s, l, v.params, experts) : 0;

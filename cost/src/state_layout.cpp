@@ -59,6 +59,21 @@ GatherUnits gather_units(const ModelDesc& m) {
   return u;
 }
 
+std::int64_t GatherUnits::largest() const {
+  std::int64_t most = std::max(root, blocks.empty() ? 0 : blocks[0]);
+  for (const auto& end : ends)
+    most = std::max(most, end.unit);
+  return most;
+}
+
+std::int64_t GatherUnits::in_use_and_prefetched() const {
+  const std::int64_t two = blocks.empty() ? 0 : blocks[0] + (blocks.size() > 1 ? blocks[1] : 0);
+  std::int64_t most = std::max(two, root);
+  for (const auto& end : ends)
+    most = std::max(most, end.unit + end.neighbour);
+  return most;
+}
+
 Bytes nccl_bytes(std::int64_t communicators, const OverheadConstants& k) {
   return Bytes{checked_mul(communicators, k.nccl_bytes_per_communicator(), "NCCL buffers")};
 }

@@ -2,6 +2,7 @@
 // Private to cost/.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,7 +29,22 @@ std::string optimizer_explain(Optimizer o, const OverheadConstants& k);
 struct GatherUnits {
   std::vector<std::int64_t> blocks;
   std::int64_t root = 0;
+  // A layout's FSDP2 units at the two ends of the pass, each with the block next to it:
+  // torchtitan wraps the embedding, and the final norm with the head, as units of their own
+  // (parallelize.py apply_fsdp since PR #1094, 2025-07-28), so the unit in use and the one
+  // prefetched are there the embedding and the first block, the head and the last block.
+  // Zero where the stage holds neither.
+  struct End {
+    std::int64_t unit = 0;
+    std::int64_t neighbour = 0;  // the block gathered with it
+  };
+  std::array<End, 2> ends{};
   bool known = false;  // false for a bare parameter count
+  // The largest unit: its unsharded gradients wait for their reduce-scatter.
+  std::int64_t largest() const;
+  // The most parameters gathered at once by units gathered one at a time with the next one
+  // prefetched: the two largest blocks, the root alone, or an end unit with its neighbour.
+  std::int64_t in_use_and_prefetched() const;
 };
 
 GatherUnits gather_units(const ModelDesc& m);

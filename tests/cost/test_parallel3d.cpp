@@ -455,14 +455,16 @@ TEST_CASE("a layout's buffers and overhead: NCCL per communicator, the context, 
   cp.cp = 2;
   CHECK(memory_3d(m, cp, k).buffers.value == 4 * 400);
   // FSDP2 hybrid sharding over dp 4 in groups of 2: a shard and a replica communicator, and
-  // FSDP2's own buffers (two gathered bf16 blocks, one block's fp32 gradients).
+  // FSDP2's own buffers: the embedding unit (32,000 x 1,024 words and 2,048 x 1,024 positions,
+  // larger than a block) gathered in bf16 with the first block, and its fp32 gradients.
   auto hybrid = layout(1, 1, 4);
   hybrid.framework = Framework::fsdp2;
   hybrid.sharding = DpSharding::parameters;
   hybrid.shard_group = 2;
   const auto with_hybrid = memory_3d(m, hybrid, k);
   constexpr std::int64_t block = 12'590'080 + 6'144;
-  CHECK(with_hybrid.buffers.value == block * (2 * 2 + 4) + 2 * 400);
+  constexpr std::int64_t embedding = 32'000LL * 1024 + 2048LL * 1024;
+  CHECK(with_hybrid.buffers.value == (embedding + block) * 2 + embedding * 4 + 2 * 400);
   CHECK(with_hybrid.buffer_terms.size() == 3);
 }
 
@@ -858,8 +860,12 @@ TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 g
   // zero_grad(set_to_none=True) it comes at the start of backward, with only the head's fp32
   // gradient shard, 32,000 x 1,024 x 4 B / 4 ranks.
   CHECK(mem.gradients.value == 32000LL * 1024 * 4 / 4);
-  // Two gathered bf16 blocks (in use, prefetched) and one block's fp32 gradients.
-  CHECK(mem.buffers.value == kBlock * (2 * 2 + 4));
+  // torchtitan wraps the embedding as a unit of its own (apply_fsdp, since PR #1094): here
+  // 32,000 x 1,024 words and 2,048 x 1,024 positions, 34,865,152, larger than a block. At the
+  // start of forward it is in use while the first block is prefetched: the most gathered in
+  // bf16 at once, more than two blocks. Its fp32 gradients are the largest unit's.
+  constexpr std::int64_t embedding = 32'000LL * 1024 + 2048LL * 1024;
+  CHECK(mem.buffers.value == (embedding + kBlock) * 2 + embedding * 4);
   // PyTorch SDPA keeps no scores (s 1024, h 1024, 8 layers), its one stage the token ids and
   // the final norm and head inputs.
   CHECK(mem.activations.value == 8 * kSmallLayer + kTokenIds + kHeadInputs);
@@ -867,7 +873,7 @@ TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 g
   CHECK(mem.logits.value == 1024LL * 32000 * 10);
   // reshard_after_forward=False keeps every block gathered from forward to backward.
   const auto kept = memory_3d(m, fsdp2(4, DpSharding::gradients), overheads);
-  CHECK(kept.buffers.value == n * 2 + kBlock * 4);
+  CHECK(kept.buffers.value == n * 2 + embedding * 4);
   // Hybrid sharding: groups of 2 shard, the 2 groups replicate.
   auto hybrid = fsdp2(4, DpSharding::parameters);
   hybrid.shard_group = 2;
@@ -1143,8 +1149,11 @@ TEST_CASE("FSDP2 under pipeline parallelism: one gather and one reduce-scatter p
   const auto mem = memory_3d(f.m, l, OverheadConstants{});
   const auto n = mem.params_per_gpu;
   CHECK(mem.gradients.value == n * 4 / 2 + n * 4);
-  CHECK(n > kBlock * 4);  // 4 of the 8 blocks, and the embedding or the head
-  CHECK(mem.buffers.value == n * 2 + kBlock * 4);
+  // The last stage, the heavier: 4 of the 8 blocks, and the head -- its copy of the tied
+  // embedding, 32,000 x 1,024, and the final LayerNorm, 2 x 1,024 -- a unit larger than a block.
+  constexpr std::int64_t head = 32'000LL * 1024 + 2 * 1024;
+  CHECK(n == 4 * kBlock + head);
+  CHECK(mem.buffers.value == n * 2 + head * 4);
   // The explanation says why, and offers no flag: the schedule, not the user, defers the sync.
   bool explained = false;
   for (const auto& [component, text] : mem.explain) {
