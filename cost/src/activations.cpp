@@ -26,6 +26,7 @@
 // splits them t ways; s is its context-parallel rank's tokens.
 #include "dtplan/cost/activations.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -211,6 +212,19 @@ void add_head(const TransformerSpec& t, const ActivationShape& a, std::int64_t s
              "less the logits freed before it",
              temporaries);
     loss = fp32 + temporaries;
+  } else if (a.loss == LossKind::torch_freed) {
+    // Forward: the fp32 copy and the log-softmax; backward, the logits freed: the log-softmax,
+    // its gradient and the logits' gradient in fp32. Whichever is more.
+    const std::int64_t upcast = is_mixed(a.precision) ? fp32 : 0;
+    const std::int64_t backward = checked_mul(2, fp32, "bytes") - logits;  // logits <= fp32
+    add_term(est, a, "log-softmax kept by cross-entropy (fp32)", fp32);
+    add_term(est, a,
+             upcast >= backward
+                 ? "fp32 logits for the loss"
+                 : "cross-entropy backward: the log-softmax's and the logits' fp32 gradients, "
+                   "less the logits freed before it",
+             std::max(upcast, backward));
+    loss = fp32 + std::max(upcast, backward);
   } else {
     const std::int64_t upcast = is_mixed(a.precision) ? fp32 : 0;
     add_term(est, a, "fp32 logits for the loss", upcast);

@@ -135,6 +135,15 @@ std::int64_t embedding_params(const TransformerSpec& s, const Layout3D& l) {
          (s.embedding_norm ? norm : 0);
 }
 
+// The head stage: the final norm and 1/t of the LM head, unless the head is the word
+// embedding the same stage holds (tied).
+std::int64_t head_params(const TransformerSpec& s, const Layout3D& l) {
+  const std::int64_t h = s.hidden_size;
+  const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
+  const bool shared = s.tied_embeddings && head_stage(l) == 0;
+  return (s.final_norm ? norm : 0) + (shared ? 0 : s.vocab_size * h / l.tp);
+}
+
 namespace {
 
 // DeepSeek-V3's multi-token prediction modules, on the stage with the head: a sparse block,
@@ -151,24 +160,18 @@ StageBlocks prediction_modules(const TransformerSpec& s, const Layout3D& l) {
 // Parameters of stage `i` on one GPU, `held` its blocks.
 std::int64_t stage_params(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                           const StageBlocks& held) {
-  const std::int64_t h = s.hidden_size;
-  const std::int64_t norm = s.norm == NormKind::layernorm ? 2 * h : h;  // weight (and bias)
   const std::int64_t blocks =
       held.params + (i == head_stage(l) ? prediction_modules(s, l).params : 0);
   const std::int64_t embedding = embedding_params(s, l);
-  // The last stage: the final norm and 1/t of the LM head.
-  const std::int64_t final_norm = s.final_norm ? norm : 0;
-  const std::int64_t head = s.vocab_size * h / l.tp;
-  if (l.pp == 1) return blocks + embedding + final_norm + (s.tied_embeddings ? 0 : head);
+  const std::int64_t head = head_params(s, l);  // the head stage is 0 without a pipeline
+  if (l.pp == 1) return blocks + embedding + head;
   // Megatron keeps a copy of tied word embeddings for the head, unless one stage holds both;
   // the stage running multi-token prediction builds the word embedding too (its modules embed
   // the next tokens), a copy kept in sync with the first stage's.
-  const bool shared = s.tied_embeddings && head_stage(l) == 0;
   const bool mtp_embedding = s.mtp_layers > 0 && head_stage(l) != 0;
   return blocks + (i == 0 ? embedding : 0) +
-         (i == head_stage(l)
-              ? final_norm + (shared ? 0 : head) + (mtp_embedding ? s.vocab_size * h / l.tp : 0)
-              : 0);
+         (i == head_stage(l) ? head + (mtp_embedding ? s.vocab_size * s.hidden_size / l.tp : 0)
+                             : 0);
 }
 
 }  // namespace

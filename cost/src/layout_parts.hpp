@@ -49,6 +49,9 @@ StageKind stage_kind(const TransformerSpec& s, const Layout3D& l, std::int64_t i
 
 // The word embedding and what goes with it on the first stage's GPUs.
 std::int64_t embedding_params(const TransformerSpec& s, const Layout3D& l);
+// The final norm and the LM head on the head stage's GPUs (none for a head tied to the
+// embedding the stage holds); the prediction modules apart.
+std::int64_t head_params(const TransformerSpec& s, const Layout3D& l);
 
 // The blocks of a stage holding `dense` of the dense first blocks among its `layers`.
 BlockRuns stage_runs(const TransformerSpec& s, std::int64_t dense, std::int64_t layers);

@@ -75,7 +75,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   // (training.disable_loss_parallel defaults to false).
   a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel
            : l.tp > 1                         ? LossKind::loss_parallel
-                                              : LossKind::torch;
+                                              : LossKind::torch_freed;
   return a;
 }
 
@@ -145,6 +145,7 @@ TrainingConfig layout_training(const Layout3D& l) {
 struct StagePieces {
   StageBlocks blocks;
   StageHolding share;  // its `stage` is the first stage these pieces were priced for
+  std::array<GatherUnits::End, 2> ends{};  // FSDP2's units at the ends of the pass (end_units)
   bool fp8_copies = false;
   std::int64_t fp8_weights = 0;
 };
@@ -164,27 +165,28 @@ std::int64_t fp8_copied_weights(const TransformerSpec& s, const Layout3D& l, std
   return weights;
 }
 
+// FSDP2's units at the ends of stage i's pass, as torchtitan wraps them: the embedding on the
+// first stage next to its first block, the final norm and the head on the head stage next to
+// its last. (torchtitan has no multi-token prediction modules to wrap; they stay out.)
+std::array<GatherUnits::End, 2> end_units(const TransformerSpec& s, const Layout3D& l,
+                                          std::int64_t i, const StageBlocks& blocks) {
+  const auto& runs = blocks.runs;  // in the order the blocks run: dense, then sparse
+  const std::int64_t first_block = blocks.run_count > 0 ? runs[0].second : 0;
+  const std::int64_t last_block = blocks.run_count > 0 ? runs[blocks.run_count - 1].second : 0;
+  const std::int64_t embedding = i == 0 ? embedding_params(s, l) : 0;
+  const std::int64_t head = i == head_stage(l) ? head_params(s, l) : 0;
+  return {{{embedding, embedding > 0 ? first_block : 0}, {head, head > 0 ? last_block : 0}}};
+}
+
 StagePieces stage_pieces(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
                          std::int64_t layers, std::int64_t dense) {
   StagePieces p;
   p.blocks = stage_blocks(s, l, dense, layers);
   p.share = stage_share(s, l, i, layers, p.blocks);
+  p.ends = end_units(s, l, i, p.blocks);
   p.fp8_copies = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
   if (p.fp8_copies) p.fp8_weights = fp8_copied_weights(s, l, i, layers, dense);
   return p;
-}
-
-// FSDP2's units at the ends of a stage's pass, as torchtitan wraps them: the embedding on the
-// first stage next to its first block; the final norm and the head -- what the stage holds
-// besides its blocks and the embedding, with any prediction modules -- next to its last.
-std::array<GatherUnits::End, 2> end_units(const TransformerSpec& s, const Layout3D& l,
-                                          const StagePieces& p) {
-  const auto& runs = p.blocks.runs;  // in the order the blocks run: dense, then sparse
-  const std::int64_t first_block = p.blocks.run_count > 0 ? runs[0].second : 0;
-  const std::int64_t last_block = p.blocks.run_count > 0 ? runs[p.blocks.run_count - 1].second : 0;
-  const std::int64_t embedding = p.share.stage == 0 ? embedding_params(s, l) : 0;
-  const std::int64_t head = p.share.params - p.blocks.params - embedding;
-  return {{{embedding, embedding > 0 ? first_block : 0}, {head, head > 0 ? last_block : 0}}};
 }
 
 // The GPU of a stage holding `p`: its parameters (its blocks' tensor-parallel share, the
@@ -204,7 +206,7 @@ void fill_stage_view(const TransformerSpec& s, const Layout3D& l, const StagePie
     const auto [count, params] = runs.at(r);
     v.units.blocks.insert(v.units.blocks.end(), static_cast<std::size_t>(count), params);
   }
-  v.units.ends = l.framework == Framework::fsdp2 ? end_units(s, l, p) : GatherUnits{}.ends;
+  v.units.ends = l.framework == Framework::fsdp2 ? p.ends : GatherUnits{}.ends;
   v.units.known = true;
   const std::int64_t experts = p.share.experts;
   v.shard_elements = experts_sharded_apart(s, l) ? sharded_elements(s, l, v.params, experts) : 0;

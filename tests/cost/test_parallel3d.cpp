@@ -869,8 +869,11 @@ TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 g
   // PyTorch SDPA keeps no scores (s 1024, h 1024, 8 layers), its one stage the token ids and
   // the final norm and head inputs.
   CHECK(mem.activations.value == 8 * kSmallLayer + kTokenIds + kHeadInputs);
-  // Logits in bf16, their fp32 copy and the fp32 log-softmax: 10 B x 1024 x 32,000.
-  CHECK(mem.logits.value == 1024LL * 32000 * 10);
+  // The loss's peak is in backward: torchtitan deletes the bf16 logits first (train.py, "to
+  // avoid peaking memory"), then nll_loss's backward makes a dense fp32 gradient of the kept
+  // fp32 log-softmax and log_softmax's backward the logits' fp32 gradient: 12 B x 1024 x
+  // 32,000, more than forward's bf16 logits, fp32 copy and log-softmax (10 B).
+  CHECK(mem.logits.value == 1024LL * 32000 * 12);
   // reshard_after_forward=False keeps every block gathered from forward to backward.
   const auto kept = memory_3d(m, fsdp2(4, DpSharding::gradients), overheads);
   CHECK(kept.buffers.value == n * 2 + embedding * 4);
@@ -1233,12 +1236,17 @@ TEST_CASE("FSDP2 with tensor parallelism: loss_parallel's backward holds four fp
   l.framework = Framework::megatron;
   l.sharding = DpSharding::optimizer;
   CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 6LL * 1024 * 16000);
-  // Without tensor parallelism the loss is torch's cross-entropy over all 32000 logits: the
-  // bf16 logits, their fp32 copy and the fp32 log-softmax, 10 bytes each.
+  // Without tensor parallelism the loss is torch's cross-entropy over all 32000 logits, cast
+  // to fp32, the bf16 logits deleted before backward: its peak, in backward, the kept fp32
+  // log-softmax, its gradient and the logits' fp32 gradient, 12 bytes each (forward's bf16
+  // logits, fp32 copy and log-softmax are 10).
   l = layout(1, 1, 8);
   l.framework = Framework::fsdp2;
   l.sharding = DpSharding::parameters;
-  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 10LL * 1024 * 32000);
+  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 12LL * 1024 * 32000);
+  // In fp32 the same three tensors, 12 bytes, against forward's logits and log-softmax (8).
+  l.precision = Precision::fp32;
+  CHECK(memory_3d(m, l, OverheadConstants{}).logits.value == 12LL * 1024 * 32000);
 }
 
 TEST_CASE("FP8 under Megatron-LM: weight copies and transposes kept, Linear inputs saved in FP8") {

@@ -41,7 +41,12 @@ struct ActivationEstimate {
 //                   in backward, the kept log-softmax, a zero gradient, exp of the
 //                   log-softmax and their sum (torch/distributed/tensor/parallel/loss.py,
 //                   _nll_loss_and_log_softmax_backward), 16 bytes per logit
-enum class LossKind { torch, vocab_parallel, loss_parallel };
+//   torch_freed     torch cross-entropy of the logits cast to fp32, the logits deleted before
+//                   backward (torchtitan's train step: `del pred`, "to avoid peaking
+//                   memory"): forward holds as `torch` does, 10 bytes per 16-bit logit;
+//                   backward three fp32 tensors -- the kept log-softmax, nll_loss's dense
+//                   gradient of it and log_softmax's backward output -- 12 bytes, the peak
+enum class LossKind { torch, vocab_parallel, loss_parallel, torch_freed };
 
 // What one GPU keeps of a transformer: the blocks of its pipeline stage with 1/t of the heads
 // and MLP width, the tokens its context-parallel rank holds, and as many micro-batches as its
