@@ -305,8 +305,6 @@ class Builder {
   void gathered_parameters() {
     const std::int64_t cb = layout_.compute_bytes();
     const std::string_view type = name_of(layout_.compute);
-    const auto& b = units_.blocks;
-    const std::int64_t two = b.empty() ? 0 : b[0] + (b.size() > 1 ? b[1] : 0);
     switch (t_.gather) {
       case ParamGather::units:
         if (units_.known) {
@@ -331,7 +329,7 @@ class Builder {
                 return std::string("gathered " + std::string(type) +
                                    " blocks (unit in use + prefetched unit)");
               },
-              bytes_of(two, cb, "gathered parameters"));
+              bytes_of(units_.two_largest_blocks(), cb, "gathered parameters"));
         }
         break;
       case ParamGather::whole_model:

@@ -66,9 +66,12 @@ std::int64_t GatherUnits::largest() const {
   return most;
 }
 
+std::int64_t GatherUnits::two_largest_blocks() const {
+  return blocks.empty() ? 0 : blocks[0] + (blocks.size() > 1 ? blocks[1] : 0);
+}
+
 std::int64_t GatherUnits::in_use_and_prefetched() const {
-  const std::int64_t two = blocks.empty() ? 0 : blocks[0] + (blocks.size() > 1 ? blocks[1] : 0);
-  std::int64_t most = std::max(two, root);
+  std::int64_t most = std::max(two_largest_blocks(), root);
   for (const auto& end : ends)
     most = std::max(most, end.unit + end.neighbour);
   return most;

@@ -40,6 +40,8 @@ struct GatherUnits {
   };
   std::array<End, 2> ends{};
   bool known = false;  // false for a bare parameter count
+  // The two largest blocks together: the block in use and the prefetched one.
+  std::int64_t two_largest_blocks() const;
   // The largest unit: its unsharded gradients wait for their reduce-scatter.
   std::int64_t largest() const;
   // The most parameters gathered at once by units gathered one at a time with the next one
