@@ -24,14 +24,17 @@ struct Case {
   dtplan::cost::OverheadConstants overheads =
       dtplan::cost::load_overheads(kData / "overheads.json");
 
+  // kept: rejections kept per reason (PlanRequest::rejected_kept); 5 is `dtplan plan`'s
+  // --show-rejected default, -1 keeps every one as --all-rejected does.
   Case(const char* model_name, const char* node, std::int64_t nodes, std::int64_t batch,
-       std::int64_t seq)
+       std::int64_t seq, std::int64_t kept = 5)
       : topology(dtplan::Topology::build(dtplan::load_node_template(node, kData / "topologies"),
                                          nodes, table)),
         model(dtplan::load_model(model_name, kData / "models")),
         gpu(dtplan::GpuCatalog::load(kData / "gpus.json").find("A100-80GB")) {
     request.global_batch = batch;
     request.seq_len = seq;
+    request.rejected_kept = kept;
   }
   dtplan::planner::PlanResult run() const {
     return dtplan::planner::plan(model, topology, table, gpu, request, compute, overheads);
@@ -82,6 +85,13 @@ void BM_SearchLlama70B1024Gpus(benchmark::State& state) {
   search_rate(state, llama_70b());
 }
 BENCHMARK(BM_SearchLlama70B1024Gpus)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The same search keeping every rejection (`dtplan plan --json --all-rejected`).
+void BM_SearchLlama70B1024GpusAllRejected(benchmark::State& state) {
+  static const Case c("llama-2-70b", "dgx-a100", 128, 1024, 4096, -1);
+  search_rate(state, c);
+}
+BENCHMARK(BM_SearchLlama70B1024GpusAllRejected)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void BM_PlanGpt2XlPcie8(benchmark::State& state) {
   end_to_end(state, gpt2_xl());

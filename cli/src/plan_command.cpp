@@ -185,9 +185,9 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   for (const auto& name : o.frameworks)
     add_framework(cost::parse_framework(name));
   if (!x.strategies_named && !o.frameworks.empty()) x.strategies_named = true;
-  x.plan = std::move(r);
   // The report lists each reason's --show-rejected nearest; --all-rejected, every one.
-  x.rejected_kept = o.all_rejected ? -1 : o.rejected_shown;
+  r.rejected_kept = o.all_rejected ? -1 : o.rejected_shown;
+  x.plan = std::move(r);
   x.tps = o.tps;
   x.pps = o.pps;
   x.cps = o.cps;

@@ -347,7 +347,7 @@ Analysis analyse(const Session& s) {
     planner::LayoutRequest request;
     request.plan = a.plan_request;
     request.fp8 = parse_fp8_recipe(s.fp8_recipe);
-    request.rejected_kept = kRejectedListed;
+    request.plan.rejected_kept = kRejectedListed;
     a.plan =
         planner::plan_layouts(in.model, in.cluster->topology, in.cluster->table, in.cluster->gpu,
                               request, in.cluster->compute, in.cluster->overheads);

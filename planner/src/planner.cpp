@@ -103,6 +103,8 @@ SearchCounts search_counts(const PlanResult& r) {
   c.chosen = r.best ? 1 : 0;
   for (const auto& rej : r.rejected)
     ++(was_evaluated(rej.reason) ? c.rejected_evaluated : c.not_evaluated);
+  for (const auto& [reason, omitted] : r.rejected_omitted)
+    (was_evaluated(reason) ? c.rejected_evaluated : c.not_evaluated) += omitted;
   return c;
 }
 

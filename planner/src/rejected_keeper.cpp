@@ -19,19 +19,7 @@ std::array<std::array<std::int64_t, 5>, 2> groups_of(Reason why, const cost::Lay
 
 int RejectedKeeper::take_roles(Reason why, const Rank& rank, const cost::Layout3D& l,
                                std::vector<std::int64_t>& released) {
-  int roles = 0;
-  if (per_reason_ > 0) {
-    auto& heap = nearest_[why];
-    if (static_cast<std::int64_t>(heap.size()) < per_reason_) {
-      heap.push(rank);
-      ++roles;
-    } else if (rank < heap.top()) {
-      released.push_back(heap.top().seq);
-      heap.pop();
-      heap.push(rank);
-      ++roles;
-    }
-  }
+  int roles = nearest_.take(why, rank, released) ? 1 : 0;
   for (const auto& key : groups_of(why, l)) {
     const auto [it, inserted] = group_best_.try_emplace(key, rank);
     if (inserted) {
@@ -61,7 +49,9 @@ void RejectedKeeper::finish(Result3D& out) {
     out.rejected.push_back(std::move(held.entry));
   }
   held_.clear();
-  for (const auto& [why, n] : offered_) {
+  for (std::size_t i = 0; i < kReasonCount; ++i) {
+    const auto why = static_cast<Reason>(i);
+    const auto n = nearest_.offered(why);
     if (n > kept[why]) out.rejected_omitted[why] = n - kept[why];
   }
 }

@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <queue>
 #include <utility>
 #include <vector>
 
 #include "dtplan/planner/search3d.hpp"
+#include "nearest_per_reason.hpp"
 
 namespace dtplan::planner::detail {
 
@@ -19,7 +19,8 @@ namespace dtplan::planner::detail {
 // 10^5 layouts, and keeping each was most of a plan's peak memory.
 class RejectedKeeper {
  public:
-  explicit RejectedKeeper(std::int64_t per_reason) : per_reason_(per_reason) {}
+  explicit RejectedKeeper(std::int64_t per_reason)
+      : per_reason_(per_reason), nearest_(per_reason) {}
 
   // The next rejected layout, met after every one offered before; `make` builds its entry and
   // runs only if the entry is kept.
@@ -30,7 +31,7 @@ class RejectedKeeper {
       return;
     }
     const Rank rank{amount, seq_++};
-    ++offered_[why];
+    nearest_.count(why);
     std::vector<std::int64_t> released;
     const int roles = take_roles(why, rank, l, released);
     if (roles > 0) held_.emplace(rank.seq, Held{make(), roles});
@@ -43,13 +44,6 @@ class RejectedKeeper {
   void finish(Result3D& out);
 
  private:
-  struct Rank {
-    double amount = 0;
-    std::int64_t seq = 0;
-    bool operator<(const Rank& o) const {
-      return amount != o.amount ? amount < o.amount : seq < o.seq;
-    }
-  };
   struct Held {
     RejectedLayout entry;
     int roles = 0;  // places in the nearest lists and the groups' bests
@@ -63,8 +57,7 @@ class RejectedKeeper {
   std::int64_t per_reason_;
   std::deque<RejectedLayout> all_;
   std::int64_t seq_ = 0;
-  std::map<Reason, std::int64_t> offered_;
-  std::map<Reason, std::priority_queue<Rank>> nearest_;  // the worst kept on top
+  NearestPerReason nearest_;
   std::map<GroupKey, Rank> group_best_;
   std::map<std::int64_t, Held> held_;  // by the order met
 };

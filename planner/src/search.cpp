@@ -46,12 +46,19 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 }  // namespace
 
 Search::Search(const Inputs& in)
-    : in_(in), goal_(goal_of(in.request)), figures_(in.model, in.overheads) {
+    : in_(in),
+      goal_(goal_of(in.request)),
+      figures_(in.model, in.overheads),
+      rejected_(in.request.rejected_kept) {
   const auto& m = in.model;
   if (!m.transformer && !m.layers) {
     throw Error("the planner needs layer shapes to time compute: give {model}, not {params}");
   }
   if (in.request.global_batch < 1) throw FieldError("global_batch", "must be a positive integer");
+  if (in.request.rejected_kept < -1) {
+    throw Error("rejected configurations kept: " + std::to_string(in.request.rejected_kept) +
+                " (must be -1 for every one, or 0 or more)");
+  }
   sequence_length(m, in.request.seq_len);  // a request-level error, before any search
   result_.capacity = in.gpu.memory;
   result_.usable = Bytes{static_cast<std::int64_t>(
@@ -304,7 +311,7 @@ void Search::search(const std::vector<Shape>& shapes) {
   const auto most =
       shapes.size() * groups_.size() / dps_.size() * checkpointings_.size();  // x2 modes
   feasible_.reserve(feasible_.size() + most);
-  result_.rejected.reserve(result_.rejected.size() + most);
+  rejected_.reserve(most);
   for (const auto& shape : shapes)
     for (std::size_t s = 0; s < strategies_.size(); ++s)
       for (std::size_t p = 0; p < precisions_.size(); ++p)
@@ -404,20 +411,16 @@ void Search::reject_family(std::size_t s, std::size_t p, std::size_t d, std::siz
 }
 
 void Search::reject(const Candidate& c, Reason why, double amount, std::string detail) {
-  auto& r = result_.rejected.emplace_back();  // in place: one copy of the candidate
-  r.config = c;
-  r.reason = why;
-  r.amount = amount;
-  r.detail = std::move(detail);
+  rejected_.offer(c, why, amount, std::move(detail));
 }
 
 void Search::finish() {
-  if (feasible_.empty()) {
-    result_.suggestions = suggestions(in_, result_);
-    return;
+  if (!feasible_.empty()) {
+    rank();
+    pareto();
   }
-  rank();
-  pareto();
+  rejected_.finish(result_);
+  if (feasible_.empty()) result_.suggestions = suggestions(in_, result_);
 }
 
 void Search::rank() {

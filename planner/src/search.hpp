@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dp_rejections.hpp"
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/memory.hpp"
@@ -121,6 +122,7 @@ class Search {
   std::vector<cost::ComputeTime> compute_;  // [mb][p][c]
   std::size_t compute_rows_ = 0;            // micro-batches with compute filled
   std::vector<Candidate> feasible_;
+  DataParallelRejections rejected_;
   PlanResult result_;
 };
 

@@ -199,7 +199,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.headroom = p.headroom;
   x.top_k = p.top_k;
   x.goal = goal_of(p);
-  x.rejected_kept = r.rejected_kept;
+  x.rejected_kept = p.rejected_kept;
   return x;
 }
 
@@ -251,6 +251,7 @@ void collect_rejected(UnifiedPlan& p) {
   auto rebased = [&](Reason reason, double amount, double objective) {
     return reason == Reason::slower && best ? p.behind_pct(objective) : amount;
   };
+  p.rejected_omitted = p.data_parallel.rejected_omitted;
   p.rejected.reserve(p.data_parallel.rejected.size() +
                      (p.layouts ? p.layouts->rejected.size() : 0) + 2);
   for (std::size_t i = 0; i < p.data_parallel.rejected.size(); ++i) {
@@ -262,7 +263,8 @@ void collect_rejected(UnifiedPlan& p) {
     p.rejected.push_back({From::data_parallel_best, 0, Reason::slower, p.behind_pct(b->objective)});
   }
   if (!p.layouts) return;
-  p.rejected_omitted = p.layouts->rejected_omitted;
+  for (const auto& [reason, omitted] : p.layouts->rejected_omitted)
+    p.rejected_omitted[reason] += omitted;
   for (std::size_t i = 0; i < p.layouts->rejected.size(); ++i) {
     const auto& r = p.layouts->rejected[i];
     p.rejected.push_back(

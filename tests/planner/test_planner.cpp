@@ -1,8 +1,12 @@
 // Tests for planner/src/planner.cpp, search.cpp and outcomes.cpp: the batch rule, the fit with
 // headroom, ranking and the Pareto front, objectives, the nearest batch, suggestions, bad input.
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "dtplan/cost/memory.hpp"
 #include "dtplan/cost/step_time.hpp"
@@ -406,4 +410,115 @@ TEST_CASE("the search prices ZeRO-3's gathers after full recomputation as the es
   REQUIRE(e.comm.ops.size() == 4);
   CHECK(e.comm.ops[3].name == "weights re-gathered after recomputation");
   CHECK(res.best->step_time_s == Approx(e.times.step_s).epsilon(1e-9));
+}
+
+namespace {
+
+const std::array kReasons{Reason::out_of_memory,     Reason::host_out_of_memory,
+                          Reason::batch_unreachable, Reason::unsupported,
+                          Reason::past_deadline,     Reason::slower};
+
+// A rejection's identity, to find a kept entry among all of them.
+auto key_of(const Rejected& r) {
+  const auto& c = r.config;
+  return std::make_tuple(r.reason, r.amount, c.strategy, c.precision, c.checkpointing, c.offload,
+                         c.no_sync, c.dp, c.micro_batch, c.global_batch, r.detail);
+}
+
+// One reason's rejections, nearest first (equal amounts in the order met).
+std::vector<const Rejected*> nearest_of(const PlanResult& r, Reason why) {
+  std::vector<const Rejected*> out;
+  for (const auto& x : r.rejected) {
+    if (x.reason == why) out.push_back(&x);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Rejected* a, const Rejected* b) { return a->amount < b->amount; });
+  return out;
+}
+
+void check_kept_against_all(const PlanResult& few, const PlanResult& all, std::int64_t kept) {
+  // Every entry kept is one of all, in the order the search met them.
+  std::map<decltype(key_of(all.rejected.front())), std::size_t> index;
+  for (std::size_t i = 0; i < all.rejected.size(); ++i)
+    index.emplace(key_of(all.rejected[i]), i);
+  std::size_t last = 0;
+  for (const auto& x : few.rejected) {
+    const auto found = index.find(key_of(x));
+    REQUIRE(found != index.end());
+    CHECK(found->second >= last);
+    last = found->second;
+  }
+  for (std::size_t i = 0; i < kReasons.size(); ++i) {
+    const auto why = kReasons[i];
+    CAPTURE(name_of(why));
+    const auto a = nearest_of(all, why);
+    const auto f = nearest_of(few, why);
+    const auto omitted = few.rejected_omitted.count(why) ? few.rejected_omitted.at(why) : 0;
+    CHECK(static_cast<std::int64_t>(f.size()) + omitted == static_cast<std::int64_t>(a.size()));
+    // The nearest `kept` of each reason (every one never evaluated); then at most one more per
+    // strategy.
+    const auto n = was_evaluated(why)
+                       ? std::min<std::size_t>(a.size(), static_cast<std::size_t>(kept))
+                       : a.size();
+    REQUIRE(f.size() >= n);
+    for (std::size_t j = 0; j < n; ++j)
+      CHECK(key_of(*f[j]) == key_of(*a[j]));
+    if (was_evaluated(why)) CHECK(f.size() <= n + kStrategies.size());
+  }
+  const auto x = search_counts(few);
+  const auto y = search_counts(all);
+  CHECK(x.rejected_evaluated == y.rejected_evaluated);
+  CHECK(x.not_evaluated == y.not_evaluated);
+  CHECK(few.suggestions == all.suggestions);
+  // Each strategy's best and nearest miss, as from every rejection.
+  const auto ox = by_strategy(few);
+  const auto oy = by_strategy(all);
+  REQUIRE(ox.size() == oy.size());
+  for (std::size_t i = 0; i < ox.size(); ++i) {
+    CAPTURE(name_of(ox[i].strategy));
+    CHECK(ox[i].best.has_value() == oy[i].best.has_value());
+    if (ox[i].best && oy[i].best) CHECK(ox[i].best->objective == oy[i].best->objective);
+    CHECK(ox[i].behind_pct == oy[i].behind_pct);
+    REQUIRE(ox[i].nearest_miss.has_value() == oy[i].nearest_miss.has_value());
+    if (ox[i].nearest_miss) CHECK(key_of(*ox[i].nearest_miss) == key_of(*oy[i].nearest_miss));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kept rejections: each reason's nearest and each strategy's, the others counted") {
+  const Fixture gpt2("gpt2-xl", "pcie-split-8", 1, "A100-80GB");
+  const Fixture llama("llama-2-70b", "dgx-a100", 16, "A100-80GB");
+  auto deadline = request(512, 1024);
+  deadline.steps = 100'000;
+  // Half again the fastest run: some configurations make it, others do not.
+  deadline.max_run_s = 1.5 * 100'000 * gpt2.run(request(512, 1024)).best->step_time_s;
+  auto lean = request(8, 4096);  // nothing fits on one node: suggestions from the nearest
+  lean.max_gpus = 8;
+  lean.offloads = {Offload::none};
+  lean.checkpointing = {Checkpointing::none};
+  const std::vector<std::pair<const Fixture*, PlanRequest>> cases{{&gpt2, request(512, 1024)},
+                                                                  {&gpt2, deadline},
+                                                                  {&llama, request(1024, 4096)},
+                                                                  {&llama, lean}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    auto r = cases[i].second;
+    const auto all = cases[i].first->run(r);
+    CHECK(all.rejected_omitted.empty());
+    // The cases reach each kind of rejection the readers look at.
+    if (i == 1) REQUIRE(nearest_of(all, Reason::past_deadline).size() > 2);
+    if (i == 3) REQUIRE_FALSE(all.best);
+    if (i != 3) REQUIRE(nearest_of(all, Reason::slower).size() > 2);
+    REQUIRE(nearest_of(all, Reason::out_of_memory).size() > 2);
+    for (const std::int64_t kept : {0, 2}) {
+      CAPTURE(kept);
+      r.rejected_kept = kept;
+      const auto few = cases[i].first->run(r);
+      check_kept_against_all(few, all, kept);
+    }
+  }
+  auto r = request(512, 1024);
+  r.rejected_kept = -2;
+  CHECK_THROWS_WITH(gpt2.run(r), Catch::Contains("rejected configurations kept: -2"));
 }

@@ -259,9 +259,9 @@ TEST_CASE("a plan keeping the nearest rejected layouts reports as one keeping th
   REQUIRE(planner::recompute_note(all, r.plan.objective));
   for (const std::int64_t kept : {0, 3}) {
     CAPTURE(kept);
-    r.rejected_kept = kept;
+    r.plan.rejected_kept = kept;
     const auto few = c.plan(r);
-    // Of about 78,000 layouts rejected, a few dozen are kept (the data-parallel list is whole).
+    // Of about 78,000 layouts rejected, a few dozen are kept (and of the data-parallel ones).
     CHECK(few.layouts->rejected.size() * 100 < all.layouts->rejected.size());
     CHECK(few.rejected_total() == static_cast<std::int64_t>(all.rejected.size()));
     using planner::Reason;
@@ -290,6 +290,6 @@ TEST_CASE("a plan keeping the nearest rejected layouts reports as one keeping th
     CHECK(planner::recompute_note(few, r.plan.objective) ==
           planner::recompute_note(all, r.plan.objective));
   }
-  r.rejected_kept = -2;
-  CHECK_THROWS_WITH(c.plan(r), Catch::Contains("rejected layouts kept: -2"));
+  r.plan.rejected_kept = -2;
+  CHECK_THROWS_WITH(c.plan(r), Catch::Contains("rejected configurations kept: -2"));
 }

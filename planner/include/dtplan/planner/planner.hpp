@@ -1,6 +1,6 @@
 // The planner: searches strategy x precision x data-parallel size x checkpointing x offload x
 // micro-batch (gradient accumulation follows from the global batch) for the configuration
-// that best meets an objective, keeps every rejected configuration with its reason, and
+// that best meets an objective, keeps the rejected configurations with their reasons, and
 // reports the ranking and the memory/throughput Pareto front. Deterministic.
 //
 // Everything that does not change between candidates is computed once and cached: ring
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,11 @@ struct PlanRequest {
   // Gradient accumulation with no_sync (less communication; FSDP then holds unsharded
   // gradients) or synchronising every micro-step: both searched, or one.
   Sync sync = Sync::both;
+  // Rejected configurations kept in PlanResult::rejected: -1, every one; n >= 0, every
+  // combination never evaluated, per reason the n nearest evaluated ones (least over memory,
+  // least behind) and the nearest of each strategy, the others only counted
+  // (PlanResult::rejected_omitted).
+  std::int64_t rejected_kept = -1;
   // Told as the search goes: `done` of `total` steps (one per strategy and GPU count prepared,
   // one for the search itself) and what runs now; for a progress display. Empty: not told.
   std::function<void(std::int64_t done, std::int64_t total, const std::string& what)> progress;
@@ -132,9 +138,10 @@ struct Rejected {
 
 struct PlanResult {
   std::optional<Candidate> best;
-  std::vector<Candidate> ranked;  // best first, up to top_k
-  std::vector<Candidate> pareto;  // fewest bytes first; each faster than all that use less
-  std::vector<Rejected> rejected;
+  std::vector<Candidate> ranked;   // best first, up to top_k
+  std::vector<Candidate> pareto;   // fewest bytes first; each faster than all that use less
+  std::vector<Rejected> rejected;  // as PlanRequest::rejected_kept keeps them
+  std::map<Reason, std::int64_t> rejected_omitted;  // per reason, rejected and not kept
   bool exact_batch = true;              // whether the best plan reaches the requested batch exactly
   std::optional<Candidate> best_exact;  // the best that does, when the best does not
   std::int64_t configs_evaluated = 0;

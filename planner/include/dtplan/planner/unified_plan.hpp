@@ -22,7 +22,9 @@
 namespace dtplan::planner {
 
 struct LayoutRequest {
-  PlanRequest plan;  // the batch, objective, precisions, checkpointing, ... shared by both
+  // The batch, objective, precisions, checkpointing, ... shared by both; its rejected_kept
+  // applies to the layouts too (Request3D::rejected_kept).
+  PlanRequest plan;
   // Axes beyond the data-parallel family; empty: every valid value.
   std::vector<std::int64_t> tps, pps, cps, interleaves;
   std::vector<cost::CpComm> cp_comms;       // empty: p2p
@@ -36,9 +38,6 @@ struct LayoutRequest {
   // Whether strategies were named (plan.strategies and frameworks together): then only the
   // named families run; a data-parallel strategy list alone leaves the layouts out.
   bool strategies_named = false;
-  // Rejected layouts kept (Request3D::rejected_kept): -1, all; n, per reason the n nearest and
-  // what the plan's notes compare, the others counted in UnifiedPlan::rejected_omitted.
-  std::int64_t rejected_kept = -1;
 };
 
 // One entry of the ranking: a data-parallel configuration or a layout, and the figures every
@@ -95,8 +94,8 @@ struct UnifiedPlan {
   std::string layouts_left_out;      // why the layouts were not searched, if they were not
   std::vector<LayoutChoice> ranked;  // best objective first, up to top_k
   std::vector<LayoutChoice> pareto;  // fewest bytes first, each better than all that use less
-  // Every entry not chosen, both families, less the layouts the search did not keep
-  // (LayoutRequest::rejected_kept), which rejected_omitted counts per reason.
+  // Every entry not chosen, both families, less those the searches did not keep
+  // (PlanRequest::rejected_kept), which rejected_omitted counts per reason.
   std::vector<RejectedChoice> rejected;
   std::map<Reason, std::int64_t> rejected_omitted;
   // When nothing fits: what would. {name} marks a request or input field (render_fields).
