@@ -236,6 +236,27 @@ StepTimes StepComm::times(const StepCompute& in) const {
   return out;
 }
 
+double StepComm::step_s(const StepCompute& in) const {
+  // The sums of times(), in its order, so that the result is the same double.
+  double compute_s = 0, exposed_forward_s = 0, exposed_backward_s = 0, outside_s = 0;
+  const double slow = in.overlap_compute_slowdown;
+  for (const auto& k : micro_step_kinds(in.micro_steps)) {
+    const auto& ops = micro_step(k.index, in.micro_steps);
+    const double ef = exposed(ops.forward, in.forward_s);
+    const double eb = exposed(ops.backward, in.backward_s);
+    const double forward = in.forward_s + slow * (ops.forward.total_s() - ef);
+    const double backward = in.backward_s + slow * (ops.backward.total_s() - eb);
+    const double n = static_cast<double>(k.count);
+    compute_s += n * (forward + backward);
+    exposed_forward_s += n * ef;
+    exposed_backward_s += n * eb;
+    outside_s += n * (ops.before_s + ops.after_s);
+  }
+  outside_s += after_step_s_;
+  const double exposed_s = exposed_forward_s + exposed_backward_s + outside_s;
+  return compute_s + exposed_s + in.optimizer_s + in.host_transfer_s;
+}
+
 StepTimes step_times(const StepInputs& in) {
   return StepComm(in.ops, in.no_sync).times(in);
 }

@@ -370,7 +370,7 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
     const auto& ct = compute_[row];
     step.forward_s = ct.forward_s;
     step.backward_s = ct.backward_s;
-    c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).times(step).step_s;
+    c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).step_s(step);
     c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
     c.tokens_per_s = c.samples_per_s * seq;
     c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak);

@@ -130,6 +130,23 @@ TEST_CASE("a step's ops summed per micro-step place: only, first, between, last"
   CHECK(t.exposed_comm_s == Approx(4 * 0.1 + 0.3 + 0.1 + 0.2));
   CHECK(t.compute_s == Approx(12.0));
   CHECK(t.hidden_comm_s == Approx(4 * 0.7 + 0.3));
+  // The total alone, as a search ranks by it: by hand 12 + 1.0 exposed + 0.5 optimizer + 0.25
+  // host transfers, and the same double as the breakdown's at every accumulation, with and
+  // without a slowdown of the overlapped compute.
+  c.optimizer_s = 0.5;
+  c.host_transfer_s = 0.25;
+  CHECK(deferred.step_s(c) == Approx(12.0 + 1.0 + 0.5 + 0.25));
+  for (const double slowdown : {0.0, 0.13}) {
+    c.overlap_compute_slowdown = slowdown;
+    for (const bool no_sync : {true, false}) {
+      const StepComm comm(ops, no_sync);
+      for (const std::int64_t m : {1, 2, 3, 7}) {
+        c.micro_steps = m;
+        c.forward_s = 0.37 * static_cast<double>(m);
+        CHECK(comm.step_s(c) == comm.times(c).step_s);
+      }
+    }
+  }
 }
 
 TEST_CASE("overlap slows compute by the configured fraction of the hidden communication") {

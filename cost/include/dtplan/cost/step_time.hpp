@@ -86,6 +86,8 @@ class StepComm {
   const MicroStepComm& micro_step(std::int64_t index, std::int64_t micro_steps) const;
   double after_step_s() const { return after_step_s_; }
   StepTimes times(const StepCompute& c) const;
+  // times(c).step_s to the last bit, without the breakdown: what a search ranks by.
+  double step_s(const StepCompute& c) const;
 
  private:
   enum Place { only, first, between, last };
