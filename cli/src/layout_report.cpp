@@ -69,7 +69,8 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
   const double m = static_cast<double>(l.micro_batches);
   print_layout_memory(out, l, c.memory, gpu, indent);
   if (host) print_layout_host(out, *host, indent);
-  out << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches << " micro-batches x "
+  out << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches
+      << (l.micro_batches == 1 ? " micro-batch x " : " micro-batches x ")
       << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
       << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
       << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())

@@ -21,7 +21,8 @@ namespace dtplan::planner::detail {
 // rejection bounded the search loop.
 class DataParallelRejections {
  public:
-  explicit DataParallelRejections(std::int64_t per_reason) : per_reason_(per_reason), nearest_(per_reason) {
+  explicit DataParallelRejections(std::int64_t per_reason)
+      : per_reason_(per_reason), nearest_(per_reason) {
     for (auto& row : group_best_)
       row.fill(Rank{});
   }
@@ -56,7 +57,8 @@ class DataParallelRejections {
     Rejected entry;
     int roles = 0;  // places in its reason's nearest list and as its strategy's nearest
   };
-  static constexpr std::size_t kStrategyCount = static_cast<std::size_t>(Strategy::fsdp_no_shard) + 1;
+  static constexpr std::size_t kStrategyCount =
+      static_cast<std::size_t>(Strategy::fsdp_no_shard) + 1;
 
   static Rejected entry_of(const Candidate& c, Reason why, double amount, std::string detail) {
     Rejected r;

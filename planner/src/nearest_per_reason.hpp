@@ -34,7 +34,7 @@ class NearestPerReason {
  public:
   explicit NearestPerReason(std::int64_t per_reason) : per_reason_(per_reason) {
     thresholds_.fill(per_reason > 0 ? std::numeric_limits<double>::infinity()
-                                  : -std::numeric_limits<double>::infinity());
+                                    : -std::numeric_limits<double>::infinity());
   }
 
   void count(Reason why) { ++offered_[index_of(why)]; }

@@ -406,6 +406,21 @@ TEST_CASE(
   CHECK_THAT(text, Catch::Matchers::Contains("\nfsdp_reshard_after_forward = \"always\"\n"));
 }
 
+TEST_CASE("estimate: a layout's step counts its micro-batches in words that agree") {
+  auto step_line = [](const char* batch) {
+    const auto r =
+        run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+             "--tp", "8", "--micro-batch", "1", "--global-batch", batch, "--seq-len", "4096"});
+    REQUIRE(r.code == 0);
+    const auto at = r.out.find("  step ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  // One GPU group of tp 8 (dp 1): the global batch is the number of micro-batches.
+  CHECK_THAT(step_line("1"), Catch::Contains(": 1 micro-batch x "));
+  CHECK_THAT(step_line("8"), Catch::Contains(": 8 micro-batches x "));
+}
+
 TEST_CASE("estimate --export-accelerate writes an FSDP2 layout as an Accelerate config") {
   const auto file = std::filesystem::temp_directory_path() / "dtplan-test-accelerate-fsdp2.yaml";
   std::filesystem::remove(file);
