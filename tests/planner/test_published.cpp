@@ -273,6 +273,39 @@ TEST_CASE("published runs: ZeRO-3 throughput falls with GPUs at a fixed batch, a
   CHECK(predicted.at("table2-ptdp-530b-2240") > 2.0 * predicted.at("table2-zero3-530b-2240"));
 }
 
+TEST_CASE("published runs: Megatron-LM's 2021-2022 tables, unfused attention, within 10%") {
+  // Both papers ran before FlashAttention (arXiv 2205.14135): the core attention was batched
+  // GEMMs around a fused softmax, the s x s scores in HBM. Narayanan et al. 2021, Table 1
+  // (TFLOP/s per GPU, 1.7B on 32 A100s to 1T on 3,072):
+  const auto ptdp = bundled_predictions("narayanan2021-ptdp");
+  const std::map<std::string, double> table1{
+      {"table1-1.7b", 137}, {"table1-3.6b", 138}, {"table1-7.5b", 142}, {"table1-18b", 135},
+      {"table1-39b", 138},  {"table1-76b", 140},  {"table1-145b", 148}, {"table1-310b", 155},
+      {"table1-530b", 163}, {"table1-1t", 163}};
+  for (const auto& [id, tflops] : table1) {
+    CAPTURE(id);
+    CHECK(ptdp.at(id) == Approx(tflops).epsilon(0.10));
+  }
+  // Korthikanti et al. 2022, Table 5 (seconds per iteration, full and selective recomputation):
+  const auto seqsel = bundled_predictions("korthikanti2022-seqsel");
+  const std::map<std::string, double> table5{{"tab5-22b-full", 1.42},   {"tab5-22b-seqsel", 1.10},
+                                             {"tab5-175b-full", 18.13}, {"tab5-175b-seqsel", 13.75},
+                                             {"tab5-530b-full", 49.05}, {"tab5-530b-seqsel", 37.83},
+                                             {"tab5-1t-full", 94.42},   {"tab5-1t-seqsel", 71.49}};
+  for (const auto& [id, seconds] : table5) {
+    CAPTURE(id);
+    CHECK(seqsel.at(id) == Approx(seconds).epsilon(0.10));
+  }
+  // What selective recomputation saves, measured 1.29, 1.32, 1.30 and 1.32 times.
+  for (const char* size : {"22b", "175b", "530b", "1t"}) {
+    const std::string full = std::string("tab5-") + size + "-full";
+    const std::string sel = std::string("tab5-") + size + "-seqsel";
+    CAPTURE(size);
+    CHECK(seqsel.at(full) / seqsel.at(sel) ==
+          Approx(table5.at(full) / table5.at(sel)).epsilon(0.05));
+  }
+}
+
 TEST_CASE("published runs: FlashAttention-2 over FlashAttention in training, as measured") {
   // Dao 2023, Table 1: GPT3-1.3B and 2.7B on 8 A100s, the same training code with either
   // kernel: 196 and 189 TFLOP/s per GPU at 2K tokens, 220 and 170 at 8K (1.3B); 205 and 189,
