@@ -66,6 +66,7 @@ struct PlanOptions {
   double max_hours = 0;
   std::int64_t top = 5;
   std::int64_t rejected_shown = 5;
+  std::int64_t threads = 0;
   bool all_rejected = false;
   std::string sync = "both";
   planner::ScheduleRequest schedule;
@@ -139,6 +140,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.host_memory = host_memory_of(o.host_memory);
   r.price_per_gpu_hour = o.price;
   if (o.rejected_shown < 0) throw Error("--show-rejected: must be 0 or more");
+  if (o.threads < 0) throw Error("--threads: must be 0 (the host's cores) or more");
   if (o.steps && *o.steps < 1) throw Error("--steps: must be a positive integer");
   if (o.top < 1 || o.top > 1000) throw Error("--top: a positive integer up to 1000");
   r.top_k = o.top;
@@ -187,6 +189,7 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   if (!x.strategies_named && !o.frameworks.empty()) x.strategies_named = true;
   // The report lists each reason's --show-rejected nearest; --all-rejected, every one.
   r.rejected_kept = o.all_rejected ? -1 : o.rejected_shown;
+  r.threads = o.threads;
   x.plan = std::move(r);
   x.tps = o.tps;
   x.pps = o.pps;
@@ -464,6 +467,10 @@ void add_output_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_option("--top", o.top, "runners-up to list")->capture_default_str();
   cmd.add_option("--show-rejected", o.rejected_shown,
                  "rejected configurations shown per reason, the nearest misses first")
+      ->capture_default_str();
+  cmd.add_option("--threads", o.threads,
+                 "threads pricing the layouts' memory (0: the host's hardware threads, at most "
+                 "8); the plan is the same on any number")
       ->capture_default_str();
   cmd.add_flag("--all-rejected", o.all_rejected,
                "--json: list every rejected configuration (default: counts per reason and the "

@@ -3,17 +3,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
 
 #include "dtplan/model/error.hpp"
+#include "memory_batches.hpp"
 #include "pareto.hpp"
 #include "rejected_keeper.hpp"
 
 namespace dtplan::planner {
 namespace {
+
+// Layouts priced for memory together (memory_batches.hpp): enough to keep each thread busy
+// for milliseconds, few enough that the batch and its figures stay a few megabytes.
+constexpr std::size_t kMemoryBatch = 2048;
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> out;
@@ -579,13 +585,12 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
   out.usable_bytes = static_cast<double>(gpu.memory.value) * (1 - r.headroom);
   cost::Model3D model(m, t, table, gpu, k, std::move(comm));
   std::deque<Candidate3D> fits;  // a deque: growing a vector held two copies at its peak
-  // The stage pieces and activations the layouts share; freed once they are priced, before
-  // the ranking (the plan's peak memory).
-  auto stages = std::make_unique<cost::StageMemoryCache>();
+  // The stage pieces and activations the layouts share, a cache per thread; freed once they
+  // are priced, before the ranking (the plan's peak memory).
+  auto memory = std::make_unique<detail::MemoryBatches>(m, overheads, r.threads);
   detail::RejectedKeeper rejected(r.rejected_kept);
-  auto price = [&](const cost::Layout3D& l) {
+  auto price = [&](const cost::Layout3D& l, const cost::Memory3D& mem) {
     ++out.evaluated;
-    const auto mem = cost::memory_3d(m, l, overheads, *stages);
     const double total = static_cast<double>(mem.total().value);
     if (total > out.usable_bytes) {
       over_memory(l, mem, model, rejected, out);
@@ -611,6 +616,20 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     }
     fits.push_back(std::move(c));
   };
+  // Layouts are priced for memory a batch at a time on the threads, then in the order met.
+  std::vector<cost::Layout3D> batch;
+  std::vector<cost::Memory3D> figures;
+  auto flush = [&] {
+    const auto priced = memory->price(batch, figures);
+    for (std::size_t i = 0; i < priced.count; ++i)
+      price(batch[i], figures[i]);
+    if (priced.error) std::rethrow_exception(priced.error);
+    batch.clear();
+  };
+  auto add = [&](const cost::Layout3D& l) {
+    batch.push_back(l);
+    if (batch.size() == kMemoryBatch) flush();
+  };
   for (const auto gpus : counts) {
     const Space space{
         *m.transformer,
@@ -620,9 +639,10 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
         seq,
         context_sizes(r, seq),
         r.cp_comms.empty() ? std::vector<cost::CpComm>{cost::CpComm::p2p} : r.cp_comms};
-    enumerate(space, price);
+    enumerate(space, add);
   }
-  stages.reset();
+  flush();
+  memory.reset();
   if (out.evaluated == 0) {
     out.no_layout = no_layout_reason(
         *m.transformer, r, *std::max_element(counts.begin(), counts.end()), t.gpus_per_node(), seq);

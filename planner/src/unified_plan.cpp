@@ -200,6 +200,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.top_k = p.top_k;
   x.goal = goal_of(p);
   x.rejected_kept = p.rejected_kept;
+  x.threads = p.threads;
   return x;
 }
 

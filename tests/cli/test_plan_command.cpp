@@ -204,6 +204,7 @@ TEST_CASE("plan refuses non-finite and out-of-range numbers, and sequences a mod
                                                         {"--steps", "0"},
                                                         {"--gpus", "0"},
                                                         {"--show-rejected", "-1"},
+                                                        {"--threads", "-2"},
                                                         {"--headroom", "1"},
                                                         {"--headroom", "nan"}}) {
     const auto r = run(with({flag, value}));

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "cluster_fixture.hpp"
+#include "dtplan/cost/layout_text.hpp"
 
 using namespace dtplan;
 
@@ -340,4 +341,52 @@ TEST_CASE("3D search: the overlapped exchange and DeepEP where Megatron-LM runs 
     overlapped += l.overlap_ep_comm ? 1 : 0;
   }
   CHECK(overlapped > 0);
+}
+
+TEST_CASE("3D search: the same result on any number of threads, and a bad count refused") {
+  // Mixtral 8x7B on 4 DGX H100 nodes: Megatron-LM and FSDP2 layouts, experts, offload, every
+  // reason of rejection, enough layouts that every thread prices several batches' slices.
+  const DgxH100 f("mixtral-8x7b", 4);
+  planner::Request3D r;
+  r.global_batch = 256;
+  r.seq_len = 4096;
+  r.top_k = 20;
+  r.threads = 1;
+  const auto one = f.search(r);
+  REQUIRE(one.evaluated > 4 * 2048);
+  REQUIRE(one.out_of_memory > 0);
+  REQUIRE(one.fit > 20);
+  auto same_candidate = [](const planner::Candidate3D& a, const planner::Candidate3D& b) {
+    CHECK(cost::describe(a.layout) == cost::describe(b.layout));
+    CHECK(a.objective == b.objective);
+    CHECK(a.time.step_s == b.time.step_s);
+    CHECK(a.memory.total().value == b.memory.total().value);
+    CHECK(a.memory.host.value == b.memory.host.value);
+  };
+  for (const std::int64_t threads : {2, 3, 8}) {
+    CAPTURE(threads);
+    r.threads = threads;
+    const auto many = f.search(r);
+    CHECK(many.evaluated == one.evaluated);
+    CHECK(many.out_of_memory == one.out_of_memory);
+    CHECK(many.host_out_of_memory == one.host_out_of_memory);
+    CHECK(many.fit == one.fit);
+    REQUIRE(many.ranked.size() == one.ranked.size());
+    for (std::size_t i = 0; i < one.ranked.size(); ++i)
+      same_candidate(many.ranked[i], one.ranked[i]);
+    REQUIRE(many.pareto.size() == one.pareto.size());
+    for (std::size_t i = 0; i < one.pareto.size(); ++i)
+      same_candidate(many.pareto[i], one.pareto[i]);
+    REQUIRE(many.rejected.size() == one.rejected.size());
+    for (std::size_t i = 0; i < one.rejected.size(); ++i) {
+      const auto& a = many.rejected[i];
+      const auto& b = one.rejected[i];
+      CHECK(a.reason == b.reason);
+      CHECK(a.amount == b.amount);
+      CHECK(cost::describe(a.layout) == cost::describe(b.layout));
+      CHECK(a.memory.total().value == b.memory.total().value);
+    }
+  }
+  r.threads = -1;
+  CHECK_THROWS_WITH(f.search(r), Catch::Contains("threads: -1"));
 }

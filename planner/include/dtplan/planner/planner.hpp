@@ -77,6 +77,9 @@ struct PlanRequest {
   // least behind) and the nearest of each strategy, the others only counted
   // (PlanResult::rejected_omitted).
   std::int64_t rejected_kept = -1;
+  // Threads the layout search prices memory on (Request3D::threads): 0, the host's hardware
+  // threads (at most 8). The result is the same on any number.
+  std::int64_t threads = 0;
   // Told as the search goes: `done` of `total` steps (one per strategy and GPU count prepared,
   // one for the search itself) and what runs now; for a progress display. Empty: not told.
   std::function<void(std::int64_t done, std::int64_t total, const std::string& what)> progress;

@@ -78,6 +78,9 @@ struct Request3D {
   // the others only counted (Result3D::rejected_omitted). A report that lists the nearest few
   // needs no more, and a large search rejects 10^5 layouts.
   std::int64_t rejected_kept = -1;
+  // Threads pricing the layouts' memory: 0, the host's hardware threads (at most 8). The
+  // result is the same on any number.
+  std::int64_t threads = 0;
 };
 
 // The modules NVIDIA's recipes recompute to fit a mixture or latent attention (Megatron-Bridge
