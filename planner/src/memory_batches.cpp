@@ -29,9 +29,9 @@ MemoryBatches::MemoryBatches(const ModelDesc& m, const cost::OverheadConstants& 
 MemoryBatches::~MemoryBatches() = default;
 
 MemoryBatches::Priced MemoryBatches::price_slice(const std::vector<cost::Layout3D>& layouts,
-                                                std::size_t begin, std::size_t end,
-                                                std::size_t thread,
-                                                std::vector<cost::Memory3D>& figures) {
+                                                 std::size_t begin, std::size_t end,
+                                                 std::size_t thread,
+                                                 std::vector<cost::Memory3D>& figures) {
   for (std::size_t i = begin; i < end; ++i) {
     try {
       figures[i] = cost::memory_3d(m_, layouts[i], k_, *caches_[thread]);

@@ -36,8 +36,8 @@ class MemoryBatches {
   Priced price(const std::vector<cost::Layout3D>& layouts, std::vector<cost::Memory3D>& figures);
 
  private:
-  Priced price_slice(const std::vector<cost::Layout3D>& layouts, std::size_t begin,
-                     std::size_t end, std::size_t thread, std::vector<cost::Memory3D>& figures);
+  Priced price_slice(const std::vector<cost::Layout3D>& layouts, std::size_t begin, std::size_t end,
+                     std::size_t thread, std::vector<cost::Memory3D>& figures);
 
   const ModelDesc& m_;
   const cost::OverheadConstants& k_;
