@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/cost/parallel3d.hpp"
 #include "dtplan/cost/pipeline_schedule.hpp"
 #include "dtplan/cost/strategy_traits.hpp"
@@ -71,6 +72,13 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
                 : stage_in_flight(l.pipeline_schedule(), l.pp, l.interleave, l.micro_batches, i);
   a.embedding = i == 0;
   a.head = i == head_stage(l);
+  // Eager kernels (an FSDP2 layout at tp 1) keep what each op saves, as the data-parallel
+  // strategies' inventory counts it.
+  TrainingConfig kernels;
+  kernels.precision = l.precision;
+  kernels.layer_kernels = l.layer_kernels;
+  kernels.fp8 = l.fp8;
+  a.eager = eager_layers(kernels);
   // torchtitan turns loss_parallel on whenever tensor parallelism shards the LM head
   // (training.disable_loss_parallel defaults to false).
   a.loss = l.framework == Framework::megatron ? LossKind::vocab_parallel

@@ -350,14 +350,15 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
 }
 struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
-  // shape, tokens per rank, precision, attention).
+  // shape, tokens per rank, precision, attention, eager layer kernels).
   std::map<std::tuple<std::int64_t, unsigned, std::int64_t, int, int>, ComputeTime> compute;
   // (t, layers, ep, etp, routed rows over the balanced share, dense first layers, with the
   // multi-token prediction modules, the vocabulary padded as Megatron-LM pads it)
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
                            std::int64_t, bool, bool>;
   std::map<Shape, ModelDesc> shards;
-  std::map<std::tuple<std::int64_t, unsigned, Shape, std::int64_t, int, int>, ComputeTime> stage;
+  std::map<std::tuple<std::int64_t, unsigned, Shape, std::int64_t, int, int, bool>, ComputeTime>
+      stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   // (collective, group span in ranks, group size, bytes)
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
@@ -507,6 +508,7 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
+  c.layer_kernels = l.layer_kernels;
   auto& cache = *cache_;
   const auto shape =
       std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor(), dense,
@@ -515,7 +517,8 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
     cache.shards.emplace(shape, shard_of(m_, l, stage_layers, dense, prediction_modules));
   const auto lib = attention_library(l);
   const auto key = std::make_tuple(l.micro_batch, recompute_key(l), shape, c.seq_len,
-                                   static_cast<int>(l.precision), attention_key(l, lib));
+                                   static_cast<int>(l.precision), attention_key(l, lib),
+                                   l.layer_kernels == LayerKernels::eager);
   if (!cache.stage.count(key))
     cache.stage[key] = estimate_compute(cache.shards.at(shape), c, gpu_, k_, lib);
   return cache.stage.at(key);

@@ -131,9 +131,6 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
                                       " (torch.autocast) is modelled for dp and ddp; layouts "
                                       "run fp32, fp16 or bf16 mixed precision");
   }
-  if (c.layer_kernels == LayerKernels::eager) {
-    throw FieldError("layer-kernels", std::string(kEagerLayouts));
-  }
   cost::Layout3D l;
   l.dp = layout_dp(s, c.dp_size);
   l.tp = s.tp;
@@ -146,6 +143,11 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.deepep = s.deepep;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
+  if (c.layer_kernels == LayerKernels::eager &&
+      (l.framework != cost::Framework::fsdp2 || l.tp > 1)) {
+    throw FieldError("layer-kernels", std::string(kEagerLayouts));
+  }
+  l.layer_kernels = c.layer_kernels;
   l.sharding = !s.sharding.empty() ? parsed("sharding", s.sharding, cost::parse_dp_sharding)
                                    : default_sharding(l.framework, l.pp);
   l.shard_group = s.dp_shard;

@@ -421,6 +421,52 @@ TEST_CASE("estimate: a layout's step counts its micro-batches in words that agre
   CHECK_THAT(step_line("8"), Catch::Contains(": 8 micro-batches x "));
 }
 
+TEST_CASE("estimate: an FSDP2 layout at tp 1 runs eager kernels as the data-parallel FSDP does") {
+  // torchtitan without torch.compile runs each block op by op: the same inventory as the
+  // data-parallel strategies, so a layout of tp 1 (one stage holding the whole model) spends
+  // exactly the data-parallel estimate's forward + backward per micro-batch, in either mode.
+  auto estimate = [](const char* strategy, const char* kernels,
+                     std::vector<std::string> more = {}) {
+    std::vector<std::string> args{
+        "estimate", "--model",    "llama-3.2-1b", "--topology",      "dgx-h100", "--gpu",
+        "H100-SXM", "--strategy", strategy,       "--global-batch",  "16",       "--micro-batch",
+        "2",        "--seq-len",  "2048",         "--layer-kernels", kernels,    "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return run(args);
+  };
+  double layout_s[2] = {0, 0};
+  double layout_activations[2] = {0, 0}, flat_activations[2] = {0, 0};
+  int i = 0;
+  for (const char* kernels : {"fused", "eager"}) {
+    CAPTURE(kernels);
+    const auto layout = estimate("fsdp2", kernels);
+    const auto flat = estimate("fsdp-full", kernels);
+    REQUIRE(layout.code == 0);
+    REQUIRE(flat.code == 0);
+    const auto c = nlohmann::json::parse(flat.out)["compute_per_micro_step"];
+    layout_s[i] =
+        nlohmann::json::parse(layout.out)["parallel3d"]["time"]["compute_per_microbatch_s"]
+            .get<double>();
+    CHECK(layout_s[i] ==
+          Approx(c["forward_s"].get<double>() + c["backward_s"].get<double>()).epsilon(1e-12));
+    layout_activations[i] =
+        nlohmann::json::parse(layout.out)["parallel3d"]["memory"]["activations"].get<double>();
+    flat_activations[i] =
+        nlohmann::json::parse(flat.out)["memory"]["per_gpu"]["activations"].get<double>();
+    ++i;
+  }
+  CHECK(layout_s[1] > layout_s[0]);
+  // And the tensors each eager op keeps: the same bytes more in both.
+  CHECK(layout_activations[1] > layout_activations[0]);
+  CHECK(layout_activations[1] - layout_activations[0] ==
+        Approx(flat_activations[1] - flat_activations[0]));
+  // With tensor parallelism the element-wise work is split in ways the inventory does not
+  // follow: refused, naming the flag.
+  const auto tp = estimate("fsdp2", "eager", {"--tp", "2"});
+  CHECK(tp.code == 1);
+  CHECK_THAT(tp.err, Contains("--layer-kernels") && Contains("FSDP2 layouts at tp 1"));
+}
+
 TEST_CASE("estimate --export-accelerate writes an FSDP2 layout as an Accelerate config") {
   const auto file = std::filesystem::temp_directory_path() / "dtplan-test-accelerate-fsdp2.yaml";
   std::filesystem::remove(file);

@@ -176,6 +176,10 @@ struct Layout3D {
   Fp8Recipe fp8 = Fp8Recipe::none;         // FP8 GEMMs in the blocks' Linear layers (training.hpp)
   Optimizer optimizer = Optimizer::adamw;  // its states (optimizer_problem: what each runs)
   OptimizerImpl optimizer_impl = OptimizerImpl::framework;  // fused unless fsdp2's foreach
+  // How a block's element-wise work runs: fused (the default: Megatron-LM, Transformer
+  // Engine, torch.compile), or eager, op by op, as torchtitan's FSDP2 runs without
+  // torch.compile -- modelled for FSDP2 at tp 1 only (the data-parallel inventory).
+  LayerKernels layer_kernels = LayerKernels::framework;
   // How FSDP2's training loop clears the gradients after a step (training.hpp); Megatron-LM
   // keeps its gradient buffers allocated whatever it is.
   ZeroGrad zero_grad = ZeroGrad::set_to_none;

@@ -60,8 +60,9 @@ std::int64_t layout_dp(const LayoutSpec& s, std::int64_t gpus);
 // Why a layout is not priced with --layer-kernels eager (layout_of refuses it, plan leaves the
 // layouts out).
 inline constexpr std::string_view kEagerLayouts =
-    "eager is modelled for the data-parallel strategies; the layouts (Megatron-LM, torchtitan's "
-    "FSDP2) run fused kernels";
+    "eager is modelled for the data-parallel strategies and for FSDP2 layouts at tp 1 "
+    "(torchtitan without torch.compile); Megatron-LM and tensor-parallel layouts run fused "
+    "kernels";
 
 cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const ModelDesc& m,
                          const TrainingConfig& c, std::int64_t micro_batches);
