@@ -140,7 +140,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   r.host_memory = host_memory_of(o.host_memory);
   r.price_per_gpu_hour = o.price;
   if (o.rejected_shown < 0) throw Error("--show-rejected: must be 0 or more");
-  if (o.threads < 0) throw Error("--threads: must be 0 (the host's cores) or more");
+  if (o.threads < 0) throw Error("--threads: must be 0 (the host's hardware threads) or more");
   if (o.steps && *o.steps < 1) throw Error("--steps: must be a positive integer");
   if (o.top < 1 || o.top > 1000) throw Error("--top: a positive integer up to 1000");
   r.top_k = o.top;
