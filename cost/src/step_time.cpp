@@ -67,27 +67,28 @@ MicroStepComm sum_micro_step(std::span<const CommOp> ops, bool first, bool last,
 // The times of one micro-step: exposed communication around and inside each pass, and each
 // pass's compute including the slowdown the communication hidden behind it causes.
 struct MicroTimes {
-  MicroStepComm ops;
+  const MicroStepComm* ops = nullptr;  // the place's sums, held by the StepComm
   double exposed_forward = 0;
   double exposed_backward = 0;
   double forward = 0;   // compute
   double backward = 0;  // compute
   double hidden() const {
-    return (ops.forward.total_s() - exposed_forward) + (ops.backward.total_s() - exposed_backward);
+    return (ops->forward.total_s() - exposed_forward) +
+           (ops->backward.total_s() - exposed_backward);
   }
   double total() const {
-    return ops.before_s + exposed_forward + forward + backward + exposed_backward + ops.after_s;
+    return ops->before_s + exposed_forward + forward + backward + exposed_backward + ops->after_s;
   }
 };
 
 MicroTimes micro_times(const MicroStepComm& ops, const StepCompute& in) {
   MicroTimes t;
-  t.ops = ops;
-  t.exposed_forward = exposed(t.ops.forward, in.forward_s);
-  t.exposed_backward = exposed(t.ops.backward, in.backward_s);
+  t.ops = &ops;
+  t.exposed_forward = exposed(ops.forward, in.forward_s);
+  t.exposed_backward = exposed(ops.backward, in.backward_s);
   const double slow = in.overlap_compute_slowdown;
-  t.forward = in.forward_s + slow * (t.ops.forward.total_s() - t.exposed_forward);
-  t.backward = in.backward_s + slow * (t.ops.backward.total_s() - t.exposed_backward);
+  t.forward = in.forward_s + slow * (ops.forward.total_s() - t.exposed_forward);
+  t.backward = in.backward_s + slow * (ops.backward.total_s() - t.exposed_backward);
   return t;
 }
 
@@ -161,7 +162,7 @@ class Timeline {
                             : " (micro-steps 2-" + std::to_string(m - 1) + ")";
     if (k.count > 1) {
       // One block: compute and each op's total time over the micro-steps it stands for.
-      add("compute", "forward + backward", t_ + n * (t.ops.before_s + t.exposed_forward),
+      add("compute", "forward + backward", t_ + n * (t.ops->before_s + t.exposed_forward),
           n * (t.forward + t.backward));
       double c = t_;
       for (const auto phase : {CommPhase::before_forward, CommPhase::forward, CommPhase::backward,
@@ -178,10 +179,10 @@ class Timeline {
     t_ += t.exposed_forward + t.forward;
     // Backward's messages become ready as it proceeds, the last one only at its end.
     add("compute", "backward", t_, t.backward);
-    const double u = static_cast<double>(std::max<std::int64_t>(t.ops.backward.messages, 1));
+    const double u = static_cast<double>(std::max<std::int64_t>(t.ops->backward.messages, 1));
     const double end = t_ + t.backward + t.exposed_backward;
     comm(CommPhase::backward, k.index,
-         std::max(t_ + t.backward / u, end - t.ops.backward.total_s()), 1.0);
+         std::max(t_ + t.backward / u, end - t.ops->backward.total_s()), 1.0);
     t_ = comm(CommPhase::after_backward, k.index, end, 1.0);
     label_.clear();
   }
@@ -225,7 +226,7 @@ StepTimes StepComm::times(const StepCompute& in) const {
     out.forward_compute_s += n * t.forward;
     out.exposed_forward_s += n * t.exposed_forward;
     out.exposed_backward_s += n * t.exposed_backward;
-    out.exposed_outside_s += n * (t.ops.before_s + t.ops.after_s);
+    out.exposed_outside_s += n * (t.ops->before_s + t.ops->after_s);
     out.hidden_comm_s += n * t.hidden();
   }
   out.exposed_outside_s += after_step_s_;
@@ -237,20 +238,15 @@ StepTimes StepComm::times(const StepCompute& in) const {
 }
 
 double StepComm::step_s(const StepCompute& in) const {
-  // The sums of times(), in its order, so that the result is the same double.
+  // The sums of times() in its order, so that the result is the same double.
   double compute_s = 0, exposed_forward_s = 0, exposed_backward_s = 0, outside_s = 0;
-  const double slow = in.overlap_compute_slowdown;
   for (const auto& k : micro_step_kinds(in.micro_steps)) {
-    const auto& ops = micro_step(k.index, in.micro_steps);
-    const double ef = exposed(ops.forward, in.forward_s);
-    const double eb = exposed(ops.backward, in.backward_s);
-    const double forward = in.forward_s + slow * (ops.forward.total_s() - ef);
-    const double backward = in.backward_s + slow * (ops.backward.total_s() - eb);
+    const auto t = micro_times(micro_step(k.index, in.micro_steps), in);
     const double n = static_cast<double>(k.count);
-    compute_s += n * (forward + backward);
-    exposed_forward_s += n * ef;
-    exposed_backward_s += n * eb;
-    outside_s += n * (ops.before_s + ops.after_s);
+    compute_s += n * (t.forward + t.backward);
+    exposed_forward_s += n * t.exposed_forward;
+    exposed_backward_s += n * t.exposed_backward;
+    outside_s += n * (t.ops->before_s + t.ops->after_s);
   }
   outside_s += after_step_s_;
   const double exposed_s = exposed_forward_s + exposed_backward_s + outside_s;
