@@ -22,10 +22,7 @@ namespace dtplan::planner::detail {
 class DataParallelRejections {
  public:
   explicit DataParallelRejections(std::int64_t per_reason)
-      : per_reason_(per_reason), nearest_(per_reason) {
-    for (auto& row : group_best_)
-      row.fill(Rank{});
-  }
+      : per_reason_(per_reason), nearest_(per_reason) {}
 
   // The next rejection, met after every one offered before. Inline: the search offers one for
   // most configurations it evaluates, and most are neither kept nor copied.
@@ -78,7 +75,7 @@ class DataParallelRejections {
   std::int64_t per_reason_;
   std::vector<Rejected> all_;  // per_reason_ < 0: every rejection, in the order met
   NearestPerReason nearest_;
-  std::array<std::array<Rank, kStrategyCount>, kReasonCount> group_best_;
+  std::array<std::array<Rank, kStrategyCount>, kReasonCount> group_best_{};  // none: infinite
   std::int64_t seq_ = 0;
   std::map<std::int64_t, Held> held_;  // by the order met
   std::vector<std::int64_t> released_;
