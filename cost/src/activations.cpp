@@ -36,6 +36,7 @@
 #include "dtplan/cost/eager_layers.hpp"
 #include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/error.hpp"
+#include "per_op_policy.hpp"
 
 namespace dtplan::cost {
 
@@ -108,7 +109,9 @@ void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
                 ActivationEstimate& est, InFlightActivations* open) {
   // Selective recomputation keeps `linear` less what its modules discard, and the scores
   // unless core_attn rebuilds them; one block's discarded tensors exist again in backward.
-  const bool scores_rebuilt = a.recompute_modules.has(RecomputeModule::core_attn);
+  const bool per_op = a.selective_policy == SelectivePolicy::per_op;
+  const bool scores_rebuilt = per_op ? a.attention != Attention::flash
+                                     : a.recompute_modules.has(RecomputeModule::core_attn);
   std::int64_t full = 0, selective = 0, inputs = 0, largest = 0, largest_rebuilt = 0;
   for (const auto& [block, layers] : kinds) {
     const std::int64_t one = block.linear.value + block.scores.value;
@@ -122,21 +125,24 @@ void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
     largest_rebuilt = std::max(largest_rebuilt, rebuilt);
   }
   const std::string per = a.named ? layers_text(a.layers, a.in_flight) : std::string();
-  const bool attention_only = a.recompute_modules.is_default();
+  const bool attention_only = !per_op && a.recompute_modules.is_default();
   const std::string modules = a.named ? text_of(a.recompute_modules) : std::string();
+  const std::string kept_name =
+      !a.named         ? std::string()
+      : attention_only ? "transformer blocks without attention scores"
+      : per_op         ? "transformer blocks: inputs and the outputs per-op checkpointing saves"
+                       : "transformer blocks less what " + modules + " rebuild";
+  const std::string rebuilt_name = !a.named         ? std::string()
+                                   : attention_only ? "attention scores recomputed for one block"
+                                   : per_op ? "one block's other tensors rebuilt during backward"
+                                            : "one block's " + modules + " rebuilt during backward";
   switch (a.recompute) {
     case Checkpointing::none:
       add_kept(est, a, open, "transformer blocks", full, per);
       break;
     case Checkpointing::selective:
-      add_kept(est, a, open,
-               attention_only ? "transformer blocks without attention scores"
-                              : "transformer blocks less what " + modules + " rebuild",
-               selective, per);
-      add_term(est, a,
-               attention_only ? "attention scores recomputed for one block"
-                              : "one block's " + modules + " rebuilt during backward",
-               largest_rebuilt);
+      add_kept(est, a, open, kept_name, selective, per);
+      add_term(est, a, rebuilt_name, largest_rebuilt);
       break;
     case Checkpointing::full:
       add_kept(est, a, open, "block inputs (checkpoints)", inputs, per);
@@ -246,6 +252,8 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.attention = attention_as_run(t, c);
   a.recompute = c.checkpointing;
   a.recompute_modules = c.recompute_modules;
+  a.selective_policy = c.selective_policy;
+  a.fp8_gemms = c.fp8 != Fp8Recipe::none;
   a.eager = eager_layers(c);
   a.layers = t.num_layers;
   a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;
@@ -384,6 +392,25 @@ std::int64_t recomputed_bytes(const TransformerSpec& t, const ActivationShape& a
   return out;
 }
 
+// What torchtitan's per-op policy keeps of one block (SelectivePolicy::per_op): its input, the
+// outputs of the matrix multiplies it does not recompute (of all of them under FP8, whose
+// torch._scaled_mm it saves), the fused attention's output, and under sequence parallelism the
+// outputs of the two reduce-scatters.
+std::int64_t per_op_kept_bytes(const TransformerSpec& t, const ActivationShape& a, Bytes input) {
+  const std::int64_t e = element_bytes(a.precision);
+  const std::int64_t sb = checked_mul(a.tokens, a.micro_batch, "activation bytes");
+  std::int64_t widths = 0;
+  for (const auto& mm : per_op_block_mms(t, a.tp))
+    if (!mm.recomputed || a.fp8_gemms) widths += mm.out;
+  if (a.attention == Attention::flash) widths += split(t.o_size(), a.tp);
+  std::int64_t kept = checked_mul(e, checked_mul(sb, widths, "activation bytes"), "bytes");
+  if (a.sequence_parallel) {
+    const std::int64_t sbh = checked_mul(sb, t.hidden_size, "activation bytes");
+    kept = checked_add(kept, checked_mul(2 * e, split(sbh, a.tp), "bytes"), "activation bytes");
+  }
+  return checked_add(kept, input.value, "activation bytes");
+}
+
 }  // namespace
 
 BlockActivations block_activations(const TransformerSpec& t, const ActivationShape& a) {
@@ -449,6 +476,9 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
     out.input = Bytes{
         checked_mul(static_cast<std::int64_t>(a.eager->stream_bytes()), sbh, "activation bytes")};
   }
+  if (a.recompute == Checkpointing::selective && a.selective_policy == SelectivePolicy::per_op)
+    out.recomputed =
+        Bytes{std::max<std::int64_t>(0, out.linear.value - per_op_kept_bytes(t, a, out.input))};
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
   const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
   // Eager soft-capping keeps its tanh's output for the backward: one more s x s tensor.

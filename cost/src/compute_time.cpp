@@ -22,6 +22,7 @@
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "dtplan/model/units.hpp"
+#include "per_op_policy.hpp"
 
 namespace dtplan::cost {
 
@@ -709,6 +710,40 @@ Rebuilt rebuilt_modules(const TransformerSpec& t, double m, RecomputeModules mod
   return r;
 }
 
+// What torchtitan's per-op policy (SelectivePolicy::per_op) reruns of one block of `t` on b x s
+// tokens: every element-wise op of its forward, the matrix multiplies it does not save (every
+// second aten.mm in call order; none under FP8, whose torch._scaled_mm it saves), and a
+// mixture's router and routed experts (the grouped GEMMs are not in its saved list). The
+// attention core, unless fused, is the caller's (it saves the fused kernel's output alone).
+Rebuilt per_op_rebuilt(const TransformerSpec& t, double b, double s, Attention attn,
+                       const Timer& time, const ComputeConstants& k,
+                       const std::optional<EagerFlow>& eager, bool fp8) {
+  const double m = b * s;
+  Rebuilt r;
+  r.elementwise_s = block_forward(t, b, s, attn, time, k, eager).elementwise;
+  if (!fp8) {
+    for (const auto& mm : per_op_block_mms(t, 1)) {
+      if (!mm.recomputed) continue;
+      const double in = static_cast<double>(mm.in), out = static_cast<double>(mm.out);
+      r.gemm_s += time.linear(m, in, out);
+      r.flops += 2 * m * in * out;
+    }
+  }
+  const auto& moe = t.moe;
+  if (moe.active()) {
+    const double h = static_cast<double>(t.hidden_size);
+    const double experts = static_cast<double>(moe.experts);
+    const double rows = m * static_cast<double>(moe.experts_per_token) * moe.routed_rows_share;
+    const double fe = static_cast<double>(moe.expert_ffn_size);
+    const double local = static_cast<double>(moe.experts_on_gpu());
+    const double gated = is_gated(t.mlp) ? 2 : 1;
+    r.gemm_s += time.gemm(m, h, experts) + gated * time.grouped_linear(rows, h, fe, local) +
+                time.grouped_linear(rows, fe, h, local);
+    r.flops += 2 * m * h * experts + (gated + 1) * 2 * rows * h * fe;
+  }
+  return r;
+}
+
 ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& c,
                                 const Timer& time, const ComputeConstants& k) {
   const double b = static_cast<double>(c.micro_batch);
@@ -763,14 +798,20 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
     }
   }
   // Full recomputation repeats every block's forward; selective its modules' (the attention
-  // core's under core_attn).
+  // core's under core_attn), or what torchtitan's per-op policy does not save (the attention
+  // core unless fused).
   const bool selective = c.checkpointing == Checkpointing::selective;
-  const bool attention_again = c.checkpointing == Checkpointing::full ||
-                               (selective && c.recompute_modules.has(RecomputeModule::core_attn));
+  const bool per_op = selective && c.selective_policy == SelectivePolicy::per_op;
+  const bool attention_again =
+      c.checkpointing == Checkpointing::full ||
+      (per_op ? attention_as_run(t, c) != Attention::flash
+              : selective && c.recompute_modules.has(RecomputeModule::core_attn));
   Rebuilt rebuilt;
   if (selective) {
     for (const auto& run : block_runs(t)) {
-      const auto one = rebuilt_modules(run.block, m, c.recompute_modules, time);
+      const auto one = per_op ? per_op_rebuilt(run.block, b, s, attention_as_run(run.block, c),
+                                               time, k, eager, c.fp8 != Fp8Recipe::none)
+                              : rebuilt_modules(run.block, m, c.recompute_modules, time);
       const double layers = static_cast<double>(run.layers);
       rebuilt.gemm_s += one.gemm_s * layers;
       rebuilt.elementwise_s += one.elementwise_s * layers;

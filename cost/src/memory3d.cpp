@@ -60,6 +60,8 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.attention = l.attention;
   a.recompute = l.recompute;
   a.recompute_modules = l.recompute_modules;
+  a.selective_policy = selective_policy_of(l.framework);
+  a.fp8_gemms = l.fp8 != Fp8Recipe::none;
   a.tp = l.tp;
   a.expert_tp = l.expert_tp();
   a.expert_rows_factor = l.expert_rows_factor();
@@ -393,7 +395,7 @@ Key<10> pieces_key(const Layout3D& l, std::int64_t i, const StageKind& kind) {
 // (InFlightActivations leaves it open). A new 8-byte field of ActivationShape changes its size
 // and stops the build here; a small one can fit in padding, which the size does not see, so
 // the cache's test varies the fields that matter.
-static_assert(sizeof(ActivationShape) == 136, "a field was added to ActivationShape: key it");
+static_assert(sizeof(ActivationShape) == 144, "a field was added to ActivationShape: key it");
 Key<9> activations_key(const ActivationShape& a) {
   // The enumerations, the recompute modules and the flags, a few bits each, in one word.
   std::uint64_t packed = a.recompute_modules.bits;  // 32 bits
@@ -413,6 +415,8 @@ Key<9> activations_key(const ActivationShape& a) {
   field(a.head, 1);
   field(a.eager.has_value(), 1);
   field(a.eager && a.eager->autocast, 1);
+  field(a.selective_policy, 1);
+  field(a.fp8_gemms, 1);
   return {static_cast<std::int64_t>(packed),
           a.micro_batch,
           a.tokens,

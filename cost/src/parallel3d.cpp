@@ -504,6 +504,7 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.seq_len = l.seq_len / l.cp;  // tokens of one rank
   c.checkpointing = l.recompute;
   c.recompute_modules = l.recompute_modules;
+  c.selective_policy = selective_policy_of(l.framework);
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
@@ -732,6 +733,7 @@ Time3D Model3D::time(const Layout3D& l) {
   c.seq_len = l.seq_len;
   c.checkpointing = l.recompute;
   c.recompute_modules = l.recompute_modules;
+  c.selective_policy = selective_policy_of(l.framework);
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
@@ -779,8 +781,14 @@ Time3D Model3D::time(const Layout3D& l) {
   const bool moe_again = selective && l.recompute_modules.has(RecomputeModule::moe);
   const double rebuilt_tp_layers = (mlp_again ? layers - mtp - (sparse - mtp) : 0.0) +
                                    (moe_again ? (sparse - mtp) * (tp_per_way - 1) : 0.0);
+  // torchtitan's per-op policy saves the reduce-scatters' outputs, not the all-gathers' (nor
+  // all-reduces'): backward gathers again, half of each pair of sequence-parallel collectives.
+  const bool per_op = selective && selective_policy_of(l.framework) == SelectivePolicy::per_op;
+  const double regathered =
+      per_op ? (layers - mtp) * tp_per_way * tp_all_reduce_s * (l.sequence_parallel ? 0.5 : 1.0)
+             : 0.0;
   out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2) +
-                  rebuilt_tp_layers * tp_all_reduce_s;
+                  rebuilt_tp_layers * tp_all_reduce_s + regathered;
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;
   auto ep = expert_exchange(l, sparse);

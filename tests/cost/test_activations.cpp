@@ -251,6 +251,52 @@ TEST_CASE("recompute modules drop what Megatron-LM's selective recomputation dis
         3 * dense_kept + sparse_kept + sb2 * (65'536 + 80'896));
 }
 
+TEST_CASE("torchtitan's per-op policy keeps each block's input and its saved ops' outputs") {
+  // Llama 3 8B (h 4096, q 4096, k = v 1024, f 14336, 32 heads), b 1, s 8192, bf16, flash.
+  // The block's aten.mm calls in order: wq, wk, wv, wo, w1, w3, w2; the 2nd, 4th and 6th
+  // (wk, wo, w3) are recomputed. Kept per token: the input (4096), wq's (4096), wv's (1024),
+  // the attention output (4096), w1's (14336) and w2's (4096), 2 bytes each, 63,488 bytes;
+  // and the log-sum-exp, 4 x 32 = 128 bytes.
+  const auto m = load_model("llama-3-8b", kModels);
+  const auto& t = *m.transformer;
+  ActivationShape a;
+  a.tokens = 8192;
+  a.recompute = Checkpointing::selective;
+  a.selective_policy = SelectivePolicy::per_op;
+  a.layers = t.num_layers;
+  a.embedding = a.head = false;
+  const std::int64_t sb = 8192;
+  const auto block = block_activations(t, a);
+  CHECK(block.linear.value - block.recomputed.value == sb * 63'488);
+  // 32 blocks keep that, and one block's other tensors are rebuilt during backward.
+  const auto est = stage_activations(t, a);
+  REQUIRE(est.terms.size() == 2);
+  CHECK(est.terms[0].name ==
+        "transformer blocks: inputs and the outputs per-op checkpointing saves x 32 layers");
+  CHECK(est.terms[0].bytes.value == 32 * sb * (63'488 + 128));
+  CHECK(est.terms[1].bytes.value == block.recomputed.value);
+  // FP8 Linears run as torch._scaled_mm, all saved: wk's, wo's and w3's outputs too, 2 x
+  // (1024 + 4096 + 14336) bytes a token more.
+  a.fp8_gemms = true;
+  const auto fp8 = block_activations(t, a);
+  CHECK(fp8.linear.value - fp8.recomputed.value == sb * (63'488 + 38'912));
+  // tp 2 with sequence parallelism: the input split (2048), wq's, wv's, the attention output
+  // and w1's halved (2048, 512, 2048, 7168), w2's partial sums whole (4096) and the two
+  // reduce-scatters' outputs (2 x 2048): 2 x 22,016 bytes; 16 heads' log-sum-exp, 64 bytes.
+  a.fp8_gemms = false;
+  a.tp = 2;
+  a.sequence_parallel = true;
+  CHECK(stage_activations(t, a).terms[0].bytes.value == 32 * sb * (44'032 + 64));
+  // Eager attention is not among the saved ops: neither its output (2 x 4096 bytes a token
+  // less) nor its scores are kept.
+  a.tp = 1;
+  a.sequence_parallel = false;
+  a.attention = Attention::eager;
+  const auto eager = block_activations(t, a);
+  CHECK(eager.linear.value - eager.recomputed.value == sb * 55'296);
+  CHECK(stage_activations(t, a).terms[0].bytes.value == 32 * sb * 55'296);
+}
+
 TEST_CASE("recompute module names parse, print and are checked") {
   CHECK(text_of(RecomputeModules{}) == "core_attn");
   CHECK(text_of(parse_recompute_modules("moe_act,layernorm")) == "layernorm,moe_act");

@@ -701,6 +701,35 @@ TEST_CASE("recompute modules repeat their own forward work in backward") {
   CHECK(estimate_compute(model, c, a100(), k).backward_s == none.backward_s);
 }
 
+TEST_CASE("torchtitan's per-op policy reruns the element-wise ops and every second GEMM") {
+  // Llama 3 8B, b 1, s 8192: each block's aten.mm calls are wq, wk, wv, wo, w1, w3, w2, and
+  // the 2nd, 4th and 6th run again: 2 x (4096 x 1024 + 4096 x 4096 + 4096 x 14336) FLOPs a
+  // token in each of the 32 blocks. The fused attention's output is saved: no attention again.
+  const auto m = load_model("llama-3-8b", kData / "models");
+  auto c = bf16(1);
+  c.seq_len = 8192;
+  const auto k = round_constants();
+  const auto none = estimate_compute(m, c, a100(), k);
+  c.checkpointing = Checkpointing::full;
+  const auto full = estimate_compute(m, c, a100(), k);
+  c.checkpointing = Checkpointing::selective;
+  c.selective_policy = SelectivePolicy::per_op;
+  const auto op = estimate_compute(m, c, a100(), k);
+  const double again = 32 * 2.0 * (4096.0 * 1024 + 4096.0 * 4096 + 4096.0 * 14336);
+  CHECK(op.hardware_flops - op.model_flops == Approx(8192.0 * again).epsilon(1e-12));
+  CHECK(op.attention_recompute_s == 0);
+  CHECK(op.backward_s == Approx(none.backward_s + op.recompute_s).epsilon(1e-12));
+  // Every element-wise op of the blocks runs again, as under full recomputation.
+  CHECK(op.elementwise_s - none.elementwise_s ==
+        Approx(full.elementwise_s - none.elementwise_s).epsilon(1e-9));
+  // FP8 Linears are torch._scaled_mm calls, all saved: no GEMM again.
+  const auto h100 = GpuCatalog::load(kData / "gpus.json").find("H100-SXM");
+  c.fp8 = Fp8Recipe::tensorwise;
+  const auto fp8 = estimate_compute(m, c, h100, k);
+  CHECK(fp8.hardware_flops == fp8.model_flops);
+  CHECK(fp8.recompute_s > 0.0);
+}
+
 TEST_CASE("DeepSeek-V3 with mla_up_proj and mlp: the up-projections and dense MLPs again") {
   // Per token at 4096 tokens: each of the 61 blocks repeats its query up-projection
   // (1536 -> 128 x 192) and key/value up-projection (512 -> 128 x (128 + 128)), 2 x

@@ -883,6 +883,32 @@ TEST_CASE("FSDP2 x TP: fp32 shards, bf16 gathers of a block and the next, fp32 g
   CHECK(memory_3d(m, hybrid, overheads).weights.value == n * 4 / 2);
 }
 
+TEST_CASE("FSDP2 selective is torchtitan's per-op policy: backward gathers the sequence again") {
+  // torchtitan's tensor parallelism is sequence-parallel: each way of each block an all-gather
+  // before the column-parallel GEMMs and a reduce-scatter after the row-parallel one. The
+  // per-op policy saves the reduce-scatters' outputs, not the all-gathers': backward repeats
+  // half the forward's collectives, 2 + 1/2 forward's worth against 2 without recomputation
+  // and 3 under full recomputation. Megatron-LM's selective (core_attn) repeats none.
+  const DgxH100 f(1);
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  auto l = layout(2, 1, 4);
+  l.framework = Framework::fsdp2;
+  l.sharding = DpSharding::parameters;
+  l.sequence_parallel = true;
+  const auto none = model.time(l);
+  REQUIRE(none.tp_comm_s > 0);
+  l.recompute = Checkpointing::selective;
+  CHECK(model.time(l).tp_comm_s == Approx(1.25 * none.tp_comm_s).epsilon(1e-12));
+  l.recompute = Checkpointing::full;
+  CHECK(model.time(l).tp_comm_s == Approx(1.5 * none.tp_comm_s).epsilon(1e-12));
+  l.framework = Framework::megatron;
+  l.sharding = DpSharding::none;
+  l.recompute = Checkpointing::none;
+  const auto megatron = model.time(l);
+  l.recompute = Checkpointing::selective;
+  CHECK(model.time(l).tp_comm_s == Approx(megatron.tp_comm_s).epsilon(1e-12));
+}
+
 TEST_CASE("FSDP2 layout rules name the framework's sharding modes and the shard group") {
   const auto m = *small_model().transformer;
   auto l = fsdp2(4, DpSharding::optimizer);

@@ -59,8 +59,13 @@ struct ActivationShape {
   Attention attention = Attention::flash;
   Checkpointing recompute = Checkpointing::none;
   RecomputeModules recompute_modules;  // what selective recomputation rebuilds (training.hpp)
-  std::int64_t tp = 1;                 // heads, key/value heads and MLP width split t ways
-  bool sequence_parallel = false;      // the tensor-parallel-replicated tensors split t ways too
+  // Whose selective policy (training.hpp): per_op keeps each block's input and the outputs of
+  // its saved ops (every other GEMM, the fused attention, the reduce-scatters) and rebuilds one
+  // block's rest in backward.
+  SelectivePolicy selective_policy = SelectivePolicy::modules;
+  bool fp8_gemms = false;          // the Linears run as FP8 GEMMs (per_op saves each one's output)
+  std::int64_t tp = 1;             // heads, key/value heads and MLP width split t ways
+  bool sequence_parallel = false;  // the tensor-parallel-replicated tensors split t ways too
   // Expert tensor parallel size (0: tp): each expert's width splits this many ways, and its
   // ranks compute the routed copies of the tokens of etp (not tp) sequence-parallel ranks.
   std::int64_t expert_tp = 0;
@@ -96,6 +101,7 @@ struct ActivationShape {
 //                             up-projection's output kept)
 //             shared_experts  the shared expert's inner tensors
 //             moe             everything the mixture-of-experts layer keeps beyond its input
+//           under the per_op policy: `linear` less the block's input and its saved ops' outputs
 struct BlockActivations {
   Bytes linear, scores, input, recomputed;
 };

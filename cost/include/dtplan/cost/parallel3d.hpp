@@ -123,6 +123,11 @@ DpSharding parse_dp_sharding(std::string_view text);
 enum class Framework { megatron, fsdp2 };
 std::string_view name_of(Framework f);
 Framework parse_framework(std::string_view text);
+// Whose selective checkpointing a framework runs (training.hpp): Megatron-LM's recompute
+// modules, or torchtitan's per-op policy.
+inline SelectivePolicy selective_policy_of(Framework f) {
+  return f == Framework::fsdp2 ? SelectivePolicy::per_op : SelectivePolicy::modules;
+}
 
 // Why `f` does not run optimizer `o`, or nullopt: Megatron-LM's --optimizer is adam (decoupled
 // weight decay, AdamW) or sgd (with --sgd-momentum); torchtitan's [optimizer] name is Adam or

@@ -70,7 +70,8 @@ inline constexpr std::array<NamedValue<Offload>, 3> kOffloads{{
 
 inline constexpr std::array<NamedValue<Checkpointing>, 3> kCheckpointings{{
     {Checkpointing::none, "none", "every activation kept for backward"},
-    {Checkpointing::selective, "selective", "attention core recomputed (Korthikanti et al.)"},
+    {Checkpointing::selective, "selective",
+     "attention core recomputed (Korthikanti et al.); fsdp2 layouts: torchtitan's per-op policy"},
     {Checkpointing::full, "full", "only each layer's input kept; layers recomputed"},
 }};
 
@@ -212,6 +213,20 @@ struct RecomputeModules {
   bool operator==(const RecomputeModules&) const = default;
 };
 
+// Which tensors Checkpointing::selective rebuilds:
+//   modules  Megatron-LM's: those of the RecomputeModules (by default the attention core)
+//   per_op   torchtitan's per-op policy (--activation_checkpoint.mode selective
+//            --activation_checkpoint.selective_ac_option op; torchtitan/distributed/
+//            activation_checkpoint.py, and in 2024 parallelisms/parallelize_llama.py): each
+//            block keeps its input and the outputs of its matrix multiplies, of its fused
+//            attention kernel and of its reduce-scatters, except every second aten.mm of the
+//            block's forward in call order; backward reruns the rest of the forward -- the
+//            element-wise ops, the all-gathers, those GEMMs (for a Llama block the K, output
+//            and up projections), the router and the routed experts' grouped GEMMs (not in the
+//            saved list). FP8 Linears run as torch._scaled_mm, which the list saves and the
+//            every-second rule, counting aten.mm alone, never recomputes.
+enum class SelectivePolicy { modules, per_op };
+
 // "core_attn,moe_act" in the table's order; "none" for the empty set.
 std::string text_of(RecomputeModules m);
 // A comma-separated list of module names, or "none"; throws dtplan::Error naming the unknown,
@@ -289,6 +304,7 @@ struct TrainingConfig {
   std::int64_t seq_len = 0;      // tokens per sample; 0 = the model's maximum positions
   Checkpointing checkpointing = Checkpointing::none;
   RecomputeModules recompute_modules;  // what selective checkpointing rebuilds
+  SelectivePolicy selective_policy = SelectivePolicy::modules;  // whose selective policy
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only
   Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs on top of bf16 or fp16 mixed precision
