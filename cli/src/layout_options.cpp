@@ -31,6 +31,13 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                "dispatch tokens with DeepEP: across nodes once per node holding a token's "
                "experts, then over NVLink (Megatron-LM's --moe-token-dispatcher-type flex "
                "--moe-flex-dispatcher-backend deepep)");
+  cmd.add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
+               "reduce the gradients bucket by bucket alongside the last micro-batch's backward "
+               "(Megatron-LM's --overlap-grad-reduce; default: after it, as Megatron-LM does)");
+  cmd.add_flag("--overlap-param-gather", o.overlap_param_gather,
+               "gather the updated weights bucket by bucket alongside the next forward "
+               "(Megatron-LM's --overlap-param-gather; needs --overlap-grad-reduce and the "
+               "distributed optimizer)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "with --checkpointing selective, the parts of each block rebuilt in backward "
                  "(Megatron-LM's --recompute-modules): comma-separated from core_attn, "

@@ -52,6 +52,7 @@ struct PlanOptions {
   std::vector<std::string> sequence_parallel;    // on, off
   std::vector<std::string> recompute_modules;    // selective's module sets, one per flag
   bool overlap_ep_comm = false, deepep = false;  // where the layouts run them
+  bool overlap_grad_reduce = false, overlap_param_gather = false;  // Megatron-LM layouts
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
@@ -214,6 +215,8 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
     throw Error("--recompute-modules needs selective among --checkpointing");
   x.overlap_ep_comm = o.overlap_ep_comm;
   x.deepep = o.deepep;
+  x.overlap_grad_reduce = o.overlap_grad_reduce || o.overlap_param_gather;
+  x.overlap_param_gather = o.overlap_param_gather;
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;
@@ -380,6 +383,13 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_flag("--deepep", o.deepep,
                "Megatron-LM layouts with expert parallelism over whole experts: dispatch with "
                "DeepEP (across nodes once per node holding a token's experts)");
+  cmd.add_flag("--overlap-grad-reduce", o.overlap_grad_reduce,
+               "Megatron-LM layouts: reduce the gradients bucket by bucket alongside the last "
+               "micro-batch's backward (Megatron-LM's --overlap-grad-reduce)");
+  cmd.add_flag(
+      "--overlap-param-gather", o.overlap_param_gather,
+      "Megatron-LM layouts with the distributed optimizer: gather the updated weights "
+      "alongside the next forward (--overlap-param-gather; implies --overlap-grad-reduce)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "Megatron-LM layouts under selective checkpointing: the module sets to try, "
                  "each comma-separated (repeat the flag for more), e.g. core_attn or "

@@ -246,7 +246,9 @@ LayoutSharding layout_sharding(const Layout3D& l) {
   return {.fsdp2 = l.framework == Framework::fsdp2,
           .shards_optimizer = l.sharding >= DpSharding::optimizer,
           .gathers_in_backward = l.sharding == DpSharding::parameters,
-          .hybrid = l.hybrid()};
+          .hybrid = l.hybrid(),
+          .overlap_grad_reduce = l.overlap_grad_reduce,
+          .overlap_param_gather = l.overlap_param_gather};
 }
 
 }  // namespace dtplan::cost

@@ -42,6 +42,11 @@ std::string describe(const Layout3D& l) {
   } else if (l.sharding == DpSharding::none) {
     s << ", no distributed optimizer";
   }
+  if (l.overlap_param_gather) {
+    s << ", gradient reduction and weight gathers overlapped";
+  } else if (l.overlap_grad_reduce) {
+    s << ", gradient reduction overlapped";
+  }
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   const auto& split = l.stage_layers;

@@ -197,6 +197,22 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 
 }  // namespace
 
+// Megatron-LM's checks of its data-parallel overlap flags (arguments.py): param gather needs
+// the distributed optimizer and the grad-reduce overlap; FSDP2 overlaps by its own design.
+std::optional<std::string> overlap_problem(const Layout3D& l) {
+  if (!l.overlap_grad_reduce && !l.overlap_param_gather) return std::nullopt;
+  if (l.framework != Framework::megatron) {
+    return std::string(l.overlap_grad_reduce ? "{overlap_grad_reduce}" : "{overlap_param_gather}") +
+           " is Megatron-LM's: FSDP2 always reduces and gathers block by block alongside compute";
+  }
+  if (l.overlap_param_gather && l.sharding != DpSharding::optimizer)
+    return "{overlap_param_gather} needs Megatron-LM's distributed optimizer ({sharding} "
+           "optimizer)";
+  if (l.overlap_param_gather && !l.overlap_grad_reduce)
+    return "{overlap_param_gather}: Megatron-LM requires {overlap_grad_reduce} with it";
+  return std::nullopt;
+}
+
 std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l) {
   if (!(l.capacity_factor >= 0)) return "{capacity_factor} must be 0 (dropless) or at least 1";
   if (l.capacity_factor > 0 && !m.moe.active()) {
@@ -318,6 +334,7 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
   }
   if (const auto why = expert_layout_problem(m, l)) fail(*why);
   if (const auto why = recompute_problem(m, l)) fail(*why);
+  if (const auto why = overlap_problem(l)) fail(*why);
   if (m.moe.active() && m.moe.expert_ffn_size % l.expert_tp() != 0)
     fail("the experts' intermediate size " + std::to_string(m.moe.expert_ffn_size) +
          " does not divide by the expert tensor parallel size " + std::to_string(l.expert_tp()) +
@@ -365,8 +382,8 @@ struct Model3D::Cache {
   std::map<bool, double> p2p_Bps;  // across nodes
   // What data_parallel_ops reads: the stage's layers, parameters, experts and dense first
   // blocks; tp, etp, ep, cp, dp, whether pipelined, sharding, shard group, framework,
-  // precision, optimizer and micro-batches.
-  std::map<std::array<std::int64_t, 16>, std::vector<CommOp>> dp_ops;
+  // precision, optimizer, micro-batches and Megatron-LM's overlap flags.
+  std::map<std::array<std::int64_t, 17>, std::vector<CommOp>> dp_ops;
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
 
@@ -832,22 +849,24 @@ Time3D Model3D::time(const Layout3D& l) {
 }
 
 const std::vector<CommOp>& Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
-  const std::array<std::int64_t, 16> key{held.layers,
-                                         held.params,
-                                         held.experts,
-                                         held.dense,
-                                         l.tp,
-                                         l.expert_tp(),
-                                         l.ep,
-                                         l.cp,
-                                         l.dp,
-                                         l.pp > 1 ? 1 : 0,
-                                         static_cast<std::int64_t>(l.sharding),
-                                         l.shard_group,
-                                         static_cast<std::int64_t>(l.framework),
-                                         static_cast<std::int64_t>(l.precision),
-                                         static_cast<std::int64_t>(l.optimizer),
-                                         l.micro_batches};
+  const std::array<std::int64_t, 17> key{
+      held.layers,
+      held.params,
+      held.experts,
+      held.dense,
+      l.tp,
+      l.expert_tp(),
+      l.ep,
+      l.cp,
+      l.dp,
+      l.pp > 1 ? 1 : 0,
+      static_cast<std::int64_t>(l.sharding),
+      l.shard_group,
+      static_cast<std::int64_t>(l.framework),
+      static_cast<std::int64_t>(l.precision),
+      static_cast<std::int64_t>(l.optimizer),
+      l.micro_batches,
+      (l.overlap_grad_reduce ? 1 : 0) + (l.overlap_param_gather ? 2 : 0)};
   auto& cached = cache_->dp_ops;
   if (const auto found = cached.find(key); found != cached.end()) return found->second;
   return cached.emplace(key, price_data_parallel_ops(l, held)).first->second;
@@ -899,6 +918,8 @@ std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messa
   const auto messages = [&](MessageSplit split) -> Messages {
     if (split == MessageSplit::units) return units;
     if (split == MessageSplit::unit_shards) return shards_of(units, shards);
+    if (split == MessageSplit::megatron_buckets)
+      return buckets(params, std::max<std::int64_t>(40'000'000, 1'000'000 * ranks));
     return {{params, 1}};  // whole_model: the stage's parameters on this GPU
   };
   const std::int64_t stride = l.tp * l.cp * l.dp / ranks;  // GPUs between a group's ranks

@@ -18,9 +18,7 @@ std::vector<BlockMm> per_op_block_mms(const TransformerSpec& t, std::int64_t tp)
   const auto column = [&](std::int64_t in, std::int64_t out) {
     mms.push_back({in, split(out, tp)});
   };
-  const auto row = [&](std::int64_t in, std::int64_t out) {
-    mms.push_back({split(in, tp), out});
-  };
+  const auto row = [&](std::int64_t in, std::int64_t out) { mms.push_back({split(in, tp), out}); };
   const std::int64_t h = t.hidden_size;
   if (t.mla.active()) {
     const std::int64_t up = t.num_heads * (t.head_dim - t.mla.qk_rope_head_dim + t.v_dim());

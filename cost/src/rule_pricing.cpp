@@ -51,6 +51,15 @@ struct ChoiceCounts {
 
 }  // namespace
 
+Messages buckets(std::int64_t total, std::int64_t cap) {
+  Messages out;
+  if (total <= 0) return out;
+  const std::int64_t full = total / cap;
+  if (full > 0) out.push_back({cap, full});
+  if (total % cap > 0) out.push_back({total % cap, 1});
+  return out;
+}
+
 Messages shards_of(const Messages& units, std::int64_t g) {
   Messages out;
   out.reserve(units.size());

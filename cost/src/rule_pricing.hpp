@@ -24,6 +24,9 @@ struct MessageRun {
 };
 using Messages = std::vector<MessageRun>;
 
+// Buckets of at most `cap` elements covering `total`: all full but the last.
+Messages buckets(std::int64_t total, std::int64_t cap);
+
 // Each unit's 1/g share (MessageSplit::unit_shards: hybrid sharding's gradient shards).
 Messages shards_of(const Messages& units, std::int64_t g);
 

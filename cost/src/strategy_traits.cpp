@@ -151,13 +151,18 @@ constexpr std::array<CollectiveRule, 1> kFsdpNoShardOps{{
 // resharding after backward off for all but the last backward of a step
 // (stage.py, backward_maybe_with_nosync), so a stage accumulates unsharded fp32 gradients and
 // reduce-scatters them once, and blocks kept from forward to backward are gathered once.
-// One message of the stage's parameters, once per step.
+// One message of the stage's parameters, once per step; with --overlap-grad-reduce the
+// gradient buffer's buckets, reduced alongside the last micro-batch's backward as it fills
+// them (no_sync for the others), and with --overlap-param-gather the updated weights'
+// buckets gathered alongside the next step's first forward (each bucket before the first
+// module that uses it).
 constexpr CollectiveRule megatron_rule(std::string_view name, Collective collective,
-                                       Payload payload, CommPhase phase) {
+                                       Payload payload, CommPhase phase,
+                                       MessageSplit messages = M::whole_model) {
   return {.name = name,
           .collective = collective,
           .algorithm = A::automatic,
-          .messages = M::whole_model,
+          .messages = messages,
           .payload = payload,
           .when = W::once_per_step,
           .phase = phase};
@@ -169,6 +174,19 @@ constexpr std::array<CollectiveRule, 2> kMegatronDistOptOps{
                    P::gradients, Ph::after_backward),
      megatron_rule("updated weights all-gather (distributed optimizer)", C::all_gather, P::weights,
                    Ph::after_step)}};
+constexpr std::array<CollectiveRule, 1> kMegatronOverlapOps{
+    {megatron_rule("gradient all-reduce (fp32 main gradients, buckets overlapped)", C::all_reduce,
+                   P::gradients, Ph::backward, M::megatron_buckets)}};
+constexpr std::array<CollectiveRule, 2> kMegatronDistOptOverlapOps{
+    {megatron_rule("gradient reduce-scatter (distributed optimizer, buckets overlapped)",
+                   C::reduce_scatter, P::gradients, Ph::backward, M::megatron_buckets),
+     megatron_rule("updated weights all-gather (distributed optimizer)", C::all_gather, P::weights,
+                   Ph::after_step)}};
+constexpr std::array<CollectiveRule, 2> kMegatronDistOptOverlapBothOps{
+    {megatron_rule("gradient reduce-scatter (distributed optimizer, buckets overlapped)",
+                   C::reduce_scatter, P::gradients, Ph::backward, M::megatron_buckets),
+     megatron_rule("updated weights all-gather (distributed optimizer, in the next forward)",
+                   C::all_gather, P::weights, Ph::forward, M::megatron_buckets)}};
 constexpr CollectiveRule kShardAllReduce{.name = "gradient shard all-reduce across replicas",
                                          .collective = C::all_reduce,
                                          .algorithm = A::automatic,
@@ -466,8 +484,12 @@ std::optional<CollectiveRule> recompute_regather(const TrainingConfig& c) {
 
 std::span<const CollectiveRule> layout_collectives(const LayoutSharding& l) {
   if (!l.fsdp2) {
-    if (l.shards_optimizer) return kMegatronDistOptOps;
-    return kMegatronOps;
+    if (!l.shards_optimizer) {
+      if (l.overlap_grad_reduce) return kMegatronOverlapOps;
+      return kMegatronOps;
+    }
+    if (!l.overlap_grad_reduce) return kMegatronDistOptOps;
+    return l.overlap_param_gather ? kMegatronDistOptOverlapBothOps : kMegatronDistOptOverlapOps;
   }
   if (l.hybrid) {
     if (l.gathers_in_backward) return kFsdp2HybridOps;

@@ -62,7 +62,7 @@ struct Builder3D {
     serial("context parallel", "K/V exchange (exposed)" + label, count * x.cp_comm_s);
     serial("expert parallel", "token dispatch and combine" + label, count * x.ep_comm_s);
     serial("pipeline", "activation sends" + label, count * x.p2p_s);
-    serial("data parallel", "FSDP gathers and reductions (exposed)" + label, count * x.fsdp_comm_s);
+    serial("data parallel", "gathers and reductions not hidden" + label, count * x.fsdp_comm_s);
   }
   // The data-parallel collectives that run outside the passes, once per step: before the
   // optimizer step (gradients), or after it (updated weights).

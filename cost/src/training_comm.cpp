@@ -16,16 +16,6 @@ namespace {
 // (5e7 elements by default) when no module shapes are known.
 constexpr std::int64_t kZero3BucketElements = 50'000'000;
 
-// Buckets of at most `cap` elements covering `total`: all full but the last.
-Messages buckets(std::int64_t total, std::int64_t cap) {
-  Messages out;
-  if (total <= 0) return out;
-  const std::int64_t full = total / cap;
-  if (full > 0) out.push_back({cap, full});
-  if (total % cap > 0) out.push_back({total % cap, 1});
-  return out;
-}
-
 // Message sizes of what is gathered or reduced unit by unit.
 Messages unit_messages(const ModelDesc& m) {
   const auto units = gather_units(m);
@@ -181,6 +171,8 @@ class Builder {
         return tensor_messages(m_, units);
       case MessageSplit::recompute_regathers:
         return regathered(m_, max_reuse_, c_.zero3_gathers != Zero3Gathers::coalesced);
+      case MessageSplit::megatron_buckets:  // the layouts' only (parallel3d.cpp)
+        return {{m_.params, 1}};
     }
     return {};
   }

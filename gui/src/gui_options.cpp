@@ -37,6 +37,10 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_flag("--overlap-ep-comm", l.overlap_ep_comm,
                "experts' all-to-alls behind the adjacent micro-batch's compute");
   app.add_flag("--deepep", l.deepep, "DeepEP token dispatch (once per node across nodes)");
+  app.add_flag("--overlap-grad-reduce", l.overlap_grad_reduce,
+               "Megatron-LM: gradients reduced alongside the last backward");
+  app.add_flag("--overlap-param-gather", l.overlap_param_gather,
+               "Megatron-LM: updated weights gathered alongside the next forward");
   app.add_option("--recompute-modules", l.recompute_modules,
                  "with --checkpointing selective: the parts rebuilt (Megatron-LM's "
                  "--recompute-modules), comma-separated or none");
@@ -50,7 +54,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 17> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 19> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -66,6 +70,8 @@ constexpr std::array<const char*, 17> kLayoutFlags{"--capacity-factor",
                                                    "--dp-shard",
                                                    "--overlap-ep-comm",
                                                    "--deepep",
+                                                   "--overlap-grad-reduce",
+                                                   "--overlap-param-gather",
                                                    "--recompute-modules"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
@@ -101,6 +107,8 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--capacity-factor", l.capacity_factor, given.capacity_factor);
   set("--overlap-ep-comm", l.overlap_ep_comm, given.overlap_ep_comm);
   set("--deepep", l.deepep, given.deepep);
+  set("--overlap-grad-reduce", l.overlap_grad_reduce, given.overlap_grad_reduce);
+  set("--overlap-param-gather", l.overlap_param_gather, given.overlap_param_gather);
   set("--recompute-modules", l.recompute_modules, given.recompute_modules);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);

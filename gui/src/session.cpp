@@ -18,6 +18,8 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
           {"capacity_factor", l.capacity_factor},
           {"overlap_ep_comm", l.overlap_ep_comm},
           {"deepep", l.deepep},
+          {"overlap_grad_reduce", l.overlap_grad_reduce},
+          {"overlap_param_gather", l.overlap_param_gather},
           {"recompute_modules", l.recompute_modules},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
@@ -42,6 +44,8 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
     l.capacity_factor = r.number("capacity_factor", NumberRange::non_negative(64));
   if (r.has("overlap_ep_comm")) l.overlap_ep_comm = r.boolean("overlap_ep_comm");
   if (r.has("deepep")) l.deepep = r.boolean("deepep");
+  if (r.has("overlap_grad_reduce")) l.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
+  if (r.has("overlap_param_gather")) l.overlap_param_gather = r.boolean("overlap_param_gather");
   if (r.has("recompute_modules")) l.recompute_modules = r.string("recompute_modules");
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");

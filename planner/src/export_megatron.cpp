@@ -258,6 +258,8 @@ void training(Args& a, const cost::Layout3D& l) {
     add(a, "--fp8-recipe", std::string(name_of(l.fp8)));
   }
   if (l.sharding == cost::DpSharding::optimizer) a.emplace_back("--use-distributed-optimizer");
+  if (l.overlap_grad_reduce) a.emplace_back("--overlap-grad-reduce");
+  if (l.overlap_param_gather) a.emplace_back("--overlap-param-gather");
   // Megatron Core's optimizer CPU offload, all of it on the host (its documentation: these
   // three flags together).
   if (l.offload == Offload::optimizer) {

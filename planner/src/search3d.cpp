@@ -235,6 +235,10 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     if (!runs_fp8(framework, r.fp8)) continue;
     l.framework = framework;
     l.sharding = sharding;
+    const bool megatron = framework == Framework::megatron;
+    l.overlap_grad_reduce = megatron && r.overlap_grad_reduce;
+    l.overlap_param_gather =
+        l.overlap_grad_reduce && r.overlap_param_gather && sharding == DpSharding::optimizer;
     static const std::vector<Offload> every{Offload::none, Offload::optimizer,
                                             Offload::optimizer_and_params};
     for (const auto o : r.offloads.empty() ? every : r.offloads) {

@@ -188,6 +188,8 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.recompute_modules = r.recompute_modules;
   x.overlap_ep_comm = r.overlap_ep_comm;
   x.deepep = r.deepep;
+  x.overlap_grad_reduce = r.overlap_grad_reduce;
+  x.overlap_param_gather = r.overlap_param_gather;
   x.attention = p.attention;
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);

@@ -985,6 +985,54 @@ TEST_CASE("Megatron data-parallel step: the registry's rows, priced on the dp gr
         Approx(3 * replicated.microbatch_s + replicated.dp_sync_s + replicated.optimizer_s));
 }
 
+TEST_CASE("Megatron --overlap-grad-reduce and --overlap-param-gather: buckets beside compute") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // dp 4 on 10 GB/s links, P = 8 blocks + the root, 135.6 M parameters; 3 micro-batches of 8 x
+  // 2048 tokens (a backward of about 133 ms, a forward of 66 ms). Megatron-LM's buckets hold
+  // max(40,000,000, 1,000,000 x 4) parameters: 3 full and the rest, 4 messages. Reduced
+  // alongside the last micro-batch's backward, 4 messages beside enough compute leave the
+  // first T/4 exposed (step_time.hpp): rs / 4 of the reduce-scatter (3/4 x 4P B at 10 GB/s),
+  // the all-gather still after the step. --overlap-param-gather moves the gather beside the
+  // next step's first forward: ag / 4 of it exposed there.
+  auto l = layout(1, 1, 4);
+  l.seq_len = 2048;
+  l.micro_batch = 8;
+  l.micro_batches = 3;
+  const double p = static_cast<double>(f.m.params);
+  REQUIRE((p > 120e6 && p < 160e6));
+  const double rs = 0.75 * 4 * p / 1e10, ag = 0.75 * 2 * p / 1e10;
+  const auto after = model.time(l);
+  CHECK(after.dp_sync_s == Approx(rs + ag).epsilon(0.01));
+  CHECK(after.fsdp_comm_s == 0);
+  l.overlap_grad_reduce = true;
+  const auto reduce = model.time(l);
+  REQUIRE(reduce.dp_ops.size() == 2);
+  CHECK(reduce.dp_ops[0].messages == 4);
+  CHECK(reduce.dp_ops[0].runs == 1);  // the last micro-batch's backward only
+  CHECK(reduce.dp_sync_s == Approx(ag).epsilon(0.01));
+  CHECK(3 * reduce.fsdp_comm_s == Approx(rs / 4).epsilon(0.02));  // + latency
+  l.overlap_param_gather = true;
+  const auto both = model.time(l);
+  CHECK(both.dp_ops[1].messages == 4);
+  CHECK(both.dp_sync_s == 0);
+  CHECK(3 * both.fsdp_comm_s == Approx(rs / 4 + ag / 4).epsilon(0.02));
+  CHECK(both.step_s < reduce.step_s);
+  CHECK(reduce.step_s < after.step_s);
+  // Megatron-LM's own rules: the gather overlap needs the reduce overlap and the distributed
+  // optimizer; FSDP2 overlaps by design.
+  l.overlap_grad_reduce = false;
+  CHECK_THROWS_WITH(model.time(l), Contains("requires {overlap_grad_reduce}"));
+  l.overlap_grad_reduce = true;
+  l.sharding = DpSharding::none;
+  CHECK_THROWS_WITH(model.time(l), Contains("needs Megatron-LM's distributed optimizer"));
+  l.overlap_param_gather = false;
+  CHECK(model.time(l).dp_ops[0].collective == Collective::all_reduce);
+  l = fsdp2(4, DpSharding::parameters);
+  l.overlap_grad_reduce = true;
+  CHECK_THROWS_WITH(model.time(l), Contains("is Megatron-LM's"));
+}
+
 TEST_CASE("layout offload: Megatron-LM's CPU optimizer, FSDP2's CPUOffloadPolicy") {
   RoundSwitch f;
   f.gpu.pcie_generation = 4;

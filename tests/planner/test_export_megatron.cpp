@@ -51,6 +51,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--bf16", false},
     {"--fp16", false},
     {"--use-distributed-optimizer", false},
+    {"--overlap-grad-reduce", false},  // arguments.py, store_true
+    {"--overlap-param-gather", false},
     {"--optimizer-cpu-offload", false},
     {"--optimizer-offload-fraction", true},
     {"--use-precision-aware-optimizer", false},
@@ -174,6 +176,11 @@ TEST_CASE("Megatron-LM arguments: Llama 3 8B shapes, tp x cp, sequence parallel,
   CHECK(a.count("--bf16") == 1);
   CHECK(a.count("--use-distributed-optimizer") == 1);
   CHECK(a.count("--recompute-granularity") == 0);
+  CHECK(a.count("--overlap-grad-reduce") == 0);  // Megatron-LM's default: reduced after backward
+  l.overlap_grad_reduce = l.overlap_param_gather = true;
+  const auto overlapped = parsed(planner::megatron_arguments(llama_3_8b(), l));
+  CHECK(overlapped.count("--overlap-grad-reduce") == 1);
+  CHECK(overlapped.count("--overlap-param-gather") == 1);
 }
 
 TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shapes") {

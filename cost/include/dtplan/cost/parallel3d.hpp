@@ -158,6 +158,12 @@ struct Layout3D {
   // once to each node holding any of its experts (RDMA) and is forwarded inside the node
   // (NVLink), instead of one copy per expert over the network.
   bool deepep = false;
+  // Megatron-LM's --overlap-grad-reduce: the gradients reduced bucket by bucket alongside the
+  // last micro-batch's backward instead of after it; with the distributed optimizer
+  // --overlap-param-gather too: the updated weights gathered bucket by bucket alongside the
+  // next step's first forward instead of after the step (strategy_traits.cpp).
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
@@ -331,16 +337,16 @@ Memory3D stage_memory_3d(const ModelDesc& m, const Layout3D& l, std::int64_t sta
                          const OverheadConstants& k, bool explained = true);
 
 struct Time3D {
-  double compute_s = 0;        // per micro-batch per stage (forward + backward + recompute)
-  double tp_comm_s = 0;        // per micro-batch per stage
-  double cp_comm_s = 0;        // per micro-batch per stage: K/V exchange not hidden by attention
-  double ep_comm_s = 0;        // per micro-batch per stage: token dispatch and combine (experts)
-  double p2p_s = 0;            // per micro-batch per stage (both directions)
-  double microbatch_s = 0;     // the five above
-  double pipeline_s = 0;       // m x microbatch_s + bubble_s
-  double bubble_s = 0;         // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
-  double fsdp_comm_s = 0;      // per micro-batch per stage: FSDP gathers and reductions not hidden
-  double dp_sync_s = 0;        // gradient reduction over dp (and the parameter all-gather)
+  double compute_s = 0;     // per micro-batch per stage (forward + backward + recompute)
+  double tp_comm_s = 0;     // per micro-batch per stage
+  double cp_comm_s = 0;     // per micro-batch per stage: K/V exchange not hidden by attention
+  double ep_comm_s = 0;     // per micro-batch per stage: token dispatch and combine (experts)
+  double p2p_s = 0;         // per micro-batch per stage (both directions)
+  double microbatch_s = 0;  // the five above
+  double pipeline_s = 0;    // m x microbatch_s + bubble_s
+  double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
+  double fsdp_comm_s = 0;   // per micro-batch per stage: overlapped data-parallel comm not hidden
+  double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
   double host_transfer_s = 0;  // offload: updated weights copied back from the host
   double optimizer_s = 0;
   double step_s = 0;

@@ -57,6 +57,10 @@ enum class MessageSplit {
   // their recomputed forward (their reuse distance beyond stage3_max_reuse_distance), one
   // message per submodule, or per tensor before v0.6.
   recompute_regathers,
+  // Megatron-LM's gradient buffer buckets under --overlap-grad-reduce (a layout's): at least
+  // bucket_size parameters each, max(40,000,000, 1,000,000 x the data-parallel ranks)
+  // (megatron/core/distributed/distributed_data_parallel.py), the rest in the last.
+  megatron_buckets,
 };
 
 // What a collective moves, in its recipe's communication type: the parameters (gathered,
@@ -143,6 +147,11 @@ struct LayoutSharding {
   bool shards_optimizer = false;    // Megatron's distributed optimizer
   bool gathers_in_backward = true;  // FSDP2 resharding after forward (parameters sharded)
   bool hybrid = false;              // FSDP2: shard groups replicating each other
+  // Megatron-LM's --overlap-grad-reduce: each bucket reduced as the last micro-batch's
+  // backward fills it; --overlap-param-gather (distributed optimizer): each bucket of updated
+  // weights gathered alongside the next step's first forward.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
 };
 
 // The layout's collectives as registry rows: whole_model is the stage's parameters on one

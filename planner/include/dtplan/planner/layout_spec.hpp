@@ -30,8 +30,10 @@ struct LayoutSpec {
   std::string schedule;       // empty: Megatron's own (1F1B, interleaved when interleave > 1)
   std::vector<std::int64_t> pp_layers;  // layers of each stage; empty: the rule
   bool sequence_parallel = false;
-  bool overlap_ep_comm = false;  // Megatron-LM's --overlap-moe-expert-parallel-comm
-  bool deepep = false;           // Megatron-LM's flex dispatcher with the DeepEP backend
+  bool overlap_ep_comm = false;       // Megatron-LM's --overlap-moe-expert-parallel-comm
+  bool deepep = false;                // Megatron-LM's flex dispatcher with the DeepEP backend
+  bool overlap_grad_reduce = false;   // Megatron-LM's --overlap-grad-reduce
+  bool overlap_param_gather = false;  // Megatron-LM's --overlap-param-gather
   // Megatron-LM's --recompute-modules under selective checkpointing, comma-separated (or
   // "none"); empty: its default, core_attn.
   std::string recompute_modules;

@@ -53,6 +53,9 @@ struct Request3D {
   // run them (expert parallelism; the overlap with interleaving under a pipeline and without
   // full recomputation, DeepEP over whole experts).
   bool overlap_ep_comm = false, deepep = false;
+  // Megatron-LM's --overlap-grad-reduce and --overlap-param-gather, on every Megatron-LM
+  // layout (param gather where the distributed optimizer runs).
+  bool overlap_grad_reduce = false, overlap_param_gather = false;
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;

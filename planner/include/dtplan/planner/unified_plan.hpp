@@ -35,6 +35,7 @@ struct LayoutRequest {
   std::vector<cost::PipelineSchedule> schedules;
   std::vector<RecomputeModules> recompute_modules;  // selective's sets; empty: search3d.hpp's
   bool overlap_ep_comm = false, deepep = false;     // where the layouts run them (search3d.hpp)
+  bool overlap_grad_reduce = false, overlap_param_gather = false;  // Megatron-LM's, likewise
   // Whether strategies were named (plan.strategies and frameworks together): then only the
   // named families run; a data-parallel strategy list alone leaves the layouts out.
   bool strategies_named = false;
