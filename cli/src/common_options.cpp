@@ -119,6 +119,10 @@ void add_training_options(CLI::App& app, TrainingOptions& o) {
   app.add_option("--seq-len", o.seq_len, "tokens per sample (default: the model's maximum)");
   app.add_option("--checkpointing", o.checkpointing, names_of(kCheckpointings))
       ->capture_default_str();
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "with --checkpointing full: checkpoint every Nth block only, the others keep "
+                 "their activations (torchtitan's selective_ac_option N)")
+      ->capture_default_str();
   app.add_option("--attention", o.attention, names_of(kAttentions))->capture_default_str();
   app.add_option("--attention-kernel", o.attention_kernel,
                  "fused attention kernel: " + names_of(kAttentionKernels))
@@ -203,6 +207,8 @@ TrainingConfig training_config(const TrainingOptions& o) {
   if (o.seq_len) require_positive(*o.seq_len, "--seq-len");
   c.seq_len = o.seq_len.value_or(0);
   c.checkpointing = parse_flag("--checkpointing", o.checkpointing, parse_checkpointing);
+  require_positive(o.checkpoint_every, "--checkpoint-every");
+  c.checkpoint_every = o.checkpoint_every;
   c.attention = parse_flag("--attention", o.attention, parse_attention);
   c.attention_kernel = attention_kernel_of(o.attention_kernel, c.attention);
   if (!o.deepspeed_version.empty()) {

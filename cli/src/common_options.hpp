@@ -45,6 +45,7 @@ struct TrainingOptions {
   std::int64_t micro_batch = 1;
   std::optional<std::int64_t> seq_len;
   std::string checkpointing = "none";
+  std::int64_t checkpoint_every = 1;  // with full checkpointing: every Nth block only
   std::string attention = "flash";
   std::string attention_kernel = "framework";
   std::string fp8_recipe;  // empty: none, or delayed with --precision fp8

@@ -98,6 +98,26 @@ void add_kept(ActivationEstimate& est, const ActivationShape& a, InFlightActivat
   }
 }
 
+// Full checkpointing of every Nth block of the a.layers (checkpoint_every): those keep their
+// inputs, the rest everything (`full` and `inputs` are all blocks' totals, shared out in
+// proportion across a mixture's kinds); one block is rebuilt in backward when any is
+// checkpointed.
+void add_every_nth(std::int64_t full, std::int64_t inputs, std::int64_t largest,
+                   const ActivationShape& a, ActivationEstimate& est, InFlightActivations* open) {
+  const std::int64_t n = a.checkpoint_every;
+  const std::int64_t checkpointed = a.layers / n;
+  const std::int64_t layers = std::max<std::int64_t>(1, a.layers);
+  const std::int64_t whole = full - checked_mul(full / layers, checkpointed, "activation bytes");
+  const auto named = [&](const std::string& what, std::int64_t count) {
+    return a.named ? what + layers_text(count, a.in_flight) : std::string();
+  };
+  add_kept(est, a, open, named("transformer blocks kept whole", a.layers - checkpointed), whole);
+  add_kept(est, a, open,
+           named("block inputs (checkpoints, 1 block in " + std::to_string(n) + ")", checkpointed),
+           checked_mul(inputs / layers, checkpointed, "activation bytes"));
+  if (checkpointed > 0) add_term(est, a, "one block recomputed during backward", largest);
+}
+
 // The blocks of one kind: `layers` of them (a mixture's dense first blocks are their own
 // kind); what recomputation rebuilds is one block, the largest kind's.
 struct BlockKind {
@@ -145,6 +165,10 @@ void add_blocks(const std::vector<BlockKind>& kinds, const ActivationShape& a,
       add_term(est, a, rebuilt_name, largest_rebuilt);
       break;
     case Checkpointing::full:
+      if (a.checkpoint_every > 1) {
+        add_every_nth(full, inputs, largest, a, est, open);
+        break;
+      }
       add_kept(est, a, open, "block inputs (checkpoints)", inputs, per);
       add_term(est, a, "one block recomputed during backward", largest);
       break;
@@ -254,6 +278,7 @@ ActivationShape whole_model_shape(const TransformerSpec& t, const TrainingConfig
   a.recompute_modules = c.recompute_modules;
   a.selective_policy = c.selective_policy;
   a.fp8_gemms = c.fp8 != Fp8Recipe::none;
+  a.checkpoint_every = c.checkpoint_every;
   a.eager = eager_layers(c);
   a.layers = t.num_layers;
   a.dense_layers = t.moe.active() ? t.moe.first_dense_layers : 0;

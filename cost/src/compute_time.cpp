@@ -540,6 +540,12 @@ double attended_fraction(const TransformerSpec& t, double s) {
   return share * windowed + (1 - share) * 0.5;
 }
 
+double checkpointed_share(std::int64_t layers, std::int64_t every) {
+  if (every < 1) throw FieldError("checkpoint_every", "must be a positive integer");
+  if (layers <= 0) return 0.0;
+  return static_cast<double>(layers / every) / static_cast<double>(layers);
+}
+
 double attended_keys(const TransformerSpec& t, double s) {
   if (t.sliding_window <= 0) return s;
   const double share = t.windowed_share();
@@ -818,17 +824,20 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
       rebuilt.flops += one.flops * layers;
     }
   }
-  double recompute = rebuilt.total() + (attention_again ? blocks.attention : 0);
-  if (c.checkpointing == Checkpointing::full) recompute = blocks.total();
+  // Full checkpointing of every Nth block only repeats that share of the blocks' forward.
+  const bool full = c.checkpointing == Checkpointing::full;
+  const double share = full ? checkpointed_share(t.num_layers, c.checkpoint_every) : 1.0;
+  const double attention_again_s = attention_again ? share * blocks.attention : 0.0;
+  double recompute = rebuilt.total() + attention_again_s;
+  if (full) recompute = share * blocks.total();
   ComputeTime out;
   out.forward_s = fwd.total();
   out.backward_s = bwd.total() + recompute;
   out.recompute_s = recompute;
-  out.gemm_s =
-      fwd.gemm + bwd.gemm + (c.checkpointing == Checkpointing::full ? blocks.gemm : rebuilt.gemm_s);
-  out.attention_s = fwd.attention + bwd.attention + (attention_again ? blocks.attention : 0);
+  out.gemm_s = fwd.gemm + bwd.gemm + (full ? share * blocks.gemm : rebuilt.gemm_s);
+  out.attention_s = fwd.attention + bwd.attention + attention_again_s;
   out.attention_forward_s = fwd.attention;
-  out.attention_recompute_s = attention_again ? blocks.attention : 0;
+  out.attention_recompute_s = attention_again_s;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
@@ -849,7 +858,7 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.model_flops = 6.0 * matmul * m + 3.0 * attention_fwd;
   const double block_fwd = 2.0 * block_matmul * m + attention_fwd;
   out.hardware_flops = out.model_flops;
-  if (c.checkpointing == Checkpointing::full) out.hardware_flops += block_fwd;
+  if (full) out.hardware_flops += share * block_fwd;
   if (selective) out.hardware_flops += rebuilt.flops + (attention_again ? attention_fwd : 0.0);
   return out;
 }

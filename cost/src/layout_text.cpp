@@ -60,6 +60,8 @@ std::string describe(const Layout3D& l) {
     << name_of(l.recompute);
   if (l.recompute == Checkpointing::selective && !l.recompute_modules.is_default())
     s << " (" << text_of(l.recompute_modules) << ")";
+  if (l.recompute == Checkpointing::full && l.checkpoint_every > 1)
+    s << " (1 block in " << l.checkpoint_every << ")";
   if (l.offload != Offload::none) s << ", offload " << name_of(l.offload);
   return s.str();
 }

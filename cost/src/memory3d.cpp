@@ -62,6 +62,7 @@ ActivationShape activation_shape(const Layout3D& l, std::int64_t i, std::int64_t
   a.recompute_modules = l.recompute_modules;
   a.selective_policy = selective_policy_of(l.framework);
   a.fp8_gemms = l.fp8 != Fp8Recipe::none;
+  a.checkpoint_every = l.checkpoint_every;
   a.tp = l.tp;
   a.expert_tp = l.expert_tp();
   a.expert_rows_factor = l.expert_rows_factor();
@@ -395,8 +396,8 @@ Key<10> pieces_key(const Layout3D& l, std::int64_t i, const StageKind& kind) {
 // (InFlightActivations leaves it open). A new 8-byte field of ActivationShape changes its size
 // and stops the build here; a small one can fit in padding, which the size does not see, so
 // the cache's test varies the fields that matter.
-static_assert(sizeof(ActivationShape) == 144, "a field was added to ActivationShape: key it");
-Key<9> activations_key(const ActivationShape& a) {
+static_assert(sizeof(ActivationShape) == 152, "a field was added to ActivationShape: key it");
+Key<10> activations_key(const ActivationShape& a) {
   // The enumerations, the recompute modules and the flags, a few bits each, in one word.
   std::uint64_t packed = a.recompute_modules.bits;  // 32 bits
   const auto field = [&](auto value, unsigned width) {
@@ -425,7 +426,8 @@ Key<9> activations_key(const ActivationShape& a) {
           bits(a.expert_rows_factor),
           a.layers,
           a.dense_layers,
-          a.eager ? bits(a.eager->element_bytes) : 0};
+          a.eager ? bits(a.eager->element_bytes) : 0,
+          a.checkpoint_every};
 }
 
 // A stage's activations as its memory reads them, with `in_flight` micro-batches in flight.
@@ -450,7 +452,7 @@ struct StageMemoryCache::Tables {
   const ModelDesc* model = nullptr;
   const OverheadConstants* overheads = nullptr;
   std::unordered_map<Key<10>, StagePieces, KeyHash> pieces;
-  std::unordered_map<Key<9>, InFlightActivations, KeyHash> activations;
+  std::unordered_map<Key<10>, InFlightActivations, KeyHash> activations;
   // One view per framework's way of holding states: its traits and recipe set once, the rest
   // filled for each stage priced.
   std::unordered_map<Key<6>, StateView, KeyHash> views;

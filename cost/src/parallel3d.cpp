@@ -281,6 +281,16 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
 }
 
 std::optional<std::string> recompute_problem(const TransformerSpec& m, const Layout3D& l) {
+  if (l.checkpoint_every != 1) {
+    const std::string every = "{checkpoint_every} " + std::to_string(l.checkpoint_every);
+    if (l.checkpoint_every < 1) return every + ": must be a positive integer";
+    if (l.recompute != Checkpointing::full)
+      return every + " needs {checkpointing} full: it wraps every Nth block whole";
+    if (l.framework == Framework::megatron)
+      return every +
+             ": Megatron-LM recomputes the first blocks of a stage "
+             "(--recompute-method block), not every Nth; use fsdp2";
+  }
   const auto& r = l.recompute_modules;
   if (r.is_default()) return std::nullopt;
   const std::string named = "{recompute_modules} " + text_of(r);
@@ -368,13 +378,13 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
 struct Model3D::Cache {
   // Whole model: (b, recompute, sequence, precision, attention); stage: (b, recompute, shard
   // shape, tokens per rank, precision, attention, eager layer kernels).
-  std::map<std::tuple<std::int64_t, unsigned, std::int64_t, int, int>, ComputeTime> compute;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>, ComputeTime> compute;
   // (t, layers, ep, etp, routed rows over the balanced share, dense first layers, with the
   // multi-token prediction modules, the vocabulary padded as Megatron-LM pads it)
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
                            std::int64_t, bool, bool>;
   std::map<Shape, ModelDesc> shards;
-  std::map<std::tuple<std::int64_t, unsigned, Shape, std::int64_t, int, int, bool>, ComputeTime>
+  std::map<std::tuple<std::int64_t, std::int64_t, Shape, std::int64_t, int, int, bool>, ComputeTime>
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
   // (collective, group span in ranks, group size, bytes)
@@ -507,8 +517,16 @@ int attention_key(const Layout3D& l, AttentionLibrary lib) {
 }
 
 // The recompute mode and, under selective recomputation, its modules, as one number.
-unsigned recompute_key(const Layout3D& l) {
-  return static_cast<unsigned>(l.recompute) * 256U + l.recompute_modules.bits;
+std::int64_t recompute_key(const Layout3D& l) {
+  return (l.checkpoint_every * 4 + static_cast<std::int64_t>(l.recompute)) * 256 +
+         static_cast<std::int64_t>(l.recompute_modules.bits);
+}
+
+// The share of a stage's `layers` blocks full recomputation repeats: all of them, or every
+// Nth (checkpoint_every); none without full recomputation.
+double full_recompute_share(const Layout3D& l, double layers) {
+  if (l.recompute != Checkpointing::full) return 0.0;
+  return checkpointed_share(static_cast<std::int64_t>(std::llround(layers)), l.checkpoint_every);
 }
 
 }  // namespace
@@ -522,6 +540,7 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.checkpointing = l.recompute;
   c.recompute_modules = l.recompute_modules;
   c.selective_policy = selective_policy_of(l.framework);
+  c.checkpoint_every = l.checkpoint_every;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
@@ -595,10 +614,13 @@ CpExchange Model3D::cp_exchange(const Layout3D& l, const ComputeTime& stage, dou
       break;
     }
   }
-  // Recomputing attention (full, or selective with core_attn) repeats the forward exchange.
-  if (l.recompute == Checkpointing::full || (l.recompute == Checkpointing::selective &&
-                                             l.recompute_modules.has(RecomputeModule::core_attn)))
-    out.backward_s += out.forward_s;
+  // Recomputing attention (full, of every block or every Nth, or Megatron-LM's selective
+  // with core_attn; torchtitan's per-op policy saves the attention's output) repeats the
+  // forward exchange.
+  const bool core_again = l.recompute == Checkpointing::selective &&
+                          selective_policy_of(l.framework) == SelectivePolicy::modules &&
+                          l.recompute_modules.has(RecomputeModule::core_attn);
+  out.backward_s += out.forward_s * (core_again ? 1.0 : full_recompute_share(l, layers));
   out.forward_s *= layers;
   out.backward_s *= layers;
   return out;
@@ -683,7 +705,7 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
                group_collective_s(Collective::reduce_scatter, etp, etp, bytes * etp);
   }
   out.forward_s = layers * one_way;
-  out.backward_s = layers * one_way * (l.recompute == Checkpointing::full ? 2 : 1);
+  out.backward_s = layers * one_way * (1 + full_recompute_share(l, layers));
   return out;
 }
 
@@ -751,6 +773,7 @@ Time3D Model3D::time(const Layout3D& l) {
   c.checkpointing = l.recompute;
   c.recompute_modules = l.recompute_modules;
   c.selective_policy = selective_policy_of(l.framework);
+  c.checkpoint_every = l.checkpoint_every;
   c.attention = l.attention;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
@@ -804,7 +827,7 @@ Time3D Model3D::time(const Layout3D& l) {
   const double regathered =
       per_op ? (layers - mtp) * tp_per_way * tp_all_reduce_s * (l.sequence_parallel ? 0.5 : 1.0)
              : 0.0;
-  out.tp_comm_s = tp_forward_s * (l.recompute == Checkpointing::full ? 3 : 2) +
+  out.tp_comm_s = tp_forward_s * (2 + full_recompute_share(l, layers - mtp)) +
                   rebuilt_tp_layers * tp_all_reduce_s + regathered;
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;

@@ -431,6 +431,11 @@ void check_supported(const TrainingConfig& c) {
   const auto& t = traits_of(c.strategy);
   if (c.dp_size < 1) throw FieldError("gpus", "must be a positive integer");
   if (c.gpus_per_node < 1) throw FieldError("gpus_per_node", "must be a positive integer");
+  if (c.checkpoint_every < 1) throw FieldError("checkpoint_every", "must be a positive integer");
+  if (c.checkpoint_every > 1 && c.checkpointing != Checkpointing::full) {
+    throw Error("{checkpoint_every} " + std::to_string(c.checkpoint_every) +
+                " needs {checkpointing} full: it wraps every Nth block whole");
+  }
   if (t.single_process && c.dp_size > c.gpus_per_node) {
     throw Error(strategy_label(c.strategy) + ": DataParallel runs in one process on one node; " +
                 "{gpus} " + std::to_string(c.dp_size) + " exceeds {gpus_per_node} " +

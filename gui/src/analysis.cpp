@@ -67,6 +67,7 @@ TrainingConfig config_of(const Session& s, const ModelDesc& m, const Topology& t
   if (m.transformer && c.seq_len == 0) c.seq_len = m.transformer->max_positions;
   c.checkpointing =
       field_value("checkpointing", [&] { return parse_checkpointing(s.checkpointing); });
+  c.checkpoint_every = s.checkpoint_every;
   c.attention = field_value("attention", [&] { return parse_attention(s.attention); });
   c.attention_kernel =
       field_value("attention_kernel", [&] { return parse_attention_kernel(s.attention_kernel); });

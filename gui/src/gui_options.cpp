@@ -163,6 +163,8 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
   app.add_option("--seq-len", s.seq_len, "tokens per sample (0: the model's maximum)")
       ->capture_default_str()
       ->check(in_range(kSeqLenRange));
+  app.add_option("--checkpoint-every", s.checkpoint_every,
+                 "with --checkpointing full: every Nth block only");
   app.add_option("--checkpointing", s.checkpointing, "none, selective, full")
       ->capture_default_str();
   app.add_option("--offload", s.offload, "none, optimizer, optimizer+params")
@@ -213,6 +215,7 @@ std::optional<GuiOptions> parse_gui_options(int argc, char** argv) {
     if (given("--layer-kernels")) merged.layer_kernels = s.layer_kernels;
     if (given("--zero-grad")) merged.zero_grad = s.zero_grad;
     if (given("--checkpointing")) merged.checkpointing = s.checkpointing;
+    if (given("--checkpoint-every")) merged.checkpoint_every = s.checkpoint_every;
     if (given("--offload")) merged.offload = s.offload;
     if (given("--profile")) merged.profile = s.profile;
     if (given("--micro-batch")) merged.micro_batch = s.micro_batch;

@@ -79,6 +79,7 @@ nlohmann::json to_json(const Session& s) {
           {"grad_accum", s.grad_accum},
           {"seq_len", s.seq_len},
           {"checkpointing", s.checkpointing},
+          {"checkpoint_every", s.checkpoint_every},
           {"attention", s.attention},
           {"attention_kernel", s.attention_kernel},
           {"fp8_recipe", s.fp8_recipe},
@@ -116,6 +117,7 @@ Session session_from_reader(const ObjectReader& r) {
   s.grad_accum = r.integer("grad_accum", kGradAccumRange.min, kGradAccumRange.max);
   s.seq_len = r.integer("seq_len", kSeqLenRange.min, kSeqLenRange.max);
   s.checkpointing = r.string("checkpointing");
+  if (r.has("checkpoint_every")) s.checkpoint_every = r.integer("checkpoint_every", 1, 1'000'000);
   // Sessions saved before the attention kernel was an input used the CLI's default, flash.
   s.attention = r.optional_string("attention").value_or("flash");
   // ... and, before the fused kernel was one, the framework's own.

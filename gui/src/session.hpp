@@ -44,6 +44,7 @@ struct Session {
   std::int64_t grad_accum = 4;
   std::int64_t seq_len = 1024;
   std::string checkpointing = "none";
+  std::int64_t checkpoint_every = 1;           // with full checkpointing: every Nth block only
   std::string attention = "flash";             // flash|eager|hf-eager, as --attention
   std::string attention_kernel = "framework";  // as --attention-kernel
   std::string fp8_recipe = "none";             // as --fp8-recipe (layouts)

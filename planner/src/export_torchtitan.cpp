@@ -128,8 +128,11 @@ std::string torchtitan_config(const ModelDesc& m, const cost::Layout3D& l) {
       << "recipe_name = \"" << name_of(l.fp8) << "\"\n"
       << "filter_fqns = [\"output\"]\n";  // the LM head stays bf16, as priced
   }
+  // torchtitan spells full checkpointing of every Nth block as its layer-wise selective mode.
+  const bool every_nth = l.recompute == Checkpointing::full && l.checkpoint_every > 1;
   o << "\n[activation_checkpoint]\n"
-    << "mode = \"" << name_of(l.recompute) << "\"\n";
+    << "mode = \"" << (every_nth ? "selective" : name_of(l.recompute)) << "\"\n";
+  if (every_nth) o << "selective_ac_option = \"" << l.checkpoint_every << "\"\n";
   if (l.recompute == Checkpointing::selective) o << "selective_ac_option = \"op\"\n";
   return o.str();
 }

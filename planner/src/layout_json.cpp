@@ -65,6 +65,7 @@ nlohmann::json to_json(const Candidate3D& c) {
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches},
           {"recompute", std::string(name_of(l.recompute))},
+          {"checkpoint_every", l.checkpoint_every},
           {"recompute_modules", recompute_modules_text(l)},
           {"memory_bytes", c.memory.total().value},
           {"memory",
@@ -161,6 +162,7 @@ nlohmann::json model_parallel_layout(const cost::Layout3D& l) {
           // torchtitan runs it) reduce-scatters them in every micro-batch's backward.
           {"no_sync", l.framework == cost::Framework::megatron},
           {"recompute", std::string(name_of(l.recompute))},
+          {"checkpoint_every", l.checkpoint_every},
           {"recompute_modules", recompute_modules_text(l)},
           {"attention", std::string(name_of(l.attention))},
           {"attention_kernel", std::string(name_of(l.attention_kernel))},

@@ -162,6 +162,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.micro_batches = micro_batches;
   l.seq_len = c.seq_len > 0 ? c.seq_len : m.transformer->max_positions;
   l.recompute = c.checkpointing;
+  l.checkpoint_every = c.checkpoint_every;
   if (!s.recompute_modules.empty()) {
     l.recompute_modules = parsed("recompute_modules", s.recompute_modules, parse_recompute_modules);
   }

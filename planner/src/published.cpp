@@ -68,7 +68,7 @@ const std::set<std::string>& config_keys() {
         "fp8-recipe interleave sp "
         "sharding dp-shard "
         "schedule "
-        "checkpointing attention "
+        "checkpointing checkpoint-every attention "
         "attention-kernel optimizer optimizer-impl layer-kernels zero-grad cp-comm pp-layers "
         "offload "
         "collective size "

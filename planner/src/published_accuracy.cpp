@@ -162,6 +162,7 @@ TrainingConfig training_of(const Config& c, const ModelDesc& m, const Topology& 
   tc.seq_len = c.integer("seq-len", 0);
   if (m.transformer) tc.seq_len = sequence_length(*m.transformer, tc.seq_len);
   tc.checkpointing = parse_checkpointing(c.text("checkpointing", "none"));
+  tc.checkpoint_every = c.integer("checkpoint-every", 1);
   tc.attention = parse_attention(c.text("attention", "flash"));
   tc.attention_kernel = parse_attention_kernel(c.text("attention-kernel", "framework"));
   check_attention_kernel(tc.attention, tc.attention_kernel);

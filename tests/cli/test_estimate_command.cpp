@@ -843,6 +843,28 @@ TEST_CASE(
   CHECK_THAT(two.out, Contains("does NOT fit on A100-80GB"));
 }
 
+TEST_CASE("full checkpointing of every Nth block (--checkpoint-every), checked") {
+  // Llama 2 7B under FSDP FULL_SHARD on 8 H100s, 8 x 2048 tokens: every 2nd of the 32 blocks
+  // checkpointed keeps 16 blocks whole and 16 inputs; the recomputation is half of full's.
+  const auto at = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"memory", "--model",       "llama-2-7b", "--gpus",
+                                  "8",      "--strategy",    "fsdp-full",  "--seq-len",
+                                  "2048",   "--micro-batch", "8"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto half = at({"--checkpointing", "full", "--checkpoint-every", "2"});
+  REQUIRE(half.code == 0);
+  CHECK_THAT(half.out, Contains("transformer blocks kept whole x 16 layers") &&
+                           Contains("block inputs (checkpoints, 1 block in 2) x 16 layers"));
+  const auto none = at({"--checkpoint-every", "2"});
+  CHECK(none.code == 1);
+  CHECK_THAT(none.err, Contains("--checkpoint-every 2 needs --checkpointing full"));
+  const auto zero = at({"--checkpointing", "full", "--checkpoint-every", "0"});
+  CHECK(zero.code == 1);
+  CHECK_THAT(zero.err, Contains("--checkpoint-every") && Contains("positive"));
+}
+
 TEST_CASE("Megatron-LM layouts: --overlap-grad-reduce and --overlap-param-gather") {
   // Llama 2 7B at tp 2 over 4 nodes of 8 H100s (dp 16): the distributed optimizer's
   // reduce-scatter and all-gather, after backward and after the step by default, go beside the

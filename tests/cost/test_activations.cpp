@@ -297,6 +297,34 @@ TEST_CASE("torchtitan's per-op policy keeps each block's input and its saved ops
   CHECK(stage_activations(t, a).terms[0].bytes.value == 32 * sb * 55'296);
 }
 
+TEST_CASE("full checkpointing of every Nth block keeps the others whole") {
+  // Llama 2 7B, b 1, s 4096, bf16, flash (the Llama-style test above): a block keeps
+  // 629,145,600 bytes and the 524,288-byte log-sum-exp, its input 2 x 4096 x 4096 =
+  // 33,554,432. Every 2nd of the 32 checkpointed (torchtitan's selective_ac_option "2"): 16
+  // blocks whole, 16 inputs, and one block rebuilt in backward; every 3rd: 10 of them.
+  const auto m = load_model("llama-2-7b", kModels);
+  const auto& t = *m.transformer;
+  ActivationShape a;
+  a.tokens = 4096;
+  a.recompute = Checkpointing::full;
+  a.checkpoint_every = 2;
+  a.layers = 32;
+  a.embedding = a.head = false;
+  const std::int64_t block = 629'145'600 + 524'288, input = 33'554'432;
+  const auto est = stage_activations(t, a);
+  REQUIRE(est.terms.size() == 3);
+  CHECK(est.terms[0].name == "transformer blocks kept whole x 16 layers");
+  CHECK(est.terms[0].bytes.value == 16 * block);
+  CHECK(est.terms[1].name == "block inputs (checkpoints, 1 block in 2) x 16 layers");
+  CHECK(est.terms[1].bytes.value == 16 * input);
+  CHECK(est.terms[2].bytes.value == block);
+  a.checkpoint_every = 3;
+  CHECK(stage_activations(t, a).total.value == 22 * block + 10 * input + block);
+  // More than the blocks: none checkpointed, nothing rebuilt.
+  a.checkpoint_every = 64;
+  CHECK(stage_activations(t, a).total.value == 32 * block);
+}
+
 TEST_CASE("recompute module names parse, print and are checked") {
   CHECK(text_of(RecomputeModules{}) == "core_attn");
   CHECK(text_of(parse_recompute_modules("moe_act,layernorm")) == "layernorm,moe_act");

@@ -730,6 +730,30 @@ TEST_CASE("torchtitan's per-op policy reruns the element-wise ops and every seco
   CHECK(fp8.recompute_s > 0.0);
 }
 
+TEST_CASE("full checkpointing of every Nth block repeats that share of the forward") {
+  // GPT-2 XL's 48 blocks (the test above): every 2nd checkpointed repeats 24 blocks' forward,
+  // every 5th 9 of them; the hardware FLOPs beyond the model's in proportion.
+  const auto m = load_model("gpt2-xl", kData / "models");
+  auto c = bf16(4);
+  c.seq_len = 1024;
+  const auto k = round_constants();
+  const auto none = estimate_compute(m, c, a100(), k);
+  c.checkpointing = Checkpointing::full;
+  const auto all = estimate_compute(m, c, a100(), k);
+  c.checkpoint_every = 2;
+  const auto half = estimate_compute(m, c, a100(), k);
+  CHECK(half.recompute_s == Approx(all.recompute_s / 2).epsilon(1e-12));
+  CHECK(half.backward_s == Approx(none.backward_s + half.recompute_s).epsilon(1e-12));
+  CHECK(half.hardware_flops - half.model_flops ==
+        Approx((all.hardware_flops - all.model_flops) / 2).epsilon(1e-12));
+  c.checkpoint_every = 5;
+  const auto fifth = estimate_compute(m, c, a100(), k);
+  CHECK(fifth.recompute_s == Approx(all.recompute_s * 9 / 48).epsilon(1e-12));
+  CHECK(fifth.attention_recompute_s == Approx(all.attention_recompute_s * 9 / 48).epsilon(1e-12));
+  c.checkpoint_every = 0;
+  CHECK_THROWS_WITH(estimate_compute(m, c, a100(), k), Catch::Contains("checkpoint_every"));
+}
+
 TEST_CASE("DeepSeek-V3 with mla_up_proj and mlp: the up-projections and dense MLPs again") {
   // Per token at 4096 tokens: each of the 61 blocks repeats its query up-projection
   // (1536 -> 128 x 192) and key/value up-projection (512 -> 128 x (128 + 128)), 2 x

@@ -901,8 +901,19 @@ TEST_CASE("FSDP2 selective is torchtitan's per-op policy: backward gathers the s
   CHECK(model.time(l).tp_comm_s == Approx(1.25 * none.tp_comm_s).epsilon(1e-12));
   l.recompute = Checkpointing::full;
   CHECK(model.time(l).tp_comm_s == Approx(1.5 * none.tp_comm_s).epsilon(1e-12));
+  // Full checkpointing of every 2nd block (torchtitan's selective_ac_option "2") repeats half
+  // the blocks' forward collectives: 2 + 1/2.
+  l.checkpoint_every = 2;
+  CHECK(model.time(l).tp_comm_s == Approx(1.25 * none.tp_comm_s).epsilon(1e-12));
+  l.recompute = Checkpointing::selective;
+  CHECK_THROWS_WITH(model.time(l), Contains("{checkpoint_every} 2 needs {checkpointing} full"));
+  l.checkpoint_every = 1;
   l.framework = Framework::megatron;
   l.sharding = DpSharding::none;
+  l.recompute = Checkpointing::full;
+  l.checkpoint_every = 2;
+  CHECK_THROWS_WITH(model.time(l), Contains("Megatron-LM recomputes the first blocks"));
+  l.checkpoint_every = 1;
   l.recompute = Checkpointing::none;
   const auto megatron = model.time(l);
   l.recompute = Checkpointing::selective;

@@ -118,6 +118,13 @@ TEST_CASE("torchtitan config: hybrid sharding with context parallelism, uneven s
   CHECK(a.at("parallelism.context_parallel_rotate_method") == "\"allgather\"");
   CHECK(a.at("parallelism.fsdp_reshard_after_forward") == "\"never\"");
   CHECK(a.at("activation_checkpoint.selective_ac_option") == "\"op\"");
+  // Full checkpointing of every 2nd block is torchtitan's layer-wise selective mode.
+  auto every = l;
+  every.recompute = Checkpointing::full;
+  every.checkpoint_every = 2;
+  const auto layer = parsed(planner::torchtitan_config(llama(32), every));
+  CHECK(layer.at("activation_checkpoint.mode") == "\"selective\"");
+  CHECK(layer.at("activation_checkpoint.selective_ac_option") == "\"2\"");
   CHECK(a.at("training.local_batch_size") == "2");    // accumulation without a pipeline
   CHECK(a.at("training.global_batch_size") == "64");  // 2 x 8 x dp 4
   CHECK(a.at("training.enable_cpu_offload") == "false");

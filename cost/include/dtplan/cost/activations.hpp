@@ -63,7 +63,10 @@ struct ActivationShape {
   // its saved ops (every other GEMM, the fused attention, the reduce-scatters) and rebuilds one
   // block's rest in backward.
   SelectivePolicy selective_policy = SelectivePolicy::modules;
-  bool fp8_gemms = false;          // the Linears run as FP8 GEMMs (per_op saves each one's output)
+  bool fp8_gemms = false;  // the Linears run as FP8 GEMMs (per_op saves each one's output)
+  // Under full checkpointing: every Nth block checkpointed, the others kept whole
+  // (TrainingConfig::checkpoint_every).
+  std::int64_t checkpoint_every = 1;
   std::int64_t tp = 1;             // heads, key/value heads and MLP width split t ways
   bool sequence_parallel = false;  // the tensor-parallel-replicated tensors split t ways too
   // Expert tensor parallel size (0: tp): each expert's width splits this many ways, and its

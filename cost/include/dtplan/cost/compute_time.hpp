@@ -117,6 +117,10 @@ double attended_fraction(const TransformerSpec& t, double s);
 // The keys each query counts in PaLM's model FLOPs, averaged over the layers: s, or min(s, w)
 // on the layers with a sliding window of w tokens.
 double attended_keys(const TransformerSpec& t, double s);
+// The share of `layers` blocks that full checkpointing of every Nth one wraps: floor(layers /
+// every) / layers (torchtitan counts a process's blocks in order); throws a FieldError naming
+// checkpoint_every when `every` < 1.
+double checkpointed_share(std::int64_t layers, std::int64_t every);
 
 // The kernel that runs: `requested`, or the library's own for AttentionKernel::framework.
 AttentionKernel kernel_of(AttentionKernel requested, AttentionLibrary lib);

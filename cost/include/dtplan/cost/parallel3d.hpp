@@ -179,6 +179,9 @@ struct Layout3D {
   // Under selective recomputation, the parts of each block rebuilt in backward (Megatron-LM's
   // --recompute-modules; training.hpp).
   RecomputeModules recompute_modules;
+  // Under full recomputation, every Nth block of a stage only (torchtitan's layer-wise
+  // checkpointing; TrainingConfig::checkpoint_every); 1: every block.
+  std::int64_t checkpoint_every = 1;
   // The attention kernel: flash (Transformer Engine's fused attention, PyTorch SDPA) keeps no
   // s x s scores; context parallelism needs it.
   Attention attention = Attention::flash;

@@ -305,6 +305,10 @@ struct TrainingConfig {
   Checkpointing checkpointing = Checkpointing::none;
   RecomputeModules recompute_modules;  // what selective checkpointing rebuilds
   SelectivePolicy selective_policy = SelectivePolicy::modules;  // whose selective policy
+  // Full checkpointing of every Nth block only (torchtitan's layer-wise selective_ac_option
+  // "N": a process's blocks counted in order, the Nth, 2Nth, ... wrapped), the others keeping
+  // every activation; 1: every block.
+  std::int64_t checkpoint_every = 1;
   Attention attention = Attention::flash;
   AttentionKernel attention_kernel = AttentionKernel::framework;  // Attention::flash only
   Fp8Recipe fp8 = Fp8Recipe::none;  // FP8 Linear GEMMs on top of bf16 or fp16 mixed precision
