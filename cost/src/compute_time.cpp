@@ -543,7 +543,8 @@ double attended_fraction(const TransformerSpec& t, double s) {
 double checkpointed_share(std::int64_t layers, std::int64_t every) {
   if (every < 1) throw FieldError("checkpoint_every", "must be a positive integer");
   if (layers <= 0) return 0.0;
-  return static_cast<double>(layers / every) / static_cast<double>(layers);
+  const std::int64_t wrapped = layers / every;  // whole blocks: the floor is the point
+  return static_cast<double>(wrapped) / static_cast<double>(layers);
 }
 
 double attended_keys(const TransformerSpec& t, double s) {
