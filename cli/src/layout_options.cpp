@@ -36,8 +36,15 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
                "(Megatron-LM's --overlap-grad-reduce; default: after it, as Megatron-LM does)");
   cmd.add_flag("--overlap-param-gather", o.overlap_param_gather,
                "gather the updated weights bucket by bucket alongside the next forward "
-               "(Megatron-LM's --overlap-param-gather; needs --overlap-grad-reduce and the "
-               "distributed optimizer)");
+               "(Megatron-LM's --overlap-param-gather; needs the distributed optimizer, and "
+               "--overlap-grad-reduce for buckets: without it one gather the forward waits on)");
+  cmd.add_option("--ddp-bucket-size", o.ddp_bucket_size,
+                 "parameters per overlapped gradient bucket (Megatron-LM's --ddp-bucket-size; "
+                 "needs --overlap-grad-reduce; default: Megatron-LM's max(40M, 1M x dp x cp))")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+  cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
+               "keep, accumulate and reduce the main gradients in bf16 instead of fp32 "
+               "(Megatron-LM's --grad-reduce-in-bf16; NeMo 1.x's grad_sync_dtype bf16)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "with --checkpointing selective, the parts of each block rebuilt in backward "
                  "(Megatron-LM's --recompute-modules): comma-separated from core_attn, "

@@ -53,6 +53,8 @@ struct PlanOptions {
   std::vector<std::string> recompute_modules;    // selective's module sets, one per flag
   bool overlap_ep_comm = false, deepep = false;  // where the layouts run them
   bool overlap_grad_reduce = false, overlap_param_gather = false;  // Megatron-LM layouts
+  std::int64_t ddp_bucket_size = 0;                                // with the overlap; 0: its own
+  bool grad_reduce_in_bf16 = false;                                // Megatron-LM layouts in bf16
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
@@ -217,6 +219,12 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.deepep = o.deepep;
   x.overlap_grad_reduce = o.overlap_grad_reduce || o.overlap_param_gather;
   x.overlap_param_gather = o.overlap_param_gather;
+  if (o.ddp_bucket_size > 0 && !x.overlap_grad_reduce)
+    throw Error(
+        "--ddp-bucket-size needs --overlap-grad-reduce: without it Megatron-LM reduces "
+        "the gradients in one bucket");
+  x.ddp_bucket_size = o.ddp_bucket_size;
+  x.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;
@@ -390,6 +398,13 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
       "--overlap-param-gather", o.overlap_param_gather,
       "Megatron-LM layouts with the distributed optimizer: gather the updated weights "
       "alongside the next forward (--overlap-param-gather; implies --overlap-grad-reduce)");
+  cmd.add_option("--ddp-bucket-size", o.ddp_bucket_size,
+                 "Megatron-LM layouts with --overlap-grad-reduce: parameters per gradient bucket "
+                 "(Megatron-LM's --ddp-bucket-size; default: max(40M, 1M x dp x cp))")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+  cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
+               "Megatron-LM layouts in bf16: keep and reduce the main gradients in bf16 "
+               "(Megatron-LM's --grad-reduce-in-bf16)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "Megatron-LM layouts under selective checkpointing: the module sets to try, "
                  "each comma-separated (repeat the flag for more), e.g. core_attn or "

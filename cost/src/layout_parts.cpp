@@ -215,8 +215,9 @@ std::int64_t tokens_per_rank(const Layout3D& l) {
 
 // The numeric recipe of a layout's framework.
 NumericRecipe recipe_of(const Layout3D& l) {
-  return l.framework == Framework::fsdp2 ? fsdp2_recipe(l.precision, l.optimizer)
-                                         : megatron_recipe(l.precision, l.optimizer);
+  return l.framework == Framework::fsdp2
+             ? fsdp2_recipe(l.precision, l.optimizer)
+             : megatron_recipe(l.precision, l.optimizer, l.grad_reduce_bf16);
 }
 
 // Whether the experts' states shard over other ranks than the rest's (their own data-parallel

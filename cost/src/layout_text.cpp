@@ -47,6 +47,7 @@ std::string describe(const Layout3D& l) {
   } else if (l.overlap_grad_reduce) {
     s << ", gradient reduction overlapped";
   }
+  if (l.ddp_bucket_params > 0) s << " (buckets of " << l.ddp_bucket_params << " parameters)";
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   const auto& split = l.stage_layers;

@@ -437,13 +437,14 @@ void set_activations(const InFlightActivations& open, double in_flight, Activati
 }
 
 // What layout_traits and recipe_of read.
-Key<6> view_key(const Layout3D& l) {
+Key<7> view_key(const Layout3D& l) {
   return {static_cast<std::int64_t>(l.framework),
           static_cast<std::int64_t>(l.sharding),
           l.hybrid(),
           l.pp > 1,
           static_cast<std::int64_t>(l.precision),
-          static_cast<std::int64_t>(l.optimizer)};
+          static_cast<std::int64_t>(l.optimizer),
+          l.grad_reduce_bf16};
 }
 
 }  // namespace
@@ -455,7 +456,7 @@ struct StageMemoryCache::Tables {
   std::unordered_map<Key<10>, InFlightActivations, KeyHash> activations;
   // One view per framework's way of holding states: its traits and recipe set once, the rest
   // filled for each stage priced.
-  std::unordered_map<Key<6>, StateView, KeyHash> views;
+  std::unordered_map<Key<7>, StateView, KeyHash> views;
 
   void check(const ModelDesc& m, const OverheadConstants& k) {
     if (!model) {

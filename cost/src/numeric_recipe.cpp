@@ -84,7 +84,7 @@ NumericRecipe numeric_recipe(Precision p, Optimizer o, bool fsdp, bool single_pr
   return r;
 }
 
-NumericRecipe megatron_recipe(Precision p, Optimizer o) {
+NumericRecipe megatron_recipe(Precision p, Optimizer o, bool grad_reduce_half) {
   NumericRecipe r;
   r.optimizer = optimizer_state(o);
   if (!is_mixed(p)) {
@@ -97,8 +97,12 @@ NumericRecipe megatron_recipe(Precision p, Optimizer o) {
   r.compute = half;
   r.parameter_comm = half;
   r.main_weight = ElementType::fp32;
-  r.description = std::string(name_of(half)) +
-                  " parameters, fp32 main gradients and fp32 main weights (Megatron-LM)";
+  if (grad_reduce_half) {
+    r.gradient = half;
+    r.gradient_comm = half;
+  }
+  r.description = std::string(name_of(half)) + " parameters, " + std::string(name_of(r.gradient)) +
+                  " main gradients and fp32 main weights (Megatron-LM)";
   return r;
 }
 

@@ -39,6 +39,13 @@ constexpr std::array<NamedValue<Framework>, 2> kFrameworks{{
     {Framework::fsdp2, "fsdp2", "PyTorch FSDP2 as torchtitan runs it"},
 }};
 
+// Parameters per overlapped bucket: the layout's, or Megatron-LM's default from the dp x cp
+// group (distributed_data_parallel.py); expert parameters' buffers take the same size.
+std::int64_t megatron_bucket(const Layout3D& l) {
+  if (l.ddp_bucket_params > 0) return l.ddp_bucket_params;
+  return std::max<std::int64_t>(40'000'000, 1'000'000 * l.dp * l.cp);
+}
+
 }  // namespace
 
 std::string_view name_of(CpComm c) {
@@ -198,18 +205,30 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 }  // namespace
 
 // Megatron-LM's checks of its data-parallel overlap flags (arguments.py): param gather needs
-// the distributed optimizer and the grad-reduce overlap; FSDP2 overlaps by its own design.
+// the distributed optimizer (and, before August 2024, the grad-reduce overlap; without it one
+// bucket is gathered, priced as the gather after the step); FSDP2 overlaps by its own design.
 std::optional<std::string> overlap_problem(const Layout3D& l) {
-  if (!l.overlap_grad_reduce && !l.overlap_param_gather) return std::nullopt;
+  if (!l.overlap_grad_reduce && !l.overlap_param_gather && l.ddp_bucket_params == 0 &&
+      !l.grad_reduce_bf16)
+    return std::nullopt;
   if (l.framework != Framework::megatron) {
-    return std::string(l.overlap_grad_reduce ? "{overlap_grad_reduce}" : "{overlap_param_gather}") +
-           " is Megatron-LM's: FSDP2 always reduces and gathers block by block alongside compute";
+    const char* flag = l.overlap_grad_reduce    ? "{overlap_grad_reduce}"
+                       : l.overlap_param_gather ? "{overlap_param_gather}"
+                       : l.grad_reduce_bf16     ? "{grad_reduce_in_bf16}"
+                                                : "{ddp_bucket_size}";
+    return std::string(flag) +
+           " is Megatron-LM's: FSDP2 reduces and gathers block by block alongside compute, "
+           "gradients in fp32 as torchtitan does";
   }
   if (l.overlap_param_gather && l.sharding != DpSharding::optimizer)
     return "{overlap_param_gather} needs Megatron-LM's distributed optimizer ({sharding} "
            "optimizer)";
-  if (l.overlap_param_gather && !l.overlap_grad_reduce)
-    return "{overlap_param_gather}: Megatron-LM requires {overlap_grad_reduce} with it";
+  if (l.grad_reduce_bf16 && l.precision != Precision::bf16)
+    return "{grad_reduce_in_bf16} needs {precision} bf16";
+  if (l.ddp_bucket_params < 0) return "{ddp_bucket_size} must be positive (parameters per bucket)";
+  if (l.ddp_bucket_params > 0 && !l.overlap_grad_reduce)
+    return "{ddp_bucket_size} needs {overlap_grad_reduce}: without it Megatron-LM reduces the "
+           "gradients in one bucket";
   return std::nullopt;
 }
 
@@ -393,7 +412,7 @@ struct Model3D::Cache {
   // What data_parallel_ops reads: the stage's layers, parameters, experts and dense first
   // blocks; tp, etp, ep, cp, dp, whether pipelined, sharding, shard group, framework,
   // precision, optimizer, micro-batches and Megatron-LM's overlap flags.
-  std::map<std::array<std::int64_t, 17>, std::vector<CommOp>> dp_ops;
+  std::map<std::array<std::int64_t, 18>, std::vector<CommOp>> dp_ops;
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
 
@@ -872,24 +891,26 @@ Time3D Model3D::time(const Layout3D& l) {
 }
 
 const std::vector<CommOp>& Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
-  const std::array<std::int64_t, 17> key{
-      held.layers,
-      held.params,
-      held.experts,
-      held.dense,
-      l.tp,
-      l.expert_tp(),
-      l.ep,
-      l.cp,
-      l.dp,
-      l.pp > 1 ? 1 : 0,
-      static_cast<std::int64_t>(l.sharding),
-      l.shard_group,
-      static_cast<std::int64_t>(l.framework),
-      static_cast<std::int64_t>(l.precision),
-      static_cast<std::int64_t>(l.optimizer),
-      l.micro_batches,
-      (l.overlap_grad_reduce ? 1 : 0) + (l.overlap_param_gather ? 2 : 0)};
+  const std::array<std::int64_t, 18> key{held.layers,
+                                         held.params,
+                                         held.experts,
+                                         held.dense,
+                                         l.tp,
+                                         l.expert_tp(),
+                                         l.ep,
+                                         l.cp,
+                                         l.dp,
+                                         l.pp > 1 ? 1 : 0,
+                                         static_cast<std::int64_t>(l.sharding),
+                                         l.shard_group,
+                                         static_cast<std::int64_t>(l.framework),
+                                         static_cast<std::int64_t>(l.precision),
+                                         static_cast<std::int64_t>(l.optimizer),
+                                         l.micro_batches,
+                                         (l.overlap_grad_reduce ? 1 : 0) +
+                                             (l.overlap_param_gather ? 2 : 0) +
+                                             (l.grad_reduce_bf16 ? 4 : 0),
+                                         l.ddp_bucket_params};
   auto& cached = cache_->dp_ops;
   if (const auto found = cached.find(key); found != cached.end()) return found->second;
   return cached.emplace(key, price_data_parallel_ops(l, held)).first->second;
@@ -941,8 +962,7 @@ std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messa
   const auto messages = [&](MessageSplit split) -> Messages {
     if (split == MessageSplit::units) return units;
     if (split == MessageSplit::unit_shards) return shards_of(units, shards);
-    if (split == MessageSplit::megatron_buckets)
-      return buckets(params, std::max<std::int64_t>(40'000'000, 1'000'000 * ranks));
+    if (split == MessageSplit::megatron_buckets) return buckets(params, megatron_bucket(l));
     return {{params, 1}};  // whole_model: the stage's parameters on this GPU
   };
   const std::int64_t stride = l.tp * l.cp * l.dp / ranks;  // GPUs between a group's ranks

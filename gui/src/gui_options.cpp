@@ -41,6 +41,11 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
                "Megatron-LM: gradients reduced alongside the last backward");
   app.add_flag("--overlap-param-gather", l.overlap_param_gather,
                "Megatron-LM: updated weights gathered alongside the next forward");
+  app.add_option("--ddp-bucket-size", l.ddp_bucket_size,
+                 "Megatron-LM: parameters per overlapped gradient bucket")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+  app.add_flag("--grad-reduce-in-bf16", l.grad_reduce_in_bf16,
+               "Megatron-LM: main gradients kept and reduced in bf16");
   app.add_option("--recompute-modules", l.recompute_modules,
                  "with --checkpointing selective: the parts rebuilt (Megatron-LM's "
                  "--recompute-modules), comma-separated or none");
@@ -54,7 +59,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 19> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 21> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -72,6 +77,8 @@ constexpr std::array<const char*, 19> kLayoutFlags{"--capacity-factor",
                                                    "--deepep",
                                                    "--overlap-grad-reduce",
                                                    "--overlap-param-gather",
+                                                   "--ddp-bucket-size",
+                                                   "--grad-reduce-in-bf16",
                                                    "--recompute-modules"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
@@ -109,6 +116,8 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--deepep", l.deepep, given.deepep);
   set("--overlap-grad-reduce", l.overlap_grad_reduce, given.overlap_grad_reduce);
   set("--overlap-param-gather", l.overlap_param_gather, given.overlap_param_gather);
+  set("--ddp-bucket-size", l.ddp_bucket_size, given.ddp_bucket_size);
+  set("--grad-reduce-in-bf16", l.grad_reduce_in_bf16, given.grad_reduce_in_bf16);
   set("--recompute-modules", l.recompute_modules, given.recompute_modules);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);

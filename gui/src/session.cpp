@@ -20,6 +20,8 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
           {"deepep", l.deepep},
           {"overlap_grad_reduce", l.overlap_grad_reduce},
           {"overlap_param_gather", l.overlap_param_gather},
+          {"ddp_bucket_size", l.ddp_bucket_size},
+          {"grad_reduce_in_bf16", l.grad_reduce_in_bf16},
           {"recompute_modules", l.recompute_modules},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
@@ -46,6 +48,9 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
   if (r.has("deepep")) l.deepep = r.boolean("deepep");
   if (r.has("overlap_grad_reduce")) l.overlap_grad_reduce = r.boolean("overlap_grad_reduce");
   if (r.has("overlap_param_gather")) l.overlap_param_gather = r.boolean("overlap_param_gather");
+  if (r.has("ddp_bucket_size"))
+    l.ddp_bucket_size = r.integer("ddp_bucket_size", 0, std::int64_t{1} << 50);  // 0: default
+  if (r.has("grad_reduce_in_bf16")) l.grad_reduce_in_bf16 = r.boolean("grad_reduce_in_bf16");
   if (r.has("recompute_modules")) l.recompute_modules = r.string("recompute_modules");
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");

@@ -16,8 +16,8 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
   return s.tp != 1 || s.pp != 1 || s.cp != 1 || s.ep != 1 || s.etp != 0 || s.capacity_factor != 0 ||
          s.interleave != 1 || s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
          !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 || s.overlap_ep_comm ||
-         s.deepep || s.overlap_grad_reduce || s.overlap_param_gather ||
-         !s.recompute_modules.empty() || is_layout_framework(strategy);
+         s.deepep || s.overlap_grad_reduce || s.overlap_param_gather || s.ddp_bucket_size != 0 ||
+         s.grad_reduce_in_bf16 || !s.recompute_modules.empty() || is_layout_framework(strategy);
 }
 
 namespace {
@@ -144,6 +144,8 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.deepep = s.deepep;
   l.overlap_grad_reduce = s.overlap_grad_reduce;
   l.overlap_param_gather = s.overlap_param_gather;
+  l.ddp_bucket_params = s.ddp_bucket_size;
+  l.grad_reduce_bf16 = s.grad_reduce_in_bf16;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   if (c.layer_kernels == LayerKernels::eager &&

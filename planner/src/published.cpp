@@ -64,7 +64,7 @@ const std::set<std::string>& config_keys() {
         "model seq-len global-batch micro-batch grad-accum gpus nodes gpus-per-node gpu topology "
         "precision "
         "strategy tp pp cp ep etp capacity-factor overlap-ep-comm deepep recompute-modules "
-        "overlap-grad-reduce overlap-param-gather "
+        "overlap-grad-reduce overlap-param-gather ddp-bucket-size grad-reduce-in-bf16 "
         "fp8-recipe interleave sp "
         "sharding dp-shard "
         "schedule "

@@ -894,10 +894,70 @@ TEST_CASE("Megatron-LM layouts: --overlap-grad-reduce and --overlap-param-gather
       run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
            "--nodes", "4", "--tp", "2", "--sp", "--seq-len", "4096", "--overlap-grad-reduce"});
   CHECK_THAT(text.out, Contains("gradient reduction overlapped"));
-  // Megatron-LM's rule: the gather overlap needs the reduce overlap.
-  const auto refused = at({"--overlap-param-gather"});
-  CHECK(refused.code == 1);
-  CHECK_THAT(refused.err, Contains("--overlap-param-gather") && Contains("--overlap-grad-reduce"));
+  // The gather overlap alone (Megatron-LM since August 2024): no buckets, so the next forward
+  // waits on one whole gather, as long as the gather after the step.
+  const auto alone = nlohmann::json::parse(at({"--overlap-param-gather"}).out).at("parallel3d");
+  CHECK(alone.at("step_time_s").get<double>() ==
+        Approx(p.at("step_time_s").get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("Megatron-LM layouts: --ddp-bucket-size and --grad-reduce-in-bf16") {
+  // The layout above, Llama 2 7B at tp 2 on 32 H100s (dp 16): each GPU holds half of the
+  // 6,738,415,616 parameters but the 266,240 of the norms (65 x 4096), which it holds whole:
+  // 3,369,340,928, in Megatron-Bridge's buckets of 128 x 2^20 = 134,217,728 parameters: 26 messages
+  // (25.1 rounded up). With bf16 main gradients the reduce-scatter carries 2 B a parameter,
+  // as many bytes as the bf16 weight gather; without, 4 B.
+  const auto at = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"estimate",
+                                  "--model",
+                                  "llama-2-7b",
+                                  "--topology",
+                                  "dgx-h100",
+                                  "--gpu",
+                                  "H100-SXM",
+                                  "--nodes",
+                                  "4",
+                                  "--tp",
+                                  "2",
+                                  "--sp",
+                                  "--json",
+                                  "--overlap-grad-reduce",
+                                  "--ddp-bucket-size",
+                                  "134217728"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto fp32 = at({}), bf16 = at({"--grad-reduce-in-bf16"});
+  REQUIRE(fp32.code == 0);
+  REQUIRE(bf16.code == 0);
+  const auto f = nlohmann::json::parse(fp32.out).at("parallel3d");
+  const auto b = nlohmann::json::parse(bf16.out).at("parallel3d");
+  CHECK(f.at("ddp_bucket_size") == 134217728);
+  CHECK(f.at("collectives").at(0).at("messages") == 26);
+  CHECK(f.at("collectives").at(0).at("bytes") == 4LL * 3369340928);
+  CHECK(b.at("collectives").at(0).at("bytes") == 2LL * 3369340928);
+  CHECK(b.at("collectives").at(1).at("bytes") == b.at("collectives").at(0).at("bytes"));
+  CHECK(b.at("grad_reduce_in_bf16") == true);
+  // Refused, naming the flags: a size without the overlap, a size of 0, bf16 reduction of
+  // fp16 training.
+  const auto base =
+      std::vector<std::string>{"estimate", "--model",  "llama-2-7b", "--topology", "dgx-h100",
+                               "--gpu",    "H100-SXM", "--tp",       "2"};
+  auto no_overlap = base;
+  no_overlap.insert(no_overlap.end(), {"--ddp-bucket-size", "134217728"});
+  const auto r1 = run(no_overlap);
+  CHECK(r1.code == 1);
+  CHECK_THAT(r1.err, Contains("--ddp-bucket-size needs --overlap-grad-reduce"));
+  auto zero = base;
+  zero.insert(zero.end(), {"--overlap-grad-reduce", "--ddp-bucket-size", "0"});
+  const auto r2 = run(zero);
+  CHECK(r2.code != 0);
+  CHECK_THAT(r2.err, Contains("--ddp-bucket-size"));
+  auto fp16 = base;
+  fp16.insert(fp16.end(), {"--precision", "fp16", "--grad-reduce-in-bf16"});
+  const auto r3 = run(fp16);
+  CHECK(r3.code == 1);
+  CHECK_THAT(r3.err, Contains("--grad-reduce-in-bf16 needs --precision bf16"));
 }
 
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {

@@ -996,6 +996,15 @@ TEST_CASE("Megatron data-parallel step: the registry's rows, priced on the dp gr
         Approx(3 * replicated.microbatch_s + replicated.dp_sync_s + replicated.optimizer_s));
 }
 
+// dp 4, 3 micro-batches of 8 x 2048 tokens: the layout of the overlap tests below.
+Layout3D overlap_layout() {
+  auto l = layout(1, 1, 4);
+  l.seq_len = 2048;
+  l.micro_batch = 8;
+  l.micro_batches = 3;
+  return l;
+}
+
 TEST_CASE("Megatron --overlap-grad-reduce and --overlap-param-gather: buckets beside compute") {
   RoundSwitch f;
   Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
@@ -1006,10 +1015,7 @@ TEST_CASE("Megatron --overlap-grad-reduce and --overlap-param-gather: buckets be
   // first T/4 exposed (step_time.hpp): rs / 4 of the reduce-scatter (3/4 x 4P B at 10 GB/s),
   // the all-gather still after the step. --overlap-param-gather moves the gather beside the
   // next step's first forward: ag / 4 of it exposed there.
-  auto l = layout(1, 1, 4);
-  l.seq_len = 2048;
-  l.micro_batch = 8;
-  l.micro_batches = 3;
+  auto l = overlap_layout();
   const double p = static_cast<double>(f.m.params);
   REQUIRE((p > 120e6 && p < 160e6));
   const double rs = 0.75 * 4 * p / 1e10, ag = 0.75 * 2 * p / 1e10;
@@ -1030,10 +1036,15 @@ TEST_CASE("Megatron --overlap-grad-reduce and --overlap-param-gather: buckets be
   CHECK(3 * both.fsdp_comm_s == Approx(rs / 4 + ag / 4).epsilon(0.02));
   CHECK(both.step_s < reduce.step_s);
   CHECK(reduce.step_s < after.step_s);
-  // Megatron-LM's own rules: the gather overlap needs the reduce overlap and the distributed
-  // optimizer; FSDP2 overlaps by design.
+  // Without the reduce overlap Megatron-LM (since August 2024, 4e3840535b) still takes the
+  // gather overlap, but its buckets are off: the next forward waits on one whole gather, as
+  // exposed as the gather after the step.
   l.overlap_grad_reduce = false;
-  CHECK_THROWS_WITH(model.time(l), Contains("requires {overlap_grad_reduce}"));
+  const auto gather_only = model.time(l);
+  CHECK(gather_only.dp_sync_s == Approx(after.dp_sync_s));
+  CHECK(gather_only.step_s == Approx(after.step_s));
+  // Megatron-LM's own rules: the gather overlap needs the distributed optimizer; FSDP2
+  // overlaps by design.
   l.overlap_grad_reduce = true;
   l.sharding = DpSharding::none;
   CHECK_THROWS_WITH(model.time(l), Contains("needs Megatron-LM's distributed optimizer"));
@@ -1042,6 +1053,43 @@ TEST_CASE("Megatron --overlap-grad-reduce and --overlap-param-gather: buckets be
   l = fsdp2(4, DpSharding::parameters);
   l.overlap_grad_reduce = true;
   CHECK_THROWS_WITH(model.time(l), Contains("is Megatron-LM's"));
+}
+
+TEST_CASE("Megatron --ddp-bucket-size and --grad-reduce-in-bf16: buckets and bytes reduced") {
+  RoundSwitch f;
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // The layout of the overlap test above: P = 135.6 M parameters on dp 4, 3 micro-batches.
+  // Buckets of 20,000,000 parameters: ceil(P / 2e7) = 7 messages, the first rs / 7 of the
+  // reduce-scatter and ag / 7 of the gather exposed.
+  auto l = overlap_layout();
+  l.overlap_grad_reduce = l.overlap_param_gather = true;
+  l.ddp_bucket_params = 20'000'000;
+  const double p = static_cast<double>(f.m.params);
+  REQUIRE((p > 120e6 && p < 140e6));
+  const double rs = 0.75 * 4 * p / 1e10, ag = 0.75 * 2 * p / 1e10;
+  const auto small = model.time(l);
+  CHECK(small.dp_ops[0].messages == 7);
+  CHECK(small.dp_ops[1].messages == 7);
+  CHECK(3 * small.fsdp_comm_s == Approx(rs / 7 + ag / 7).epsilon(0.03));  // + latency
+  // bf16 main gradients: the reduce-scatter carries 2 B a parameter, half the fp32 one; the
+  // gather is unchanged. Memory: the gradient buffer is 2 B a parameter instead of 4.
+  l.grad_reduce_bf16 = true;
+  const auto half = model.time(l);
+  CHECK(half.dp_ops[0].bytes.value == f.m.params * 2);
+  CHECK(half.dp_ops[1].bytes.value == f.m.params * 2);
+  CHECK(3 * half.fsdp_comm_s == Approx(rs / 14 + ag / 7).epsilon(0.03));
+  const OverheadConstants overheads;
+  CHECK(memory_3d(f.m, l, overheads).gradients.value == 2 * f.m.params);
+  l.grad_reduce_bf16 = false;
+  CHECK(memory_3d(f.m, l, overheads).gradients.value == 4 * f.m.params);
+  // Megatron-LM ignores a bucket size without the reduce overlap; dtplan refuses it, and
+  // bf16 reduction of fp16 or fp32 training.
+  l.overlap_grad_reduce = l.overlap_param_gather = false;
+  CHECK_THROWS_WITH(model.time(l), Contains("{ddp_bucket_size} needs {overlap_grad_reduce}"));
+  l.ddp_bucket_params = 0;
+  l.grad_reduce_bf16 = true;
+  l.precision = Precision::fp16;
+  CHECK_THROWS_WITH(model.time(l), Contains("{grad_reduce_in_bf16} needs {precision} bf16"));
 }
 
 TEST_CASE("layout offload: Megatron-LM's CPU optimizer, FSDP2's CPUOffloadPolicy") {

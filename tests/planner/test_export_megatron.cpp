@@ -53,6 +53,8 @@ const std::map<std::string, bool> kTakesValue{
     {"--use-distributed-optimizer", false},
     {"--overlap-grad-reduce", false},  // arguments.py, store_true
     {"--overlap-param-gather", false},
+    {"--ddp-bucket-size", true},       // type=int
+    {"--grad-reduce-in-bf16", false},  // store_true
     {"--optimizer-cpu-offload", false},
     {"--optimizer-offload-fraction", true},
     {"--use-precision-aware-optimizer", false},
@@ -181,6 +183,13 @@ TEST_CASE("Megatron-LM arguments: Llama 3 8B shapes, tp x cp, sequence parallel,
   const auto overlapped = parsed(planner::megatron_arguments(llama_3_8b(), l));
   CHECK(overlapped.count("--overlap-grad-reduce") == 1);
   CHECK(overlapped.count("--overlap-param-gather") == 1);
+  CHECK(overlapped.count("--ddp-bucket-size") == 0);  // Megatron-LM's own default
+  CHECK(overlapped.count("--grad-reduce-in-bf16") == 0);
+  l.ddp_bucket_params = 134217728;
+  l.grad_reduce_bf16 = true;
+  const auto sized = parsed(planner::megatron_arguments(llama_3_8b(), l));
+  CHECK(sized.at("--ddp-bucket-size") == "134217728");
+  CHECK(sized.count("--grad-reduce-in-bf16") == 1);
 }
 
 TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shapes") {

@@ -72,8 +72,11 @@ ElementType compute_element(Precision p);
 // `fp32_grad_accumulation`: 16-bit weights with an fp32 gradient buffer.
 NumericRecipe numeric_recipe(Precision p, Optimizer o, bool fsdp, bool single_process,
                              bool fp32_grad_accumulation);
-// Megatron-LM's recipe (above) with its optimizer's states; fp32 when `p` is fp32.
-NumericRecipe megatron_recipe(Precision p, Optimizer o = Optimizer::adam);
+// Megatron-LM's recipe (above) with its optimizer's states; fp32 when `p` is fp32. With
+// `grad_reduce_half` (its --grad-reduce-in-bf16) the main gradients are kept and reduced in the
+// 16-bit type instead.
+NumericRecipe megatron_recipe(Precision p, Optimizer o = Optimizer::adam,
+                              bool grad_reduce_half = false);
 // FSDP2 as torchtitan runs it (AdamW by default): MixedPrecisionPolicy(param_dtype=bf16,
 // reduce_dtype=fp32) -- fp32 sharded parameters and gradients, bf16 gathers, fp32
 // reduce-scatters (torchtitan's training.mixed_precision_reduce defaults to float32).

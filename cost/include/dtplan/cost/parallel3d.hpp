@@ -164,6 +164,15 @@ struct Layout3D {
   // next step's first forward instead of after the step (strategy_traits.cpp).
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  // Megatron-LM's --ddp-bucket-size: parameters per overlapped bucket; 0: its default,
+  // max(40,000,000, 1,000,000 x dp cp) (distributed_data_parallel.py). Megatron-Bridge's recipes
+  // set 128 x 2^20 whenever dp > 1 (training/comm_overlap.py). Needs overlap_grad_reduce:
+  // without it Megatron-LM reduces each stage in one bucket whatever the size.
+  std::int64_t ddp_bucket_params = 0;
+  // Megatron-LM's --grad-reduce-in-bf16: main gradients kept, accumulated and reduced in bf16
+  // instead of fp32 (half the gradient buffer and the bytes reduced). NeMo 1.x runs with Apex's
+  // distributed Adam reduce the same way (grad_sync_dtype bf16).
+  bool grad_reduce_bf16 = false;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;

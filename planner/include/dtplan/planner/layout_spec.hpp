@@ -34,6 +34,8 @@ struct LayoutSpec {
   bool deepep = false;                // Megatron-LM's flex dispatcher with the DeepEP backend
   bool overlap_grad_reduce = false;   // Megatron-LM's --overlap-grad-reduce
   bool overlap_param_gather = false;  // Megatron-LM's --overlap-param-gather
+  std::int64_t ddp_bucket_size = 0;   // Megatron-LM's --ddp-bucket-size (parameters); 0: its own
+  bool grad_reduce_in_bf16 = false;   // Megatron-LM's --grad-reduce-in-bf16
   // Megatron-LM's --recompute-modules under selective checkpointing, comma-separated (or
   // "none"); empty: its default, core_attn.
   std::string recompute_modules;

@@ -56,6 +56,8 @@ struct Request3D {
   // Megatron-LM's --overlap-grad-reduce and --overlap-param-gather, on every Megatron-LM
   // layout (param gather where the distributed optimizer runs).
   bool overlap_grad_reduce = false, overlap_param_gather = false;
+  std::int64_t ddp_bucket_params = 0;  // with overlap_grad_reduce, per bucket; 0: Megatron-LM's
+  bool grad_reduce_bf16 = false;       // Megatron-LM's --grad-reduce-in-bf16 (bf16 layouts)
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;
