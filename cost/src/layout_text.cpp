@@ -5,6 +5,8 @@
 #include <functional>
 #include <sstream>
 
+#include "dtplan/model/units.hpp"
+
 namespace dtplan::cost {
 namespace {
 
@@ -47,7 +49,9 @@ std::string describe(const Layout3D& l) {
   } else if (l.overlap_grad_reduce) {
     s << ", gradient reduction overlapped";
   }
-  if (l.ddp_bucket_params > 0) s << " (buckets of " << l.ddp_bucket_params << " parameters)";
+  if (l.ddp_bucket_params > 0)
+    s << " (buckets of " << format_thousands(l.ddp_bucket_params) << " parameters)";
+  if (l.grad_reduce_bf16) s << ", main gradients in bf16";
   if (l.interleave > 1) s << ", interleave " << l.interleave;
   if (l.pp > 1) s << ", schedule " << name_of(l.pipeline_schedule());
   const auto& split = l.stage_layers;

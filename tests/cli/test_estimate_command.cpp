@@ -938,6 +938,11 @@ TEST_CASE("Megatron-LM layouts: --ddp-bucket-size and --grad-reduce-in-bf16") {
   CHECK(b.at("collectives").at(0).at("bytes") == 2LL * 3369340928);
   CHECK(b.at("collectives").at(1).at("bytes") == b.at("collectives").at(0).at("bytes"));
   CHECK(b.at("grad_reduce_in_bf16") == true);
+  const auto text = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+                         "H100-SXM", "--nodes", "4", "--tp", "2", "--overlap-grad-reduce",
+                         "--ddp-bucket-size", "134217728", "--grad-reduce-in-bf16"});
+  CHECK_THAT(text.out, Contains("gradient reduction overlapped (buckets of 134,217,728 "
+                                "parameters), main gradients in bf16"));
   // Refused, naming the flags: a size without the overlap, a size of 0, bf16 reduction of
   // fp16 training.
   const auto base =
