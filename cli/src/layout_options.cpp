@@ -45,6 +45,10 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
                "keep, accumulate and reduce the main gradients in bf16 instead of fp32 "
                "(Megatron-LM's --grad-reduce-in-bf16; NeMo 1.x's grad_sync_dtype bf16)");
+  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
+               "with --fp8-recipe and the distributed optimizer: keep the blocks' Linear "
+               "weights as FP8 tensors only and gather them in FP8 (Megatron-LM's "
+               "--fp8-param-gather)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "with --checkpointing selective, the parts of each block rebuilt in backward "
                  "(Megatron-LM's --recompute-modules): comma-separated from core_attn, "

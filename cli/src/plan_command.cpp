@@ -55,6 +55,7 @@ struct PlanOptions {
   bool overlap_grad_reduce = false, overlap_param_gather = false;  // Megatron-LM layouts
   std::int64_t ddp_bucket_size = 0;                                // with the overlap; 0: its own
   bool grad_reduce_in_bf16 = false;                                // Megatron-LM layouts in bf16
+  bool fp8_param_gather = false;                                   // Megatron-LM layouts in FP8
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
@@ -225,6 +226,7 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
         "the gradients in one bucket");
   x.ddp_bucket_size = o.ddp_bucket_size;
   x.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
+  x.fp8_param_gather = o.fp8_param_gather;
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;
@@ -405,6 +407,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
                "Megatron-LM layouts in bf16: keep and reduce the main gradients in bf16 "
                "(Megatron-LM's --grad-reduce-in-bf16)");
+  cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
+               "Megatron-LM layouts with an FP8 recipe and the distributed optimizer: keep and "
+               "gather the Linear weights in FP8 (Megatron-LM's --fp8-param-gather)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "Megatron-LM layouts under selective checkpointing: the module sets to try, "
                  "each comma-separated (repeat the flag for more), e.g. core_attn or "

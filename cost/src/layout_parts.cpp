@@ -36,9 +36,9 @@ BlockParams block_params(const TransformerSpec& s) {
                  s.o_size() * h;
   } else {
     p.matrices = h * (q + kv + s.v_size()) + s.o_size() * h;
-    if (s.qkv_bias) p.matrices += q + kv + s.v_size();
+    if (s.qkv_bias) p.matrix_extras += q + kv + s.v_size();
   }
-  if (s.attention_sinks) p.matrices += s.num_heads;  // a sink per head, with its head
+  if (s.attention_sinks) p.matrix_extras += s.num_heads;  // a sink per head, with its head
   p.replicated += (s.norm == NormKind::layernorm ? 2 : 1) * s.norms_per_layer * h +
                   (s.attn_out_bias ? h : 0) + (s.qk_norm ? 2 * s.head_dim : 0);
   if (s.moe.active()) {
@@ -51,12 +51,14 @@ BlockParams block_params(const TransformerSpec& s) {
                                (s.moe.shared_expert_gate ? h : 0) + (s.mlp_bias ? shared * h : 0);
     p.experts = s.moe.experts * split_part(s.moe.expert_ffn_size);
     p.expert_biases = s.mlp_bias ? s.moe.experts * h : 0;
-    p.matrices += shared * split_part(s.moe.shared_ffn_size);
+    p.matrices += p.matrix_extras + shared * split_part(s.moe.shared_ffn_size);
+    p.matrix_extras += s.mlp_bias ? shared * (gated ? 2 : 1) * s.moe.shared_ffn_size : 0;
     p.replicated += whole;
     return p;
   }
   p.matrices += (is_gated(s.mlp) ? 3 : 2) * h * f;
-  if (s.mlp_bias) p.matrices += (is_gated(s.mlp) ? 2 : 1) * f;
+  if (s.mlp_bias) p.matrix_extras += (is_gated(s.mlp) ? 2 : 1) * f;
+  p.matrices += p.matrix_extras;
   p.replicated += s.mlp_bias ? h : 0;
   return p;
 }
@@ -206,6 +208,21 @@ StageHolding heaviest_params_stage(const TransformerSpec& s, const Layout3D& l) 
     if (share.params >= most.params) most = share;
   }
   return most;
+}
+
+std::int64_t fp8_linear_weights(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                                std::int64_t layers, std::int64_t dense) {
+  std::int64_t weights = 0;
+  for (const auto& run : stage_runs(s, dense, layers)) {
+    const auto b = block_params(run.block);
+    weights += run.layers * ((b.matrices - b.matrix_extras) / l.tp + b.experts_on_gpu(l));
+  }
+  if (i == head_stage(l) && s.mtp_layers > 0) {  // the prediction modules' block and projection
+    const auto b = block_params(s);
+    weights += s.mtp_layers * ((b.matrices - b.matrix_extras) / l.tp + b.experts_on_gpu(l) +
+                               2 * s.hidden_size * s.hidden_size / l.tp);
+  }
+  return weights;
 }
 
 // Tokens of a sequence one context-parallel rank holds (the sequence divides by 2 cp).

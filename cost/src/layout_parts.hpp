@@ -23,6 +23,8 @@ const TransformerSpec& spec_of(const ModelDesc& m);
 struct BlockParams {
   std::int64_t matrices = 0, experts = 0, replicated = 0;
   std::int64_t expert_biases = 0;  // each routed expert's output bias: with it, whole over etp
+  // Of `matrices`, what is not a Linear weight: the split input biases and the attention sinks.
+  std::int64_t matrix_extras = 0;
   // On one GPU of layout `l`.
   std::int64_t on_gpu(const Layout3D& l) const {
     return matrices / l.tp + experts_on_gpu(l) + replicated;
@@ -73,6 +75,12 @@ StageHolding stage_share(const TransformerSpec& s, const Layout3D& l, std::int64
                          std::int64_t layers);
 // The stage with the most parameters on one GPU (the last on ties: it carries the head).
 StageHolding heaviest_params_stage(const TransformerSpec& s, const Layout3D& l);
+
+// The blocks' Linear weights on one GPU of stage `i` (`layers` blocks, `dense` of them a
+// mixture's dense first blocks), with the prediction modules' on the head stage: what
+// Transformer Engine runs in FP8 under an FP8 recipe.
+std::int64_t fp8_linear_weights(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
+                                std::int64_t layers, std::int64_t dense);
 
 // Tokens of a sequence one context-parallel rank holds (the sequence divides by 2 cp).
 std::int64_t tokens_per_rank(const Layout3D& l);

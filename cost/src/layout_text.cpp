@@ -61,6 +61,7 @@ std::string describe(const Layout3D& l) {
   }
   if (l.sequence_parallel) s << ", sequence parallel";
   if (l.fp8 != Fp8Recipe::none) s << ", FP8 " << name_of(l.fp8);
+  if (l.fp8_param_gather) s << " (weights kept and gathered in FP8)";
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "
     << name_of(l.recompute);
   if (l.recompute == Checkpointing::selective && !l.recompute_modules.is_default())

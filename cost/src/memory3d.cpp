@@ -161,21 +161,6 @@ struct StagePieces {
   std::int64_t fp8_weights = 0;
 };
 
-std::int64_t fp8_copied_weights(const TransformerSpec& s, const Layout3D& l, std::int64_t i,
-                                std::int64_t layers, std::int64_t dense) {
-  std::int64_t weights = 0;
-  for (const auto& run : stage_runs(s, dense, layers)) {
-    const auto b = block_params(run.block);
-    weights += run.layers * (b.matrices / l.tp + b.experts_on_gpu(l));
-  }
-  if (i == head_stage(l) && s.mtp_layers > 0) {  // the prediction modules' block and projection
-    const auto b = block_params(s);
-    weights += s.mtp_layers *
-               (b.matrices / l.tp + b.experts_on_gpu(l) + 2 * s.hidden_size * s.hidden_size / l.tp);
-  }
-  return weights;
-}
-
 // FSDP2's units at the ends of stage i's pass, as torchtitan wraps them: the embedding on the
 // first stage next to its first block, the final norm and the head on the head stage next to
 // its last. (torchtitan has no multi-token prediction modules to wrap; they stay out.)
@@ -196,7 +181,7 @@ StagePieces stage_pieces(const TransformerSpec& s, const Layout3D& l, std::int64
   p.share = stage_share(s, l, i, layers, p.blocks);
   p.ends = end_units(s, l, i, p.blocks);
   p.fp8_copies = l.fp8 != Fp8Recipe::none && l.framework == Framework::megatron;
-  if (p.fp8_copies) p.fp8_weights = fp8_copied_weights(s, l, i, layers, dense);
+  if (p.fp8_copies) p.fp8_weights = fp8_linear_weights(s, l, i, layers, dense);
   return p;
 }
 
@@ -255,10 +240,17 @@ void add_fp8_weight_copies(const Layout3D& l, const StagePieces& p, Memory3D& ou
   const Bytes copies{checked_mul(2, weights, "FP8 weight copies")};
   out.buffers = out.buffers + copies;
   out.buffer_terms.push_back({"FP8 weight copies and transposes (Transformer Engine)", copies});
+  // With --fp8-param-gather the FP8 tensors are the parameters: no bf16 copy of these weights.
+  const Bytes bf16{l.fp8_param_gather ? checked_mul(2, weights, "FP8 parameters") : 0};
+  out.weights = out.weights - bf16;
   for (auto& [component, text] : out.explain) {
     if (component == "buffers") {
       text += "; FP8 weight copies and transposes: 2 B x " + format_thousands(weights) +
               " Linear weights (" + std::string(name_of(l.fp8)) + ")";
+    }
+    if (component == "weights" && l.fp8_param_gather) {
+      text += "; less 2 B x " + format_thousands(weights) +
+              " Linear weights kept as FP8 tensors only (--fp8-param-gather)";
     }
   }
 }

@@ -39,6 +39,21 @@ constexpr std::array<NamedValue<Framework>, 2> kFrameworks{{
     {Framework::fsdp2, "fsdp2", "PyTorch FSDP2 as torchtitan runs it"},
 }};
 
+// `sources` with each message's elements counted in 16-bit units when `fp8` of `params` go
+// at 1 B: a message carries fp8 / params of its elements in FP8, the rest in bf16.
+RuleSources fp8_gathered(const RuleSources& sources, std::int64_t fp8, std::int64_t params) {
+  RuleSources out = sources;
+  const double saved = 0.5 * static_cast<double>(fp8) / static_cast<double>(params);
+  out.messages = [messages = sources.messages, saved](MessageSplit split) {
+    auto runs = messages(split);
+    for (auto& run : runs) {
+      run.elements -= std::llround(static_cast<double>(run.elements) * saved);
+    }
+    return runs;
+  };
+  return out;
+}
+
 // Parameters per overlapped bucket: the layout's, or Megatron-LM's default from the dp x cp
 // group (distributed_data_parallel.py); expert parameters' buffers take the same size.
 std::int64_t megatron_bucket(const Layout3D& l) {
@@ -189,6 +204,12 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
     fail("{fp8_recipe} " + std::string(name_of(l.fp8)) +
          " ({precision} fp8 means delayed): torchtitan's float8 runs tensorwise or rowwise "
          "scaling; give {fp8_recipe} tensorwise or rowwise");
+  }
+  if (l.fp8_param_gather && (l.framework != Framework::megatron || l.fp8 == Fp8Recipe::none ||
+                             l.sharding != DpSharding::optimizer)) {
+    fail(
+        "{fp8_param_gather} is Megatron-LM's, with an FP8 recipe ({fp8_recipe}) and its "
+        "distributed optimizer ({sharding} optimizer)");
   }
   if (l.framework == Framework::megatron && l.offload == Offload::optimizer_and_params) {
     fail(
@@ -891,26 +912,26 @@ Time3D Model3D::time(const Layout3D& l) {
 }
 
 const std::vector<CommOp>& Model3D::data_parallel_ops(const Layout3D& l, const StageHolding& held) {
-  const std::array<std::int64_t, 18> key{held.layers,
-                                         held.params,
-                                         held.experts,
-                                         held.dense,
-                                         l.tp,
-                                         l.expert_tp(),
-                                         l.ep,
-                                         l.cp,
-                                         l.dp,
-                                         l.pp > 1 ? 1 : 0,
-                                         static_cast<std::int64_t>(l.sharding),
-                                         l.shard_group,
-                                         static_cast<std::int64_t>(l.framework),
-                                         static_cast<std::int64_t>(l.precision),
-                                         static_cast<std::int64_t>(l.optimizer),
-                                         l.micro_batches,
-                                         (l.overlap_grad_reduce ? 1 : 0) +
-                                             (l.overlap_param_gather ? 2 : 0) +
-                                             (l.grad_reduce_bf16 ? 4 : 0),
-                                         l.ddp_bucket_params};
+  const std::array<std::int64_t, 18> key{
+      held.layers,
+      held.params,
+      held.experts,
+      held.dense,
+      l.tp,
+      l.expert_tp(),
+      l.ep,
+      l.cp,
+      l.dp,
+      l.pp > 1 ? 1 : 0,
+      static_cast<std::int64_t>(l.sharding),
+      l.shard_group,
+      static_cast<std::int64_t>(l.framework),
+      static_cast<std::int64_t>(l.precision),
+      static_cast<std::int64_t>(l.optimizer),
+      l.micro_batches,
+      (l.overlap_grad_reduce ? 1 : 0) + (l.overlap_param_gather ? 2 : 0) +
+          (l.grad_reduce_bf16 ? 4 : 0) + (l.fp8_param_gather ? 8 : 0),
+      l.ddp_bucket_params};
   auto& cached = cache_->dp_ops;
   if (const auto found = cached.find(key); found != cached.end()) return found->second;
   return cached.emplace(key, price_data_parallel_ops(l, held)).first->second;
@@ -940,7 +961,13 @@ std::vector<CommOp> Model3D::price_data_parallel_ops(const Layout3D& l, const St
   // Groups of GPUs ordered tp, cp, dp: the dp x cp ranks span tp x dp x cp GPUs, a shard
   // group tp x shards, and the replicas of a shard stride through the whole span.
   const std::int64_t ranks = l.dp * l.cp;
-  auto ops = data_parallel_ops_of(l, units, dense, ranks, l.shard_ranks(), " (dp x cp)");
+  // Under --fp8-param-gather the blocks' Linear weights (the experts' among them) are
+  // gathered in FP8.
+  const std::int64_t fp8 =
+      l.fp8_param_gather ? fp8_linear_weights(s, l, held.stage, layers, held.dense) : 0;
+  const std::int64_t fp8_experts = apart ? std::min(fp8, held.experts) : 0;
+  auto ops = data_parallel_ops_of(l, units, dense, ranks, l.shard_ranks(), " (dp x cp)",
+                                  fp8 - fp8_experts);
   if (apart) {
     // Expert ranks ordered etp, ep, edp: the edp ranks stride through all tp x cp x dp GPUs.
     const std::int64_t edp = l.expert_dp();
@@ -949,7 +976,7 @@ std::vector<CommOp> Model3D::price_data_parallel_ops(const Layout3D& l, const St
       expert_units.push_back({held.experts - experts * expert_layers, 1});
     auto expert_ops = data_parallel_ops_of(l, expert_units, held.experts, edp,
                                            l.sharding == DpSharding::none ? 1 : edp,
-                                           " (expert dp, experts' states)");
+                                           " (expert dp, experts' states)", fp8_experts);
     ops.insert(ops.end(), expert_ops.begin(), expert_ops.end());
   }
   return ops;
@@ -957,7 +984,8 @@ std::vector<CommOp> Model3D::price_data_parallel_ops(const Layout3D& l, const St
 
 std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messages& units,
                                                   std::int64_t params, std::int64_t ranks,
-                                                  std::int64_t shards, const std::string& what) {
+                                                  std::int64_t shards, const std::string& what,
+                                                  std::int64_t fp8_weights) {
   if (ranks == 1) return {};
   const auto messages = [&](MessageSplit split) -> Messages {
     if (split == MessageSplit::units) return units;
@@ -988,9 +1016,11 @@ std::vector<CommOp> Model3D::data_parallel_ops_of(const Layout3D& l, const Messa
                             .recipe = recipe_of(l),
                             .micro_steps = l.micro_batches,
                             .no_sync = deferred_sync(l)};
+  const auto gathered = fp8_weights > 0 ? fp8_gathered(sources, fp8_weights, params) : sources;
   std::vector<CommOp> ops;
   for (const auto& rule : layout_collectives(layout_sharding(l))) {
-    if (sources.group(rule.group).ranks > 1) ops.push_back(price_rule(rule, sources));
+    if (sources.group(rule.group).ranks == 1) continue;
+    ops.push_back(price_rule(rule, rule.payload == Payload::weights ? gathered : sources));
   }
   return ops;
 }

@@ -46,6 +46,8 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
   app.add_flag("--grad-reduce-in-bf16", l.grad_reduce_in_bf16,
                "Megatron-LM: main gradients kept and reduced in bf16");
+  app.add_flag("--fp8-param-gather", l.fp8_param_gather,
+               "Megatron-LM: Linear weights kept and gathered in FP8");
   app.add_option("--recompute-modules", l.recompute_modules,
                  "with --checkpointing selective: the parts rebuilt (Megatron-LM's "
                  "--recompute-modules), comma-separated or none");
@@ -59,7 +61,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 21> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 22> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -79,6 +81,7 @@ constexpr std::array<const char*, 21> kLayoutFlags{"--capacity-factor",
                                                    "--overlap-param-gather",
                                                    "--ddp-bucket-size",
                                                    "--grad-reduce-in-bf16",
+                                                   "--fp8-param-gather",
                                                    "--recompute-modules"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
@@ -118,6 +121,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--overlap-param-gather", l.overlap_param_gather, given.overlap_param_gather);
   set("--ddp-bucket-size", l.ddp_bucket_size, given.ddp_bucket_size);
   set("--grad-reduce-in-bf16", l.grad_reduce_in_bf16, given.grad_reduce_in_bf16);
+  set("--fp8-param-gather", l.fp8_param_gather, given.fp8_param_gather);
   set("--recompute-modules", l.recompute_modules, given.recompute_modules);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);

@@ -262,6 +262,7 @@ void training(Args& a, const cost::Layout3D& l) {
   if (l.overlap_param_gather) a.emplace_back("--overlap-param-gather");
   if (l.ddp_bucket_params > 0) add(a, "--ddp-bucket-size", std::to_string(l.ddp_bucket_params));
   if (l.grad_reduce_bf16) a.emplace_back("--grad-reduce-in-bf16");
+  if (l.fp8_param_gather) a.emplace_back("--fp8-param-gather");
   // Megatron Core's optimizer CPU offload, all of it on the host (its documentation: these
   // three flags together).
   if (l.offload == Offload::optimizer) {

@@ -17,7 +17,8 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
          s.interleave != 1 || s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
          !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 || s.overlap_ep_comm ||
          s.deepep || s.overlap_grad_reduce || s.overlap_param_gather || s.ddp_bucket_size != 0 ||
-         s.grad_reduce_in_bf16 || !s.recompute_modules.empty() || is_layout_framework(strategy);
+         s.grad_reduce_in_bf16 || s.fp8_param_gather || !s.recompute_modules.empty() ||
+         is_layout_framework(strategy);
 }
 
 namespace {
@@ -146,6 +147,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.overlap_param_gather = s.overlap_param_gather;
   l.ddp_bucket_params = s.ddp_bucket_size;
   l.grad_reduce_bf16 = s.grad_reduce_in_bf16;
+  l.fp8_param_gather = s.fp8_param_gather;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   if (c.layer_kernels == LayerKernels::eager &&

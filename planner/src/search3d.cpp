@@ -240,7 +240,9 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     l.overlap_param_gather =
         l.overlap_grad_reduce && r.overlap_param_gather && sharding == DpSharding::optimizer;
     l.ddp_bucket_params = l.overlap_grad_reduce ? r.ddp_bucket_params : 0;
-    l.grad_reduce_bf16 = megatron && r.grad_reduce_bf16 && l.precision == Precision::bf16;
+    l.grad_reduce_bf16 = megatron && r.grad_reduce_bf16 && r.precision == Precision::bf16;
+    l.fp8_param_gather = megatron && r.fp8_param_gather && r.fp8 != Fp8Recipe::none &&
+                         sharding == DpSharding::optimizer;
     static const std::vector<Offload> every{Offload::none, Offload::optimizer,
                                             Offload::optimizer_and_params};
     for (const auto o : r.offloads.empty() ? every : r.offloads) {

@@ -192,6 +192,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.overlap_param_gather = r.overlap_param_gather;
   x.ddp_bucket_params = r.ddp_bucket_size;
   x.grad_reduce_bf16 = r.grad_reduce_in_bf16;
+  x.fp8_param_gather = r.fp8_param_gather;
   x.attention = p.attention;
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);

@@ -965,6 +965,37 @@ TEST_CASE("Megatron-LM layouts: --ddp-bucket-size and --grad-reduce-in-bf16") {
   CHECK_THAT(r3.err, Contains("--grad-reduce-in-bf16 needs --precision bf16"));
 }
 
+TEST_CASE("Megatron-LM layouts: --fp8-param-gather") {
+  // Llama 2 7B at tp 2 on 32 H100s with per-tensor FP8: each GPU's 32 blocks hold
+  // (4 x 4096^2 + 3 x 4096 x 11008) / 2 = 101,187,584 Linear weights, W = 3,238,002,688 in all.
+  // With the flag they are FP8 tensors only: 2 W bytes fewer weights (6.03 GiB), and the
+  // weight gather carries 2 x 3,369,340,928 - W bytes.
+  const auto at = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"estimate", "--model",      "llama-2-7b", "--topology",
+                                  "dgx-h100", "--gpu",        "H100-SXM",   "--nodes",
+                                  "4",        "--tp",         "2",          "--sp",
+                                  "--json",   "--fp8-recipe", "tensorwise"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto plain = at({}), fp8 = at({"--fp8-param-gather"});
+  REQUIRE(plain.code == 0);
+  REQUIRE(fp8.code == 0);
+  const auto p = nlohmann::json::parse(plain.out).at("parallel3d");
+  const auto f = nlohmann::json::parse(fp8.out).at("parallel3d");
+  const std::int64_t w = 32LL * (4 * 4096 * 4096 + 3 * 4096 * 11008) / 2;
+  CHECK(p.at("memory").at("weights").get<std::int64_t>() -
+            f.at("memory").at("weights").get<std::int64_t>() ==
+        2 * w);
+  CHECK(f.at("collectives").at(1).at("bytes") == 2LL * 3369340928 - w);
+  CHECK(f.at("fp8_param_gather") == true);
+  // Megatron-LM's: with an FP8 recipe and the distributed optimizer.
+  const auto refused = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+                            "H100-SXM", "--tp", "2", "--fp8-param-gather"});
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Contains("--fp8-param-gather is Megatron-LM's, with an FP8 recipe"));
+}
+
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {
   // Llama 2 7B under FSDP2 over 8 H100s: each rank steps 6,738,415,616 / 8 parameters of fp32
   // shards with fp32 gradients, 28 B fused or 80 B foreach at 3.35 TB/s x 0.8, 4 us a kernel.

@@ -1092,6 +1092,39 @@ TEST_CASE("Megatron --ddp-bucket-size and --grad-reduce-in-bf16: buckets and byt
   CHECK_THROWS_WITH(model.time(l), Contains("{grad_reduce_in_bf16} needs {precision} bf16"));
 }
 
+TEST_CASE("Megatron --fp8-param-gather: Linear weights held and gathered in FP8") {
+  RoundSwitch f;
+  f.gpu.peak_flops.fp8 = 2 * f.gpu.peak_flops.bf16;  // FP8 tensor cores, as Hopper's
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  // dp 4, FP8 per-tensor scaling. The 8 blocks' Linear weights, 4 h^2 + 2 h f =
+  // 4 x 1024^2 + 2 x 1024 x 4096 = 12,582,912 each, W = 100,663,296 in all, are the FP8
+  // tensors Transformer Engine keeps (data and transpose, 2 B each, with or without the
+  // flag). With it no bf16 copy of them is kept (2 W B less in weights), and the distributed
+  // optimizer's gather sends them at 1 B: 2 P - W bytes instead of 2 P.
+  auto l = overlap_layout();
+  l.fp8 = Fp8Recipe::tensorwise;
+  const std::int64_t w = 8LL * (4 * 1024 * 1024 + 2 * 1024 * 4096);
+  const OverheadConstants overheads;
+  const auto bf16 = memory_3d(f.m, l, overheads);
+  const auto plain = model.time(l);
+  l.fp8_param_gather = true;
+  const auto fp8 = memory_3d(f.m, l, overheads);
+  const auto gathered = model.time(l);
+  CHECK(bf16.weights.value - fp8.weights.value == 2 * w);
+  CHECK(fp8.buffers.value == bf16.buffers.value);  // the FP8 copies stay: they are the weights
+  REQUIRE(gathered.dp_ops.size() == 2);
+  CHECK(plain.dp_ops[1].bytes.value == 2 * f.m.params);
+  CHECK(gathered.dp_ops[1].bytes.value == 2 * f.m.params - w);
+  CHECK(gathered.dp_ops[0].bytes.value == plain.dp_ops[0].bytes.value);  // gradients: fp32
+  CHECK(gathered.dp_sync_s < plain.dp_sync_s);
+  // Megatron-LM's: an FP8 recipe and the distributed optimizer.
+  l.fp8 = Fp8Recipe::none;
+  CHECK_THROWS_WITH(model.time(l), Contains("{fp8_param_gather}"));
+  l.fp8 = Fp8Recipe::tensorwise;
+  l.sharding = DpSharding::none;
+  CHECK_THROWS_WITH(model.time(l), Contains("{fp8_param_gather}"));
+}
+
 TEST_CASE("layout offload: Megatron-LM's CPU optimizer, FSDP2's CPUOffloadPolicy") {
   RoundSwitch f;
   f.gpu.pcie_generation = 4;
@@ -1384,14 +1417,15 @@ TEST_CASE("FSDP2 with tensor parallelism: loss_parallel's backward holds four fp
 
 TEST_CASE("FP8 under Megatron-LM: weight copies and transposes kept, Linear inputs saved in FP8") {
   // Transformer Engine keeps each block Linear's FP8 weight and its transpose across the step:
-  // 2 B per weight of the 8 blocks' matrices and their input biases (QKV 3 x 1024^2 + 3 x 1024,
-  // output 1024^2, fc1 1024 x 4096 + 4096, fc2 4096 x 1024), on top of everything bf16 keeps.
+  // 2 B per weight of the 8 blocks' matrices (QKV 3 x 1024^2, output 1024^2, fc1 1024 x 4096,
+  // fc2 4096 x 1024), on top of everything bf16 keeps. The biases are not quantized: they stay
+  // bf16 and join in the GEMM's epilogue.
   const auto m = small_model();
   auto l = layout(1, 1, 8);
   const auto plain = memory_3d(m, l, OverheadConstants{});
   l.fp8 = Fp8Recipe::delayed;
   const auto fp8 = memory_3d(m, l, OverheadConstants{});
-  const std::int64_t linear = 4 * 1024 * 1024 + 3 * 1024 + 2 * 1024 * 4096 + 4096;
+  const std::int64_t linear = 4 * 1024 * 1024 + 2 * 1024 * 4096;
   CHECK(fp8.buffers.value - plain.buffers.value == 2 * 8 * linear);
   CHECK(fp8.weights == plain.weights);
   // A block's saved Linear inputs are 1 B instead of 2: QKV and MLP inputs (s h each), the

@@ -55,6 +55,7 @@ const std::map<std::string, bool> kTakesValue{
     {"--overlap-param-gather", false},
     {"--ddp-bucket-size", true},       // type=int
     {"--grad-reduce-in-bf16", false},  // store_true
+    {"--fp8-param-gather", false},     // store_true
     {"--optimizer-cpu-offload", false},
     {"--optimizer-offload-fraction", true},
     {"--use-precision-aware-optimizer", false},
@@ -190,6 +191,10 @@ TEST_CASE("Megatron-LM arguments: Llama 3 8B shapes, tp x cp, sequence parallel,
   const auto sized = parsed(planner::megatron_arguments(llama_3_8b(), l));
   CHECK(sized.at("--ddp-bucket-size") == "134217728");
   CHECK(sized.count("--grad-reduce-in-bf16") == 1);
+  CHECK(sized.count("--fp8-param-gather") == 0);
+  l.fp8 = Fp8Recipe::tensorwise;
+  l.fp8_param_gather = true;
+  CHECK(parsed(planner::megatron_arguments(llama_3_8b(), l)).count("--fp8-param-gather") == 1);
 }
 
 TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shapes") {

@@ -173,6 +173,10 @@ struct Layout3D {
   // instead of fp32 (half the gradient buffer and the bytes reduced). NeMo 1.x runs with Apex's
   // distributed Adam reduce the same way (grad_sync_dtype bf16).
   bool grad_reduce_bf16 = false;
+  // Megatron-LM's --fp8-param-gather with an FP8 recipe: the blocks' Linear weights are kept
+  // as FP8 tensors (no bf16 copy beside Transformer Engine's FP8 data and transpose) and
+  // all-gathered by the distributed optimizer in FP8, 1 B each instead of 2.
+  bool fp8_param_gather = false;
   CpComm cp_comm = CpComm::p2p;
   std::int64_t interleave = 1;  // model chunks per GPU (v)
   bool sequence_parallel = false;
@@ -425,10 +429,12 @@ class Model3D {
   const std::vector<CommOp>& data_parallel_ops(const Layout3D& l, const StageHolding& stage);
   std::vector<CommOp> price_data_parallel_ops(const Layout3D& l, const StageHolding& stage);
   // The collectives of `params` parameters held as `units`, synced over `ranks` ranks strided
-  // evenly through the stage's tp x cp x dp GPUs and sharded over `shards` of them.
+  // evenly through the stage's tp x cp x dp GPUs and sharded over `shards` of them;
+  // `fp8_weights` of the parameters are gathered in FP8 (Layout3D::fp8_param_gather).
   std::vector<CommOp> data_parallel_ops_of(const Layout3D& l, const std::vector<MessageRun>& units,
                                            std::int64_t params, std::int64_t ranks,
-                                           std::int64_t shards, const std::string& what);
+                                           std::int64_t shards, const std::string& what,
+                                           std::int64_t fp8_weights);
   // Composes the micro-batches' compute with the data-parallel collectives and the optimizer
   // (step_time.hpp's step_times): sets compute_s, fsdp_comm_s, dp_sync_s, optimizer_s, dp_ops;
   // returns a micro-batch's forward with the gathers it waits for.

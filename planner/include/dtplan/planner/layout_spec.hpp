@@ -36,6 +36,7 @@ struct LayoutSpec {
   bool overlap_param_gather = false;  // Megatron-LM's --overlap-param-gather
   std::int64_t ddp_bucket_size = 0;   // Megatron-LM's --ddp-bucket-size (parameters); 0: its own
   bool grad_reduce_in_bf16 = false;   // Megatron-LM's --grad-reduce-in-bf16
+  bool fp8_param_gather = false;      // Megatron-LM's --fp8-param-gather
   // Megatron-LM's --recompute-modules under selective checkpointing, comma-separated (or
   // "none"); empty: its default, core_attn.
   std::string recompute_modules;
