@@ -164,6 +164,7 @@ std::optional<std::string> fp8_gain_note(const UnifiedPlan& plan, const PlanInpu
   const auto& chosen = *best->layout;
   auto bf16 = chosen.layout;
   bf16.fp8 = Fp8Recipe::none;
+  bf16.fp8_param_gather = false;  // no FP8 weights to keep
   cost::Model3D model(in.model, in.topology, in.table, in.gpu, in.compute, in.comm);
   const auto time = model.time(bf16);
   const auto mem = cost::memory_3d(in.model, bf16, in.overheads, false);

@@ -994,6 +994,15 @@ TEST_CASE("Megatron-LM layouts: --fp8-param-gather") {
                             "H100-SXM", "--tp", "2", "--fp8-param-gather"});
   CHECK(refused.code == 1);
   CHECK_THAT(refused.err, Contains("--fp8-param-gather is Megatron-LM's, with an FP8 recipe"));
+  // plan takes it for its Megatron-LM layouts, and its note compares the chosen layout in bf16
+  // (without FP8 weights to keep: that comparison once failed on it).
+  const auto plan = run({"plan", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+                         "H100-SXM", "--global-batch", "64", "--seq-len", "4096", "--strategy",
+                         "megatron", "--fp8-recipe", "tensorwise", "--fp8-param-gather", "--json"});
+  REQUIRE(plan.code == 0);
+  const auto planned = nlohmann::json::parse(plan.out);
+  CHECK(planned.at("best").at("fp8_param_gather") == true);
+  CHECK_THAT(planned.at("notes").dump(), Contains("against the same layout in bf16"));
 }
 
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {
