@@ -78,11 +78,12 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
                            : std::string())
       << (l.framework == cost::Framework::fsdp2
               ? ", FSDP gathers and reductions not hidden " + seconds(tm.fsdp_comm_s)
-          : l.overlap_grad_reduce
-              ? ", overlapped data-parallel buckets not hidden " + seconds(tm.fsdp_comm_s)
               : std::string())
       << ", pipeline sends " << seconds(tm.p2p_s) << ") = " << seconds(tm.microbatch_s * m)
-      << ", pipeline bubble " << seconds(tm.bubble_s) << ", data-parallel gradients "
+      << ", pipeline bubble " << seconds(tm.bubble_s)
+      << (l.overlap_grad_reduce || l.overlap_param_gather
+              ? ", overlapped data-parallel buckets not hidden "
+              : ", data-parallel gradients ")
       << seconds(tm.dp_sync_s)
       << (tm.host_transfer_s > 0 ? ", host transfers " + seconds(tm.host_transfer_s)
                                  : std::string())

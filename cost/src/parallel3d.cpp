@@ -205,12 +205,15 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
          " ({precision} fp8 means delayed): torchtitan's float8 runs tensorwise or rowwise "
          "scaling; give {fp8_recipe} tensorwise or rowwise");
   }
-  if (l.fp8_param_gather && (l.framework != Framework::megatron || l.fp8 == Fp8Recipe::none ||
-                             l.sharding != DpSharding::optimizer)) {
+  if (l.fp8_param_gather && l.framework != Framework::megatron) {
     fail(
-        "{fp8_param_gather} is Megatron-LM's, with an FP8 recipe ({fp8_recipe}) and its "
-        "distributed optimizer ({sharding} optimizer)");
+        "{fp8_param_gather} is Megatron-LM's (torchtitan's FP8 all-gather under FSDP2 is not "
+        "modelled)");
   }
+  if (l.fp8_param_gather && l.fp8 == Fp8Recipe::none)
+    fail("{fp8_param_gather} needs an FP8 recipe ({fp8_recipe})");
+  if (l.fp8_param_gather && l.sharding != DpSharding::optimizer)
+    fail("{fp8_param_gather} needs Megatron-LM's distributed optimizer ({sharding} optimizer)");
   if (l.framework == Framework::megatron && l.offload == Offload::optimizer_and_params) {
     fail(
         "{offload} optimizer+params: Megatron-LM offloads the optimizer only "
@@ -1054,11 +1057,16 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
   const auto times = step_times(in);
   const auto m = static_cast<double>(l.micro_batches);
   out.compute_s = times.compute_s / m;
-  out.fsdp_comm_s = (times.exposed_forward_s + times.exposed_backward_s) / m;
-  out.dp_sync_s = times.exposed_outside_s;
+  // FSDP2's exposed gathers and reductions fall in every micro-batch, and so in the pipeline's
+  // bubble too; Megatron-LM's overlapped buckets in the first stage's last backward and the
+  // next step's first forward only, the ends of the step: once a step, outside the bubble.
+  const double passes = times.exposed_forward_s + times.exposed_backward_s;
+  const bool once = l.framework == Framework::megatron;
+  out.fsdp_comm_s = once ? 0.0 : passes / m;
+  out.dp_sync_s = times.exposed_outside_s + (once ? passes : 0.0);
   out.optimizer_s = times.optimizer_s;
   out.host_transfer_s = times.host_transfer_s;
-  return (times.forward_compute_s + times.exposed_forward_s) / m;
+  return (times.forward_compute_s + (once ? 0.0 : times.exposed_forward_s)) / m;
 }
 
 Time3D time_3d(const ModelDesc& m, const Layout3D& l, const Topology& t,

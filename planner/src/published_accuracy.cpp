@@ -234,19 +234,19 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
     cost::Model3D model(p.model, t, in.table(), gpu, in.compute());
     const auto time = model.time(l);
     const auto m_batches = static_cast<double>(l.micro_batches);
-    p.parts = {
-        {"compute", m_batches * time.compute_s},
-        {"tensor-parallel collectives", m_batches * time.tp_comm_s},
-        {"context-parallel exchange", m_batches * time.cp_comm_s},
-        {"expert dispatch and combine", m_batches * time.ep_comm_s},
-        {"pipeline sends", m_batches * time.p2p_s},
-        {l.framework == cost::Framework::fsdp2 ? "FSDP gathers and reductions not hidden"
-                                               : "overlapped data-parallel buckets not hidden",
-         m_batches * time.fsdp_comm_s},
-        {"pipeline bubble", time.bubble_s},
-        {"data-parallel gradients", time.dp_sync_s},
-        {"optimizer", time.optimizer_s},
-        {"host copies", time.host_transfer_s}};
+    p.parts = {{"compute", m_batches * time.compute_s},
+               {"tensor-parallel collectives", m_batches * time.tp_comm_s},
+               {"context-parallel exchange", m_batches * time.cp_comm_s},
+               {"expert dispatch and combine", m_batches * time.ep_comm_s},
+               {"pipeline sends", m_batches * time.p2p_s},
+               {"FSDP gathers and reductions not hidden", m_batches * time.fsdp_comm_s},
+               {"pipeline bubble", time.bubble_s},
+               {l.overlap_grad_reduce || l.overlap_param_gather
+                    ? "overlapped data-parallel buckets not hidden"
+                    : "data-parallel gradients",
+                time.dp_sync_s},
+               {"optimizer", time.optimizer_s},
+               {"host copies", time.host_transfer_s}};
     p.step_s = time.step_s;
     p.mfu = time.mfu;
     p.global_batch = l.global_batch();

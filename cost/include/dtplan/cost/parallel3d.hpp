@@ -361,8 +361,10 @@ struct Time3D {
   double microbatch_s = 0;  // the five above
   double pipeline_s = 0;    // m x microbatch_s + bubble_s
   double bubble_s = 0;      // the schedule's idle time (1F1B: (p - 1)/v x microbatch_s)
-  double fsdp_comm_s = 0;   // per micro-batch per stage: overlapped data-parallel comm not hidden
-  double dp_sync_s = 0;     // gradient reduction over dp (and the parameter all-gather)
+  double fsdp_comm_s = 0;   // per micro-batch per stage: FSDP2's gathers and reductions not hidden
+  // Once a step: the gradient reduction over dp and the parameter all-gather, or what
+  // Megatron-LM's overlapped buckets leave exposed at the step's ends.
+  double dp_sync_s = 0;
   double host_transfer_s = 0;  // offload: updated weights copied back from the host
   double optimizer_s = 0;
   double step_s = 0;
