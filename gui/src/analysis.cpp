@@ -196,6 +196,18 @@ std::vector<std::string> notes_of(const planner::UnifiedPlan& p, const planner::
   return out;
 }
 
+// How the session's frameworks run, for the layouts the plan searches (as dtplan plan's flags
+// of the same names): the overlaps, DeepEP, the buckets, bf16 gradients, FP8 weights.
+void framework_flags(const planner::LayoutSpec& l, planner::LayoutRequest& r) {
+  r.overlap_ep_comm = l.overlap_ep_comm;
+  r.deepep = l.deepep;
+  r.overlap_grad_reduce = l.overlap_grad_reduce || l.overlap_param_gather;
+  r.overlap_param_gather = l.overlap_param_gather;
+  r.ddp_bucket_size = r.overlap_grad_reduce ? l.ddp_bucket_size : 0;
+  r.grad_reduce_in_bf16 = l.grad_reduce_in_bf16;
+  r.fp8_param_gather = l.fp8_param_gather;
+}
+
 planner::PlanRequest request_of(const Inputs& in, const Session& s) {
   planner::PlanRequest r;
   r.global_batch = s.global_batch;
@@ -348,6 +360,7 @@ Analysis analyse(const Session& s) {
     planner::LayoutRequest request;
     request.plan = a.plan_request;
     request.fp8 = parse_fp8_recipe(s.fp8_recipe);
+    framework_flags(s.layout, request);
     request.plan.rejected_kept = kRejectedListed;
     a.plan =
         planner::plan_layouts(in.model, in.cluster->topology, in.cluster->table, in.cluster->gpu,

@@ -282,6 +282,27 @@ class TestGui : public QObject {
     QVERIFY(view.rejected_rows() <= 500);
   }
 
+  void plan_view_runs_the_sessions_framework_flags() {
+    // A session saying how Megatron-LM runs (bf16 main gradients, overlapped buckets): the plan
+    // view's Megatron-LM layouts run so, as dtplan plan's with the same flags.
+    Session s;
+    s.strategy = "megatron";
+    s.layout.grad_reduce_in_bf16 = true;
+    s.layout.overlap_grad_reduce = s.layout.overlap_param_gather = true;
+    s.layout.ddp_bucket_size = 134217728;
+    const auto a = analyse(s);
+    int megatron = 0;
+    for (const auto& c : a.plan.ranked) {
+      if (!c.layout || c.layout->layout.framework != cost::Framework::megatron) continue;
+      ++megatron;
+      QVERIFY(c.layout->layout.grad_reduce_bf16);
+      QVERIFY(c.layout->layout.overlap_grad_reduce);
+      QVERIFY(c.layout->layout.overlap_param_gather);
+      QCOMPARE(c.layout->layout.ddp_bucket_params, std::int64_t{134217728});
+    }
+    QVERIFY(megatron > 0);
+  }
+
   void validation_reads_measurements() {
     Session s;
     const auto dir = std::string(DTPLAN_DATA_DIR) + "/measurements/h100-sxm/";
