@@ -1,7 +1,24 @@
 // The layout flags (see layout_options.hpp).
 #include "layout_options.hpp"
 
+#include <charconv>
+#include <cstdint>
+
 namespace dtplan::cli {
+
+CLI::Validator bucket_size_check() {
+  return CLI::Validator(
+      [](const std::string& v) -> std::string {
+        std::int64_t n = 0;
+        const auto* end = v.data() + v.size();
+        const auto [at, ec] = std::from_chars(v.data(), end, n);
+        if (ec != std::errc() || at != end)
+          return v + ": a whole number of parameters, e.g. 134217728";
+        if (n < 1 || n > (std::int64_t{1} << 50)) return v + ": from 1 to 2^50 parameters";
+        return {};
+      },
+      "PARAMETERS");
+}
 
 void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_option("--tp", o.tp, "tensor-parallel size (a layout: dp = GPUs / (tp x cp x pp))")
@@ -41,7 +58,7 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_option("--ddp-bucket-size", o.ddp_bucket_size,
                  "parameters per overlapped gradient bucket (Megatron-LM's --ddp-bucket-size; "
                  "needs --overlap-grad-reduce; default: Megatron-LM's max(40M, 1M x dp x cp))")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
+      ->check(bucket_size_check());
   cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
                "keep, accumulate and reduce the main gradients in bf16 instead of fp32 "
                "(Megatron-LM's --grad-reduce-in-bf16; NeMo 1.x's grad_sync_dtype bf16)");

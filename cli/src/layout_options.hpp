@@ -20,4 +20,7 @@ using planner::wants_layout;
 
 void add_layout_options(CLI::App& cmd, LayoutOptions& o);
 
+// --ddp-bucket-size's check: a whole number of parameters from 1 to 2^50.
+CLI::Validator bucket_size_check();
+
 }  // namespace dtplan::cli

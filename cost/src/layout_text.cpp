@@ -44,10 +44,13 @@ std::string describe(const Layout3D& l) {
   } else if (l.sharding == DpSharding::none) {
     s << ", no distributed optimizer";
   }
-  if (l.overlap_param_gather) {
+  if (l.overlap_param_gather && l.overlap_grad_reduce) {
     s << ", gradient reduction and weight gathers overlapped";
   } else if (l.overlap_grad_reduce) {
     s << ", gradient reduction overlapped";
+  } else if (l.overlap_param_gather) {
+    s << ", weight gather in one bucket the next forward waits on (no gradient overlap, no "
+         "buckets)";
   }
   if (l.ddp_bucket_params > 0)
     s << " (buckets of " << format_thousands(l.ddp_bucket_params) << " parameters)";

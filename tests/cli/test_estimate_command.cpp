@@ -899,6 +899,12 @@ TEST_CASE("Megatron-LM layouts: --overlap-grad-reduce and --overlap-param-gather
   const auto alone = nlohmann::json::parse(at({"--overlap-param-gather"}).out).at("parallel3d");
   CHECK(alone.at("step_time_s").get<double>() ==
         Approx(p.at("step_time_s").get<double>()).epsilon(1e-9));
+  // and the layout line says so rather than claiming an overlap.
+  const auto alone_text =
+      run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--nodes", "4", "--tp", "2", "--sp", "--seq-len", "4096", "--overlap-param-gather"});
+  CHECK_THAT(alone_text.out, Contains("weight gather in one bucket the next forward waits on"));
+  CHECK_THAT(alone_text.out, !Contains("weight gathers overlapped"));
 }
 
 TEST_CASE("Megatron-LM layouts: --ddp-bucket-size and --grad-reduce-in-bf16") {
@@ -957,7 +963,11 @@ TEST_CASE("Megatron-LM layouts: --ddp-bucket-size and --grad-reduce-in-bf16") {
   zero.insert(zero.end(), {"--overlap-grad-reduce", "--ddp-bucket-size", "0"});
   const auto r2 = run(zero);
   CHECK(r2.code != 0);
-  CHECK_THAT(r2.err, Contains("--ddp-bucket-size"));
+  CHECK_THAT(r2.err, Contains("--ddp-bucket-size") && Contains("from 1 to 2^50 parameters"));
+  zero.back() = "1e9";  // not read as 1,000,000,000: a count of parameters is whole
+  const auto r2b = run(zero);
+  CHECK(r2b.code != 0);
+  CHECK_THAT(r2b.err, Contains("1e9: a whole number of parameters"));
   auto fp16 = base;
   fp16.insert(fp16.end(), {"--precision", "fp16", "--grad-reduce-in-bf16"});
   const auto r3 = run(fp16);
@@ -993,7 +1003,7 @@ TEST_CASE("Megatron-LM layouts: --fp8-param-gather") {
   const auto refused = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
                             "H100-SXM", "--tp", "2", "--fp8-param-gather"});
   CHECK(refused.code == 1);
-  CHECK_THAT(refused.err, Contains("--fp8-param-gather is Megatron-LM's, with an FP8 recipe"));
+  CHECK_THAT(refused.err, Contains("--fp8-param-gather needs an FP8 recipe (--fp8-recipe)"));
   // plan takes it for its Megatron-LM layouts, and its note compares the chosen layout in bf16
   // (without FP8 weights to keep: that comparison once failed on it).
   const auto plan = run({"plan", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
@@ -1003,6 +1013,24 @@ TEST_CASE("Megatron-LM layouts: --fp8-param-gather") {
   const auto planned = nlohmann::json::parse(plan.out);
   CHECK(planned.at("best").at("fp8_param_gather") == true);
   CHECK_THAT(planned.at("notes").dump(), Contains("against the same layout in bf16"));
+  // Flags no layout of the search could take are refused, naming the flag, not dropped.
+  const std::vector<std::string> base{"plan",       "--model",        "llama-2-7b",
+                                      "--topology", "dgx-h100",       "--gpu",
+                                      "H100-SXM",   "--global-batch", "64"};
+  const auto plan_with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto no_recipe = plan_with({"--fp8-param-gather"});
+  CHECK(no_recipe.code == 1);
+  CHECK_THAT(no_recipe.err, Contains("--fp8-param-gather needs an FP8 recipe"));
+  const auto fsdp2 = plan_with({"--strategy", "fsdp2", "--grad-reduce-in-bf16"});
+  CHECK(fsdp2.code == 1);
+  CHECK_THAT(fsdp2.err, Contains("--grad-reduce-in-bf16 is Megatron-LM's"));
+  const auto fp16 = plan_with({"--precision", "fp16", "--grad-reduce-in-bf16"});
+  CHECK(fp16.code == 1);
+  CHECK_THAT(fp16.err, Contains("--grad-reduce-in-bf16 needs bf16 among --precision"));
 }
 
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {
