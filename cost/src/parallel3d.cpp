@@ -435,7 +435,8 @@ struct Model3D::Cache {
   std::map<bool, double> p2p_Bps;  // across nodes
   // What data_parallel_ops reads: the stage's layers, parameters, experts and dense first
   // blocks; tp, etp, ep, cp, dp, whether pipelined, sharding, shard group, framework,
-  // precision, optimizer, micro-batches and Megatron-LM's overlap flags.
+  // precision, optimizer, micro-batches, Megatron-LM's overlap, bf16-gradient and FP8-gather
+  // flags, and its bucket size.
   std::map<std::array<std::int64_t, 18>, std::vector<CommOp>> dp_ops;
   std::shared_ptr<CommContext> comm;  // routes and rings shared by every group size
 };
