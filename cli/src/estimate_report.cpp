@@ -23,11 +23,11 @@ std::string optimizer_impl_text(const TrainingConfig& c) {
 }
 
 nlohmann::json compute_json(const cost::ComputeTime& c) {
-  return {{"forward_s", c.forward_s},     {"backward_s", c.backward_s},
-          {"recompute_s", c.recompute_s}, {"gemm_s", c.gemm_s},
-          {"attention_s", c.attention_s}, {"elementwise_s", c.elementwise_s},
-          {"model_flops", c.model_flops}, {"hardware_flops", c.hardware_flops},
-          {"overlap_units", c.layers}};
+  return {{"forward_s", c.forward_s},           {"backward_s", c.backward_s},
+          {"recompute_s", c.recompute_s},       {"gemm_s", c.gemm_s},
+          {"attention_s", c.attention_s},       {"elementwise_s", c.elementwise_s},
+          {"host_wait_s", c.host_wait_s},       {"model_flops", c.model_flops},
+          {"hardware_flops", c.hardware_flops}, {"overlap_units", c.layers}};
 }
 
 nlohmann::json times_json(const cost::StepTimes& t) {
@@ -167,6 +167,8 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   out << "  compute per micro-step: forward " << seconds(k.forward_s) << ", backward "
       << seconds(k.backward_s);
   if (k.recompute_s > 0) out << " (of which recomputation " << seconds(k.recompute_s) << ")";
+  if (k.host_wait_s > 0)
+    out << "; the GPU waits " << seconds(k.host_wait_s) << " on the host's eager launches";
   out << "; " << fixed(k.model_flops / 1e12, 1) << " model TFLOP\n\n";
   print_step_breakdown(out, e, "  ");
   out << "\n  throughput: " << fixed(e.samples_per_s, 2) << " samples/s";

@@ -61,6 +61,10 @@ constexpr ConstantField kFields[] = {
      0.0, 1.0},
     {"kernel_overhead_s", &ComputeConstants::kernel_overhead_s, 0.0, 1.0},
     {"elementwise_kernels_per_layer", &ComputeConstants::elementwise_kernels_per_layer, 0.0, 1e4},
+    {"eager_forward_host_s_per_kernel", &ComputeConstants::eager_forward_host_s_per_kernel, 0.0,
+     1e-2},
+    {"autograd_backward_host_s_per_kernel", &ComputeConstants::autograd_backward_host_s_per_kernel,
+     0.0, 1e-2},
     {"overlap_compute_slowdown", &ComputeConstants::overlap_compute_slowdown, 0.0, 1.0},
     {"cpu_optimizer_bytes_per_s", &ComputeConstants::cpu_optimizer_bytes_per_s, 1e6, 1e15},
     {"host_transfer_efficiency", &ComputeConstants::host_transfer_efficiency, 1e-3, 1.0},
@@ -751,6 +755,42 @@ Rebuilt per_op_rebuilt(const TransformerSpec& t, double b, double s, Attention a
   return r;
 }
 
+// The kernels an eager step launches outside the blocks, forward and backward: the token (and
+// learned position) embeddings and their sum, the final norm, the LM head's GEMM and the loss's
+// three kernels (one each way, two gradient GEMMs), and the embeddings' scatter-adds.
+EagerLaunches eager_edge_launches(const TransformerSpec& t, bool lm) {
+  const bool learned = t.positions == PositionKind::learned;
+  const bool layernorm = t.norm == NormKind::layernorm;
+  EagerLaunches n{learned ? 3.0 : 1.0, learned ? 2.0 : 1.0};
+  n.forward += layernorm ? 1 : 6;
+  n.backward += layernorm ? 2 : 12;
+  if (lm) {
+    n.forward += 1 + 3;
+    n.backward += 2 + 3;
+  }
+  return n;
+}
+
+// The host's pace of an eager step: the GPU cannot run a kernel before Python launches it, so
+// each phase takes the longer of its kernels' time and its launches' host time (forward: the
+// modules' Python; backward: autograd's engine, plus the Python of the blocks full
+// checkpointing runs again). The GPU's wait is host_wait_s.
+void pace_by_host(const TransformerSpec& t, const EagerFlow& flow, bool lm, double recomputed_share,
+                  const ComputeConstants& k, ComputeTime& out) {
+  const auto block = eager_block_launches(t, flow);
+  const auto edge = eager_edge_launches(t, lm);
+  const double layers = static_cast<double>(t.num_layers);
+  const double fwd_host =
+      (layers * block.forward + edge.forward) * k.eager_forward_host_s_per_kernel;
+  const double bwd_host =
+      (layers * block.backward + edge.backward) * k.autograd_backward_host_s_per_kernel +
+      recomputed_share * layers * block.forward * k.eager_forward_host_s_per_kernel;
+  out.host_wait_s =
+      std::max(0.0, fwd_host - out.forward_s) + std::max(0.0, bwd_host - out.backward_s);
+  out.forward_s = std::max(out.forward_s, fwd_host);
+  out.backward_s = std::max(out.backward_s, bwd_host);
+}
+
 ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& c,
                                 const Timer& time, const ComputeConstants& k) {
   const double b = static_cast<double>(c.micro_batch);
@@ -841,6 +881,8 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.attention_recompute_s = attention_again_s;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
+  if (eager && eager_inventory_covers(t) && t.mtp_layers == 0)
+    pace_by_host(t, *eager, lm, full ? share : 0.0, k, out);
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
   // active experts of a mixture), 12 L q s for attention (s capped by a sliding window).
   const auto p = count_parameters(t);

@@ -418,6 +418,14 @@ EagerBlock eager_block(const TransformerSpec& t, double m, const EagerFlow& flow
   return flow.autocast ? eager_autocast_block(t, m) : eager_uniform_block(t, m, flow.element_bytes);
 }
 
+EagerLaunches eager_block_launches(const TransformerSpec& t, const EagerFlow& flow) {
+  const auto ops = eager_block(t, 1, flow);  // kernel counts do not depend on the tokens
+  const double projections = fuses_qkv(t) ? 1 : 3;
+  const double firsts = is_gated(t.mlp) && t.model_type != "phi3" ? 2 : 1;
+  const double linears = projections + 1 + firsts + 1;
+  return {ops.forward.kernels + linears + 1, ops.backward.kernels + 2 * linears + 1};
+}
+
 double eager_saved_bytes_per_token(const TransformerSpec& t, const EagerFlow& flow) {
   return flow.autocast ? eager_autocast_saved_bytes_per_token(t)
                        : eager_uniform_saved_bytes_per_token(t, flow.element_bytes);

@@ -1093,3 +1093,25 @@ TEST_CASE("estimate: a data-parallel run above the plan's headroom says the plan
   CHECK_THAT(r.out, Contains("of 79.65 GiB; above dtplan plan's 10% headroom (71.68 GiB usable)") &&
                         Contains("plan rejects it"));
 }
+
+TEST_CASE("estimate: an eager forward whose kernels are short waits on the host's launches") {
+  // Llama 3.2 1B under autocast, micro-batch 4 on an H100: each of its 16 blocks launches 40
+  // element-wise kernels, 7 GEMMs and the attention kernel forward; outside them the token
+  // lookup, the final RMSNorm's six ops, the LM head and the loss's three: 16 x 48 + 11 = 779
+  // launches at data/compute.json's 59 us, 45.961 ms, longer than the kernels.
+  const std::vector<std::string> args = {"estimate", "--model",    "llama-3.2-1b", "--topology",
+                                         "dgx-h100", "--gpu",      "H100-SXM",     "--gpus",
+                                         "1",        "--strategy", "ddp",          "--precision",
+                                         "amp-bf16", "--seq-len",  "1024",         "--micro-batch",
+                                         "4"};
+  auto json = args;
+  json.emplace_back("--json");
+  const auto j = nlohmann::json::parse(run(json).out)["compute_per_micro_step"];
+  CHECK(j["forward_s"].get<double>() == Approx(779 * 59e-6).epsilon(1e-9));
+  CHECK(j["host_wait_s"].get<double>() > 0);
+  CHECK_THAT(run(args).out, Contains("on the host's eager launches"));
+  // fp32's long kernels hide the launches.
+  json[12] = "fp32";
+  const auto fp32 = nlohmann::json::parse(run(json).out)["compute_per_micro_step"];
+  CHECK(fp32["host_wait_s"].get<double>() == 0);
+}

@@ -25,6 +25,16 @@ TransformerSpec gpt2_block() {
   return t;
 }
 
+// DDP under bf16 autocast on sequences of 1024 tokens.
+TrainingConfig ddp_amp_bf16(std::int64_t micro_batch) {
+  TrainingConfig c;
+  c.strategy = Strategy::ddp;
+  c.precision = Precision::amp_bf16;
+  c.micro_batch = micro_batch;
+  c.seq_len = 1024;
+  return c;
+}
+
 // Llama 3.2 1B's block: hidden 2048, 32 query heads and 8 key/value heads of 64, SwiGLU 8192.
 TransformerSpec llama_block() {
   return test::llama_style_block(2048, 32, 8, 64, 8192, 128256);
@@ -111,11 +121,7 @@ TEST_CASE("eager autocast: compute prices each class at its bandwidth") {
   k.elementwise_kernels_per_layer = 10;
   const auto a100 = GpuCatalog::load(kData / "gpus.json").find("A100-80GB");
   const double hbm = 2.039e12;
-  TrainingConfig c;
-  c.strategy = Strategy::ddp;
-  c.precision = Precision::amp_bf16;
-  c.micro_batch = 8;
-  c.seq_len = 1024;
+  TrainingConfig c = ddp_amp_bf16(8);
   const auto model = model_from_transformer(gpt2_block(), "gpt2 block", "test");
   const auto eager = estimate_compute(model, c, a100, k);
   c.layer_kernels = LayerKernels::fused;
@@ -311,4 +317,52 @@ TEST_CASE("fp32 attention: SDPA's memory-efficient kernel, or the math path for 
         estimate_activations(llama, math).total.value);
   a.attention = Attention::eager;
   CHECK(block_activations(llama_block(), a).scores.value == 4LL * 32 * 1024 * 1024 * 4);
+}
+
+TEST_CASE("eager launches: a block's kernels are the inventory's, its GEMMs and its attention") {
+  // GPT-2 under autocast: 26 element-wise kernels forward and 39 backward (counted above), four
+  // Linears (c_attn, c_proj, c_fc, mlp c_proj: one GEMM forward, two backward) and the
+  // attention kernel once each way. The H200 trace lists 35 and 56 a block
+  // (data/measurements/h200-torch-profile): key/value cache copies and strided copies around
+  // attention are not in the inventory.
+  const auto gpt2 = eager_block_launches(gpt2_block(), EagerFlow{true, 2});
+  CHECK(gpt2.forward == 26 + 4 + 1);
+  CHECK(gpt2.backward == 39 + 8 + 1);
+  // Llama 3.2 1B in bf16 without autocast: 30 and 41 element-wise kernels (above), seven Linears
+  // (q, k, v, o, gate, up, down).
+  const auto llama = eager_block_launches(llama_block(), EagerFlow{false, 2});
+  CHECK(llama.forward == 30 + 7 + 1);
+  CHECK(llama.backward == 44 + 14 + 1);
+}
+
+TEST_CASE("eager launches: the host paces a phase whose kernels are shorter than its launches") {
+  // One GPT-2 block with an LM head, bf16 under autocast on an A100. With one second of host
+  // time a launch, the host sets both phases: forward, the block's 31 launches and 8 outside it
+  // (the token and position lookups and their sum, the final LayerNorm, the LM head and the
+  // loss's three kernels); backward, the block's 48 and 9 outside (the two scatter-adds, the
+  // norm's two, the head's two gradient GEMMs, the loss's three).
+  auto k = load_compute_constants(kData / "compute.json");
+  const auto a100 = GpuCatalog::load(kData / "gpus.json").find("A100-80GB");
+  TrainingConfig c = ddp_amp_bf16(8);
+  const auto model = model_from_transformer(gpt2_block(), "gpt2 block", "test");
+  k.eager_forward_host_s_per_kernel = 0;
+  k.autograd_backward_host_s_per_kernel = 0;
+  const auto gpu_only = estimate_compute(model, c, a100, k);
+  CHECK(gpu_only.host_wait_s == 0);
+  k.eager_forward_host_s_per_kernel = 1;
+  k.autograd_backward_host_s_per_kernel = 1;
+  const auto paced = estimate_compute(model, c, a100, k);
+  CHECK(paced.forward_s == Approx(39));
+  CHECK(paced.backward_s == Approx(57));
+  CHECK(paced.host_wait_s ==
+        Approx(39 - gpu_only.forward_s + 57 - gpu_only.backward_s).epsilon(1e-12));
+  CHECK(paced.gemm_s == Approx(gpu_only.gemm_s));
+  CHECK(paced.elementwise_s == Approx(gpu_only.elementwise_s));
+  // Full checkpointing runs the block's forward again in backward, in Python: 31 more launches
+  // at the forward's host time.
+  c.checkpointing = Checkpointing::full;
+  CHECK(estimate_compute(model, c, a100, k).backward_s == Approx(57 + 31));
+  // Fused kernels (Megatron-LM, torch.compile) are not paced by the host.
+  c.layer_kernels = LayerKernels::fused;
+  CHECK(estimate_compute(model, c, a100, k).host_wait_s == 0);
 }

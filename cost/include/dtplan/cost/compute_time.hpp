@@ -77,9 +77,14 @@ struct ComputeConstants {
   double fp32_attention_backward_efficiency = 0;
   double kernel_overhead_s = 0;              // fixed time per kernel (launch, tail, small tiles)
   double elementwise_kernels_per_layer = 0;  // forward; backward launches twice as many
-  double overlap_compute_slowdown = 0;       // compute slowdown while communication overlaps it
-  double cpu_optimizer_bytes_per_s = 0;      // host memory traffic of a CPU optimizer step
-  double host_transfer_efficiency = 0;       // achieved fraction of the GPU's PCIe link
+  // Host time per kernel an eager PyTorch step launches (LayerKernels::eager): the Python of a
+  // transformers forward (module calls, views, the op's dispatch and launch), and autograd's
+  // C++ engine per backward op. A phase takes max(GPU time, kernels x this). 0: not modelled.
+  double eager_forward_host_s_per_kernel = 0;
+  double autograd_backward_host_s_per_kernel = 0;
+  double overlap_compute_slowdown = 0;   // compute slowdown while communication overlaps it
+  double cpu_optimizer_bytes_per_s = 0;  // host memory traffic of a CPU optimizer step
+  double host_transfer_efficiency = 0;   // achieved fraction of the GPU's PCIe link
   std::vector<AttentionCurve> attention_kernels;  // measured fused-attention curves
 };
 
@@ -102,6 +107,7 @@ struct ComputeTime {
   double attention_forward_s = 0;    // the forward part of attention_s
   double attention_recompute_s = 0;  // the recomputed part of attention_s
   double elementwise_s = 0;          // ... in element-wise kernels
+  double host_wait_s = 0;            // ... waiting for the host to launch eager kernels
   std::int64_t layers = 0;           // units whose compute the communication overlaps with
 };
 

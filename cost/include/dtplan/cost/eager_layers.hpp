@@ -57,6 +57,15 @@ bool eager_inventory_covers(const TransformerSpec& t);
 EagerBlock eager_block(const TransformerSpec& t, double tokens, const EagerFlow& flow);
 double eager_saved_bytes_per_token(const TransformerSpec& t, const EagerFlow& flow);
 
+// The kernels eager PyTorch launches for one block of `t` as `flow` runs it: the element-wise
+// inventory's, each Linear's GEMM (two in backward: the input's and the weight's gradients) and
+// the attention kernel (one each way). The host spends its time per launch (ComputeConstants).
+struct EagerLaunches {
+  double forward = 0;
+  double backward = 0;
+};
+EagerLaunches eager_block_launches(const TransformerSpec& t, const EagerFlow& flow);
+
 // One block of `t` on `tokens` tokens in eager PyTorch under autocast with a 16-bit compute
 // type: the fp32 residual stream and norms, autocast's casts of every Linear's input and
 // weight, the activation as the module writes it, rotary embedding with fp32 cos and sin,
