@@ -89,6 +89,15 @@ QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) 
           conf};  // last: the long text stretches, the figures stay in view
 }
 
+// The combinations the searches turned down without pricing them, as the CLI counts them.
+QString not_evaluated_text(std::int64_t n) {
+  if (n <= 0) return {};
+  return QString(
+             "; %1 more combinations rejected without evaluation (unsupported, batch "
+             "unreachable)")
+      .arg(n);
+}
+
 }  // namespace
 
 PlanView::PlanView(QWidget* parent) : QWidget(parent) {
@@ -162,21 +171,27 @@ void PlanView::show_analysis(const Analysis& a) {
   const auto n = planner::counts_of(r);
   summary_->setText(
       best ? QString("best: %1, %2 samples/s, step %3 s, %4 GiB per GPU; %5 configurations "
-                     "searched (%6 data-parallel, %7 layouts), %8 rejected")
-                 .arg(entry_text(*best))
-                 .arg(best->samples_per_s(), 0, 'f', 1)
-                 .arg(best->step_s(), 0, 'f', 3)
-                 .arg(static_cast<double>(best->memory().value) / kGiB, 0, 'f', 2)
-                 .arg(n.evaluated)
-                 .arg(n.data_parallel_evaluated)
-                 .arg(n.layouts_evaluated)
-                 .arg(r.rejected_total())
+                     "searched (%6 data-parallel, %7 layouts): %8 chosen, %9 rejected")
+                     .arg(entry_text(*best))
+                     .arg(best->samples_per_s(), 0, 'f', 1)
+                     .arg(best->step_s(), 0, 'f', 3)
+                     .arg(static_cast<double>(best->memory().value) / kGiB, 0, 'f', 2)
+                     .arg(n.evaluated)
+                     .arg(n.data_parallel_evaluated)
+                     .arg(n.layouts_evaluated)
+                     .arg(n.chosen)
+                     .arg(n.rejected_evaluated) +
+                 not_evaluated_text(n.not_evaluated)
            : QString("nothing fits; what would (and the rejected configurations below):"));
   QStringList notes;
   for (const auto& note : a.plan_notes)
     notes << QString::fromUtf8("\u2022 ") + QString::fromStdString(with_labels(note));
   notes_->setText(notes.join("\n"));
   notes_->setVisible(!notes.isEmpty());
+}
+
+QString PlanView::summary_text() const {
+  return summary_->text();
 }
 
 QString PlanView::notes_text() const {

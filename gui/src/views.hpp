@@ -76,6 +76,7 @@ class PlanView : public QWidget {
   void show_analysis(const Analysis& a);
   int ranked_rows() const;
   int rejected_rows() const;
+  QString summary_text() const;  // the line above the ranking: the best and the counts
   // The planner's notes and suggestions as shown, fields named by the form's labels.
   QString notes_text() const;
 

@@ -280,6 +280,21 @@ class TestGui : public QObject {
     QCOMPARE(view.ranked_rows(), static_cast<int>(a.plan.ranked.size()));
     QVERIFY(view.rejected_rows() > 0);
     QVERIFY(view.rejected_rows() <= 500);
+    // The counts add up as dtplan plan's do: searched = chosen + rejected among them, and the
+    // combinations never priced are counted apart (the header once said more were rejected
+    // than searched).
+    const auto n = planner::counts_of(a.plan);
+    QCOMPARE(n.evaluated, n.chosen + n.rejected_evaluated);
+    const QString counts = QString(
+                               "%1 configurations searched (%2 data-parallel, %3 layouts): "
+                               "%4 chosen, %5 rejected")
+                               .arg(n.evaluated)
+                               .arg(n.data_parallel_evaluated)
+                               .arg(n.layouts_evaluated)
+                               .arg(n.chosen)
+                               .arg(n.rejected_evaluated);
+    QVERIFY2(view.summary_text().contains(counts), qPrintable(view.summary_text()));
+    QCOMPARE(view.summary_text().contains("without evaluation"), n.not_evaluated > 0);
   }
 
   void plan_view_runs_the_sessions_framework_flags() {
