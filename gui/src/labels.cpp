@@ -57,6 +57,14 @@ std::string label_of(const std::string& field) {
       {"sharding", "sharding"},
       {"dp_shard", "shard group"},
       {"pp_layers", "layers per stage"},
+      // Megatron-LM's flags: the GUI takes them on its command line (gui_options.cpp).
+      {"overlap_ep_comm", "dtplan-gui --overlap-ep-comm"},
+      {"deepep", "dtplan-gui --deepep"},
+      {"overlap_grad_reduce", "dtplan-gui --overlap-grad-reduce"},
+      {"overlap_param_gather", "dtplan-gui --overlap-param-gather"},
+      {"ddp_bucket_size", "dtplan-gui --ddp-bucket-size"},
+      {"grad_reduce_in_bf16", "dtplan-gui --grad-reduce-in-bf16"},
+      {"fp8_param_gather", "dtplan-gui --fp8-param-gather"},
       // Exports the GUI has no button for: the CLI writes them.
       {"export_megatron", "dtplan plan --export-megatron"},
       {"export_torchtitan", "dtplan plan --export-torchtitan"},

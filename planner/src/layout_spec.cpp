@@ -2,6 +2,7 @@
 #include "dtplan/planner/layout_spec.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/suggest.hpp"
@@ -41,6 +42,37 @@ LayoutSpec sizes_only(LayoutSpec s) {
   return s;
 }
 
+// The first field of `s` that asks for a layout (the spec holds one: wants_layout), in the
+// order the CLI lists them.
+std::string first_layout_field(const LayoutSpec& s) {
+  const std::pair<bool, const char*> fields[] = {
+      {s.tp != 1, "tp"},
+      {s.pp != 1, "pp"},
+      {s.cp != 1, "cp"},
+      {s.ep != 1, "ep"},
+      {s.etp != 0, "etp"},
+      {s.capacity_factor != 0, "capacity_factor"},
+      {s.interleave != 1, "interleave"},
+      {s.sequence_parallel, "sequence_parallel"},
+      {!s.schedule.empty(), "schedule"},
+      {!s.pp_layers.empty(), "pp_layers"},
+      {!s.framework.empty(), "framework"},
+      {!s.sharding.empty(), "sharding"},
+      {s.dp_shard != 0, "dp_shard"},
+      {s.overlap_ep_comm, "overlap_ep_comm"},
+      {s.deepep, "deepep"},
+      {s.overlap_grad_reduce, "overlap_grad_reduce"},
+      {s.overlap_param_gather, "overlap_param_gather"},
+      {s.ddp_bucket_size != 0, "ddp_bucket_size"},
+      {s.grad_reduce_in_bf16, "grad_reduce_in_bf16"},
+      {s.fp8_param_gather, "fp8_param_gather"},
+  };
+  for (const auto& [set, field] : fields) {
+    if (set) return field;
+  }
+  return "tp";
+}
+
 cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
   if (!strategy.empty() && !is_layout_framework(strategy)) {
     auto known = strategy_names();
@@ -55,9 +87,11 @@ cost::Framework framework_of(const LayoutSpec& s, std::string_view strategy) {
                            " is a data-parallel strategy: run a Megatron-LM layout ({strategies} "
                            "megatron)");
     }
-    throw FieldError("strategies", std::string(strategy) +
-                                       " is a data-parallel strategy; a layout ({tp}, {pp}, "
-                                       "{cp}, ...) runs under megatron or fsdp2");
+    const std::string field = first_layout_field(s);
+    throw FieldError("strategies", std::string(strategy) + " is a data-parallel strategy; {" +
+                                       field +
+                                       "} belongs to a layout ({tp}, {pp}, {cp}, ...), which "
+                                       "runs under megatron or fsdp2");
   }
   if (!s.framework.empty() && is_layout_framework(strategy) && s.framework != strategy) {
     throw FieldError("framework", s.framework + " and {strategies} " + std::string(strategy) +

@@ -338,8 +338,15 @@ TEST_CASE("memory of an FSDP2 layout with hybrid sharding, and layout flags refu
   CHECK_THAT(j["notes"].dump(), Contains("groups of 4 GPUs shard, 2 groups replicate"));
   auto bad = run({"memory", "--model", "gpt2", "--strategy", "zero3", "--tp", "2", "--gpus", "8"});
   CHECK(bad.code == 1);
-  CHECK_THAT(bad.err, Contains("--strategy: zero3 is a data-parallel strategy; a layout (--tp, "
-                               "--pp, --cp, ...) runs under megatron or fsdp2"));
+  CHECK_THAT(bad.err,
+             Contains("--strategy: zero3 is a data-parallel strategy; --tp belongs to a "
+                      "layout (--tp, --pp, --cp, ...), which runs under megatron or fsdp2"));
+  // The flag that asked for the layout is the one named.
+  bad = run(
+      {"memory", "--model", "gpt2", "--strategy", "ddp", "--grad-reduce-in-bf16", "--gpus", "8"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("ddp is a data-parallel strategy; --grad-reduce-in-bf16 belongs to "
+                               "a layout"));
   bad = run({"memory", "--model", "gpt2", "--tp", "0", "--gpus", "8"});
   CHECK(bad.code == 1);
   CHECK_THAT(bad.err, Contains("--tp: 0 is not a size: sizes are positive integers"));

@@ -493,9 +493,15 @@ class TestGui : public QObject {
     auto bad = layout_session();
     bad.strategy = "zero3";
     QCOMPARE(window_error(bad),
-             std::string("\"strategy\": zero3 is a data-parallel strategy; a layout (\"tensor "
-                         "parallel\", \"pipeline stages\", \"context parallel\", ...) runs "
-                         "under megatron or fsdp2"));
+             std::string("\"strategy\": zero3 is a data-parallel strategy; \"tensor parallel\" "
+                         "belongs to a layout (\"tensor parallel\", \"pipeline stages\", "
+                         "\"context parallel\", ...), which runs under megatron or fsdp2"));
+    // A Megatron-LM flag alone is named as the GUI's command line takes it.
+    bad.layout = {};
+    bad.layout.overlap_grad_reduce = true;
+    QVERIFY2(window_error(bad).find("\"dtplan-gui --overlap-grad-reduce\" belongs to a layout") !=
+                 std::string::npos,
+             window_error(bad).c_str());
     bad = layout_session();
     bad.layout.tp = 3;
     bad.layout.cp = 1;
