@@ -157,34 +157,6 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   return r;
 }
 
-// --strategy names data-parallel strategies and layout frameworks (megatron, fsdp2) alike;
-// --framework restricts the layouts' frameworks only.
-// Megatron-LM's flags that no layout of the search could take: refused, naming the flag,
-// rather than searched without it.
-void check_megatron_flags(const PlanOptions& o, const planner::LayoutRequest& x) {
-  const std::pair<bool, const char*> flags[] = {{o.overlap_grad_reduce, "--overlap-grad-reduce"},
-                                                {o.overlap_param_gather, "--overlap-param-gather"},
-                                                {o.ddp_bucket_size > 0, "--ddp-bucket-size"},
-                                                {o.grad_reduce_in_bf16, "--grad-reduce-in-bf16"},
-                                                {o.fp8_param_gather, "--fp8-param-gather"}};
-  const bool megatron =
-      !x.strategies_named || std::find(x.frameworks.begin(), x.frameworks.end(),
-                                       cost::Framework::megatron) != x.frameworks.end();
-  for (const auto& [given, flag] : flags) {
-    if (given && !megatron) {
-      throw Error(std::string(flag) +
-                  " is Megatron-LM's: add megatron to --strategy (or --framework)");
-    }
-  }
-  if (o.fp8_param_gather && x.fp8 == Fp8Recipe::none)
-    throw Error("--fp8-param-gather needs an FP8 recipe: give --fp8-recipe");
-  const auto& p = o.precisions;
-  const bool bf16 = p.empty() || std::find(p.begin(), p.end(), "bf16") != p.end() ||
-                    std::find(p.begin(), p.end(), "fp8") != p.end();  // fp8: bf16 with FP8 GEMMs
-  if (o.grad_reduce_in_bf16 && !bf16)
-    throw Error("--grad-reduce-in-bf16 needs bf16 among --precision");
-}
-
 planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest r) {
   planner::LayoutRequest x;
   for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves, &o.eps, &o.etps}) {
@@ -247,14 +219,10 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.deepep = o.deepep;
   x.overlap_grad_reduce = o.overlap_grad_reduce || o.overlap_param_gather;
   x.overlap_param_gather = o.overlap_param_gather;
-  if (o.ddp_bucket_size > 0 && !x.overlap_grad_reduce)
-    throw Error(
-        "--ddp-bucket-size needs --overlap-grad-reduce: without it Megatron-LM reduces "
-        "the gradients in one bucket");
   x.ddp_bucket_size = o.ddp_bucket_size;
   x.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   x.fp8_param_gather = o.fp8_param_gather;
-  check_megatron_flags(o, x);
+  planner::check_framework_flags(x);  // before the search's set-up, as plan_layouts does
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
   return x;

@@ -300,11 +300,38 @@ void suggest(UnifiedPlan& p) {
 
 }  // namespace
 
+void check_framework_flags(const LayoutRequest& r) {
+  const std::pair<bool, const char*> flags[] = {{r.overlap_grad_reduce, "overlap_grad_reduce"},
+                                                {r.overlap_param_gather, "overlap_param_gather"},
+                                                {r.ddp_bucket_size > 0, "ddp_bucket_size"},
+                                                {r.grad_reduce_in_bf16, "grad_reduce_in_bf16"},
+                                                {r.fp8_param_gather, "fp8_param_gather"}};
+  const auto& f = r.frameworks;
+  const bool megatron =
+      !r.strategies_named || std::find(f.begin(), f.end(), cost::Framework::megatron) != f.end();
+  for (const auto& [given, field] : flags) {
+    if (given && !megatron)
+      throw FieldError(field, "Megatron-LM's: add megatron to {strategies} (or {framework})");
+  }
+  if (r.ddp_bucket_size > 0 && !r.overlap_grad_reduce) {
+    throw FieldError("ddp_bucket_size",
+                     "needs {overlap_grad_reduce}: without it Megatron-LM reduces the gradients "
+                     "in one bucket");
+  }
+  if (r.fp8_param_gather && r.fp8 == Fp8Recipe::none)
+    throw FieldError("fp8_param_gather", "needs an FP8 recipe: give {fp8_recipe}");
+  const auto& p = r.plan.precisions;
+  if (r.grad_reduce_in_bf16 && !p.empty() &&
+      std::find(p.begin(), p.end(), Precision::bf16) == p.end())
+    throw FieldError("grad_reduce_in_bf16", "needs bf16 among {precision}");
+}
+
 UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                          const GpuSpec& gpu, const LayoutRequest& r,
                          const cost::ComputeConstants& k, const cost::OverheadConstants& overheads,
                          std::shared_ptr<cost::CommContext> comm) {
   if (!comm) comm = std::make_shared<cost::CommContext>(t);
+  check_framework_flags(r);
   if (r.plan.precisions.empty()) {  // the data-parallel search's default, for both families
     auto with_defaults = r;
     with_defaults.plan.precisions = default_precisions(gpu);

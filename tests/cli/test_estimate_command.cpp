@@ -1024,13 +1024,14 @@ TEST_CASE("Megatron-LM layouts: --fp8-param-gather") {
   };
   const auto no_recipe = plan_with({"--fp8-param-gather"});
   CHECK(no_recipe.code == 1);
-  CHECK_THAT(no_recipe.err, Contains("--fp8-param-gather needs an FP8 recipe"));
+  CHECK_THAT(no_recipe.err, Contains("--fp8-param-gather: needs an FP8 recipe: give --fp8-recipe"));
   const auto fsdp2 = plan_with({"--strategy", "fsdp2", "--grad-reduce-in-bf16"});
   CHECK(fsdp2.code == 1);
-  CHECK_THAT(fsdp2.err, Contains("--grad-reduce-in-bf16 is Megatron-LM's"));
+  CHECK_THAT(fsdp2.err,
+             Contains("--grad-reduce-in-bf16: Megatron-LM's: add megatron to --strategy"));
   const auto fp16 = plan_with({"--precision", "fp16", "--grad-reduce-in-bf16"});
   CHECK(fp16.code == 1);
-  CHECK_THAT(fp16.err, Contains("--grad-reduce-in-bf16 needs bf16 among --precision"));
+  CHECK_THAT(fp16.err, Contains("--grad-reduce-in-bf16: needs bf16 among --precision"));
 }
 
 TEST_CASE("layouts: torchtitan steps foreach when asked, Megatron-LM refuses it") {

@@ -496,6 +496,13 @@ class TestGui : public QObject {
              std::string("\"strategy\": zero3 is a data-parallel strategy; \"tensor parallel\" "
                          "belongs to a layout (\"tensor parallel\", \"pipeline stages\", "
                          "\"context parallel\", ...), which runs under megatron or fsdp2"));
+    // Megatron-LM's flags are refused in the GUI's words.
+    auto no_recipe = layout_session();
+    no_recipe.layout.fp8_param_gather = true;
+    const auto recipe = window_error(no_recipe);
+    QVERIFY2(recipe.find("\"dtplan-gui --fp8-param-gather\" needs an FP8 recipe (\"FP8 recipe "
+                         "(dtplan-gui --fp8-recipe)\")") != std::string::npos,
+             recipe.c_str());
     // A Megatron-LM flag alone is named as the GUI's command line takes it.
     bad.layout = {};
     bad.layout.overlap_grad_reduce = true;

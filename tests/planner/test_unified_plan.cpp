@@ -293,3 +293,33 @@ TEST_CASE("a plan keeping the nearest rejected layouts reports as one keeping th
   r.plan.rejected_kept = -2;
   CHECK_THROWS_WITH(c.plan(r), Catch::Contains("rejected configurations kept: -2"));
 }
+
+TEST_CASE("Megatron-LM's flags are refused, naming the flag, where no layout could take them") {
+  const auto field_of = [](const planner::LayoutRequest& r) -> std::string {
+    try {
+      planner::check_framework_flags(r);
+    } catch (const FieldError& e) {
+      return e.field();
+    }
+    return "";
+  };
+  auto r = request(64, 2048);
+  r.grad_reduce_in_bf16 = true;
+  CHECK(field_of(r).empty());  // bf16 is searched, every framework with it
+  r.strategies_named = true;
+  r.frameworks = {cost::Framework::fsdp2};
+  CHECK(field_of(r) == "grad_reduce_in_bf16");  // FSDP2 alone: no Megatron-LM layout
+  r.frameworks.push_back(cost::Framework::megatron);
+  CHECK(field_of(r).empty());
+  r.plan.precisions = {Precision::fp16};
+  CHECK(field_of(r) == "grad_reduce_in_bf16");  // no bf16 training to reduce in bf16
+  r = request(64, 2048);
+  r.ddp_bucket_size = 134217728;
+  CHECK(field_of(r) == "ddp_bucket_size");  // buckets without the overlap: one bucket
+  r.overlap_grad_reduce = true;
+  CHECK(field_of(r).empty());
+  r.fp8_param_gather = true;
+  CHECK(field_of(r) == "fp8_param_gather");  // no FP8 recipe
+  r.fp8 = Fp8Recipe::tensorwise;
+  CHECK(field_of(r).empty());
+}

@@ -124,6 +124,13 @@ struct UnifiedPlan {
 
 UnifiedCounts counts_of(const UnifiedPlan& p);
 
+// Megatron-LM's flags of `r` against what the search can run them on: each needs Megatron-LM
+// among the frameworks; --ddp-bucket-size the reduce overlap; --fp8-param-gather an FP8
+// recipe; --grad-reduce-in-bf16 bf16 among the precisions (empty: the GPU's default, bf16 on
+// every GPU with bf16 tensor cores). Throws a FieldError naming the flag (plan_layouts calls it,
+// so the CLI and the GUI refuse alike).
+void check_framework_flags(const LayoutRequest& r);
+
 // Throws as plan() and search_3d() do, naming the request's fields.
 UnifiedPlan plan_layouts(const ModelDesc& m, const Topology& t, const InterconnectTable& table,
                          const GpuSpec& gpu, const LayoutRequest& r,
