@@ -62,6 +62,10 @@ void add_layout_options(CLI::App& cmd, LayoutOptions& o) {
   cmd.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
                "keep, accumulate and reduce the main gradients in bf16 instead of fp32 "
                "(Megatron-LM's --grad-reduce-in-bf16; NeMo 1.x's grad_sync_dtype bf16)");
+  cmd.add_flag("--tp-comm-overlap", o.tp_comm_overlap,
+               "overlap each Linear's tensor-parallel all-gather or reduce-scatter with its "
+               "own GEMM, chunk by chunk (Megatron-LM's --tp-comm-overlap: Transformer "
+               "Engine's userbuffers; needs --sp)");
   cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
                "with --fp8-recipe and the distributed optimizer: keep the blocks' Linear "
                "weights as FP8 tensors only and gather them in FP8 (Megatron-LM's "

@@ -72,7 +72,9 @@ void print_layout_figures(std::ostream& out, const planner::Candidate3D& c, cons
   out << indent << "step " << seconds(tm.step_s) << ": " << l.micro_batches
       << (l.micro_batches == 1 ? " micro-batch x " : " micro-batches x ")
       << seconds(tm.microbatch_s) << " (compute " << seconds(tm.compute_s)
-      << ", tensor-parallel all-reduces " << seconds(tm.tp_comm_s)
+      << (l.tp_comm_overlap ? ", tensor-parallel collectives not hidden "
+                            : ", tensor-parallel all-reduces ")
+      << seconds(tm.tp_comm_s)
       << (l.cp > 1 ? ", context-parallel K/V exchange " + seconds(tm.cp_comm_s) : std::string())
       << (tm.ep_comm_s > 0 ? ", expert dispatch and combine " + seconds(tm.ep_comm_s)
                            : std::string())

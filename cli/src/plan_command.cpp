@@ -57,6 +57,7 @@ struct PlanOptions {
   std::int64_t ddp_bucket_size = 0;                                // with the overlap; 0: its own
   bool grad_reduce_in_bf16 = false;                                // Megatron-LM layouts in bf16
   bool fp8_param_gather = false;                                   // Megatron-LM layouts in FP8
+  bool tp_comm_overlap = false;  // Megatron-LM layouts with sequence parallelism
   std::string optimizer = "adamw";
   std::string optimizer_impl = "framework";
   std::string layer_kernels = "framework";
@@ -222,6 +223,7 @@ planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest
   x.ddp_bucket_size = o.ddp_bucket_size;
   x.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   x.fp8_param_gather = o.fp8_param_gather;
+  x.tp_comm_overlap = o.tp_comm_overlap;
   planner::check_framework_flags(x);  // before the search's set-up, as plan_layouts does
   for (const auto& set : o.recompute_modules)
     x.recompute_modules.push_back(parse_flag("--recompute-modules", set, parse_recompute_modules));
@@ -406,6 +408,9 @@ void add_search_options(CLI::App& cmd, PlanOptions& o) {
   cmd.add_flag("--fp8-param-gather", o.fp8_param_gather,
                "Megatron-LM layouts with an FP8 recipe and the distributed optimizer: keep and "
                "gather the Linear weights in FP8 (Megatron-LM's --fp8-param-gather)");
+  cmd.add_flag("--tp-comm-overlap", o.tp_comm_overlap,
+               "Megatron-LM layouts with sequence parallelism: overlap each Linear's "
+               "tensor-parallel collective with its GEMM (Megatron-LM's --tp-comm-overlap)");
   cmd.add_option("--recompute-modules", o.recompute_modules,
                  "Megatron-LM layouts under selective checkpointing: the module sets to try, "
                  "each comma-separated (repeat the flag for more), e.g. core_attn or "

@@ -952,6 +952,27 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
               "{params})");
 }
 
+BlockLinearTimes block_linear_times(const TransformerSpec& t, const TrainingConfig& c,
+                                    const GpuSpec& gpu, const ComputeConstants& k) {
+  const Timer time(gpu, k, c.precision, c.attention_kernel, AttentionLibrary::transformer_engine,
+                   c.fp8);
+  const double m = static_cast<double>(c.micro_batch) *
+                   static_cast<double>(c.seq_len > 0 ? c.seq_len : t.max_positions);
+  const double h = static_cast<double>(t.hidden_size);
+  const double q = static_cast<double>(t.q_size()), kv = static_cast<double>(t.kv_size());
+  const double v = static_cast<double>(t.v_size()), o = static_cast<double>(t.o_size());
+  BlockLinearTimes out;
+  out.qkv_s = fuses_qkv(t) ? time.linear(m, h, q + kv + v)
+                           : time.linear(m, h, q) + time.linear(m, h, kv) + time.linear(m, h, v);
+  out.proj_s = time.linear(m, o, h);
+  if (!t.moe.active()) {
+    const double f = static_cast<double>(t.ffn_size);
+    out.fc1_s = (is_gated(t.mlp) ? 2 : 1) * time.linear(m, h, f);
+    out.fc2_s = time.linear(m, f, h);
+  }
+  return out;
+}
+
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
                       const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host,
                       ForeachStep foreach_step) {

@@ -63,6 +63,7 @@ std::string describe(const Layout3D& l) {
     s << ", layers per stage " << runs_text(split);
   }
   if (l.sequence_parallel) s << ", sequence parallel";
+  if (l.tp_comm_overlap) s << " (collectives overlapped with their GEMMs)";
   if (l.fp8 != Fp8Recipe::none) s << ", FP8 " << name_of(l.fp8);
   if (l.fp8_param_gather) s << " (weights kept and gathered in FP8)";
   s << ", micro-batch " << l.micro_batch << " x " << l.micro_batches << ", recompute "

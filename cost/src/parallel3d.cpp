@@ -232,6 +232,10 @@ void check_sharding(const Layout3D& l, const Fail& fail) {
 // the distributed optimizer (and, before August 2024, the grad-reduce overlap; without it one
 // bucket is gathered, priced as the gather after the step); FSDP2 overlaps by its own design.
 std::optional<std::string> overlap_problem(const Layout3D& l) {
+  if (l.tp_comm_overlap && l.framework != Framework::megatron)
+    return "{tp_comm_overlap} is Megatron-LM's (Transformer Engine's userbuffers)";
+  if (l.tp_comm_overlap && !l.sequence_parallel)
+    return "{tp_comm_overlap} needs {sequence_parallel} (Megatron-LM asserts it; tp > 1)";
   if (!l.overlap_grad_reduce && !l.overlap_param_gather && l.ddp_bucket_params == 0 &&
       !l.grad_reduce_bf16)
     return std::nullopt;
@@ -430,6 +434,9 @@ struct Model3D::Cache {
   std::map<std::tuple<std::int64_t, std::int64_t, Shape, std::int64_t, int, int, bool>, ComputeTime>
       stage;
   std::map<std::pair<std::int64_t, std::int64_t>, double> tp_all_reduce;  // (t, bytes)
+  // (t, b, tokens per rank, precision, FP8 recipe)
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>, BlockLinearTimes>
+      linears;
   // (collective, group span in ranks, group size, bytes)
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t>, CollectiveEstimate> group;
   std::map<bool, double> p2p_Bps;  // across nodes
@@ -605,6 +612,24 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   return cache.stage.at(key);
 }
 
+BlockLinearTimes Model3D::linear_times(const Layout3D& l) {
+  const auto key = std::make_tuple(l.tp, l.micro_batch, l.seq_len / l.cp,
+                                   static_cast<int>(l.precision), static_cast<int>(l.fp8));
+  auto& cached = cache_->linears;
+  if (const auto found = cached.find(key); found != cached.end()) return found->second;
+  auto shard = spec_of(m_);
+  shard.num_heads /= l.tp;
+  shard.num_kv_heads /= l.tp;
+  shard.ffn_size /= l.tp;
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len / l.cp;
+  c.attention_kernel = l.attention_kernel;
+  c.fp8 = l.fp8;
+  return cached.emplace(key, block_linear_times(shard, c, gpu_, k_)).first->second;
+}
+
 CollectiveEstimate Model3D::group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
                                            std::int64_t bytes) {
   auto& cache = *cache_;
@@ -755,6 +780,41 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
 
 namespace {
 
+// The tensor-parallel collectives of one block that Transformer Engine's userbuffers leave
+// exposed (Megatron-LM's --tp-comm-overlap, with TE's default method per GEMM: module/base.py,
+// initialize_ub). `c` is one all-gather or reduce-scatter of the block's activations over the
+// tp ranks; `g` the block's forward GEMMs on one rank, each backward product as long.
+// - Ring exchange (the query/key/value and first MLP Linears' input all-gather forward; the
+//   output projection's and last MLP Linear's output-gradient all-gather backward): tp chunks,
+//   each chunk's GEMM running while the next chunk arrives, so the transfer hides behind
+//   (tp - 1)/tp of the GEMM.
+// - Pipeline (the output projection's and last MLP Linear's reduce-scatter forward): the GEMM
+//   in 4 chunks, each chunk's reduce-scatter behind the next chunk's GEMM; the last chunk's is
+//   exposed.
+// - Bulk (backward of the first Linears): the input re-gathered behind the input-gradient GEMM
+//   and that gradient reduce-scattered behind the weight-gradient GEMM.
+// A mixture's MLP runs no userbuffers: its mlp_collectives collectives each way stay exposed.
+// The streaming multiprocessors the pipeline and bulk kernels take from the GEMM (16 by TE's
+// default) are not modelled.
+CommPhaseTime tp_overlap_exposed(double c, const BlockLinearTimes& g, std::int64_t tp,
+                                 double mlp_collectives) {
+  const double n = static_cast<double>(tp);
+  const auto ring = [&](double gemm) { return std::max(0.0, c - gemm * (n - 1) / n); };
+  const auto pipeline = [&](double gemm) { return c / 4 + 0.75 * std::max(0.0, c - gemm); };
+  const auto bulk = [&](double gemm) { return std::max(0.0, c - gemm); };
+  CommPhaseTime out;
+  out.forward_s = ring(g.qkv_s) + pipeline(g.proj_s);
+  out.backward_s = ring(g.proj_s) + 2 * bulk(g.qkv_s);
+  if (mlp_collectives > 0) {
+    out.forward_s += mlp_collectives * c;
+    out.backward_s += mlp_collectives * c;
+  } else if (g.fc1_s > 0) {
+    out.forward_s += ring(g.fc1_s) + pipeline(g.fc2_s);
+    out.backward_s += ring(g.fc2_s) + 2 * bulk(g.fc1_s);
+  }
+  return out;
+}
+
 // The token exchange left exposed when Megatron-LM merges the forward of each micro-batch (or
 // model chunk) with the backward of the one before it: the forward's all-to-alls hide behind
 // that backward's compute and the backward's behind the forward's, each as far as the compute
@@ -856,7 +916,16 @@ Time3D Model3D::time(const Layout3D& l) {
   // the MLP; a MoE layer whose experts are folded apart sends its tokens to the experts
   // instead (unless a shared expert still runs tensor-parallel).
   const double tp_per_way = experts_folded(s, l) && s.moe.shared_ffn_size == 0 ? 1.0 : 2.0;
-  const double tp_forward_s = layers * tp_per_way * tp_all_reduce_s;
+  double tp_forward_s = layers * tp_per_way * tp_all_reduce_s;
+  double tp_backward_s = tp_forward_s;
+  if (l.tp_comm_overlap && l.tp > 1) {
+    // A mixture's MLP collectives (tp_per_way - 1 all-reduces, two collectives each) stay
+    // exposed; a dense MLP's Linears overlap theirs.
+    const double mlp = s.moe.active() ? 2 * (tp_per_way - 1) : 0.0;
+    const auto x = tp_overlap_exposed(tp_all_reduce_s / 2, linear_times(l), l.tp, mlp);
+    tp_forward_s = layers * x.forward_s;
+    tp_backward_s = layers * x.backward_s;
+  }
   // Selective recomputation of a dense block's MLP (mlp) or of a mixture's layer (moe)
   // repeats its forward collectives (not those of the multi-token prediction blocks, which
   // keep their tensors).
@@ -871,7 +940,7 @@ Time3D Model3D::time(const Layout3D& l) {
   const double regathered =
       per_op ? (layers - mtp) * tp_per_way * tp_all_reduce_s * (l.sequence_parallel ? 0.5 : 1.0)
              : 0.0;
-  out.tp_comm_s = tp_forward_s * (2 + full_recompute_share(l, layers - mtp)) +
+  out.tp_comm_s = tp_forward_s * (1 + full_recompute_share(l, layers - mtp)) + tp_backward_s +
                   rebuilt_tp_layers * tp_all_reduce_s + regathered;
   const auto cp = cp_exchange(l, local, layers);
   out.cp_comm_s = cp.forward_s + cp.backward_s;

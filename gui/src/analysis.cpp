@@ -206,6 +206,7 @@ void framework_flags(const planner::LayoutSpec& l, planner::LayoutRequest& r) {
   r.ddp_bucket_size = r.overlap_grad_reduce ? l.ddp_bucket_size : 0;
   r.grad_reduce_in_bf16 = l.grad_reduce_in_bf16;
   r.fp8_param_gather = l.fp8_param_gather;
+  r.tp_comm_overlap = l.tp_comm_overlap;
 }
 
 planner::PlanRequest request_of(const Inputs& in, const Session& s) {

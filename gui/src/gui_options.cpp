@@ -48,6 +48,8 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
                "Megatron-LM: main gradients kept and reduced in bf16");
   app.add_flag("--fp8-param-gather", l.fp8_param_gather,
                "Megatron-LM: Linear weights kept and gathered in FP8");
+  app.add_flag("--tp-comm-overlap", l.tp_comm_overlap,
+               "Megatron-LM: tensor-parallel collectives overlapped with their GEMMs");
   app.add_option("--recompute-modules", l.recompute_modules,
                  "with --checkpointing selective: the parts rebuilt (Megatron-LM's "
                  "--recompute-modules), comma-separated or none");
@@ -61,7 +63,7 @@ void add_layout_flags(CLI::App& app, planner::LayoutSpec& l) {
   app.add_option("--dp-shard", l.dp_shard, "ranks each state is sharded over (hybrid)");
 }
 
-constexpr std::array<const char*, 22> kLayoutFlags{"--capacity-factor",
+constexpr std::array<const char*, 23> kLayoutFlags{"--capacity-factor",
                                                    "--tp",
                                                    "--pp",
                                                    "--cp",
@@ -82,6 +84,7 @@ constexpr std::array<const char*, 22> kLayoutFlags{"--capacity-factor",
                                                    "--ddp-bucket-size",
                                                    "--grad-reduce-in-bf16",
                                                    "--fp8-param-gather",
+                                                   "--tp-comm-overlap",
                                                    "--recompute-modules"};
 
 // As dtplan estimate: layout flags without --strategy make the session a layout, run by
@@ -122,6 +125,7 @@ void merge_layout(const CLI::App& app, const planner::LayoutSpec& given, planner
   set("--ddp-bucket-size", l.ddp_bucket_size, given.ddp_bucket_size);
   set("--grad-reduce-in-bf16", l.grad_reduce_in_bf16, given.grad_reduce_in_bf16);
   set("--fp8-param-gather", l.fp8_param_gather, given.fp8_param_gather);
+  set("--tp-comm-overlap", l.tp_comm_overlap, given.tp_comm_overlap);
   set("--recompute-modules", l.recompute_modules, given.recompute_modules);
   set("--cp-comm", l.cp_comm, given.cp_comm);
   set("--interleave", l.interleave, given.interleave);

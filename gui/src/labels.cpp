@@ -65,6 +65,7 @@ std::string label_of(const std::string& field) {
       {"ddp_bucket_size", "dtplan-gui --ddp-bucket-size"},
       {"grad_reduce_in_bf16", "dtplan-gui --grad-reduce-in-bf16"},
       {"fp8_param_gather", "dtplan-gui --fp8-param-gather"},
+      {"tp_comm_overlap", "dtplan-gui --tp-comm-overlap"},
       // Exports the GUI has no button for: the CLI writes them.
       {"export_megatron", "dtplan plan --export-megatron"},
       {"export_torchtitan", "dtplan plan --export-torchtitan"},

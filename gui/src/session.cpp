@@ -23,6 +23,7 @@ nlohmann::json layout_json(const planner::LayoutSpec& l) {
           {"ddp_bucket_size", l.ddp_bucket_size},
           {"grad_reduce_in_bf16", l.grad_reduce_in_bf16},
           {"fp8_param_gather", l.fp8_param_gather},
+          {"tp_comm_overlap", l.tp_comm_overlap},
           {"recompute_modules", l.recompute_modules},
           {"interleave", l.interleave},
           {"cp_comm", l.cp_comm},
@@ -53,6 +54,7 @@ planner::LayoutSpec layout_from_reader(const ObjectReader& r) {
     l.ddp_bucket_size = r.integer("ddp_bucket_size", 0, std::int64_t{1} << 50);  // 0: default
   if (r.has("grad_reduce_in_bf16")) l.grad_reduce_in_bf16 = r.boolean("grad_reduce_in_bf16");
   if (r.has("fp8_param_gather")) l.fp8_param_gather = r.boolean("fp8_param_gather");
+  if (r.has("tp_comm_overlap")) l.tp_comm_overlap = r.boolean("tp_comm_overlap");
   if (r.has("recompute_modules")) l.recompute_modules = r.string("recompute_modules");
   l.interleave = r.integer("interleave", 1, 1'000'000);
   l.cp_comm = r.string("cp_comm");

@@ -263,6 +263,7 @@ void training(Args& a, const cost::Layout3D& l) {
   if (l.ddp_bucket_params > 0) add(a, "--ddp-bucket-size", std::to_string(l.ddp_bucket_params));
   if (l.grad_reduce_bf16) a.emplace_back("--grad-reduce-in-bf16");
   if (l.fp8_param_gather) a.emplace_back("--fp8-param-gather");
+  if (l.tp_comm_overlap) a.emplace_back("--tp-comm-overlap");
   // Megatron Core's optimizer CPU offload, all of it on the host (its documentation: these
   // three flags together).
   if (l.offload == Offload::optimizer) {

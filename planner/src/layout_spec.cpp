@@ -18,8 +18,8 @@ bool wants_layout(const LayoutSpec& s, std::string_view strategy) {
          s.interleave != 1 || s.sequence_parallel || !s.schedule.empty() || !s.pp_layers.empty() ||
          !s.framework.empty() || !s.sharding.empty() || s.dp_shard != 0 || s.overlap_ep_comm ||
          s.deepep || s.overlap_grad_reduce || s.overlap_param_gather || s.ddp_bucket_size != 0 ||
-         s.grad_reduce_in_bf16 || s.fp8_param_gather || !s.recompute_modules.empty() ||
-         is_layout_framework(strategy);
+         s.grad_reduce_in_bf16 || s.fp8_param_gather || s.tp_comm_overlap ||
+         !s.recompute_modules.empty() || is_layout_framework(strategy);
 }
 
 namespace {
@@ -66,6 +66,7 @@ std::string first_layout_field(const LayoutSpec& s) {
       {s.ddp_bucket_size != 0, "ddp_bucket_size"},
       {s.grad_reduce_in_bf16, "grad_reduce_in_bf16"},
       {s.fp8_param_gather, "fp8_param_gather"},
+      {s.tp_comm_overlap, "tp_comm_overlap"},
   };
   for (const auto& [set, field] : fields) {
     if (set) return field;
@@ -182,6 +183,7 @@ cost::Layout3D layout_of(const LayoutSpec& s, std::string_view strategy, const M
   l.ddp_bucket_params = s.ddp_bucket_size;
   l.grad_reduce_bf16 = s.grad_reduce_in_bf16;
   l.fp8_param_gather = s.fp8_param_gather;
+  l.tp_comm_overlap = s.tp_comm_overlap;
   l.cp_comm = parsed("cp_comm", s.cp_comm, cost::parse_cp_comm);
   l.framework = framework_of(s, strategy);
   if (c.layer_kernels == LayerKernels::eager &&

@@ -65,7 +65,7 @@ const std::set<std::string>& config_keys() {
         "precision "
         "strategy tp pp cp ep etp capacity-factor overlap-ep-comm deepep recompute-modules "
         "overlap-grad-reduce overlap-param-gather ddp-bucket-size grad-reduce-in-bf16 "
-        "fp8-param-gather "
+        "fp8-param-gather tp-comm-overlap "
         "fp8-recipe interleave sp "
         "sharding dp-shard "
         "schedule "

@@ -189,6 +189,7 @@ LayoutSpec layout_spec_of(const Config& c) {
   s.ddp_bucket_size = c.integer("ddp-bucket-size", 0);
   s.grad_reduce_in_bf16 = c.flag("grad-reduce-in-bf16");
   s.fp8_param_gather = c.flag("fp8-param-gather");
+  s.tp_comm_overlap = c.flag("tp-comm-overlap");
   s.recompute_modules = c.text("recompute-modules");
   s.interleave = c.integer("interleave", 1);
   s.cp_comm = c.text("cp-comm", "p2p");

@@ -243,6 +243,7 @@ void for_each_state_sharding(const TransformerSpec& s, const Request3D& r, cost:
     l.grad_reduce_bf16 = megatron && r.grad_reduce_bf16 && r.precision == Precision::bf16;
     l.fp8_param_gather = megatron && r.fp8_param_gather && r.fp8 != Fp8Recipe::none &&
                          sharding == DpSharding::optimizer;
+    l.tp_comm_overlap = megatron && r.tp_comm_overlap && l.sequence_parallel;
     static const std::vector<Offload> every{Offload::none, Offload::optimizer,
                                             Offload::optimizer_and_params};
     for (const auto o : r.offloads.empty() ? every : r.offloads) {

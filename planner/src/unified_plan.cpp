@@ -193,6 +193,7 @@ Request3D layouts_request(const LayoutRequest& r, const Topology& t) {
   x.ddp_bucket_params = r.ddp_bucket_size;
   x.grad_reduce_bf16 = r.grad_reduce_in_bf16;
   x.fp8_param_gather = r.fp8_param_gather;
+  x.tp_comm_overlap = r.tp_comm_overlap;
   x.attention = p.attention;
   x.attention_kernel = p.attention_kernel;
   x.precision = *std::find_if(p.precisions.begin(), p.precisions.end(), is_mixed);
@@ -305,7 +306,8 @@ void check_framework_flags(const LayoutRequest& r) {
                                                 {r.overlap_param_gather, "overlap_param_gather"},
                                                 {r.ddp_bucket_size > 0, "ddp_bucket_size"},
                                                 {r.grad_reduce_in_bf16, "grad_reduce_in_bf16"},
-                                                {r.fp8_param_gather, "fp8_param_gather"}};
+                                                {r.fp8_param_gather, "fp8_param_gather"},
+                                                {r.tp_comm_overlap, "tp_comm_overlap"}};
   const auto& f = r.frameworks;
   const bool megatron =
       !r.strategies_named || std::find(f.begin(), f.end(), cost::Framework::megatron) != f.end();

@@ -1116,3 +1116,36 @@ TEST_CASE("estimate: an eager forward whose kernels are short waits on the host'
   const auto fp32 = nlohmann::json::parse(run(json).out)["compute_per_micro_step"];
   CHECK(fp32["host_wait_s"].get<double>() == 0);
 }
+
+TEST_CASE("Megatron-LM layouts: tensor-parallel collectives overlapped with their GEMMs") {
+  const std::vector<std::string> base{"estimate", "--model",    "llama-2-70b", "--topology",
+                                      "dgx-h100", "--gpu",      "H100-SXM",    "--gpus",
+                                      "8",        "--strategy", "megatron",    "--tp",
+                                      "2",        "--sp",       "--seq-len",   "4096"};
+  auto with = base;
+  with.emplace_back("--tp-comm-overlap");
+  const auto text = run(with);
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("sequence parallel (collectives overlapped with their GEMMs)") &&
+                           Contains("tensor-parallel collectives not hidden"));
+  // Here every collective is shorter than its GEMM: what stays exposed is the last chunk of
+  // each pipelined reduce-scatter, 1/16 of the 8 collectives a block runs alone (the cost
+  // tests derive it).
+  const auto tp_s = [&](std::vector<std::string> args) {
+    args.emplace_back("--json");
+    const auto j = nlohmann::json::parse(run(args).out);
+    return j["parallel3d"]["time"]["tp_comm_per_microbatch_s"].get<double>();
+  };
+  CHECK(tp_s(with) == Approx(tp_s(base) / 16).epsilon(1e-9));
+  // Megatron-LM asserts sequence parallelism; plan refuses it without Megatron-LM.
+  auto no_sp = with;
+  no_sp.erase(std::find(no_sp.begin(), no_sp.end(), "--sp"));
+  const auto refused = run(no_sp);
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.err, Contains("--tp-comm-overlap needs --sp"));
+  const auto plan =
+      run({"plan", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+           "--global-batch", "64", "--strategy", "fsdp2", "--tp-comm-overlap"});
+  CHECK(plan.code == 1);
+  CHECK_THAT(plan.err, Contains("--tp-comm-overlap: Megatron-LM's"));
+}

@@ -1477,3 +1477,56 @@ TEST_CASE("Ulysses across nodes: a strided all-to-all priced over the whole node
   const double a2a = nodes.estimate(Collective::all_to_all, Bytes{524'288}).time_s;
   CHECK(model.time(l).cp_comm_s == Approx(8 * 2 * a2a).epsilon(1e-9));
 }
+
+TEST_CASE(
+    "tp comm overlap: collectives shorter than their GEMMs leave each pipeline's last "
+    "chunk") {
+  // Llama 2 70B at tp 2 on one DGX H100, sequence 4096: each rank's forward GEMMs take 0.25 to
+  // 2.3 ms, while an all-gather or reduce-scatter of the block's 64 MiB of activations between
+  // two NVLink GPUs takes under 0.1 ms. Every ring exchange and bulk transfer then hides
+  // behind its GEMM, and only the last of the 4 chunks of each pipelined reduce-scatter (the
+  // output projection's and the last MLP Linear's, forward) is exposed: 2 x c / 4 per block,
+  // against the 4 c each way (two all-reduces) of the collectives run alone.
+  DgxH100 f(1);
+  f.m = load_model("llama-2-70b", f.data / "models");
+  Model3D model(f.m, f.topo, f.table, f.gpu, f.k);
+  auto l = layout(2, 1, 4);
+  l.seq_len = 4096;
+  l.sequence_parallel = true;
+  l.framework = Framework::megatron;
+  const auto plain = model.time(l);
+  l.tp_comm_overlap = true;
+  const auto hidden = model.time(l);
+  const double c = plain.tp_comm_s / (80 * 4 * 2);  // 80 blocks, 4 collectives each way
+  const auto shard = [&] {
+    auto t = *f.m.transformer;
+    t.num_heads /= 2;
+    t.num_kv_heads /= 2;
+    t.ffn_size /= 2;
+    return t;
+  }();
+  TrainingConfig cfg;
+  cfg.precision = Precision::bf16;
+  cfg.micro_batch = 1;
+  cfg.seq_len = 4096;
+  const auto g = block_linear_times(shard, cfg, f.gpu, f.k);
+  REQUIRE(c < g.qkv_s / 2);  // the regime this test is about
+  REQUIRE(c < g.proj_s);
+  CHECK(hidden.tp_comm_s == Approx(80 * 2 * c / 4).epsilon(1e-9));
+  CHECK(hidden.compute_s == Approx(plain.compute_s).epsilon(1e-12));
+  CHECK(hidden.step_s < plain.step_s);
+}
+
+TEST_CASE("tp comm overlap is Megatron-LM's and needs sequence parallelism") {
+  const DgxH100 f(1);
+  auto l = layout(2, 1, 4);
+  l.framework = Framework::megatron;
+  l.tp_comm_overlap = true;
+  CHECK_THROWS_WITH(check_layout(*f.m.transformer, l, 8),
+                    Contains("{tp_comm_overlap} needs {sequence_parallel}"));
+  l.sequence_parallel = true;
+  CHECK_NOTHROW(check_layout(*f.m.transformer, l, 8));
+  l.framework = Framework::fsdp2;
+  CHECK_THROWS_WITH(check_layout(*f.m.transformer, l, 8),
+                    Contains("{tp_comm_overlap} is Megatron-LM's"));
+}

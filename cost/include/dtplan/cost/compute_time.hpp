@@ -150,6 +150,17 @@ ComputeTime estimate_compute(const ModelDesc& m, const TrainingConfig& c, const 
                              const ComputeConstants& k,
                              AttentionLibrary lib = AttentionLibrary::pytorch);
 
+// The forward GEMM times of one block's Linear groups on one micro-batch of `c` (b x s tokens)
+// as the block's compute prices them: the query, key and value projections, the attention's
+// output projection, the MLP's first Linear(s) (gate and up) and its last; the MLP's are 0 for
+// a mixture of experts (its experts are grouped GEMMs). Each backward product (input and
+// weight gradients) takes about as long again.
+struct BlockLinearTimes {
+  double qkv_s = 0, proj_s = 0, fc1_s = 0, fc2_s = 0;
+};
+BlockLinearTimes block_linear_times(const TransformerSpec& t, const TrainingConfig& c,
+                                    const GpuSpec& gpu, const ComputeConstants& k);
+
 // How much slower `slow` computes one micro-step of `c` than `gpu` (the pace a slower GPU in
 // the set sets for every rank of a synchronous step): the ratio of their forward + backward
 // times, at least 1 when `slow` is the slower one.

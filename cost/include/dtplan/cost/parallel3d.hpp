@@ -158,6 +158,10 @@ struct Layout3D {
   // once to each node holding any of its experts (RDMA) and is forwarded inside the node
   // (NVLink), instead of one copy per expert over the network.
   bool deepep = false;
+  // Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers, with sequence
+  // parallelism): each Linear's tensor-parallel all-gather or reduce-scatter runs in chunks
+  // alongside its own GEMM instead of before or after it (tp_overlap_exposed_s).
+  bool tp_comm_overlap = false;
   // Megatron-LM's --overlap-grad-reduce: the gradients reduced bucket by bucket alongside the
   // last micro-batch's backward instead of after it; with the distributed optimizer
   // --overlap-param-gather too: the updated weights gathered bucket by bucket alongside the
@@ -405,6 +409,9 @@ class Model3D {
   // tokens.
   ComputeTime stage_compute(const Layout3D& l, std::int64_t stage_layers, std::int64_t dense,
                             bool prediction_modules);
+  // The forward GEMMs of one block on one rank (1/tp of its widths, the gathered s/cp tokens
+  // of a micro-batch): what --tp-comm-overlap hides the block's collectives behind.
+  BlockLinearTimes linear_times(const Layout3D& l);
   // The stage that sets the pipeline's pace (Model3D::time).
   struct SlowestStage {
     std::int64_t layers = 0, dense = 0;

@@ -37,6 +37,7 @@ struct LayoutSpec {
   std::int64_t ddp_bucket_size = 0;   // Megatron-LM's --ddp-bucket-size (parameters); 0: its own
   bool grad_reduce_in_bf16 = false;   // Megatron-LM's --grad-reduce-in-bf16
   bool fp8_param_gather = false;      // Megatron-LM's --fp8-param-gather
+  bool tp_comm_overlap = false;       // Megatron-LM's --tp-comm-overlap
   // Megatron-LM's --recompute-modules under selective checkpointing, comma-separated (or
   // "none"); empty: its default, core_attn.
   std::string recompute_modules;

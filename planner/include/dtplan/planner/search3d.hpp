@@ -59,6 +59,7 @@ struct Request3D {
   std::int64_t ddp_bucket_params = 0;  // with overlap_grad_reduce, per bucket; 0: Megatron-LM's
   bool grad_reduce_bf16 = false;       // Megatron-LM's --grad-reduce-in-bf16 (bf16 layouts)
   bool fp8_param_gather = false;       // Megatron-LM's --fp8-param-gather (FP8, dist. optimizer)
+  bool tp_comm_overlap = false;        // Megatron-LM's --tp-comm-overlap (tp > 1 with sp)
   // Pipeline schedules tried when pp > 1; empty: what Megatron-LM runs (1F1B, interleaved
   // 1F1B with v > 1). The zero-bubble ones need the schedule's own fork, so they are opt-in.
   std::vector<cost::PipelineSchedule> schedules;

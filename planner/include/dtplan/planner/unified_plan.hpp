@@ -39,6 +39,7 @@ struct LayoutRequest {
   std::int64_t ddp_bucket_size = 0;  // Megatron-LM's --ddp-bucket-size; 0: its default
   bool grad_reduce_in_bf16 = false;  // Megatron-LM's --grad-reduce-in-bf16
   bool fp8_param_gather = false;     // Megatron-LM's --fp8-param-gather
+  bool tp_comm_overlap = false;      // Megatron-LM's --tp-comm-overlap (layouts with sp)
   // Whether strategies were named (plan.strategies and frameworks together): then only the
   // named families run; a data-parallel strategy list alone leaves the layouts out.
   bool strategies_named = false;
