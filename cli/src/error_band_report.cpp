@@ -25,7 +25,8 @@ void print_band(std::ostream& out, const BandReport& r) {
   out << "  accuracy: on " << b.rows << " published runs of " << r.group
       << ", dtplan's step predictions were off by " << percent(b.median_abs_error) << " (median), "
       << signed_percent(b.bias) << " on average (+: optimistic; dtplan "
-      << "accuracy --published)\n";
+      << "accuracy --published)"
+      << (b.rows < planner::kFewBandRows ? "; so few runs are a weak guide" : "") << '\n';
 }
 
 nlohmann::json band_json(const BandReport& r) {

@@ -114,7 +114,7 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
       << format_thousands(n.rejected_evaluated) << " rejected";
   if (n.not_evaluated > 0) {
     out << "; " << format_thousands(n.not_evaluated)
-        << " more combinations rejected without evaluation (unsupported, batch unreachable)";
+        << " more combinations rejected without evaluation (" << n.not_evaluated_why << ")";
   }
   out << '\n';
   if (ctx.plan.layouts && !ctx.plan.layouts->no_layout.empty()) {

@@ -90,12 +90,11 @@ QList<QStandardItem*> ranked_row(std::size_t i, const planner::LayoutChoice& c) 
 }
 
 // The combinations the searches turned down without pricing them, as the CLI counts them.
-QString not_evaluated_text(std::int64_t n) {
-  if (n <= 0) return {};
-  return QString(
-             "; %1 more combinations rejected without evaluation (unsupported, batch "
-             "unreachable)")
-      .arg(n);
+QString not_evaluated_text(const planner::UnifiedCounts& n) {
+  if (n.not_evaluated <= 0) return {};
+  return QString("; %1 more combinations rejected without evaluation (%2)")
+      .arg(n.not_evaluated)
+      .arg(QString::fromStdString(n.not_evaluated_why));
 }
 
 }  // namespace
@@ -181,7 +180,7 @@ void PlanView::show_analysis(const Analysis& a) {
                      .arg(n.layouts_evaluated)
                      .arg(n.chosen)
                      .arg(n.rejected_evaluated) +
-                 not_evaluated_text(n.not_evaluated)
+                 not_evaluated_text(n)
            : QString("nothing fits; what would (and the rejected configurations below):"));
   QStringList notes;
   for (const auto& note : a.plan_notes)

@@ -92,12 +92,13 @@ QString band_line(const Analysis& a) {
   }
   return QString(
              "\naccuracy: on %1 published runs of %2, predictions were off by %3% "
-             "(median), %4%5% on average (+: optimistic)")
+             "(median), %4%5% on average (+: optimistic)%6")
       .arg(a.band->rows)
       .arg(QString::fromStdString(a.band_group))
       .arg(a.band->median_abs_error * 100, 0, 'f', 1)
       .arg(a.band->bias >= 0 ? "+" : "")
-      .arg(a.band->bias * 100, 0, 'f', 1);
+      .arg(a.band->bias * 100, 0, 'f', 1)
+      .arg(a.band->rows < planner::kFewBandRows ? "; so few runs are a weak guide" : "");
 }
 
 // The session's memory per GPU when it exceeds the GPU: the step drawn would not run.

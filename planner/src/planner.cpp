@@ -97,14 +97,24 @@ bool was_evaluated(Reason r) {
   return r != Reason::unsupported && r != Reason::batch_unreachable;
 }
 
+std::string SearchCounts::not_evaluated_why() const {
+  if (unsupported && batch_unreachable) return "unsupported, batch unreachable";
+  return unsupported ? "unsupported" : batch_unreachable ? "batch unreachable" : "";
+}
+
 SearchCounts search_counts(const PlanResult& r) {
   SearchCounts c;
   c.evaluated = r.configs_evaluated;
   c.chosen = r.best ? 1 : 0;
+  const auto count = [&c](Reason reason, std::int64_t n) {
+    (was_evaluated(reason) ? c.rejected_evaluated : c.not_evaluated) += n;
+    c.unsupported |= reason == Reason::unsupported && n > 0;
+    c.batch_unreachable |= reason == Reason::batch_unreachable && n > 0;
+  };
   for (const auto& rej : r.rejected)
-    ++(was_evaluated(rej.reason) ? c.rejected_evaluated : c.not_evaluated);
+    count(rej.reason, 1);
   for (const auto& [reason, omitted] : r.rejected_omitted)
-    (was_evaluated(reason) ? c.rejected_evaluated : c.not_evaluated) += omitted;
+    count(reason, omitted);
   return c;
 }
 

@@ -383,6 +383,7 @@ UnifiedCounts counts_of(const UnifiedPlan& p) {
   n.chosen = p.ranked.empty() ? 0 : 1;
   n.rejected_evaluated = n.evaluated - n.chosen;
   n.not_evaluated = dp.not_evaluated;
+  n.not_evaluated_why = dp.not_evaluated_why();
   return n;
 }
 

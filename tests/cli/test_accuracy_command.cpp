@@ -91,4 +91,16 @@ TEST_CASE("plan shows the error band of its best plan's kind") {
   REQUIRE(text.code == 0);
   CHECK_THAT(text.out, Contains("accuracy: on " + std::to_string(band->rows) +
                                 " published runs of data-parallel on ampere"));
+  // 158 rows: no caveat. A band of fewer than 10 rows (FSDP2 layouts on Hopper) says it is a
+  // weak guide.
+  CHECK(band->rows >= dtplan::planner::kFewBandRows);
+  CHECK_THAT(text.out, !Contains("weak guide"));
+  const auto* few = dtplan::planner::find_band(bands, "fsdp2 on hopper");
+  REQUIRE(few != nullptr);
+  REQUIRE(few->rows < dtplan::planner::kFewBandRows);
+  const auto fsdp2 = run({"estimate", "--model", "llama-2-7b", "--topology", "dgx-h100", "--gpu",
+                          "H100-SXM", "--strategy", "fsdp2", "--seq-len", "4096"});
+  REQUIRE(fsdp2.code == 0);
+  CHECK_THAT(fsdp2.out, Contains("published runs of fsdp2 on hopper") &&
+                            Contains("; so few runs are a weak guide"));
 }

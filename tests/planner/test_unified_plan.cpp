@@ -323,3 +323,19 @@ TEST_CASE("Megatron-LM's flags are refused, naming the flag, where no layout cou
   r.fp8 = Fp8Recipe::tensorwise;
   CHECK(field_of(r).empty());
 }
+
+TEST_CASE("the combinations never evaluated are named by the reasons they have") {
+  planner::PlanResult r;
+  planner::Rejected unsupported;
+  unsupported.reason = planner::Reason::unsupported;
+  r.rejected = {unsupported, unsupported};
+  auto n = planner::search_counts(r);
+  CHECK(n.not_evaluated == 2);
+  CHECK(n.not_evaluated_why() == "unsupported");
+  r.rejected_omitted[planner::Reason::batch_unreachable] = 3;
+  n = planner::search_counts(r);
+  CHECK(n.not_evaluated == 5);
+  CHECK(n.not_evaluated_why() == "unsupported, batch unreachable");
+  r.rejected.clear();
+  CHECK(planner::search_counts(r).not_evaluated_why() == "batch unreachable");
+}

@@ -170,6 +170,9 @@ struct SearchCounts {
   std::int64_t chosen = 0;              // 1 when something fits, else 0
   std::int64_t rejected_evaluated = 0;  // evaluated and rejected (slower ones included)
   std::int64_t not_evaluated = 0;       // rejected entries for combinations never evaluated
+  bool unsupported = false, batch_unreachable = false;  // the reasons among those
+  // "unsupported", "batch unreachable" or both, as not_evaluated holds them.
+  std::string not_evaluated_why() const;
 };
 SearchCounts search_counts(const PlanResult& r);
 

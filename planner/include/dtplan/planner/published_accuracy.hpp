@@ -75,6 +75,8 @@ struct PublishedAccuracy {
 };
 
 inline constexpr std::int64_t kMinBandRows = 3;
+// Fewer rows than this and a front end says the band is a weak guide.
+inline constexpr std::int64_t kFewBandRows = 10;
 
 // data/error_bands.json: the bands a front end shows beside a prediction, written by
 // `dtplan accuracy --published --write-bands`.

@@ -90,6 +90,7 @@ struct UnifiedCounts {
   std::int64_t chosen = 0;
   std::int64_t rejected_evaluated = 0;
   std::int64_t not_evaluated = 0;  // data-parallel families never evaluated (unsupported, ...)
+  std::string not_evaluated_why;   // which of those reasons: SearchCounts::not_evaluated_why
 };
 
 struct UnifiedPlan {
