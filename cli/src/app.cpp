@@ -2,6 +2,7 @@
 // turns library errors into a one-line message and an exit code.
 #include "dtplan/cli/app.hpp"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -45,6 +46,34 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   return what;
 }
 
+// The first of `args` that names an option the command does not have, with the options it
+// has that look like it: "unknown option '--seqlen' for dtplan plan (did you mean:
+// --seq-len?)". Empty when every option is known (CLI11's message then stands).
+std::string unknown_option_message(const std::vector<std::string>& args, const CLI::App& app) {
+  if (args.empty()) return "";
+  const auto subs =
+      app.get_subcommands([&](const CLI::App* c) { return c->get_name() == args.front(); });
+  if (subs.empty()) return "";
+  std::vector<std::string> known;
+  for (const auto* command : {&app, subs.front()}) {
+    for (const auto* o : command->get_options()) {
+      for (const auto& name : o->get_lnames())
+        known.push_back("--" + name);
+    }
+  }
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a.rfind("--", 0) != 0 || a.size() < 3) continue;
+    const auto name = a.substr(0, a.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    const auto near = close_names(name, known, 3);
+    return "unknown option '" + name + "' for dtplan " + args.front() +
+           (near.empty() ? std::string() : " (did you mean: " + join(near, ", ") + "?)") +
+           " (see dtplan " + args.front() + " --help)";
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -84,6 +113,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return app.exit(e, out, err);
+    if (const auto unknown = unknown_option_message(args, app); !unknown.empty()) {
+      err << "dtplan: error: " << unknown << '\n';
+      return 2;
+    }
     err << "dtplan: error: " << parse_error_message(e, app) << " (see dtplan --help)\n";
     return 2;
   }

@@ -53,3 +53,21 @@ TEST_CASE("a count that is not a number names the flag and the value, not 'Could
         2);
   CHECK(err == "dtplan: error: --global-batch: '6x4' is not a whole number (see dtplan --help)\n");
 }
+
+TEST_CASE("an unknown option is named with the command's options like it, not CLI11's list") {
+  // CLI11 said "The following arguments were not expected: 4096 --seqlen", the value first.
+  std::string err;
+  CHECK(run({"plan", "--model", "gpt2", "--global-batch", "8", "--seqlen", "4096"}, nullptr,
+            &err) == 2);
+  CHECK(err ==
+        "dtplan: error: unknown option '--seqlen' for dtplan plan (did you mean: --seq-len?) "
+        "(see dtplan plan --help)\n");
+  CHECK(run({"estimate", "--model", "gpt2", "--grad-acc=4"}, nullptr, &err) == 2);
+  CHECK(err ==
+        "dtplan: error: unknown option '--grad-acc' for dtplan estimate (did you mean: "
+        "--grad-accum?) (see dtplan estimate --help)\n");
+  // An option another command has is unknown to this one.
+  CHECK(run({"gpus", "--global-batch", "8"}, nullptr, &err) == 2);
+  CHECK_THAT(err, Catch::StartsWith("dtplan: error: unknown option '--global-batch' for dtplan "
+                                    "gpus"));
+}
