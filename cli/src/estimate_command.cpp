@@ -111,7 +111,11 @@ TrainingConfig config_of(const EstimateOptions& o, const Topology& t) {
   auto c = training_config(training);
   c.gpus_per_host = t.node().gpus_per_host;
   if (!is_layout_framework(o.strategy)) {
-    c.strategy = parse_strategy(o.strategy.empty() ? "ddp" : o.strategy);
+    try {
+      c.strategy = parse_strategy(o.strategy.empty() ? "ddp" : o.strategy);
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; or a layout framework: megatron, fsdp2");
+    }
   }
   return c;
 }

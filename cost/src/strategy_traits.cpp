@@ -450,9 +450,11 @@ void check_supported(const TrainingConfig& c) {
                 "FSDP sharding strategy");
   }
   if (c.fp8 != Fp8Recipe::none) {
-    throw Error(strategy_label(c.strategy) + ": {fp8_recipe} " + std::string(name_of(c.fp8)) +
-                " is modelled for the layouts that run FP8 (Transformer Engine under megatron, "
-                "torchao's float8 under fsdp2): give {strategy} megatron or fsdp2");
+    throw Error(strategy_label(c.strategy) + ": FP8 GEMMs ({precision} fp8 or {fp8_recipe}; " +
+                std::string(name_of(c.fp8)) +
+                " scaling here) are modelled for the layouts that run FP8 (Transformer Engine "
+                "under megatron, torchao's float8 under fsdp2), not for the data-parallel "
+                "strategies: give {strategy} megatron or fsdp2");
   }
   const bool autocast = c.precision == Precision::amp_fp16 || c.precision == Precision::amp_bf16;
   if (autocast && c.strategy != Strategy::dp && c.strategy != Strategy::ddp) {

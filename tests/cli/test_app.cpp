@@ -71,3 +71,13 @@ TEST_CASE("an unknown option is named with the command's options like it, not CL
   CHECK_THAT(err, Catch::StartsWith("dtplan: error: unknown option '--global-batch' for dtplan "
                                     "gpus"));
 }
+
+TEST_CASE("estimate's unknown strategy lists the layout frameworks it also takes") {
+  std::string err;
+  CHECK(run({"estimate", "--model", "gpt2", "--topology", "dgx-h100", "--gpu", "H100-SXM",
+             "--strategy", "zero4"},
+            nullptr, &err) == 1);
+  CHECK_THAT(err,
+             Catch::Contains("unknown strategy 'zero4' (did you mean: zero1, zero2, zero3?)") &&
+                 Catch::Contains("; or a layout framework: megatron, fsdp2"));
+}

@@ -176,7 +176,9 @@ TEST_CASE("bad input: one line, exit code 1, names the input and the problem") {
       {{"--params", "1B", "--strategy", "zero4"}, "did you mean: zero1"},
       {{"--params", "1B", "--precision", "fp9"}, "unknown precision 'fp9'"},
       // FP8 is bf16 with FP8 GEMMs, modelled for the layouts only.
-      {{"--params", "1B", "--precision", "fp8"}, "is modelled for the layouts that run FP8"},
+      {{"--params", "1B", "--precision", "fp8"},
+       "FP8 GEMMs (--precision fp8 or --fp8-recipe; delayed scaling here) are modelled for the "
+       "layouts"},
       {{"--params", "1B", "--strategy", "ddp", "--offload", "optimizer"},
        "--offload optimizer needs"},
       {{"--params", "1B", "--overhead", "nccl=1"}, "unknown overhead constant 'nccl'"},
