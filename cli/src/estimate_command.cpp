@@ -137,6 +137,18 @@ bool is_3d(const EstimateOptions& o) {
          !o.torchtitan_file.empty() || !o.accelerate_file.empty();
 }
 
+// layout_dp, saying where the GPU count came from when --gpus was not given: every GPU of
+// the topology (--nodes x its GPUs per node).
+std::int64_t layout_dp_of(const EstimateOptions& o, std::int64_t gpus) {
+  try {
+    return layout_dp(o.layout, gpus);
+  } catch (const FieldError& e) {
+    if (e.field() != "gpus" || o.gpus_option->count() > 0) throw;
+    throw FieldError("gpus", "not given, so every GPU of the topology: " + e.problem() +
+                                 "; give {gpus} or other sizes");
+  }
+}
+
 // --tp/--pp: a Megatron-style layout over --gpus (dp = GPUs / (tp x pp)).
 int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto data = data_dir_of(o.model);
@@ -150,7 +162,7 @@ int run_estimate_3d(const EstimateOptions& o, const RunContext& ctx) {
   const auto host_capacity =
       host_memory_of(o.training.host_memory).value_or(t.node().host_memory_or_default());
   auto per_dp = c;
-  per_dp.dp_size = layout_dp(o.layout, c.dp_size);
+  per_dp.dp_size = layout_dp_of(o, c.dp_size);
   const auto l = layout_of(o.layout, o.strategy, model, seq, micro_steps_of(o, per_dp));
   const auto gpu = find_gpu(o.training.gpu, data, "--gpu");
   check_gpu_on_topology(gpu, t);

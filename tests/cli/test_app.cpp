@@ -81,3 +81,13 @@ TEST_CASE("estimate's unknown strategy lists the layout frameworks it also takes
              Catch::Contains("unknown strategy 'zero4' (did you mean: zero1, zero2, zero3?)") &&
                  Catch::Contains("; or a layout framework: megatron, fsdp2"));
 }
+
+TEST_CASE("a layout that does not divide the topology's GPUs says --gpus was not given") {
+  std::string err;
+  CHECK(run({"estimate", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes", "2",
+             "--gpu", "H100-SXM", "--tp", "3"},
+            nullptr, &err) == 1);
+  CHECK(err ==
+        "dtplan: error: --gpus: not given, so every GPU of the topology: 16 is not divisible by "
+        "--tp x --cp x --pp = 3; give --gpus or other sizes\n");
+}

@@ -647,7 +647,8 @@ TEST_CASE("estimate --precision fp8: bf16 with FP8 GEMMs on a layout, refused el
   auto ddp = run({"estimate", "--model", "llama-3-8b", "--topology", "dgx-h100", "--gpu",
                   "H100-SXM", "--strategy", "zero3", "--seq-len", "4096", "--precision", "fp8"});
   CHECK(ddp.code == 1);
-  CHECK_THAT(ddp.err, Contains("--fp8-recipe delayed is modelled for the layouts"));
+  CHECK_THAT(ddp.err, Contains("FP8 GEMMs (--precision fp8 or --fp8-recipe; delayed scaling here) "
+                               "are modelled for the layouts"));
   auto a100 = with_fp8;
   a100[6] = "A100-80GB";
   a100[4] = "dgx-a100";
