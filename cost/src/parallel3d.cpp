@@ -794,14 +794,23 @@ namespace {
 // - Bulk (backward of the first Linears): the input re-gathered behind the input-gradient GEMM
 //   and that gradient reduce-scattered behind the weight-gradient GEMM.
 // A mixture's MLP runs no userbuffers: its mlp_collectives collectives each way stay exposed.
-// The streaming multiprocessors the pipeline and bulk kernels take from the GEMM (16 by TE's
-// default) are not modelled.
+// The pipeline and bulk kernels run on 16 streaming multiprocessors (TE's default num_sm),
+// which the GEMM beside them lacks: `slow` = SMs / (SMs - 16) on a GPU whose SM count the
+// catalogue states, else 1. The pipelined GEMM runs on the others throughout (set_sm_margin);
+// the bulk one only while the transfer lasts. Ring exchange copies with the copy engines.
+// Transformer Engine's default num_sm for the pipeline and bulk userbuffers kernels
+// (module/base.py, initialize_ub).
+constexpr double kUserbufferSms = 16;
+
 CommPhaseTime tp_overlap_exposed(double c, const BlockLinearTimes& g, std::int64_t tp,
-                                 double mlp_collectives) {
+                                 double mlp_collectives, double slow) {
   const double n = static_cast<double>(tp);
   const auto ring = [&](double gemm) { return std::max(0.0, c - gemm * (n - 1) / n); };
-  const auto pipeline = [&](double gemm) { return c / 4 + 0.75 * std::max(0.0, c - gemm); };
-  const auto bulk = [&](double gemm) { return std::max(0.0, c - gemm); };
+  const auto pipeline = [&](double gemm) {
+    return c / 4 + 0.75 * std::max(0.0, c - slow * gemm) + (slow - 1) * gemm;
+  };
+  // The GEMM does c / slow of its work while the transfer runs; the rest at full speed.
+  const auto bulk = [&](double gemm) { return slow * gemm <= c ? c - gemm : c * (1 - 1 / slow); };
   CommPhaseTime out;
   out.forward_s = ring(g.qkv_s) + pipeline(g.proj_s);
   out.backward_s = ring(g.proj_s) + 2 * bulk(g.qkv_s);
@@ -922,7 +931,9 @@ Time3D Model3D::time(const Layout3D& l) {
     // A mixture's MLP collectives (tp_per_way - 1 all-reduces, two collectives each) stay
     // exposed; a dense MLP's Linears overlap theirs.
     const double mlp = s.moe.active() ? 2 * (tp_per_way - 1) : 0.0;
-    const auto x = tp_overlap_exposed(tp_all_reduce_s / 2, linear_times(l), l.tp, mlp);
+    const auto sms = static_cast<double>(gpu_.streaming_multiprocessors);
+    const double slow = sms > kUserbufferSms ? sms / (sms - kUserbufferSms) : 1.0;
+    const auto x = tp_overlap_exposed(tp_all_reduce_s / 2, linear_times(l), l.tp, mlp, slow);
     tp_forward_s = layers * x.forward_s;
     tp_backward_s = layers * x.backward_s;
   }

@@ -86,6 +86,8 @@ GpuSpec read_gpu(const ObjectReader& r) {
   g.pcie_generation = r.integer("pcie_generation", 1, 7);
   g.pcie_lanes = r.positive_integer("pcie_lanes");
   g.tdp_watts = r.number("tdp_watts", kSpec);
+  g.streaming_multiprocessors =
+      r.has("streaming_multiprocessors") ? r.integer("streaming_multiprocessors", 1, 1024) : 0;
   g.architecture = r.string("architecture");
   static const std::vector<std::string> kArchitectures{"volta",  "turing",    "ampere", "ada",
                                                        "hopper", "blackwell", "cdna3",  "cdna4"};

@@ -1130,14 +1130,16 @@ TEST_CASE("Megatron-LM layouts: tensor-parallel collectives overlapped with thei
   CHECK_THAT(text.out, Contains("sequence parallel (collectives overlapped with their GEMMs)") &&
                            Contains("tensor-parallel collectives not hidden"));
   // Here every collective is shorter than its GEMM: what stays exposed is the last chunk of
-  // each pipelined reduce-scatter, 1/16 of the 8 collectives a block runs alone (the cost
-  // tests derive it).
+  // each pipelined reduce-scatter, 1/16 of the 8 collectives a block runs alone, plus the
+  // userbuffers kernels' SMs taken from the GEMMs (the cost tests derive it exactly). Without
+  // those SMs it would be 1/16; it stays well under the collectives run alone.
   const auto tp_s = [&](std::vector<std::string> args) {
     args.emplace_back("--json");
     const auto j = nlohmann::json::parse(run(args).out);
     return j["parallel3d"]["time"]["tp_comm_per_microbatch_s"].get<double>();
   };
-  CHECK(tp_s(with) == Approx(tp_s(base) / 16).epsilon(1e-9));
+  CHECK(tp_s(with) > tp_s(base) / 16);
+  CHECK(tp_s(with) < tp_s(base) / 2);
   // Megatron-LM asserts sequence parallelism; plan refuses it without Megatron-LM.
   auto no_sp = with;
   no_sp.erase(std::find(no_sp.begin(), no_sp.end(), "--sp"));

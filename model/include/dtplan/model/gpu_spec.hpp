@@ -46,6 +46,9 @@ struct GpuSpec {
   std::int64_t pcie_generation = 0;
   std::int64_t pcie_lanes = 0;
   double tdp_watts = 0;
+  // Streaming multiprocessors, where the catalogue states them (the vendor's whitepaper); 0:
+  // unknown. What kernels that take some of them away from a GEMM cost it.
+  std::int64_t streaming_multiprocessors = 0;
   // The tensor-core generation: volta, turing, ampere, ada, hopper, blackwell (NVIDIA), cdna3,
   // cdna4 (AMD Instinct). Kernels written for one
   // generation run below the peak of a later one (FlashAttention-2 on Hopper).
