@@ -617,17 +617,14 @@ BlockLinearTimes Model3D::linear_times(const Layout3D& l) {
                                    static_cast<int>(l.precision), static_cast<int>(l.fp8));
   auto& cached = cache_->linears;
   if (const auto found = cached.find(key); found != cached.end()) return found->second;
-  auto shard = spec_of(m_);
-  shard.num_heads /= l.tp;
-  shard.num_kv_heads /= l.tp;
-  shard.ffn_size /= l.tp;
+  const auto shard = shard_of(m_, l, 1, 0, false);  // one block's widths on one rank
   TrainingConfig c;
   c.precision = l.precision;
   c.micro_batch = l.micro_batch;
   c.seq_len = l.seq_len / l.cp;
   c.attention_kernel = l.attention_kernel;
   c.fp8 = l.fp8;
-  return cached.emplace(key, block_linear_times(shard, c, gpu_, k_)).first->second;
+  return cached.emplace(key, block_linear_times(*shard.transformer, c, gpu_, k_)).first->second;
 }
 
 CollectiveEstimate Model3D::group_estimate(Collective c, std::int64_t span, std::int64_t ranks,
@@ -780,6 +777,10 @@ CommPhaseTime Model3D::expert_exchange(const Layout3D& l, double layers) {
 
 namespace {
 
+// Transformer Engine's default num_sm for the pipeline and bulk userbuffers kernels
+// (module/base.py, initialize_ub).
+constexpr double kUserbufferSms = 16;
+
 // The tensor-parallel collectives of one block that Transformer Engine's userbuffers leave
 // exposed (Megatron-LM's --tp-comm-overlap, with TE's default method per GEMM: module/base.py,
 // initialize_ub). `c` is one all-gather or reduce-scatter of the block's activations over the
@@ -798,10 +799,6 @@ namespace {
 // which the GEMM beside them lacks: `slow` = SMs / (SMs - 16) on a GPU whose SM count the
 // catalogue states, else 1. The pipelined GEMM runs on the others throughout (set_sm_margin);
 // the bulk one only while the transfer lasts. Ring exchange copies with the copy engines.
-// Transformer Engine's default num_sm for the pipeline and bulk userbuffers kernels
-// (module/base.py, initialize_ub).
-constexpr double kUserbufferSms = 16;
-
 CommPhaseTime tp_overlap_exposed(double c, const BlockLinearTimes& g, std::int64_t tp,
                                  double mlp_collectives, double slow) {
   const double n = static_cast<double>(tp);
