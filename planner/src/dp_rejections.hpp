@@ -40,6 +40,18 @@ class DataParallelRejections {
     keep_nearer(c, why, amount, std::move(detail));
   }
 
+  // Whether offer() would keep a rejection; when not, the caller may count it instead.
+  bool would_keep(Reason why, double amount, Strategy s) const {
+    if (per_reason_ < 0 || !was_evaluated(why)) return true;
+    return nearest_.would_take(why, amount) ||
+           amount < group_best_[index_of(why)][static_cast<std::size_t>(s)].amount;
+  }
+
+  // `n` rejections for `why` that would_keep() said none of the lists keeps: counted only.
+  void count_unkept(Reason why, std::int64_t n) {
+    if (per_reason_ >= 0) nearest_.count(why, n);
+  }
+
   // Room for `n` more rejections where every one is kept.
   void reserve(std::size_t n) {
     if (per_reason_ < 0) all_.reserve(all_.size() + n);

@@ -37,7 +37,7 @@ class NearestPerReason {
                                     : -std::numeric_limits<double>::infinity());
   }
 
-  void count(Reason why) { ++offered_[index_of(why)]; }
+  void count(Reason why, std::int64_t n = 1) { offered_[index_of(why)] += n; }
   std::int64_t offered(Reason why) const { return offered_[index_of(why)]; }
 
   // Whether a rank of `amount`, met after every rank taken so far, enters its reason's list;

@@ -72,12 +72,12 @@ PlanResult Search::run() {
   set_axes();
   prepare_groups();
   prepare_memory();
-  const auto all = shapes();
+  shapes_ = shapes();
   prepare_compute();
   const auto t1 = Clock::now();
   const auto steps = strategies_.size() * dps_.size() + 1;
-  tell_progress(steps - 1, "searching " + std::to_string(all.size()) + " shapes");
-  search(all);
+  tell_progress(steps - 1, "searching " + std::to_string(shapes_.size()) + " shapes");
+  search();
   tell_progress(steps, "done");
   result_.search_s = seconds_since(t1);
   finish();
@@ -274,7 +274,7 @@ std::vector<Shape> Search::shapes() {
     const auto dp = dps_[d];
     for (const auto per_gpu : per_gpu_batches(dp)) {
       if (r.exact_batch && per_gpu * dp != g) {
-        auto rejected = candidate({d, 0, 0, 0});
+        auto rejected = candidate(Shape{d, 0, 0, 0});
         rejected.micro_batch = 0;
         reject(rejected, Reason::batch_unreachable, 0,
                "global batch " + std::to_string(g) + " is not reachable on " + std::to_string(dp) +
@@ -306,26 +306,34 @@ void Search::prepare_compute() {
   }
 }
 
-void Search::search(const std::vector<Shape>& shapes) {
-  // Every configuration ends in one of the two lists: no reallocation in the loop.
+void Search::search() {
+  // With every rejection kept, each configuration is one: no reallocation in that list. The
+  // feasible list grows as it goes: reserving the most it could hold took fresh pages from the
+  // system for a list that mostly stays short, and their first touch cost more than growing.
   const auto most =
-      shapes.size() * groups_.size() / dps_.size() * checkpointings_.size();  // x2 modes
-  feasible_.reserve(feasible_.size() + most);
+      shapes_.size() * groups_.size() / dps_.size() * checkpointings_.size();  // x2 modes
   rejected_.reserve(most);
-  for (const auto& shape : shapes)
+  defers_sync_.clear();
+  for (const auto s : strategies_)
+    defers_sync_.push_back(cost::supports_no_sync(s));
+  peak_flops_.clear();
+  for (const auto p : precisions_)
+    peak_flops_.push_back(in_.gpu.peak_flops_for(p));
+  seq_tokens_ = in_.model.transformer ? static_cast<double>(seq_len()) : 1.0;
+  for (std::size_t i = 0; i < shapes_.size(); ++i)
     for (std::size_t s = 0; s < strategies_.size(); ++s)
       for (std::size_t p = 0; p < precisions_.size(); ++p)
         for (std::size_t o = 0; o < offloads_.size(); ++o)
-          evaluate(shape, s, p, o);
+          evaluate(i, s, p, o);
 }
 
 // The synchronisation modes worth evaluating: both only when there is accumulation, the
 // strategy can defer synchronisation, and the request allows both.
-void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o) {
+void Search::evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size_t o) {
   const auto sync = in_.request.sync;
-  if (!cost::supports_no_sync(strategies_[s]) || sync == Sync::every_micro_step) {
+  if (!defers_sync_[s] || sync == Sync::every_micro_step) {
     evaluate(shape, s, p, o, 1);
-  } else if (shape.grad_accum == 1 || sync == Sync::no_sync) {
+  } else if (shapes_[shape].grad_accum == 1 || sync == Sync::no_sync) {
     evaluate(shape, s, p, o, 0);
   } else {
     evaluate(shape, s, p, o, 0);
@@ -333,54 +341,90 @@ void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::siz
   }
 }
 
-void Search::evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o,
-                      std::size_t y) {
-  const auto gi = group_index(s, p, shape.dp_index, o, y);
-  const auto& g = groups_[gi];
-  if (!g.ok) return;
+Candidate Search::candidate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o,
+                            std::size_t y) const {
   Candidate c = candidate(shape);
   c.strategy = strategies_[s];
   c.precision = precisions_[p];
   c.offload = offloads_[o];
   c.no_sync = y == 0;
+  return c;
+}
+
+cost::StepCompute Search::step_compute(const Group& g, const Candidate& c) const {
   cost::StepCompute step;
   step.optimizer_s = g.optimizer_s;
   step.host_transfer_s = g.host_s;
   step.micro_steps = c.grad_accum;
   step.overlap_compute_slowdown = in_.compute.overlap_compute_slowdown;
-  const double peak = in_.gpu.peak_flops_for(c.precision);
-  const double seq = in_.model.transformer ? static_cast<double>(seq_len()) : 1.0;
+  return step;
+}
+
+// The step time, throughput and objective of `c` (its checkpointing `ci`) in group `g`.
+void Search::price(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
+                   cost::StepCompute& step) const {
+  const bool regathers = c.checkpointing == Checkpointing::full && !g.ops_full_recompute.empty();
+  const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
+  const auto& ct = compute_[row];
+  step.forward_s = ct.forward_s;
+  step.backward_s = ct.backward_s;
+  c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).step_s(step);
+  c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
+  c.tokens_per_s = c.samples_per_s * seq_tokens_;
+  c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak_flops_[p]);
+  c.objective = objective(c);
+}
+
+void Search::evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size_t o,
+                      std::size_t y) {
+  const auto gi = group_index(s, p, shapes_[shape].dp_index, o, y);
+  const auto& g = groups_[gi];
+  if (!g.ok) return;
+  const auto& sh = shapes_[shape];
+  Candidate c = candidate(sh, s, p, o, y);
+  auto step = step_compute(g, c);
   for (std::size_t ci = 0; ci < checkpointings_.size(); ++ci) {
     const auto& line = memory_[memory_index(gi, ci, c.grad_accum > 1)];
     if (!line.ok) continue;
     ++result_.configs_evaluated;
     c.checkpointing = checkpointings_[ci];
-    const bool regathers = c.checkpointing == Checkpointing::full && !g.ops_full_recompute.empty();
     c.memory = line.at(c.micro_batch);
     c.host_memory = line.host;
     if (c.memory > result_.usable) {
-      reject(c, Reason::out_of_memory, to_gib(c.memory - result_.usable));
+      reject_evaluated(c, Reason::out_of_memory, to_gib(c.memory - result_.usable));
       continue;
     }
     if (c.host_memory > result_.host_capacity) {
-      reject(c, Reason::host_out_of_memory, to_gib(c.host_memory - result_.host_capacity));
+      reject_evaluated(c, Reason::host_out_of_memory,
+                       to_gib(c.host_memory - result_.host_capacity));
       continue;
     }
-    const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
-    const auto& ct = compute_[row];
-    step.forward_s = ct.forward_s;
-    step.backward_s = ct.backward_s;
-    c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).step_s(step);
-    c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
-    c.tokens_per_s = c.samples_per_s * seq;
-    c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak);
-    c.objective = objective(c);
+    price(c, g, sh, p, ci, step);
     if (const auto max = in_.request.max_run_s; max > 0 && run_seconds(c) > max) {
-      reject(c, Reason::past_deadline, (run_seconds(c) - max) / 3600.0);
+      reject_evaluated(c, Reason::past_deadline, (run_seconds(c) - max) / 3600.0);
       continue;
     }
-    feasible_.push_back(c);
+    feasible_.push_back(Priced{c.objective, c.memory.value, static_cast<std::uint32_t>(shape),
+                               static_cast<std::uint8_t>(s), static_cast<std::uint8_t>(p),
+                               static_cast<std::uint8_t>(o),
+                               static_cast<std::uint8_t>(ci * 2 + y)});
   }
+}
+
+// The candidate a feasible entry was, priced again as the search priced it.
+Candidate Search::candidate(const Priced& f) const {
+  const auto& sh = shapes_[f.shape];
+  const std::size_t y = f.place % 2, ci = f.place / 2;
+  const auto gi = group_index(f.strategy, f.precision, sh.dp_index, f.offload, y);
+  const auto& g = groups_[gi];
+  Candidate c = candidate(sh, f.strategy, f.precision, f.offload, y);
+  auto step = step_compute(g, c);
+  const auto& line = memory_[memory_index(gi, ci, c.grad_accum > 1)];
+  c.checkpointing = checkpointings_[ci];
+  c.memory = line.at(c.micro_batch);
+  c.host_memory = line.host;
+  price(c, g, sh, f.precision, ci, step);
+  return c;
 }
 
 std::int64_t Search::seq_len() const {
@@ -394,6 +438,9 @@ double Search::run_seconds(const Candidate& c) const {
 }
 
 double Search::objective(const Candidate& c) const {
+  // objective_value's first case, in place: the search prices every feasible configuration.
+  if (goal_.objective == Objective::throughput)
+    return c.step_time_s / static_cast<double>(c.global_batch);
   return objective_value(goal_, c.step_time_s, c.global_batch, c.dp);
 }
 
@@ -414,6 +461,15 @@ void Search::reject(const Candidate& c, Reason why, double amount, std::string d
   rejected_.offer(c, why, amount, std::move(detail));
 }
 
+// A rejection in the search loop: most are only counted, without building the entry.
+void Search::reject_evaluated(const Candidate& c, Reason why, double amount) {
+  if (rejected_.would_keep(why, amount, c.strategy)) {
+    rejected_.offer(c, why, amount);
+  } else {
+    rejected_.count_unkept(why, 1);
+  }
+}
+
 void Search::finish() {
   if (!feasible_.empty()) {
     rank();
@@ -424,34 +480,43 @@ void Search::finish() {
 }
 
 void Search::rank() {
-  std::stable_sort(feasible_.begin(), feasible_.end(), [](const Candidate& a, const Candidate& b) {
+  std::stable_sort(feasible_.begin(), feasible_.end(), [](const Priced& a, const Priced& b) {
     if (a.objective != b.objective) return a.objective < b.objective;
     return a.memory < b.memory;
   });
   const double best = feasible_.front().objective;
   for (std::size_t i = 0; i < feasible_.size(); ++i) {
+    const auto& f = feasible_[i];
     if (static_cast<std::int64_t>(i) < in_.request.top_k) {
-      result_.ranked.push_back(feasible_[i]);
+      result_.ranked.push_back(candidate(f));
       exact_memory(result_.ranked.back());
     }
-    if (i > 0) reject(feasible_[i], Reason::slower, 100.0 * (feasible_[i].objective / best - 1.0));
+    if (i == 0) continue;
+    // Priced again only when the rejection would be kept.
+    const double behind_pct = 100.0 * (f.objective / best - 1.0);
+    if (rejected_.would_keep(Reason::slower, behind_pct, strategies_[f.strategy])) {
+      reject(candidate(f), Reason::slower, behind_pct);
+    } else {
+      rejected_.count_unkept(Reason::slower, 1);
+    }
   }
   result_.best = result_.ranked.front();
   const auto g = in_.request.global_batch;
   result_.exact_batch = result_.best->global_batch == g;
-  const auto exact = std::find_if(feasible_.begin(), feasible_.end(),
-                                  [g](const Candidate& c) { return c.global_batch == g; });
+  const auto exact = std::find_if(feasible_.begin(), feasible_.end(), [&](const Priced& f) {
+    return shapes_[f.shape].global_batch == g;
+  });
   if (exact != feasible_.end()) {
-    result_.best_exact = *exact;
+    result_.best_exact = candidate(*exact);
     exact_memory(*result_.best_exact);
   }
 }
 
 void Search::pareto() {
-  for (const auto* c : pareto_front(
-           feasible_, [](const Candidate& c) { return c.memory; },
-           [](const Candidate& c) { return c.objective; })) {
-    result_.pareto.push_back(*c);
+  for (const auto* f : pareto_front(
+           feasible_, [](const Priced& f) { return f.memory; },
+           [](const Priced& f) { return f.objective; })) {
+    result_.pareto.push_back(candidate(*f));
     exact_memory(result_.pareto.back());
   }
 }

@@ -58,6 +58,20 @@ struct Shape {
   std::int64_t global_batch = 0;
 };
 
+// A feasible configuration as the search met it: what it ranks by, and its place on the
+// search's axes, from which Search prices its candidate again when a report needs it. Copying
+// each candidate (96 bytes) into the list was a third of the search loop's time, most of it the
+// first touch of the list's pages.
+struct Priced {
+  double objective = 0;
+  std::int64_t memory = 0;  // bytes per GPU
+  std::uint32_t shape = 0;  // into Search::shapes_
+  std::uint8_t strategy = 0;
+  std::uint8_t precision = 0;
+  std::uint8_t offload = 0;
+  std::uint8_t place = 0;  // checkpointing index x 2 + 1 when synchronising every micro-step
+};
+
 class Search {
  public:
   struct Inputs {
@@ -84,9 +98,15 @@ class Search {
   std::vector<std::int64_t> per_gpu_batches(std::int64_t dp) const;
   std::vector<Shape> shapes();
   void prepare_compute();
-  void search(const std::vector<Shape>& shapes);
-  void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o);
-  void evaluate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o, std::size_t y);
+  void search();
+  void evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size_t o);
+  void evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size_t o, std::size_t y);
+  Candidate candidate(const Shape& shape, std::size_t s, std::size_t p, std::size_t o,
+                      std::size_t y) const;
+  Candidate candidate(const Priced& f) const;
+  cost::StepCompute step_compute(const Group& g, const Candidate& c) const;
+  void price(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
+             cost::StepCompute& step) const;
   Group group(std::size_t s, std::size_t p, std::size_t d, std::size_t o, std::size_t y) const;
   void tell_progress(std::size_t done, const std::string& what) const;
   void finish();
@@ -97,6 +117,7 @@ class Search {
   double objective(const Candidate& c) const;
   double run_seconds(const Candidate& c) const;
   void reject(const Candidate& c, Reason why, double amount, std::string detail = {});
+  void reject_evaluated(const Candidate& c, Reason why, double amount);
   void reject_family(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
                      std::optional<std::size_t> c, const std::string& why);
   Candidate candidate(const Shape& shape) const;
@@ -121,7 +142,11 @@ class Search {
   std::vector<MemoryLine> memory_;          // [group][checkpointing][accumulating]
   std::vector<cost::ComputeTime> compute_;  // [mb][p][c]
   std::size_t compute_rows_ = 0;            // micro-batches with compute filled
-  std::vector<Candidate> feasible_;
+  std::vector<Shape> shapes_;               // what search() visits
+  std::vector<double> peak_flops_;          // per precision
+  std::vector<char> defers_sync_;           // per strategy: whether it can skip synchronising
+  double seq_tokens_ = 1;                   // tokens per sample (1 without a sequence)
+  std::vector<Priced> feasible_;
   DataParallelRejections rejected_;
   PlanResult result_;
 };

@@ -425,6 +425,12 @@ auto key_of(const Rejected& r) {
                          c.no_sync, c.dp, c.micro_batch, c.global_batch, r.detail);
 }
 
+// A candidate's identity and figures.
+auto config_of(const Candidate& c) {
+  return std::make_tuple(c.strategy, c.precision, c.checkpointing, c.offload, c.no_sync, c.dp,
+                         c.micro_batch, c.global_batch, c.memory.value, c.objective);
+}
+
 // One reason's rejections, nearest first (equal amounts in the order met).
 std::vector<const Rejected*> nearest_of(const PlanResult& r, Reason why) {
   std::vector<const Rejected*> out;
@@ -465,6 +471,17 @@ void check_kept_against_all(const PlanResult& few, const PlanResult& all, std::i
       CHECK(key_of(*f[j]) == key_of(*a[j]));
     if (was_evaluated(why)) CHECK(f.size() <= n + kStrategies.size());
   }
+  // What the reports show of the feasible ones: the search that keeps few of them keeps these
+  // (the full search ranks every one and takes the front of all).
+  const auto same = [](const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      CHECK(config_of(a[i]) == config_of(b[i]));
+  };
+  same(few.ranked, all.ranked);
+  same(few.pareto, all.pareto);
+  REQUIRE(few.best_exact.has_value() == all.best_exact.has_value());
+  if (all.best_exact) CHECK(config_of(*few.best_exact) == config_of(*all.best_exact));
   const auto x = search_counts(few);
   const auto y = search_counts(all);
   CHECK(x.rejected_evaluated == y.rejected_evaluated);
@@ -510,6 +527,8 @@ TEST_CASE("kept rejections: each reason's nearest and each strategy's, the other
     if (i == 1) REQUIRE(nearest_of(all, Reason::past_deadline).size() > 2);
     if (i == 3) REQUIRE_FALSE(all.best);
     if (i != 3) REQUIRE(nearest_of(all, Reason::slower).size() > 2);
+    // A front longer than the ranked list: kept apart from the best.
+    if (i == 0) REQUIRE(all.pareto.size() > static_cast<std::size_t>(r.top_k) + 10);
     REQUIRE(nearest_of(all, Reason::out_of_memory).size() > 2);
     for (const std::int64_t kept : {0, 2}) {
       CAPTURE(kept);
