@@ -177,13 +177,18 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
       << fixed(ctx.gpu.peak_flops_for(c.precision) / 1e12, 0) << " TFLOP/s "
       << compute_type(c.precision) << " peak)\n";
 
-  out << "\n  communication per occurrence:\n";
-  TextTable ops({"", "group", "messages", "bytes", "runs/step", "each", "algorithm"});
-  for (const auto& op : e.comm.ops) {
-    ops.add_row({op.name, op.group, std::to_string(op.messages), format_gib(op.bytes),
-                 std::to_string(op.runs), seconds(op.time_s), op.algorithm});
+  if (e.comm.ops.empty()) {
+    out << "\n  communication: none" << (c.dp_size == 1 ? " (one GPU: nothing to exchange)" : "")
+        << '\n';
+  } else {
+    out << "\n  communication per occurrence:\n";
+    TextTable ops({"", "group", "messages", "bytes", "runs/step", "each", "algorithm"});
+    for (const auto& op : e.comm.ops) {
+      ops.add_row({op.name, op.group, std::to_string(op.messages), format_gib(op.bytes),
+                   std::to_string(op.runs), seconds(op.time_s), op.algorithm});
+    }
+    ops.print(out, {1, 6}, "    ");
   }
-  ops.print(out, {1, 6}, "    ");
   for (const auto& note : e.comm.notes)
     out << "    note: " << note << '\n';
   for (const auto& note : e.memory.notes)

@@ -133,8 +133,11 @@ class Builder {
                         .micro_steps = r_.micro_steps,
                         .no_sync = r_.no_sync,
                         .copy_kernel_s = models_.copy_kernel_s};
-    for (const auto& rule : strategy_collectives(c_))
-      ops_.push_back(price_rule(rule, sources));
+    for (const auto& rule : strategy_collectives(c_)) {
+      auto op = price_rule(rule, sources);
+      // A collective over one GPU moves nothing: not listed unless something still costs time.
+      if (sources.group(rule.group).ranks > 1 || op.time_s > 0) ops_.push_back(std::move(op));
+    }
     if (const auto again = recompute_regather(c_)) {
       auto op = price_rule(*again, sources);
       if (op.messages > 0) ops_.push_back(std::move(op));

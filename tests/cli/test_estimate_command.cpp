@@ -79,6 +79,27 @@ TEST_CASE("estimate in text: the step's parts, throughput and a Gantt of both st
                         Contains("MFU") && Contains("compute |") && Contains("comm    |"));
 }
 
+TEST_CASE("estimate on one GPU lists no collective: there is nothing to exchange") {
+  const std::vector<std::string> one{"estimate", "--model",    "gpt2",      "--topology",
+                                     "dgx-a100", "--gpu",      "A100-80GB", "--gpus",
+                                     "1",        "--strategy", "ddp",       "--micro-batch",
+                                     "8",        "--seq-len",  "1024"};
+  const auto text = run(one);
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Contains("communication: none (one GPU: nothing to exchange)"));
+  CHECK_THAT(text.out, !Contains("all-reduce"));
+  auto args = one;
+  args.emplace_back("--json");
+  const auto j = nlohmann::json::parse(run(args).out);
+  CHECK(j["comm"]["ops"].empty());
+  CHECK(j["step"]["exposed_comm_s"].get<double>() == 0.0);
+  // Two GPUs of the node do exchange: DDP's bucketed all-reduce is listed.
+  args[8] = "2";
+  const auto two = nlohmann::json::parse(run(args).out);
+  REQUIRE(two["comm"]["ops"].size() == 1);
+  CHECK(two["comm"]["ops"][0]["collective"] == "allreduce");
+}
+
 TEST_CASE("a straggler slows every rank's step, a slower GPU in the set sets the pace") {
   const auto base = nlohmann::json::parse(run(with({"--json"})).out);
   const auto slow = nlohmann::json::parse(run(with({"--straggler", "1.25", "--json"})).out);
