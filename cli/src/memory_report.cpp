@@ -11,6 +11,10 @@ namespace dtplan::cli {
 
 namespace {
 
+// The "how" column of the component table wraps here: the explanations run to 200 characters,
+// and an unwrapped one would stretch the table's rules to its full length.
+constexpr std::size_t kHowColumnChars = 72;
+
 std::string signed_gib(Bytes b) {
   return (b.value >= 0 ? "+" : "") + gib(b);
 }
@@ -171,6 +175,7 @@ void print_memory_detail(std::ostream& out, const MemoryReportContext& ctx,
   row("peak total", g.total(), h.total(),
       format_gb(g.total()) + " per GPU; host " + format_gib(e.cpu_per_node) + " per node");
   out << '\n';
+  t.wrap_last_column(kHowColumnChars);
   t.print(out, {4});
   out << "\n  as PyTorch reports the peak: " << gib(g.torch_reserved()) << " GiB reserved, "
       << gib(g.torch_allocated())

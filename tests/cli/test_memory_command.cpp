@@ -420,3 +420,22 @@ TEST_CASE("memory --zero-grad: PyTorch 2 frees the gradients between steps, PyTo
   CHECK(refused.code == 1);
   CHECK_THAT(refused.err, Contains("--zero-grad") && Contains("none"));
 }
+
+TEST_CASE("the component table's rules are as wide as its columns, not its longest explanation") {
+  // bert-large under DDP explains the gradients' optimizer-step peak in about 200 characters;
+  // the "how" column wraps at 72, so the rule spans the indent and the five columns with their
+  // gaps: 2 + 16 ("optimizer states") + 2 + 7 + 2 + 13 ("6,942,935,040") + 2 + 8 + 2 + 72.
+  const auto r = run({"memory", "--model", "bert-large", "--gpus", "64", "--strategy", "ddp",
+                      "--gpu", "H100-SXM"});
+  REQUIRE(r.code == 0);
+  std::istringstream in(r.out);
+  std::size_t rules = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  ---", 0) == 0) {
+      ++rules;
+      CHECK(line.size() == 2 + 16 + 2 + 7 + 2 + 13 + 2 + 8 + 2 + 72);
+    }
+  }
+  CHECK(rules == 2);
+  CHECK_THAT(r.out, Contains("the peak is the optimizer\n"));
+}

@@ -17,3 +17,22 @@ TEST_CASE("columns align: first left, others right") {
         "  x        12.25\n"
         "  --------------\n");
 }
+
+TEST_CASE("a wrapped last column breaks at words and keeps the rule to the wrap width") {
+  dtplan::cli::TextTable t({"part", "how"});
+  t.add_row({"a", "one two three four"});
+  t.add_rule();
+  t.add_row({"bb", "extraordinarily x"});
+  t.wrap_last_column(9);
+  std::ostringstream out;
+  t.print(out, {1});
+  // "one two" (7) fits in 9, "three" would make 13; a word longer than 9 keeps a line alone.
+  CHECK(out.str() ==
+        "  part  how\n"
+        "  a     one two\n"
+        "        three\n"
+        "        four\n"
+        "  ---------------\n"
+        "  bb    extraordinarily\n"
+        "        x\n");
+}
