@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "gui_options.hpp"
+#include "headless_messages.hpp"
 #include "labels.hpp"
 #include "main_window.hpp"
 
@@ -11,8 +12,10 @@ int main(int argc, char** argv) {
     const auto options = dtplan::gui::parse_gui_options(argc, argv);
     if (!options) return 0;
     // Headless rendering needs no display.
-    if (!options->screenshot.empty() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-      qputenv("QT_QPA_PLATFORM", "offscreen");
+    if (!options->screenshot.empty()) {
+      if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+      dtplan::gui::quiet_headless_notices();
+    }
     QApplication app(argc, argv);
     dtplan::gui::MainWindow window(options->session);
     window.resize(options->width, options->height);

@@ -213,9 +213,31 @@ void PlanView::show_pareto(const planner::UnifiedPlan& r) {
     front->append(static_cast<double>(c.memory().value) / kGiB, c.samples_per_s());
   chart->addSeries(all);
   chart->addSeries(front);
-  chart->createDefaultAxes();
-  chart->axes(Qt::Horizontal).front()->setTitleText("GiB per GPU");
-  chart->axes(Qt::Vertical).front()->setTitleText("samples/s");
+  // Both axes from zero to at least a tenth beyond the largest point, on round ticks: the
+  // default axes end at the extreme points and cut their markers in half.
+  double top_gib = 0;
+  double top_rate = 0;
+  for (const auto* series : {all, front}) {
+    for (const auto& p : series->points()) {
+      top_gib = std::max(top_gib, p.x());
+      top_rate = std::max(top_rate, p.y());
+    }
+  }
+  auto* x = new QValueAxis();
+  x->setTitleText("GiB per GPU");
+  x->setRange(0, top_gib > 0 ? top_gib * 1.1 : 1.0);
+  x->applyNiceNumbers();  // round ticks; the range only grows
+  auto* y = new QValueAxis();
+  y->setTitleText("samples/s");
+  y->setRange(0, top_rate > 0 ? top_rate * 1.1 : 1.0);
+  y->applyNiceNumbers();
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  for (auto* series : {all, front}) {
+    series->attachAxis(x);
+    series->attachAxis(y);
+  }
+  pareto_axes_ = QRectF(QPointF(x->min(), y->min()), QPointF(x->max(), y->max()));
   chart->setTitle("Memory against throughput");
   auto* old = pareto_->chart();
   pareto_->setChart(chart);

@@ -122,34 +122,46 @@ QString title_of(const Analysis& a) {
   return step_title(a) + fit_line(a) + band_line(a);
 }
 
+// The unit of a title's times: seconds from a 2 s step up (the time axis switches there too),
+// so that a 30 s step reads "30.12 s" rather than "30120.0 ms".
+struct TitleUnit {
+  double per_s;
+  const char* name;
+  int decimals;
+};
+
+TitleUnit unit_for(double step_s) {
+  return step_s >= 2.0 ? TitleUnit{1.0, "s", 2} : TitleUnit{1e3, "ms", 1};
+}
+
 QString step_title(const Analysis& a) {
   const auto& s = a.session;
   if (a.layout) {
     const auto& t = a.layout->time;
+    const auto u = unit_for(t.step_s);
+    const auto in = [&](double seconds, int extra = 0) {
+      return QString::number(seconds * u.per_s, 'f', u.decimals + extra);
+    };
     return QString(
-               "%1, %2\nstep %3 ms = %4 micro-batches x %5 ms + bubble %6 + data parallel "
-               "%7 + host transfers %8 + optimizer %9 ms")
-        .arg(QString::fromStdString(s.model))
-        .arg(QString::fromStdString(cost::describe(a.layout->layout)))
-        .arg(t.step_s * 1e3, 0, 'f', 1)
-        .arg(a.layout->layout.micro_batches)
-        .arg(t.microbatch_s * 1e3, 0, 'f', 2)
-        .arg(t.bubble_s * 1e3, 0, 'f', 1)
-        .arg(t.dp_sync_s * 1e3, 0, 'f', 1)
-        .arg(t.host_transfer_s * 1e3, 0, 'f', 1)
-        .arg(t.optimizer_s * 1e3, 0, 'f', 1);
+               "%1, %2\nstep %3 %10 = %4 micro-batches x %5 %10 + bubble %6 + data parallel "
+               "%7 + host transfers %8 + optimizer %9 %10")
+        .arg(QString::fromStdString(s.model),
+             QString::fromStdString(cost::describe(a.layout->layout)), in(t.step_s),
+             QString::number(a.layout->layout.micro_batches), in(t.microbatch_s, 1), in(t.bubble_s),
+             in(t.dp_sync_s), in(t.host_transfer_s), in(t.optimizer_s))
+        .arg(u.name);
   }
   const auto& tm = a.step.times;
+  const auto u = unit_for(tm.step_s);
+  const auto in = [&](double seconds) {
+    return QString::number(seconds * u.per_s, 'f', u.decimals);
+  };
   return QString(
-             "%1, %2: step %3 ms = compute %4 + exposed communication %5 + optimizer %6 ms; "
-             "hidden communication %7 ms; %8 micro-steps")
-      .arg(QString::fromStdString(s.model))
-      .arg(QString::fromStdString(s.strategy))
-      .arg(tm.step_s * 1e3, 0, 'f', 1)
-      .arg(tm.compute_s * 1e3, 0, 'f', 1)
-      .arg(tm.exposed_comm_s * 1e3, 0, 'f', 1)
-      .arg(tm.optimizer_s * 1e3, 0, 'f', 1)
-      .arg(tm.hidden_comm_s * 1e3, 0, 'f', 1)
+             "%1, %2: step %3 %8 = compute %4 + exposed communication %5 + optimizer %6 %8; "
+             "hidden communication %7 %8; %9 micro-steps")
+      .arg(QString::fromStdString(s.model), QString::fromStdString(s.strategy), in(tm.step_s),
+           in(tm.compute_s), in(tm.exposed_comm_s), in(tm.optimizer_s), in(tm.hidden_comm_s))
+      .arg(u.name)
       .arg(s.grad_accum);
 }
 

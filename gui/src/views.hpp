@@ -4,6 +4,7 @@
 
 #include <QChartView>
 #include <QGraphicsView>
+#include <QRectF>
 #include <QStringList>
 #include <QWidget>
 #include <map>
@@ -79,6 +80,9 @@ class PlanView : public QWidget {
   QString summary_text() const;  // the line above the ranking: the best and the counts
   // The planner's notes and suggestions as shown, fields named by the form's labels.
   QString notes_text() const;
+  // The Pareto chart's axis ranges: x from left() to right() GiB, y from top() to bottom()
+  // samples/s (top() is the smaller value, as QRectF orders them).
+  QRectF pareto_axes() const { return pareto_axes_; }
 
  private:
   void show_pareto(const planner::UnifiedPlan& r);
@@ -88,6 +92,7 @@ class PlanView : public QWidget {
   QStandardItemModel* ranked_ = nullptr;
   QTableView* table_ = nullptr;
   QChartView* pareto_ = nullptr;
+  QRectF pareto_axes_;
   QTableWidget* rejected_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* notes_ = nullptr;

@@ -21,6 +21,7 @@
 #include "dtplan/model/topology_io.hpp"
 #include "dtplan/planner/layout_spec.hpp"
 #include "gui_options.hpp"
+#include "headless_messages.hpp"
 #include "inputs_panel.hpp"
 #include "labels.hpp"
 #include "main_window.hpp"
@@ -146,6 +147,50 @@ class TestGui : public QObject {
         QString("accuracy: on %1 published runs of data-parallel on ampere").arg(band->rows)));
   }
 
+  void a_screenshot_drops_only_the_offscreen_platforms_notices() {
+    // The two notices every headless render printed in a new-user trial, and nothing else:
+    // a real warning, or the same text as a critical message, still reaches stderr.
+    QVERIFY(is_headless_notice(QtWarningMsg, "This plugin does not support propagateSizeHints()"));
+    QVERIFY(is_headless_notice(
+        QtWarningMsg,
+        "QStandardPaths: XDG_RUNTIME_DIR not set, defaulting to '/tmp/runtime-root'"));
+    QVERIFY(
+        !is_headless_notice(QtWarningMsg, "QPainter::begin: Paint device returned engine == 0"));
+    QVERIFY(
+        !is_headless_notice(QtCriticalMsg, "This plugin does not support propagateSizeHints()"));
+    QVERIFY(!is_headless_notice(QtFatalMsg, "QStandardPaths: XDG_RUNTIME_DIR not set"));
+  }
+
+  void a_long_step_is_titled_in_seconds() {
+    // 64 micro-batches of 8192 tokens of Llama 2 13B: a step of many seconds reads in s, as
+    // the time axis beneath it does, and its parts in the same unit.
+    auto s = layout_session();
+    s.grad_accum = 64;
+    s.global_batch = 512;
+    const auto a = analyse(s);
+    QVERIFY(a.layout.has_value());
+    const auto& t = a.layout->time;
+    QVERIFY(t.step_s >= 2.0);
+    TimelineView view;
+    view.show_analysis(a);
+    const QString expected = QString("step %1 s = 64 micro-batches x %2 s + bubble %3")
+                                 .arg(t.step_s, 0, 'f', 2)
+                                 .arg(t.microbatch_s, 0, 'f', 3)
+                                 .arg(t.bubble_s, 0, 'f', 2);
+    QVERIFY2(view.title().contains(expected), qPrintable(view.title()));
+    QVERIFY2(!view.title().section('\n', 1, 1).contains(" ms"), qPrintable(view.title()));
+    // A short step (the default session at one micro-batch of 1) stays in milliseconds.
+    Session one;
+    one.micro_batch = 1;
+    one.grad_accum = 1;
+    const auto short_step = analyse(one);
+    view.show_analysis(short_step);
+    QVERIFY(short_step.step.times.step_s < 2.0);
+    QVERIFY2(view.title().contains(
+                 QString("step %1 ms").arg(short_step.step.times.step_s * 1e3, 0, 'f', 1)),
+             qPrintable(view.title()));
+  }
+
   void memory_bars_hold_the_memory_model() {
     const auto a = analyse(Session{});
     const auto data = resolve_data_dir("");
@@ -260,6 +305,32 @@ class TestGui : public QObject {
         view.title().contains(
             QString("does NOT fit: %1 GiB per GPU of 80.00").arg(ddp / 1073741824.0, 0, 'f', 2)),
         qPrintable(view.title()));
+  }
+
+  void the_pareto_chart_holds_its_extreme_points_inside() {
+    // The fastest and the largest points of the ranking sit at least a tenth inside the axes' ends,
+    // so their markers are drawn whole (the default axes ended on them).
+    const auto a = analyse(Session{});
+    double top_gib = 0;
+    double top_rate = 0;
+    for (const auto* list : {&a.plan.ranked, &a.plan.pareto}) {
+      for (const auto& c : *list) {
+        top_gib = std::max(top_gib, static_cast<double>(c.memory().value) / 1073741824.0);
+        top_rate = std::max(top_rate, c.samples_per_s());
+      }
+    }
+    QVERIFY(top_gib > 0 && top_rate > 0);
+    PlanView view;
+    view.show_analysis(a);
+    const auto axes = view.pareto_axes();
+    QCOMPARE(axes.left(), 0.0);
+    QCOMPARE(axes.top(), 0.0);
+    // At least a tenth beyond (round ticks may add more), and not so far that the points
+    // crowd into a corner.
+    QVERIFY2(axes.right() >= 1.1 * top_gib && axes.right() <= 2.0 * top_gib,
+             qPrintable(QString("%1 GiB axis for %2").arg(axes.right()).arg(top_gib)));
+    QVERIFY2(axes.bottom() >= 1.1 * top_rate && axes.bottom() <= 2.0 * top_rate,
+             qPrintable(QString("%1 samples/s axis for %2").arg(axes.bottom()).arg(top_rate)));
   }
 
   void plan_view_holds_the_planners_ranking() {
