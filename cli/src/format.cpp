@@ -1,6 +1,7 @@
 // Number formatting shared by the text reports.
 #include "format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -81,6 +82,14 @@ std::string flag_of(const std::string& field) {
 
 std::string with_flags(const std::string& text) {
   return render_fields(text, flag_of);
+}
+
+std::string with_setting_names(const std::string& text) {
+  return render_fields(text, [](const std::string& field) {
+    std::string name = flag_of(field).substr(2);  // the flag's words, as the help lists them
+    std::replace(name.begin(), name.end(), '-', ' ');
+    return name;
+  });
 }
 
 bool within_plan_headroom(Bytes total, Bytes capacity) {

@@ -34,6 +34,9 @@ std::string signed_percent(double fraction);
 std::string flag_of(const std::string& field);
 // A library text with {field} markers (suggestions, notes) with the fields as flags.
 std::string with_flags(const std::string& text);
+// The same text with the fields as plain setting names ("offload optimizer", "gpus per node"):
+// for the combinations the planner tried by itself, whose settings the user never typed.
+std::string with_setting_names(const std::string& text);
 // A duration for people: 3.2 h, 5.1 days
 std::string duration(double s);
 // "flash attention", with the kernel where one is named: "flash attention (cudnn kernel)".

@@ -66,7 +66,7 @@ std::string reason_text(Reason reason, double amount, const std::string& detail,
     case Reason::batch_unreachable:
       return "batch not reachable: " + with_flags(detail);
     case Reason::unsupported:
-      return "unsupported: " + with_flags(detail);
+      return "unsupported: " + with_setting_names(detail);
     case Reason::past_deadline:
       return "misses --max-hours by " + fixed(amount, 1) + " h";
   }
@@ -378,7 +378,7 @@ std::vector<std::pair<std::string, std::int64_t>> detail_counts(
 void print_unsupported(std::ostream& out, const planner::UnifiedPlan& p,
                        const std::vector<const RejectedChoice*>& list) {
   for (const auto& [detail, count] : detail_counts(p, list)) {
-    out << "  unsupported (" << count << "x): " << with_flags(detail) << '\n';
+    out << "  unsupported (" << count << "x): " << with_setting_names(detail) << '\n';
   }
 }
 
@@ -521,7 +521,7 @@ nlohmann::json rejected_summary_json(const PlanReportContext& ctx) {
     if (!planner::was_evaluated(reason)) {
       j["details"] = nlohmann::json::array();
       for (const auto& [detail, count] : detail_counts(ctx.plan, list))
-        j["details"].push_back({{"detail", with_flags(detail)}, {"count", count}});
+        j["details"].push_back({{"detail", with_setting_names(detail)}, {"count", count}});
     }
     out.push_back(j);
   }

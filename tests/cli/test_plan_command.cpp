@@ -705,3 +705,24 @@ TEST_CASE(
                                  "data-parallel strategies"));
   CHECK_THAT(eager.out, !Contains("best: fsdp2") && !Contains("best: megatron"));
 }
+
+TEST_CASE("the planner's unsupported combinations name settings, not flags the user never typed") {
+  // The planner tries CPU offload by itself; a DDP candidate with optimizer offload is refused
+  // by the strategy's rule, and the line says "offload optimizer", not "--offload optimizer".
+  const auto r = run(kExample);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("unsupported (") &&
+                        Contains("strategy ddp: offload optimizer needs zero1, zero2 or zero3"));
+  CHECK_THAT(r.out, !Contains("--offload"));
+  const auto j = nlohmann::json::parse(run(with({"--json"})).out);
+  bool named = false;
+  for (const auto& group : j["rejected_summary"]) {
+    if (group["reason"] != "unsupported") continue;
+    for (const auto& d : group["details"]) {
+      const auto text = d["detail"].get<std::string>();
+      CHECK(text.find("--") == std::string::npos);
+      named |= text.find("offload optimizer+params needs zero3") != std::string::npos;
+    }
+  }
+  CHECK(named);
+}
