@@ -169,7 +169,14 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   if (k.recompute_s > 0) out << " (of which recomputation " << seconds(k.recompute_s) << ")";
   if (k.host_wait_s > 0)
     out << "; the GPU waits " << seconds(k.host_wait_s) << " on the host's eager launches";
-  out << "; " << fixed(k.model_flops / 1e12, 1) << " model TFLOP\n\n";
+  out << "; " << fixed(k.model_flops / 1e12, 1) << " model TFLOP\n";
+  const double slow = ctx.options.straggler_slowdown;
+  if (slow > 1.0) {  // the step below is paced by the slowest rank
+    out << "  on the slowest rank (" << fixed(slow, 2) << "x): forward "
+        << seconds(k.forward_s * slow) << ", backward " << seconds(k.backward_s * slow)
+        << "; the step below runs at its pace\n";
+  }
+  out << '\n';
   print_step_breakdown(out, e, "  ");
   out << "\n  throughput: " << fixed(e.samples_per_s, 2) << " samples/s";
   if (e.seq_len > 0) out << ", " << format_thousands(std::llround(e.tokens_per_s)) << " tokens/s";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "format.hpp"
 
 using Catch::Contains;
 
@@ -105,6 +106,16 @@ TEST_CASE("a straggler slows every rank's step, a slower GPU in the set sets the
   const auto slow = nlohmann::json::parse(run(with({"--straggler", "1.25", "--json"})).out);
   CHECK(slow["step"]["compute_s"].get<double>() ==
         Approx(1.25 * base["step"]["compute_s"].get<double>()));
+  // The text says so beside the per-micro-step compute, which is a typical rank's: the slowest
+  // rank's forward and backward are 1.25x those (an earlier report scaled only the total).
+  const auto text = run(with({"--straggler", "1.25"}));
+  REQUIRE(text.code == 0);
+  const auto& k = slow["compute_per_micro_step"];
+  CHECK_THAT(text.out,
+             Contains("  on the slowest rank (1.25x): forward " +
+                      dtplan::cli::seconds(1.25 * k["forward_s"].get<double>()) + ", backward " +
+                      dtplan::cli::seconds(1.25 * k["backward_s"].get<double>())));
+  CHECK_THAT(run(with({})).out, !Contains("on the slowest rank"));
   const auto mixed = nlohmann::json::parse(
       run(with({"--slowest-gpu", "V100-32GB", "--precision", "fp16", "--json"})).out);
   // V100 has 125 TFLOP/s fp16 to the A100's 312: the slowest rank computes over twice as long.
