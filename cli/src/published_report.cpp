@@ -66,6 +66,68 @@ std::string shares(const planner::RowPrediction& p) {
   return text;
 }
 
+nlohmann::json ranking_json(const planner::PublishedSet& set, const planner::PublishedAccuracy& a) {
+  const auto& r = a.ranking;
+  nlohmann::json j{{"what",
+                    "pairs of held-out step rows of one job (source, model, GPU, GPU count, "
+                    "global batch, sequence, metric) in different configurations: does dtplan "
+                    "order them as measured"},
+                   {"pairs", r.pairs},
+                   {"agree", r.agree},
+                   {"tied", r.tied},
+                   {"clear_gap", planner::kClearRankingGap},
+                   {"clear_pairs", r.clear_pairs},
+                   {"clear_agree", r.clear_agree}};
+  const auto id = [&](std::size_t i) { return set.rows[a.rows[i].row].id; };
+  const auto pairs = [&](const std::vector<planner::RankedPair>& list) {
+    auto out = nlohmann::json::array();
+    for (const auto& d : list) {
+      out.push_back({{"source", set.sources[set.rows[a.rows[d.faster].row].source].id},
+                     {"faster_measured", id(d.faster)},
+                     {"slower_measured", id(d.slower)},
+                     {"measured_gap", d.measured_gap},
+                     {"predicted_gap", d.predicted_gap}});
+    }
+    return out;
+  };
+  j["disagreements"] = pairs(r.disagreements);
+  j["ties"] = pairs(r.ties);
+  return j;
+}
+
+std::string share_of(std::int64_t part, std::int64_t whole) {
+  return std::to_string(part) + " of " + std::to_string(whole) +
+         (whole > 0 ? " (" + percent(static_cast<double>(part) / static_cast<double>(whole)) + ")"
+                    : "");
+}
+
+void print_ranking(std::ostream& out, const planner::PublishedSet& set,
+                   const planner::PublishedAccuracy& a) {
+  const auto& r = a.ranking;
+  if (r.pairs == 0) return;
+  out << "\nranking: pairs of step rows of one job (source, model, GPUs, global batch, sequence) "
+         "in different configurations\n  dtplan orders "
+      << share_of(r.agree, r.pairs) << " as measured, " << r.disagreements.size()
+      << " the other way, " << r.tied << " the same\n  of the " << r.clear_pairs
+      << " pairs measured at least " << percent(planner::kClearRankingGap)
+      << " apart: " << r.clear_agree
+      << (r.clear_pairs > 0 ? " (" +
+                                  percent(static_cast<double>(r.clear_agree) /
+                                          static_cast<double>(r.clear_pairs)) +
+                                  ")"
+                            : std::string())
+      << " as measured\n";
+  if (r.disagreements.empty()) return;
+  out << "  ordered the other way (measured gap, dtplan's gap; --json lists the ties too):\n";
+  TextTable t({"source", "faster as measured", "slower as measured", "measured", "dtplan"});
+  for (const auto& d : r.disagreements) {
+    const auto& faster = set.rows[a.rows[d.faster].row];
+    t.add_row({set.sources[faster.source].id, faster.id, set.rows[a.rows[d.slower].row].id,
+               signed_percent(d.measured_gap), signed_percent(d.predicted_gap)});
+  }
+  t.print(out, {1, 2}, "    ");
+}
+
 }  // namespace
 
 nlohmann::json published_json(const planner::PublishedSet& set,
@@ -84,6 +146,7 @@ nlohmann::json published_json(const planner::PublishedSet& set,
   for (const auto& s : a.by_source)
     j["by_source"].push_back(summary_json(s));
   j["bands"] = planner::bands_json(a.bands)["bands"];
+  j["ranking"] = ranking_json(set, a);
   j["rows"] = nlohmann::json::array();
   for (const auto& p : a.rows) {
     const auto& row = set.rows[p.row];
@@ -135,6 +198,7 @@ void print_published(std::ostream& out, const planner::PublishedSet& set,
     }
     bands.print(out);
   }
+  print_ranking(out, set, a);
   std::vector<const planner::RowPrediction*> listed;
   for (const auto& p : a.rows) {
     if (rows || p.status == planner::RowStatus::predicted) listed.push_back(&p);

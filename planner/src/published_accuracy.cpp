@@ -537,6 +537,7 @@ PublishedAccuracy published_accuracy(const PublishedSet& set, const PublishedReq
     out.by_source.back().fitted_on = set.sources[s].fitted_on;
   }
   out.bands = bands_of(set, out);
+  out.ranking = ranking_of(set, out.rows);
   return out;
 }
 

@@ -55,6 +55,29 @@ TEST_CASE("accuracy --published: text names sources and the largest errors, and 
   CHECK_THAT(none.err, Contains("--profile") && Contains("--published"));
 }
 
+TEST_CASE("accuracy --published: the ranking of one job's configurations, text and JSON") {
+  // Narayanan et al. 2021 measured, among others, ZeRO-3 and PTD-P at 384, 768 and 1,536 GPUs
+  // for one 175B job per GPU count: pairs of one job in two configurations.
+  const auto j = nlohmann::json::parse(
+      run({"accuracy", "--published", "--source", "narayanan2021-ptdp", "--json"}).out);
+  const auto& r = j["ranking"];
+  const auto pairs = r["pairs"].get<std::int64_t>();
+  CHECK(pairs >= 3);
+  CHECK(r["agree"].get<std::int64_t>() + r["tied"].get<std::int64_t>() +
+            static_cast<std::int64_t>(r["disagreements"].size()) ==
+        pairs);
+  CHECK(r["ties"].size() == r["tied"].get<std::size_t>());
+  CHECK(r["clear_gap"].get<double>() == 0.05);
+  for (const auto& d : r["disagreements"]) {
+    CHECK(d["measured_gap"].get<double>() > 0);
+    CHECK(d["predicted_gap"].get<double>() < 0);
+  }
+  const auto text = run({"accuracy", "--published", "--source", "narayanan2021-ptdp"});
+  CHECK_THAT(text.out, Contains("ranking: pairs of step rows of one job") &&
+                           Contains("dtplan orders " + std::to_string(r["agree"].get<int>()) +
+                                    " of " + std::to_string(pairs)));
+}
+
 TEST_CASE("estimate shows the error band of runs like it, from the published runs") {
   const auto r = run({"estimate", "--model", "llama-2-70b", "--topology", "dgx-h100", "--nodes",
                       "16", "--gpu", "H100-SXM", "--tp", "8", "--pp", "4", "--sp", "--global-batch",

@@ -335,3 +335,99 @@ TEST_CASE("published runs: FlashAttention-2 over FlashAttention in training, as 
     CHECK(predicted.at(id) == Approx(tflops).epsilon(0.10));
   }
 }
+
+namespace {
+
+// A step row of `job` ("a" or "b": two models) in configuration `strategy`.
+planner::PublishedRow ranking_row(const std::string& id, const std::string& model,
+                                  const std::string& strategy, const std::string& metric,
+                                  double measured) {
+  planner::PublishedRow r;
+  r.id = id;
+  r.gpu = "A100-80GB";
+  r.gpus = 8;
+  r.config = {{"model", model}, {"strategy", strategy}, {"global-batch", 64}, {"seq-len", 1024}};
+  r.metric = metric;
+  r.measured = measured;
+  return r;
+}
+
+planner::RowPrediction predicted(std::size_t row, double value) {
+  planner::RowPrediction p;
+  p.row = row;
+  p.predicted = value;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("ranking: the configurations of one job are paired and ordered as measured") {
+  planner::PublishedSet set;
+  set.sources.push_back({});
+  set.sources[0].id = "s";
+  // Job "m1" in three configurations measured in tokens/s (larger is faster): ddp 100,
+  // zero2 120, zero3 90; a repeat of ddp measured again (a repeat, not a comparison). Job "m2"
+  // in step_s (smaller is faster): ddp 2.0 s, zero3 1.0 s.
+  set.rows = {ranking_row("ddp", "m1", "ddp", "tokens_per_s", 100),
+              ranking_row("zero2", "m1", "zero2", "tokens_per_s", 120),
+              ranking_row("zero3", "m1", "zero3", "tokens_per_s", 90),
+              ranking_row("ddp-again", "m1", "ddp", "tokens_per_s", 104),
+              ranking_row("m2-ddp", "m2", "ddp", "step_s", 2.0),
+              ranking_row("m2-zero3", "m2", "zero3", "step_s", 1.0)};
+  // dtplan: zero2 fastest, as measured; zero3 over ddp and over the repeat, the wrong way
+  // (95 > 80); m2's two configurations the same, 1.5 s.
+  const std::vector<planner::RowPrediction> rows{predicted(0, 80),  predicted(1, 130),
+                                                 predicted(2, 95),  predicted(3, 80),
+                                                 predicted(4, 1.5), predicted(5, 1.5)};
+  const auto r = planner::ranking_of(set, rows);
+  // m1: ddp-zero2, ddp-zero3, zero2-zero3, zero2-again, zero3-again (ddp-again is a repeat);
+  // m2: one pair. Six pairs.
+  CHECK(r.pairs == 6);
+  // Agree: zero2 over ddp (120 > 100; 130 > 80), zero2 over zero3, zero2 over again.
+  CHECK(r.agree == 3);
+  // Tied: m2 (measured 2x apart, both predicted 1.5 s).
+  CHECK(r.tied == 1);
+  REQUIRE(r.ties.size() == 1);
+  CHECK(r.ties[0].faster == 5);
+  CHECK(r.ties[0].measured_gap == Approx(1.0));  // 1/1.0 over 1/2.0
+  // The other way: ddp over zero3 (measured 100/90 - 1 = 11.1%, predicted 80/95 - 1) and
+  // again over zero3 (104/90 - 1 = 15.6%), widest first.
+  REQUIRE(r.disagreements.size() == 2);
+  CHECK(r.disagreements[0].faster == 3);
+  CHECK(r.disagreements[0].slower == 2);
+  CHECK(r.disagreements[0].measured_gap == Approx(104.0 / 90.0 - 1.0));
+  CHECK(r.disagreements[0].predicted_gap == Approx(80.0 / 95.0 - 1.0));
+  CHECK(r.disagreements[1].faster == 0);
+  CHECK(r.disagreements[1].measured_gap == Approx(100.0 / 90.0 - 1.0));
+  // Every measured gap here is at least 5% (the smallest, 100 against 90, is 11.1%; 104
+  // against 100 is the repeat): six clear pairs, of which the same three agree.
+  CHECK(r.clear_pairs == 6);
+  CHECK(r.clear_agree == 3);
+}
+
+TEST_CASE("ranking: the bundled rows order Megatron-LM's 3D layout over ZeRO-3 at 1,536 GPUs") {
+  // Narayanan et al. 2021, Table 2 measured PTD-P at 141 TFLOP/s per GPU against ZeRO-3's 44 on
+  // 1,536 A100s (one job: 174.6B GPT, global batch 1536): a pair dtplan must order so.
+  const auto data = resolve_data_dir("");
+  const auto set = planner::load_published(data / "published");
+  const auto a =
+      planner::published_accuracy(set, {data, planner::Family::step, "narayanan2021-ptdp", {}});
+  // Both rows are predicted, so the pair is formed; it is neither ordered the other way nor
+  // tied, so dtplan orders it as measured.
+  std::int64_t both = 0;
+  for (const auto& p : a.rows) {
+    const auto& id = set.rows[p.row].id;
+    both += p.status == planner::RowStatus::predicted &&
+            (id == "table2-ptdp-175b-1536" || id == "table2-zero3-175b-1536");
+  }
+  CHECK(both == 2);
+  for (const auto* list : {&a.ranking.disagreements, &a.ranking.ties}) {
+    for (const auto& d : *list) {
+      const auto& faster = set.rows[a.rows[d.faster].row].id;
+      const auto& slower = set.rows[a.rows[d.slower].row].id;
+      CAPTURE(faster, slower);
+      CHECK_FALSE((faster == "table2-ptdp-175b-1536" && slower == "table2-zero3-175b-1536"));
+    }
+  }
+  CHECK(a.ranking.agree > 0);
+}

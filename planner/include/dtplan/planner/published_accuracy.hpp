@@ -62,6 +62,28 @@ struct ErrorSummary {
   bool fitted_on = false;  // a source whose rows fitted a constant
 };
 
+// Two step rows of one job (the same source, model, GPU, GPU count, global batch, sequence and
+// metric) run in different configurations: does dtplan order them as they were measured? A
+// planner whose ranking is wrong picks the slower configuration.
+struct RankedPair {
+  std::size_t faster = 0, slower = 0;  // as measured; indices into PublishedAccuracy::rows
+  double measured_gap = 0;             // the faster's measured speed over the slower's, - 1
+  double predicted_gap = 0;            // the same of their predictions; < 0: ordered the other way
+};
+
+struct RankingSummary {
+  // agree: dtplan predicts the measured faster one faster; tied: it predicts both the same
+  // (to a part in a million), so a planner would pick either; the rest it orders the other way.
+  std::int64_t pairs = 0, agree = 0, tied = 0;
+  // Pairs measured at least kClearRankingGap apart, where a run's own variation cannot
+  // have decided the order.
+  std::int64_t clear_pairs = 0, clear_agree = 0;
+  std::vector<RankedPair> disagreements;  // every pair ordered the other way, widest first
+  std::vector<RankedPair> ties;           // every tied pair, widest first
+};
+
+inline constexpr double kClearRankingGap = 0.05;
+
 struct PublishedAccuracy {
   std::vector<RowPrediction> rows;
   // step, comm, memory (those with rows), over the held-out sources: those no constant was
@@ -72,6 +94,8 @@ struct PublishedAccuracy {
   std::vector<ErrorSummary> by_workload;
   // Step rows by band_group, held out, groups of at least kMinBandRows rows.
   std::vector<ErrorBand> bands;
+  // Held-out step rows paired within their jobs.
+  RankingSummary ranking;
 };
 
 inline constexpr std::int64_t kMinBandRows = 3;
@@ -94,6 +118,10 @@ struct PublishedRequest {
 };
 
 PublishedAccuracy published_accuracy(const PublishedSet& set, const PublishedRequest& r);
+
+// The pairs of `a.rows` (held-out, predicted step rows) that are one job in two different
+// configurations; rows whose configurations are equal are repeats, not comparisons.
+RankingSummary ranking_of(const PublishedSet& set, const std::vector<RowPrediction>& rows);
 
 // Narayanan et al. 2021, eq. (3): FLOPs of one iteration of a GPT model with full activation
 // recomputation, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
