@@ -261,6 +261,27 @@ void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
   t.print(out, {1, 2, 7, 10, 11, 12});
 }
 
+// How many runners-up of the ranking are closer to the best than dtplan's median error on
+// published runs like the best: their measured order could be either way.
+std::int64_t within_error(const planner::UnifiedPlan& plan, const BandReport& band) {
+  if (!band.band) return 0;
+  std::int64_t close = 0;
+  for (std::size_t i = 1; i < plan.ranked.size(); ++i) {
+    close += plan.behind_pct(plan.ranked[i].objective()) < 100.0 * band.band->median_abs_error;
+  }
+  return close;
+}
+
+void print_close_calls(std::ostream& out, const PlanReportContext& ctx, const BandReport& band) {
+  const auto close = within_error(ctx.plan, band);
+  if (close == 0) return;
+  out << "  " << (close == 1 ? "#2 is" : "#2 to #" + std::to_string(close + 1) + " are")
+      << " within " << percent(band.band->median_abs_error)
+      << " of the best, dtplan's median error on published runs of " << band.group
+      << ": measured, they could rank either way (dtplan autotune runs candidates and "
+         "keeps the fastest)\n";
+}
+
 // Where a step goes, in parts every entry has.
 struct StepParts {
   double compute_s = 0, bubble_s = 0, comm_s = 0, optimizer_s = 0, host_s = 0;
@@ -641,6 +662,8 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                    {"host_bytes_per_node", res.host_capacity.value}};
   j["best"] = best ? best_json(ctx, extras) : nlohmann::json(nullptr);
   j["error_band"] = extras.band ? band_json(*extras.band) : nlohmann::json(nullptr);
+  // The runners-up (ranked[1..]) closer to the best than the band's median error.
+  j["within_error_band"] = extras.band ? within_error(plan, *extras.band) : 0;
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);
   j["candidates"] = nlohmann::json::array();
@@ -690,6 +713,7 @@ void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtra
   print_best(out, ctx, extras);
   if (extras.band) print_band(out, *extras.band);
   print_ranked(out, ctx);
+  if (extras.band) print_close_calls(out, ctx, *extras.band);
   print_strategies(out, ctx, extras);
   print_pareto(out, ctx);
   print_rejected(out, ctx);

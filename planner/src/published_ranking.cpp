@@ -59,8 +59,7 @@ RankingSummary ranking_of(const PublishedSet& set, const std::vector<RowPredicti
         const auto& rf = set.rows[f.row];
         const auto& rs = set.rows[s.row];
         pair.measured_gap = speed(rf.measured, rf.metric) / speed(rs.measured, rs.metric) - 1.0;
-        pair.predicted_gap =
-            speed(f.predicted, rf.metric) / speed(s.predicted, rs.metric) - 1.0;
+        pair.predicted_gap = speed(f.predicted, rf.metric) / speed(s.predicted, rs.metric) - 1.0;
         const bool tied = std::abs(pair.predicted_gap) < 1e-6;
         const bool agrees = !tied && pair.predicted_gap > 0;
         const bool clear = pair.measured_gap >= kClearRankingGap;

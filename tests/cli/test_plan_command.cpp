@@ -726,3 +726,35 @@ TEST_CASE("the planner's unsupported combinations name settings, not flags the u
   }
   CHECK(named);
 }
+
+TEST_CASE("plan says which runners-up are closer to the best than dtplan's error") {
+  // The README's 70B example on 16 DGX H100: the runners-up whose step is behind the best by
+  // less than the band's median error are counted (JSON) and named (text).
+  const std::vector<std::string> args = {"plan",     "--model",        "llama-2-70b", "--topology",
+                                         "dgx-h100", "--nodes",        "16",          "--gpu",
+                                         "H100-SXM", "--global-batch", "512"};
+  auto json_args = args;
+  json_args.emplace_back("--json");
+  const auto j = nlohmann::json::parse(run(json_args).out);
+  REQUIRE(j["error_band"]["rows"].get<int>() > 0);
+  const double median = j["error_band"]["median_abs_error"].get<double>();
+  const double best_step = j["best"]["step_time_s"].get<double>();
+  std::int64_t close = 0;
+  for (std::size_t i = 1; i < j["candidates"].size(); ++i) {
+    // Throughput objective: behind = best samples/s over this one's - 1 = step / best step - 1
+    // at the same global batch.
+    const double behind = j["candidates"][i]["step_time_s"].get<double>() / best_step - 1.0;
+    close += behind < median;
+  }
+  CHECK(j["within_error_band"].get<std::int64_t>() == close);
+  const auto text = run(args);
+  REQUIRE(text.code == 0);
+  if (close > 0) {
+    CHECK_THAT(text.out, Contains("#2 to #" + std::to_string(close + 1) + " are within") ||
+                             Contains("#2 is within"));
+    CHECK_THAT(text.out, Contains("dtplan's median error on published runs of " +
+                                  j["error_band"]["group"].get<std::string>()));
+  } else {
+    CHECK_THAT(text.out, !Contains("could rank either way"));
+  }
+}
