@@ -360,19 +360,32 @@ cost::StepCompute Search::step_compute(const Group& g, const Candidate& c) const
   return step;
 }
 
-// The step time, throughput and objective of `c` (its checkpointing `ci`) in group `g`.
-void Search::price(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
-                   cost::StepCompute& step) const {
+// The step time and objective of `c` (its checkpointing `ci`) in group `g`: all the loop needs
+// to rank a configuration that fits.
+void Search::time_step(Candidate& c, const Group& g, const Shape& shape, std::size_t p,
+                       std::size_t ci, cost::StepCompute& step) const {
   const bool regathers = c.checkpointing == Checkpointing::full && !g.ops_full_recompute.empty();
-  const auto row = (shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci;
-  const auto& ct = compute_[row];
+  const auto& ct =
+      compute_[(shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci];
   step.forward_s = ct.forward_s;
   step.backward_s = ct.backward_s;
   c.step_time_s = (regathers ? g.comm_full_recompute : g.comm).step_s(step);
+  c.objective = objective(c);
+}
+
+// Its throughput and MFU, from the step time: what a listed candidate shows.
+void Search::fill_rates(Candidate& c, const Shape& shape, std::size_t p, std::size_t ci) const {
+  const auto& ct =
+      compute_[(shape.mb_index * precisions_.size() + p) * checkpointings_.size() + ci];
   c.samples_per_s = static_cast<double>(c.global_batch) / c.step_time_s;
   c.tokens_per_s = c.samples_per_s * seq_tokens_;
   c.mfu = ct.model_flops * static_cast<double>(c.grad_accum) / (c.step_time_s * peak_flops_[p]);
-  c.objective = objective(c);
+}
+
+void Search::price(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
+                   cost::StepCompute& step) const {
+  time_step(c, g, shape, p, ci, step);
+  fill_rates(c, shape, p, ci);
 }
 
 void Search::evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size_t o,
@@ -399,8 +412,9 @@ void Search::evaluate(std::size_t shape, std::size_t s, std::size_t p, std::size
                        to_gib(c.host_memory - result_.host_capacity));
       continue;
     }
-    price(c, g, sh, p, ci, step);
+    time_step(c, g, sh, p, ci, step);  // the rates are filled where an entry is listed
     if (const auto max = in_.request.max_run_s; max > 0 && run_seconds(c) > max) {
+      fill_rates(c, sh, p, ci);
       reject_evaluated(c, Reason::past_deadline, (run_seconds(c) - max) / 3600.0);
       continue;
     }

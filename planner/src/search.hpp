@@ -105,6 +105,11 @@ class Search {
                       std::size_t y) const;
   Candidate candidate(const Priced& f) const;
   cost::StepCompute step_compute(const Group& g, const Candidate& c) const;
+  // The step time and objective of `c` (what the loop ranks by), then its rates (samples/s,
+  // tokens/s, MFU: what a report shows); price does both.
+  void time_step(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
+                 cost::StepCompute& step) const;
+  void fill_rates(Candidate& c, const Shape& shape, std::size_t p, std::size_t ci) const;
   void price(Candidate& c, const Group& g, const Shape& shape, std::size_t p, std::size_t ci,
              cost::StepCompute& step) const;
   Group group(std::size_t s, std::size_t p, std::size_t d, std::size_t o, std::size_t y) const;
