@@ -35,8 +35,15 @@ void add(PassComm& pass, const CommOp& op) {
   pass.messages = std::max(pass.messages, op.messages);
 }
 
+// exposed_comm_s of the pass, with its last message's time summed once (the same doubles).
 double exposed(const PassComm& pass, double compute_s) {
-  return pass.blocking_s + exposed_comm_s(pass.comm_s, pass.messages, compute_s);
+  if (pass.comm_s <= 0) return pass.blocking_s;
+  const double u = static_cast<double>(std::max<std::int64_t>(pass.messages, 1));
+  return pass.blocking_s + std::max(pass.last_message_s, pass.comm_s - compute_s * (u - 1) / u);
+}
+
+void finish(PassComm& pass) {
+  pass.last_message_s = pass.comm_s / static_cast<double>(std::max<std::int64_t>(pass.messages, 1));
 }
 
 // The communication of a micro-step at that place, by phase.
@@ -61,6 +68,8 @@ MicroStepComm sum_micro_step(std::span<const CommOp> ops, bool first, bool last,
         break;
     }
   }
+  finish(s.forward);
+  finish(s.backward);
   return s;
 }
 

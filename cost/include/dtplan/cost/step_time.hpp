@@ -62,6 +62,9 @@ struct PassComm {
   double comm_s = 0;
   std::int64_t messages = 0;
   double blocking_s = 0;
+  // comm_s over max(messages, 1): the last message, which nothing can hide. Set by the
+  // StepComm that sums the ops, so that timing a step divides once per pass, not twice.
+  double last_message_s = 0;
   double total_s() const { return comm_s + blocking_s; }
 };
 
