@@ -126,7 +126,8 @@ int run_training(const CommOptions& o, const LoadedTopology& loaded, const RunCo
                                                      {all, node}, overheads));
     } catch (const Error& e) {
       if (o.strategy != "all") throw;
-      skipped.emplace_back(row.value, rendered(e, flag_of));
+      // Strategies the user did not name: their settings, not flags never typed.
+      skipped.emplace_back(row.value, rendered(e, setting_of));
     }
   }
   const TrainingCommContext report{m, c, t, o.grad_accum, !o.sync_every_micro_step};

@@ -7,6 +7,7 @@
 #include "comm_report.hpp"
 #include "dtplan/cost/compute_time.hpp"
 #include "dtplan/cost/eager_layers.hpp"
+#include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/suggest.hpp"
 #include "format.hpp"
 #include "table.hpp"
@@ -141,6 +142,10 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   std::string batch = "micro-batch " + std::to_string(c.micro_batch) + " x accumulation " +
                       std::to_string(ctx.options.micro_steps) + " x " + std::to_string(c.dp_size) +
                       " GPUs = " + std::to_string(e.global_batch);
+  if (ctx.options.micro_steps > 1) {  // as dtplan plan writes it
+    batch += ctx.options.no_sync && cost::supports_no_sync(c.strategy) ? " (no_sync)"
+                                                                       : " (sync every micro-step)";
+  }
   if (e.seq_len > 0) batch += ", sequence " + std::to_string(e.seq_len);
   head.add_row({"batch", batch});
   if (ctx.options.straggler_slowdown > 1.0) {

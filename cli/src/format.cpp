@@ -84,12 +84,14 @@ std::string with_flags(const std::string& text) {
   return render_fields(text, flag_of);
 }
 
+std::string setting_of(const std::string& field) {
+  std::string name = flag_of(field).substr(2);  // the flag's words, as the help lists them
+  std::replace(name.begin(), name.end(), '-', ' ');
+  return name;
+}
+
 std::string with_setting_names(const std::string& text) {
-  return render_fields(text, [](const std::string& field) {
-    std::string name = flag_of(field).substr(2);  // the flag's words, as the help lists them
-    std::replace(name.begin(), name.end(), '-', ' ');
-    return name;
-  });
+  return render_fields(text, setting_of);
 }
 
 bool within_plan_headroom(Bytes total, Bytes capacity) {

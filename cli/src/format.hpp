@@ -34,6 +34,8 @@ std::string signed_percent(double fraction);
 std::string flag_of(const std::string& field);
 // A library text with {field} markers (suggestions, notes) with the fields as flags.
 std::string with_flags(const std::string& text);
+// The words of a field's flag, without dashes: "gpus per node" for gpus_per_node.
+std::string setting_of(const std::string& field);
 // The same text with the fields as plain setting names ("offload optimizer", "gpus per node"):
 // for the combinations the planner tried by itself, whose settings the user never typed.
 std::string with_setting_names(const std::string& text);

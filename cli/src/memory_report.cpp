@@ -23,8 +23,10 @@ std::string model_line(const ModelDesc& m) {
   std::string kind = m.kind == ModelKind::transformer  ? "transformer, " + m.transformer->model_type
                      : m.kind == ModelKind::layer_list ? "layer list"
                                                        : "parameter count only";
-  return m.name + ": " + format_thousands(m.params) + " parameters (" + kind + "; " + m.origin +
-         ")";
+  // A bare parameter count is named by its count: say it once.
+  const std::string count = format_thousands(m.params) + " parameters";
+  if (m.kind == ModelKind::param_count) return count + " (" + kind + "; " + m.origin + ")";
+  return m.name + ": " + count + " (" + kind + "; " + m.origin + ")";
 }
 
 std::string precision_line(const TrainingConfig& c) {

@@ -141,7 +141,7 @@ planner::PlanRequest request_of(const PlanOptions& o) {
     r.zero3_gathers =
         parse_flag("--deepspeed-version", o.deepspeed_version, zero3_gathers_of_deepspeed);
   }
-  r.objective = planner::parse_objective(o.objective);
+  r.objective = parse_flag("--objective", o.objective, planner::parse_objective);
   r.headroom = o.headroom;
   r.host_memory = host_memory_of(o.host_memory);
   r.price_per_gpu_hour = o.price;

@@ -59,8 +59,10 @@ std::string reason_text(Reason reason, double amount, const std::string& detail,
     case Reason::out_of_memory:
       return "out of memory by " + gib_or_mib(amount);
     case Reason::host_out_of_memory:
-      return "host memory per node over by " + fixed(amount, 2) + " GiB (needs " +
-             gib(host_memory) + " GiB; --host-memory)";
+      // A layout's entry holds the excess alone (its node's need is the capacity plus it).
+      return "host memory per node over by " + fixed(amount, 2) + " GiB (" +
+             (host_memory.value > 0 ? "needs " + gib(host_memory) + " GiB; " : std::string()) +
+             "--host-memory)";
     case Reason::slower:
       return fixed(amount, 1) + "% " + behind_word(o);
     case Reason::batch_unreachable:
@@ -249,11 +251,17 @@ std::vector<std::string> ranked_row(std::size_t i, const LayoutChoice& c,
 
 void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
   const auto& plan = ctx.plan;
-  out << "\nranking (top " << plan.ranked.size()
-      << "), data-parallel strategies and tensor x context x pipeline layouts together:\n";
+  out << "\nranking (top " << plan.ranked.size() << "), "
+      << (plan.layouts ? "data-parallel strategies and tensor x context x pipeline layouts "
+                         "together:\n"
+                       : "data-parallel strategies (tensor x context x pipeline layouts not "
+                         "searched):\n");
+  // The column says what the objective ranks by: step time per sample, cost, or time to train.
+  const std::string behind = ctx.request.objective == planner::Objective::cost   ? "costlier"
+                             : ctx.request.objective == planner::Objective::time ? "longer run"
+                                                                                 : "behind";
   TextTable t({"#", "strategy", "precision", "GPUs", "tp", "cp", "pp", "layout", "micro", "accum",
-               "sync", "checkpointing", "offload", "GiB/GPU", "step", "samples/s", "MFU",
-               "behind"});
+               "sync", "checkpointing", "offload", "GiB/GPU", "step", "samples/s", "MFU", behind});
   for (std::size_t i = 0; i < plan.ranked.size(); ++i) {
     const auto& c = plan.ranked[i];
     t.add_row(ranked_row(i, c, i == 0 ? "-" : fixed(plan.behind_pct(c.objective()), 1) + "%"));
@@ -367,11 +375,25 @@ void print_pareto(std::ostream& out, const PlanReportContext& ctx) {
   // At most 12 rows, evenly spaced from the leanest to the fastest.
   const auto& front = ctx.plan.pareto;
   const std::size_t shown = std::min<std::size_t>(front.size(), 12);
+  std::vector<const LayoutChoice*> rows;
+  for (std::size_t i = 0; i < shown; ++i)
+    rows.push_back(&front[shown == 1 ? 0 : i * (front.size() - 1) / (shown - 1)]);
+  // Enough decimals that each row reads faster than the one above (10.540 and 10.545 samples/s
+  // both read 10.54 at two), up to six.
+  int decimals = 2;
+  const auto distinct = [&] {
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      if (fixed(rows[i]->samples_per_s(), decimals) ==
+          fixed(rows[i - 1]->samples_per_s(), decimals))
+        return false;
+    }
+    return true;
+  };
+  while (decimals < 6 && !distinct())
+    ++decimals;
   TextTable t({"GiB/GPU", "samples/s", "configuration"});
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto& c = front[shown == 1 ? 0 : i * (front.size() - 1) / (shown - 1)];
-    t.add_row({gib(c.memory()), fixed(c.samples_per_s(), 2), entry_text(c)});
-  }
+  for (const auto* c : rows)
+    t.add_row({gib(c->memory()), fixed(c->samples_per_s(), decimals), entry_text(*c)});
   t.align_first_right();
   t.print(out, {2});
   if (shown < front.size()) {

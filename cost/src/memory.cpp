@@ -216,15 +216,17 @@ class Builder {
     h.master_weights = bytes_of(opt_elements, fp32, "host master weights");
     g.master_weights = Bytes{0};
     if (v_.explain) {
-      explain("master_weights", "in host memory: 4 B (fp32) x " + format_thousands(opt_elements) +
-                                    " params, the copy the CPU optimizer updates");
+      explain("master_weights",
+              "in host memory, the copy the CPU optimizer updates: 4 B (fp32) " +
+                  sharding_text(t_.shards_optimizer, e_.shard_degree, opt_elements, v_.shard_text));
     }
     h.gradients = bytes_of(opt_elements, fp32, "host gradients");
     if (t_.shards_gradients) {
       g.gradients = Bytes{0};
       if (v_.explain) {
-        explain("gradients", "reduced partitions copied to host memory as fp32 (" +
-                                 format_thousands(opt_elements) + " params x 4 B)");
+        explain("gradients", "reduced partitions copied to host memory: 4 B (fp32) " +
+                                 sharding_text(t_.shards_optimizer, e_.shard_degree, opt_elements,
+                                               v_.shard_text));
       }
     }
     if (c_.offload == Offload::optimizer_and_params) {

@@ -133,3 +133,14 @@ TEST_CASE("a tree across nodes runs no channel faster than NCCL's cap for the ge
     CHECK(j["time_s"].get<double>() == Approx(time_s).epsilon(1e-9));
   }
 }
+
+TEST_CASE("trial: strategies comm skips name their settings, not flags the user never typed") {
+  // Two DGX A100 nodes given by --nodes: DataParallel's single process cannot span them, and
+  // the line says "gpus 16 exceeds gpus per node 8", not "--gpus" or "--gpus-per-node".
+  const auto r = dtplan::test::run_dtplan({"comm", "--topology", "dgx-a100", "--nodes", "2",
+                                           "--model", "llama-2-7b", "--grad-accum", "8"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out,
+             Catch::Contains("skipped dp:") && Catch::Contains("gpus 16 exceeds gpus per node 8"));
+  CHECK_THAT(r.out, !Catch::Contains("--gpus"));
+}

@@ -1184,3 +1184,29 @@ TEST_CASE("Megatron-LM layouts: tensor-parallel collectives overlapped with thei
   CHECK(plan.code == 1);
   CHECK_THAT(plan.err, Contains("--tp-comm-overlap: Megatron-LM's"));
 }
+
+TEST_CASE("trial: estimate's batch line says how gradients sync across accumulation") {
+  // As dtplan plan writes it: DDP defers its all-reduce to the last micro-step (no_sync)
+  // unless told otherwise; without accumulation there is nothing to say.
+  const std::vector<std::string> ddp = {"estimate", "--model",       "gpt2-xl",   "--topology",
+                                        "dgx-a100", "--gpu",         "A100-80GB", "--strategy",
+                                        "ddp",      "--seq-len",     "1024",      "--micro-batch",
+                                        "8",        "--global-batch"};
+  auto deferred = ddp;
+  deferred.emplace_back("512");
+  CHECK_THAT(run(deferred).out,
+             Contains("micro-batch 8 x accumulation 8 x 8 GPUs = 512 (no_sync)"));
+  auto every = deferred;
+  every.emplace_back("--sync-every-micro-step");
+  CHECK_THAT(run(every).out,
+             Contains("micro-batch 8 x accumulation 8 x 8 GPUs = 512 (sync every micro-step)"));
+  auto single = ddp;
+  single.emplace_back("64");
+  CHECK_THAT(run(single).out, Contains("micro-batch 8 x accumulation 1 x 8 GPUs = 64, sequence"));
+  const auto j =
+      nlohmann::json::parse(run({"estimate", "--model", "gpt2-xl", "--topology", "dgx-a100",
+                                 "--gpu", "A100-80GB", "--strategy", "ddp", "--seq-len", "1024",
+                                 "--micro-batch", "8", "--global-batch", "512", "--json"})
+                                .out);
+  CHECK(j["no_sync"] == true);
+}

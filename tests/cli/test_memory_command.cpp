@@ -439,3 +439,19 @@ TEST_CASE("the component table's rules are as wide as its columns, not its longe
   CHECK(rules == 2);
   CHECK_THAT(r.out, Contains("the peak is the optimizer\n"));
 }
+
+TEST_CASE("trial: a bare parameter count is named once, and every sharded state says its shard") {
+  const auto r = run({"memory", "--params", "13B", "--gpus", "8", "--strategy", "zero3",
+                      "--offload", "optimizer+params"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("  model     13,000,000,000 parameters (parameter count only"));
+  CHECK_THAT(r.out, !Contains("parameters: 13,000,000,000"));
+  // 13e9 / 8 = 1,625,000,000 per rank: the master weights and the host gradients are that
+  // shard too, as the weights and optimizer states say.
+  std::istringstream in(r.out);
+  std::size_t shards = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("1/8 shard") != std::string::npos) ++shards;
+  }
+  CHECK(shards == 4);
+}

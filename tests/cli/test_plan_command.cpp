@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "cli_runner.hpp"
 #include "dtplan/model/plan.hpp"
@@ -757,4 +758,54 @@ TEST_CASE("plan says which runners-up are closer to the best than dtplan's error
   } else {
     CHECK_THAT(text.out, !Contains("could rank either way"));
   }
+}
+
+TEST_CASE("trial: a layout's host-memory rejection states its excess, not a need of 0 GiB") {
+  // Llama 3.1 405B on one node of eight L40S: nothing fits, and the layouts with parameter
+  // offload need terabytes of host memory per node. Their entries hold only the excess.
+  const auto r =
+      run({"plan", "--model", "llama-3.1-405b", "--topology", "pcie-1switch-8", "--gpu", "L40S",
+           "--global-batch", "64", "--seq-len", "4096", "--show-rejected", "40"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("host memory per node over by"));
+  CHECK_THAT(r.out, !Contains("needs 0.00 GiB"));
+}
+
+TEST_CASE("trial: the ranking's header and last column say what was searched and ranked") {
+  // A strategy list leaves the layouts out: the header no longer says they were ranked too.
+  const auto dp = run({"plan", "--model", "mistral-7b", "--topology", "dgx-a100", "--nodes", "2",
+                       "--gpu", "A100-80GB", "--global-batch", "96", "--seq-len", "4096",
+                       "--strategy", "fsdp-full,zero3", "--checkpointing", "full"});
+  REQUIRE(dp.code == 0);
+  CHECK_THAT(dp.out, Contains("data-parallel strategies (tensor x context x pipeline layouts "
+                              "not searched):"));
+  // Pareto rows: each reads faster than the one above, with as many decimals as that takes
+  // (two rows of this front are 10.540 and 10.545 samples/s).
+  const auto start = dp.out.find("Pareto front");
+  REQUIRE(start != std::string::npos);
+  std::istringstream rows(dp.out.substr(start));
+  std::string line;
+  std::getline(rows, line);  // title
+  std::getline(rows, line);  // header
+  std::string previous;
+  std::size_t seen = 0;
+  while (std::getline(rows, line) && !line.empty() && line.rfind("  (", 0) != 0) {
+    std::istringstream cells(line);
+    std::string gib, rate;
+    cells >> gib >> rate;
+    CHECK(rate != previous);
+    if (!previous.empty()) CHECK(std::stod(rate) > std::stod(previous));
+    previous = rate;
+    ++seen;
+  }
+  CHECK(seen >= 3);
+  // Under the cost objective the last column is the extra cost, and says so.
+  const auto cost = run({"plan", "--model", "llama-3-8b", "--topology", "pcie-split-8", "--gpu",
+                         "A100-40GB", "--global-batch", "256", "--seq-len", "8192", "--objective",
+                         "cost", "--price-per-gpu-hour", "1.8", "--steps", "20000", "--gpus", "8"});
+  REQUIRE(cost.code == 0);
+  CHECK_THAT(cost.out, Contains("MFU  costlier"));
+  const auto bad = run(with({"--objective", "cheap"}));
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("--objective: unknown objective 'cheap'"));
 }
