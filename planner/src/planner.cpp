@@ -237,6 +237,26 @@ std::int64_t gpus_that_fit(const Search::Inputs& in, const Candidate& c, Bytes u
   return 0;
 }
 
+// The GPU count (whole nodes, doubling) at which `c`, rejected for host memory, fits both its
+// GPUs and each node's host memory: ZeRO-3 and FSDP shard what they offload over every rank,
+// so each node holds less as nodes are added. 0: none up to 2^20 GPUs.
+std::int64_t gpus_that_fit_host(const Search::Inputs& in, const Candidate& c, Bytes usable,
+                                Bytes host_capacity) {
+  auto cfg =
+      training_config(c, in.request, in.topology.gpus_per_node(), in.topology.node().gpus_per_host);
+  const std::int64_t per_node = in.topology.gpus_per_node();
+  for (std::int64_t dp = std::max(c.dp * 2, per_node); dp <= (std::int64_t{1} << 20); dp *= 2) {
+    cfg.dp_size = dp;
+    try {
+      const auto m = cost::estimate_memory(in.model, cfg, in.overheads);
+      if (m.gpu.total() <= usable && m.cpu_per_node <= host_capacity) return dp;
+    } catch (const Error&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
 // Whether a filter (empty: everything) leaves `value` out.
 template <class E>
 bool excludes(const std::vector<E>& filter, E value) {
@@ -269,10 +289,16 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
     if (r.reason == Reason::host_out_of_memory && (!host || r.amount < host->amount)) host = &r;
   }
   if (host) {
-    out.push_back("configurations fit the GPUs with offload (" + describe(host->config) +
-                  "), but need " + format_gib(host->config.host_memory) +
-                  " of host memory per node; " + format_gib(result.host_capacity) +
-                  " per node ({host_memory})");
+    std::string text = "configurations fit the GPUs with offload (" + describe(host->config) +
+                       "), but need " + format_gib(host->config.host_memory) +
+                       " of host memory per node; " + format_gib(result.host_capacity) +
+                       " per node ({host_memory})";
+    if (const auto dp = gpus_that_fit_host(in, host->config, result.usable, result.host_capacity);
+        dp > 0) {
+      text += "; more nodes share what it offloads: it fits on " + std::to_string(dp) +
+              " GPUs ({nodes} " + std::to_string(ceil_div(dp, in.topology.gpus_per_node())) + ")";
+    }
+    out.push_back(text);
   }
   const auto* leanest = leanest_out_of_memory(result);
   if (!leanest) {
@@ -282,8 +308,9 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   }
   const auto& c = leanest->config;
   const auto& r = in.request;
-  out.push_back("the leanest configuration (" + describe(c) + ") needs " + format_gib(c.memory) +
-                " per GPU; " + format_gib(result.usable) + " are usable on " + in.gpu.name);
+  out.push_back("of the configurations over GPU memory, the leanest (" + describe(c) + ") needs " +
+                format_gib(c.memory) + " per GPU; " + format_gib(result.usable) +
+                " are usable on " + in.gpu.name);
   if (c.micro_batch > 1) out.emplace_back("a smaller micro-batch ({micro_batch} 1)");
   // What the request's filters kept out of the search.
   if (in.model.transformer && excludes(r.checkpointing, Checkpointing::full)) {
@@ -308,13 +335,14 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
                   " GPUs ({nodes} " + std::to_string(ceil_div(dp, in.topology.gpus_per_node())) +
                   ")");
   } else {
-    out.emplace_back("more GPUs would not help: what is not sharded does not fit on its own");
+    out.emplace_back(
+        "more GPUs would not help the leanest configuration: what it does not "
+        "shard does not fit on its own");
   }
   const auto needed = Bytes{static_cast<std::int64_t>(
       std::ceil(static_cast<double>(c.memory.value) / (1.0 - r.headroom)))};
-  out.push_back("a GPU with at least " + format_gib(needed) +
-                " ({gpu}), a shorter {seq_len}, "
-                "or less {headroom}");
+  out.push_back("for the leanest configuration: a GPU with at least " + format_gib(needed) +
+                " ({gpu}), a shorter {seq_len}, or less {headroom}");
   return out;
 }
 

@@ -258,7 +258,7 @@ TEST_CASE("nothing fits: suggestions name what would, with the GPU count that fi
   std::string all;
   for (const auto& s : res.suggestions)
     all += s + "\n";
-  CHECK_THAT(all, Catch::Contains("leanest configuration") && Catch::Contains("zero3") &&
+  CHECK_THAT(all, Catch::Contains("the leanest (") && Catch::Contains("zero3") &&
                       Catch::Contains("{checkpointing} full") &&
                       Catch::Contains("{offload} optimizer+params") &&
                       Catch::Contains("more GPUs would not help"));
@@ -284,6 +284,40 @@ TEST_CASE("nothing fits: suggestions name what would, with the GPU count that fi
   c.dp = dp / 2;
   const auto half = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
   CHECK(half.gpu.total() > res.usable);
+}
+
+TEST_CASE("nothing fits for host memory: the node count at which the offloaded shards fit") {
+  // Llama 3.1 405B on one node of eight L40S (48 GB) with 512 GiB of host memory: ZeRO-3 with
+  // parameter offload fits the GPUs but needs terabytes per node. Its offloaded states shard
+  // over every rank, so more nodes each hold less: the suggestion names where they fit.
+  const Fixture f("llama-3.1-405b", "pcie-1switch-8", 1, "L40S");
+  auto r = request(64, 4096);
+  const auto res = f.run(r);
+  CHECK_FALSE(res.best);
+  std::string all;
+  for (const auto& s : res.suggestions)
+    all += s + "\n";
+  const auto at = all.find("more nodes share what it offloads: it fits on ");
+  REQUIRE(at != std::string::npos);
+  const auto dp = std::stoll(
+      all.substr(at + std::string("more nodes share what it offloads: it fits on ").size()));
+  CHECK_THAT(
+      all, Catch::Contains(std::to_string(dp) + " GPUs ({nodes} " + std::to_string(dp / 8) + ")"));
+  // Against the memory model: the host rejection's configuration at that GPU count fits the
+  // GPU and each node's host memory; at half of it, a node's host memory is short.
+  const Rejected* host = nullptr;
+  for (const auto& x : res.rejected) {
+    if (x.reason == Reason::host_out_of_memory && (!host || x.amount < host->amount)) host = &x;
+  }
+  REQUIRE(host != nullptr);
+  auto c = host->config;
+  c.dp = dp;
+  const auto fits = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
+  CHECK(fits.gpu.total() <= res.usable);
+  CHECK(fits.cpu_per_node <= res.host_capacity);
+  c.dp = dp / 2;
+  const auto half = cost::estimate_memory(f.model, training_config(c, r, 8), f.overheads);
+  CHECK(half.cpu_per_node > res.host_capacity);
 }
 
 TEST_CASE("each strategy's outcome: its best and how far behind, or its nearest miss") {
