@@ -95,10 +95,10 @@ nlohmann::json ranking_json(const planner::PublishedSet& set, const planner::Pub
   return j;
 }
 
-std::string share_of(std::int64_t part, std::int64_t whole) {
-  return std::to_string(part) + " of " + std::to_string(whole) +
-         (whole > 0 ? " (" + percent(static_cast<double>(part) / static_cast<double>(whole)) + ")"
-                    : "");
+// " (91.9%)": `part`'s share of `whole`, or nothing of none.
+std::string share_text(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? " (" + percent(static_cast<double>(part) / static_cast<double>(whole)) + ")"
+                   : std::string();
 }
 
 void print_ranking(std::ostream& out, const planner::PublishedSet& set,
@@ -107,15 +107,10 @@ void print_ranking(std::ostream& out, const planner::PublishedSet& set,
   if (r.pairs == 0) return;
   out << "\nranking: pairs of step rows of one job (source, model, GPUs, global batch, sequence) "
          "in different configurations\n  dtplan orders "
-      << share_of(r.agree, r.pairs) << " as measured, " << r.disagreements.size()
-      << " the other way, " << r.tied << " the same\n  of the " << r.clear_pairs
-      << " pairs measured at least " << percent(planner::kClearRankingGap)
-      << " apart: " << r.clear_agree
-      << (r.clear_pairs > 0 ? " (" +
-                                  percent(static_cast<double>(r.clear_agree) /
-                                          static_cast<double>(r.clear_pairs)) +
-                                  ")"
-                            : std::string())
+      << r.agree << " of " << r.pairs << share_text(r.agree, r.pairs) << " as measured, "
+      << r.disagreements.size() << " the other way, " << r.tied << " the same\n  of the "
+      << r.clear_pairs << " pairs measured at least " << percent(planner::kClearRankingGap)
+      << " apart: " << r.clear_agree << share_text(r.clear_agree, r.clear_pairs)
       << " as measured\n";
   if (r.disagreements.empty()) return;
   out << "  ordered the other way (measured gap, dtplan's gap; --json lists the ties too):\n";

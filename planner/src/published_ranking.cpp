@@ -29,8 +29,46 @@ std::string job_of(const PublishedSet& set, const PublishedRow& row) {
 
 }  // namespace
 
-RankingSummary ranking_of(const PublishedSet& set, const std::vector<RowPrediction>& rows) {
-  std::map<std::string, std::vector<std::size_t>> jobs;  // job -> indices into rows
+namespace {
+
+// The pair (rows[x], rows[y]) ordered as measured: the faster first.
+RankedPair pair_of(const PublishedSet& set, const std::vector<RowPrediction>& rows, std::size_t x,
+                   std::size_t y) {
+  const auto measured = [&](std::size_t i) {
+    const auto& row = set.rows[rows[i].row];
+    return speed(row.measured, row.metric);
+  };
+  const auto predicted = [&](std::size_t i) {
+    return speed(rows[i].predicted, set.rows[rows[i].row].metric);
+  };
+  RankedPair pair;
+  pair.faster = measured(x) > measured(y) ? x : y;
+  pair.slower = pair.faster == x ? y : x;
+  pair.measured_gap = measured(pair.faster) / measured(pair.slower) - 1.0;
+  pair.predicted_gap = predicted(pair.faster) / predicted(pair.slower) - 1.0;
+  return pair;
+}
+
+void tally(const RankedPair& pair, RankingSummary& out) {
+  const bool tied = std::abs(pair.predicted_gap) < 1e-6;
+  const bool agrees = !tied && pair.predicted_gap > 0;
+  const bool clear = pair.measured_gap >= kClearRankingGap;
+  ++out.pairs;
+  out.agree += agrees ? 1 : 0;
+  out.tied += tied ? 1 : 0;
+  out.clear_pairs += clear ? 1 : 0;
+  out.clear_agree += clear && agrees ? 1 : 0;
+  if (tied) {
+    out.ties.push_back(pair);
+  } else if (!agrees) {
+    out.disagreements.push_back(pair);
+  }
+}
+
+// The held-out, predicted step rows of `rows` by job.
+std::map<std::string, std::vector<std::size_t>> jobs_of(const PublishedSet& set,
+                                                        const std::vector<RowPrediction>& rows) {
+  std::map<std::string, std::vector<std::size_t>> jobs;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& p = rows[i];
     const auto& row = set.rows[p.row];
@@ -39,40 +77,21 @@ RankingSummary ranking_of(const PublishedSet& set, const std::vector<RowPredicti
     if (!(row.measured > 0) || !(p.predicted > 0)) continue;
     jobs[job_of(set, row)].push_back(i);
   }
+  return jobs;
+}
+
+}  // namespace
+
+RankingSummary ranking_of(const PublishedSet& set, const std::vector<RowPrediction>& rows) {
   RankingSummary out;
-  for (const auto& [job, members] : jobs) {
+  for (const auto& [job, members] : jobs_of(set, rows)) {
     for (std::size_t x = 0; x < members.size(); ++x) {
       for (std::size_t y = x + 1; y < members.size(); ++y) {
-        const auto& a = rows[members[x]];
-        const auto& b = rows[members[y]];
-        const auto& ra = set.rows[a.row];
-        const auto& rb = set.rows[b.row];
-        if (ra.config == rb.config) continue;  // a repeat of one configuration
-        const double ma = speed(ra.measured, ra.metric), mb = speed(rb.measured, rb.metric);
-        if (ma == mb) continue;  // measured equal: either order is right
-        const bool a_faster = ma > mb;
-        RankedPair pair;
-        pair.faster = a_faster ? members[x] : members[y];
-        pair.slower = a_faster ? members[y] : members[x];
-        const auto& f = rows[pair.faster];
-        const auto& s = rows[pair.slower];
-        const auto& rf = set.rows[f.row];
-        const auto& rs = set.rows[s.row];
-        pair.measured_gap = speed(rf.measured, rf.metric) / speed(rs.measured, rs.metric) - 1.0;
-        pair.predicted_gap = speed(f.predicted, rf.metric) / speed(s.predicted, rs.metric) - 1.0;
-        const bool tied = std::abs(pair.predicted_gap) < 1e-6;
-        const bool agrees = !tied && pair.predicted_gap > 0;
-        const bool clear = pair.measured_gap >= kClearRankingGap;
-        ++out.pairs;
-        out.agree += agrees ? 1 : 0;
-        out.tied += tied ? 1 : 0;
-        out.clear_pairs += clear ? 1 : 0;
-        out.clear_agree += clear && agrees ? 1 : 0;
-        if (tied) {
-          out.ties.push_back(pair);
-        } else if (!agrees) {
-          out.disagreements.push_back(pair);
-        }
+        const auto& a = set.rows[rows[members[x]].row];
+        const auto& b = set.rows[rows[members[y]].row];
+        if (a.config == b.config) continue;  // a repeat of one configuration
+        if (speed(a.measured, a.metric) == speed(b.measured, b.metric)) continue;  // either order
+        tally(pair_of(set, rows, members[x], members[y]), out);
       }
     }
   }
