@@ -332,6 +332,7 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   const auto torchtitan = outputs.torchtitan;
   auto extras = extras_of(std::move(outputs), std::move(notes));
   if (plan.best()) extras.band = band_of(data, plan.best()->family(), gpu);
+  extras.plan_args = ctx.args;
   const PlanReportContext report{model, t, gpu, request, plan, o.rejected_shown, o.all_rejected};
   // The report is complete before any file is written, and printed only after they are.
   std::ostringstream text;

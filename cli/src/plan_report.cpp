@@ -11,6 +11,7 @@
 #include "estimate_report.hpp"
 #include "format.hpp"
 #include "layout_report.hpp"
+#include "reproduce.hpp"
 #include "table.hpp"
 
 namespace dtplan::cli {
@@ -684,13 +685,22 @@ nlohmann::json plan_json(const PlanReportContext& ctx, const PlanExtras& extras)
                    {"host_bytes_per_node", res.host_capacity.value}};
   j["best"] = best ? best_json(ctx, extras) : nlohmann::json(nullptr);
   j["error_band"] = extras.band ? band_json(*extras.band) : nlohmann::json(nullptr);
+  // Each ranked entry on its own: the estimate command that prices it as the plan did.
+  const auto reproduce = [&](const LayoutChoice& c) -> nlohmann::json {
+    if (extras.plan_args.empty()) return nullptr;
+    const auto args = estimate_args(extras.plan_args, c);
+    return {{"args", args}, {"line", shell_line(args)}};
+  };
+  j["reproduce"] = plan.best() ? reproduce(*plan.best()) : nlohmann::json(nullptr);
   // The runners-up (ranked[1..]) closer to the best than the band's median error.
   j["within_error_band"] = extras.band ? within_error(plan, *extras.band) : 0;
   j["best_estimate"] =
       extras.estimate ? step_estimate_json(*extras.estimate) : nlohmann::json(nullptr);
   j["candidates"] = nlohmann::json::array();
-  for (const auto& c : plan.ranked)
+  for (const auto& c : plan.ranked) {
     j["candidates"].push_back(entry_json(c, ctx));
+    j["candidates"].back()["estimate"] = reproduce(c);
+  }
   j["pareto"] = nlohmann::json::array();
   for (const auto& c : plan.pareto)
     j["pareto"].push_back(entry_json(c, ctx));
@@ -734,6 +744,10 @@ void print_plan(std::ostream& out, const PlanReportContext& ctx, const PlanExtra
   print_header(out, ctx);
   print_best(out, ctx, extras);
   if (extras.band) print_band(out, *extras.band);
+  if (!extras.plan_args.empty()) {
+    out << "  on its own (timeline, --trace, exports): "
+        << shell_line(estimate_args(extras.plan_args, *ctx.plan.best())) << '\n';
+  }
   print_ranked(out, ctx);
   if (extras.band) print_close_calls(out, ctx, *extras.band);
   print_strategies(out, ctx, extras);

@@ -41,6 +41,9 @@ struct PlanExtras {
   std::map<Strategy, cost::StepTimes> strategy_times;
   // How far published runs of the best plan's kind were from dtplan's predictions.
   std::optional<BandReport> band;
+  // The plan's command line: each ranked entry's `dtplan estimate` is built from it
+  // (reproduce.hpp).
+  std::vector<std::string> plan_args;
 };
 
 nlohmann::json candidate_json(const planner::Candidate& c);
