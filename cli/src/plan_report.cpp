@@ -527,6 +527,10 @@ nlohmann::json entry_json(const LayoutChoice& c, const PlanReportContext& ctx) {
   auto j = c.data_parallel ? candidate_json(*c.data_parallel) : planner::to_json(*c.layout);
   j["layout"] = planner::layout_json(c, ctx.topology.gpus_per_node());
   j["gpus"] = c.gpus();
+  // One shape for both kinds of entry, as the text's columns read: a layout's framework is its
+  // strategy and its recomputation its checkpointing.
+  j["strategy"] = c.family();
+  if (c.layout) j["checkpointing"] = std::string(name_of(c.layout->layout.recompute));
   if (c.data_parallel && c.data_parallel->micro_batch == 0) return j;  // a whole family
   j["global_batch"] = c.global_batch();
   j["memory_bytes"] = c.memory().value;

@@ -15,13 +15,29 @@ namespace {
 
 // Plan flags that estimate takes with the same meaning: what the plan was asked about, not
 // what it chose.
-constexpr std::array<std::string_view, 23> kShared{
-    "--model",          "--params",       "--data-dir",         "--topology",
-    "--nodes",          "--pcie-class",   "--socket-class",     "--nvlink-class",
-    "--nic-class",      "--gpus-per-node", "--compute",         "--compute-file",
-    "--gpu",            "--seq-len",      "--optimizer",        "--optimizer-impl",
-    "--layer-kernels",  "--zero-grad",    "--attention",        "--attention-kernel",
-    "--deepspeed-version", "--host-memory", "--overhead"};
+constexpr std::array<std::string_view, 23> kShared{"--model",
+                                                   "--params",
+                                                   "--data-dir",
+                                                   "--topology",
+                                                   "--nodes",
+                                                   "--pcie-class",
+                                                   "--socket-class",
+                                                   "--nvlink-class",
+                                                   "--nic-class",
+                                                   "--gpus-per-node",
+                                                   "--compute",
+                                                   "--compute-file",
+                                                   "--gpu",
+                                                   "--seq-len",
+                                                   "--optimizer",
+                                                   "--optimizer-impl",
+                                                   "--layer-kernels",
+                                                   "--zero-grad",
+                                                   "--attention",
+                                                   "--attention-kernel",
+                                                   "--deepspeed-version",
+                                                   "--host-memory",
+                                                   "--overhead"};
 
 template <std::size_t N>
 bool listed(const std::array<std::string_view, N>& flags, std::string_view flag) {
@@ -41,8 +57,9 @@ std::vector<std::string> carried(const std::vector<std::string>& plan_args) {
     while (a.find('=') == std::string::npos && j < plan_args.size() &&
            plan_args[j].rfind("--", 0) != 0)
       ++j;
-    if (keep) out.insert(out.end(), plan_args.begin() + static_cast<std::ptrdiff_t>(i),
-                         plan_args.begin() + static_cast<std::ptrdiff_t>(j));
+    if (keep)
+      out.insert(out.end(), plan_args.begin() + static_cast<std::ptrdiff_t>(i),
+                 plan_args.begin() + static_cast<std::ptrdiff_t>(j));
     i = j - 1;
   }
   return out;

@@ -839,6 +839,9 @@ TEST_CASE("every ranked entry's estimate command prices it as the plan did") {
     const auto j = nlohmann::json::parse(plan.out);
     CHECK(j["reproduce"]["args"] == j["candidates"][0]["estimate"]["args"]);
     for (const auto& c : j["candidates"]) {
+      // One shape for data-parallel entries and layouts (a trial found layouts' strategy null).
+      CHECK(c["strategy"].is_string());
+      CHECK(c["checkpointing"].is_string());
       auto e = c["estimate"]["args"].get<std::vector<std::string>>();
       CAPTURE(c["estimate"]["line"].get<std::string>());
       // The harness adds --data-dir to every command; the plan's carried it over.
