@@ -494,7 +494,8 @@ void print_schedule(std::ostream& out, const planner::Schedule& s) {
   t.add_row({"samples", format_thousands(s.samples) +
                             (s.epochs > 0 ? " (" + fixed(s.epochs, 3) + " epochs)" : "")});
   t.add_row({"LR scheduler", "num_training_steps " + format_thousands(s.scheduler_steps) +
-                                 ", warm-up " + format_thousands(s.warmup_steps) + " steps"});
+                                 ", warm-up " + format_thousands(s.warmup_steps) + " steps (" +
+                                 percent(s.warmup_ratio) + " of them, --warmup-ratio)"});
   t.add_row({"wall-clock", duration(s.time_s) + " (predicted)"});
   if (s.scaled_lr) {
     t.add_row(

@@ -50,6 +50,7 @@ Schedule make_schedule(const ScheduleRequest& r, std::int64_t global_batch, std:
                  : 0.0;
   s.micro_steps = s.optimizer_steps * grad_accum;
   s.scheduler_steps = s.optimizer_steps;
+  s.warmup_ratio = r.warmup_ratio;
   s.warmup_steps =
       static_cast<std::int64_t>(std::ceil(r.warmup_ratio * static_cast<double>(s.optimizer_steps)));
   s.time_s = step_time_s * static_cast<double>(s.optimizer_steps);

@@ -868,3 +868,14 @@ TEST_CASE("every ranked entry's estimate command prices it as the plan did") {
                                     "--micro-batch 16 --global-batch 512 --checkpointing none "
                                     "--offload none\n"));
 }
+
+TEST_CASE("trial: the schedule says the warm-up is a ratio, and which") {
+  // 2,000 optimizer steps at the default --warmup-ratio 0.03: ceil(60.0) = 60 warm-up steps,
+  // and the line says where that number came from; 0.1 gives 200.
+  auto r = run(with({"--steps", "2000"}));
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("num_training_steps 2,000, warm-up 60 steps (3.0% of them, "
+                             "--warmup-ratio)"));
+  r = run(with({"--steps", "2000", "--warmup-ratio", "0.1"}));
+  CHECK_THAT(r.out, Contains("warm-up 200 steps (10.0% of them, --warmup-ratio)"));
+}

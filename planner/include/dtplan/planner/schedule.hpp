@@ -28,6 +28,7 @@ struct Schedule {
   double epochs = 0;
   std::int64_t scheduler_steps = 0;  // what an LR scheduler's num_training_steps must be
   std::int64_t warmup_steps = 0;
+  double warmup_ratio = 0;  // the request's, which warmup_steps is of scheduler_steps
   double time_s = 0;
   std::optional<double> scaled_lr;
 };
