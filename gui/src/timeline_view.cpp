@@ -134,6 +134,18 @@ TitleUnit unit_for(double step_s) {
   return step_s >= 2.0 ? TitleUnit{1.0, "s", 2} : TitleUnit{1e3, "ms", 1};
 }
 
+// The spacing of the time axis's ticks: 1, 2 or 5 times a power of ten, the smallest that
+// leaves at most ten intervals over `span` (in the axis's unit).
+double tick_step(double span) {
+  if (!(span > 0)) return 1.0;
+  const double raw = span / 10.0;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * power >= raw * (1.0 - 1e-9)) return m * power;
+  }
+  return 10.0 * power;
+}
+
 QString step_title(const Analysis& a) {
   const auto& s = a.session;
   if (a.layout) {
@@ -198,6 +210,7 @@ TimelineView::TimelineView(QWidget* parent) : QGraphicsView(parent) {
   setScene(new QGraphicsScene(this));
   setRenderHint(QPainter::Antialiasing);
   setBackgroundBrush(Qt::white);
+  setAlignment(Qt::AlignLeft | Qt::AlignTop);  // the title at the top, not mid-window
 }
 
 void TimelineView::show_analysis(const Analysis& a) {
@@ -234,12 +247,13 @@ void TimelineView::show_analysis(const Analysis& a) {
   }
   hatch_exposed(s, events, lanes_, x);
   const double bottom = kTop + kLane * static_cast<double>(lanes_.size());
-  for (int i = 0; i <= 10; ++i) {  // time axis: ten ticks
-    const double t = end * i / 10;
+  const auto unit = unit_for(end);
+  const double step = tick_step(end * unit.per_s) / unit.per_s;  // round, in the axis's unit
+  for (int i = 0; static_cast<double>(i) * step <= end * (1.0 + 1e-9); ++i) {
+    const double t = static_cast<double>(i) * step;
     s->addLine(x(t), bottom, x(t), bottom + 6);
-    const auto tick =
-        end >= 2.0 ? QString("%1 s").arg(t, 0, 'f', 2) : QString("%1 ms").arg(t * 1e3, 0, 'f', 1);
-    s->addSimpleText(tick)->setPos(x(t) - 20, bottom + 8);
+    s->addSimpleText(QString("%1 %2").arg(t * unit.per_s).arg(unit.name))
+        ->setPos(x(t) - 20, bottom + 8);
   }
   title_ = title_of(a);
   s->addSimpleText(title_)->setPos(10, 10);

@@ -3,7 +3,9 @@
 // view renders to a non-empty image.
 #include <QBuffer>
 #include <QGraphicsEllipseItem>
+#include <QGraphicsSimpleTextItem>
 #include <QImage>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <algorithm>
@@ -159,6 +161,33 @@ class TestGui : public QObject {
     QVERIFY(
         !is_headless_notice(QtCriticalMsg, "This plugin does not support propagateSizeHints()"));
     QVERIFY(!is_headless_notice(QtFatalMsg, "QStandardPaths: XDG_RUNTIME_DIR not set"));
+  }
+
+  void the_time_axis_ticks_at_round_values() {
+    // A trial read ticks at 0.35, 0.69, 1.04 s (tenths of the step). They now fall on 1, 2 or 5
+    // times a power of ten: the default session's 3.45 s step gets 0, 0.5, ..., 3 s.
+    TimelineView view;
+    view.show_analysis(analyse(Session{}));
+    QStringList ticks;
+    const QRegularExpression tick("^[0-9.]+ (s|ms)$");
+    for (auto* item : view.scene()->items()) {
+      if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item)) {
+        if (tick.match(text->text()).hasMatch()) ticks << text->text();
+      }
+    }
+    std::vector<double> values;
+    for (const auto& t : ticks)
+      values.push_back(t.section(' ', 0, 0).toDouble());
+    std::sort(values.begin(), values.end());
+    QVERIFY2(values.size() >= 3 && values.size() <= 11, qPrintable(ticks.join(", ")));
+    const double step = values[1] - values[0];
+    QCOMPARE(values[0], 0.0);
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+    QVERIFY2(std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 ||
+                 std::abs(mantissa - 5) < 1e-9,
+             qPrintable(ticks.join(", ")));
+    for (std::size_t i = 1; i < values.size(); ++i)
+      QVERIFY(std::abs(values[i] - values[i - 1] - step) < 1e-9 * step + 1e-12);
   }
 
   void a_long_step_is_titled_in_seconds() {
