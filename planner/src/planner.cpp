@@ -267,7 +267,7 @@ std::string describe(const Candidate& c) {
   return std::string(name_of(c.strategy)) + ", " + std::string(name_of(c.precision)) +
          ", checkpointing " + std::string(name_of(c.checkpointing)) + ", offload " +
          std::string(name_of(c.offload)) + ", micro-batch " + std::to_string(c.micro_batch) +
-         " on " + std::to_string(c.dp) + " GPUs";
+         " on " + std::to_string(c.dp) + (c.dp == 1 ? " GPU" : " GPUs");
 }
 
 }  // namespace
