@@ -22,12 +22,21 @@ time of the same kernel replayed from a CUDA graph (no host in the loop).
 Usage (one process for all cases; each case's memory is freed before the next):
   tools/torch_profile.py --out DIR --host-overhead \
       --case model=gpt2,precision=bf16,micro_batch=8 \
-      --case model=qwen3-30b-a3b,precision=bf16,micro_batch=4,layers=2
+      --case model=qwen3-30b-a3b,precision=bf16,micro_batch=4,layers=2 \
+      --case model=gpt2-xl,precision=bf16,micro_batch=4,strategy=fsdp2
 Case keys: model (file name under data/models without .json), precision (fp32 or
-bf16 autocast), micro_batch, seq_len (1024), checkpointing (0/1), dropout
-(config/off), optimizer (foreach/fused/for-loop), layers (override the layer
-count), trace (1: also keep the chrome trace, gzipped).
+bf16: autocast, or under fsdp2 its MixedPrecisionPolicy), micro_batch, seq_len
+(1024), checkpointing (0/1), dropout (config/off), optimizer
+(foreach/fused/for-loop), layers (override the layer count), strategy (none, ddp
+or fsdp2 at world size 1, wrapped as tools/torch_reference.py wraps them), trace
+(1: also keep the chrome trace, gzipped).
+
+Under fsdp2 the summary also sums, per phase, the host time of FSDP2's own
+profiler annotations ("FSDP::..." user annotations: its hooks, all-gathers and
+reduce-scatters as the host issues them), the part of an FSDP2 step that issue 16
+finds unpriced; annotations nest, so the names are kept apart.
 """
+import types
 
 import argparse
 import gc
@@ -42,14 +51,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_reference as ref  # noqa: E402
 
 CASE_KEYS = {"model": str, "precision": str, "micro_batch": int, "seq_len": int, "checkpointing": int,
-             "dropout": str, "optimizer": str, "layers": int, "trace": int}
+             "dropout": str, "optimizer": str, "layers": int, "strategy": str, "trace": int}
 CASE_DEFAULTS = {"precision": "bf16", "micro_batch": 1, "seq_len": 1024, "checkpointing": 0,
-                 "dropout": "config", "optimizer": "foreach", "layers": 0, "trace": 0}
+                 "dropout": "config", "optimizer": "foreach", "layers": 0, "strategy": "none", "trace": 0}
 PHASES = ("forward", "backward", "optimizer")
 
 # Kernel categories, first match wins; the patterns are lower-case substrings of
 # kernel names as CUDA 13 / PyTorch 2.11 / cuDNN 9 name them.
 CATEGORIES = (
+    ("collective", ("nccl",)),
     ("attention", ("flash", "fmha", "sdpa", "attention", "cudnn_generated")),
     ("optimizer", ("multi_tensor_apply", "adam")),
     ("gemm", ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitkreduce", "gemv", "dot_kernel")),
@@ -82,6 +92,8 @@ def parse_case(text):
         raise SystemExit(f"--case {text}: precision must be one of {ref.PRECISIONS}")
     if case["optimizer"] not in ref.OPTIMIZERS:
         raise SystemExit(f"--case {text}: optimizer must be one of {ref.OPTIMIZERS}")
+    if case["strategy"] not in ref.STRATEGIES:
+        raise SystemExit(f"--case {text}: strategy must be one of {ref.STRATEGIES}")
     return case
 
 
@@ -123,7 +135,7 @@ def summarise_trace(events):
             ranges[ev["name"][6:]] = (ev["ts"], ev["ts"] + ev["dur"])
     out = {p: {"wall_us": (ranges[p][1] - ranges[p][0]) if p in ranges else None, "by_category_us": {},
                "by_category_count": {}, "intervals": [], "launches": 0, "launch_host_us": 0.0, "syncs": 0,
-               "d2h_copies": 0} for p in list(PHASES) + ["outside"]}
+               "d2h_copies": 0, "fsdp_host_us": {}} for p in list(PHASES) + ["outside"]}
     names = {}
     for ev in events:
         if ev.get("ph") != "X":
@@ -141,6 +153,11 @@ def summarise_trace(events):
             agg = names.setdefault(key, [0, 0.0])
             agg[0] += 1
             agg[1] += dur
+        elif cat == "user_annotation" and name.startswith("FSDP::"):
+            fsdp = out[phase_of(ts, ranges)]["fsdp_host_us"]
+            count_us = fsdp.setdefault(name, [0, 0.0])
+            count_us[0] += 1
+            count_us[1] = round(count_us[1] + dur, 1)
         elif cat in ("cuda_runtime", "cuda_driver"):
             ph = out[phase_of(ts, ranges)]
             if "launchkernel" in name.lower() or "graphlaunch" in name.lower():
@@ -169,8 +186,10 @@ class Case:
         if case["checkpointing"]:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.model.train()
+        # The wrapper first (FSDP2 turns the parameters into DTensors), then the optimizer.
+        how = types.SimpleNamespace(strategy=case["strategy"], precision=case["precision"], device="cuda")
+        self.module, self.dtype, self.facts = ref.wrap(torch, self.model, how)
         self.optimizer = ref.make_optimizer(torch, self.model, case["optimizer"])
-        self.dtype = torch.bfloat16 if case["precision"] == "bf16" else None
         gen = torch.Generator(device="cuda").manual_seed(1234)
         self.batch = torch.randint(0, self.config.vocab_size, (case["micro_batch"], case["seq_len"]),
                                    device="cuda", generator=gen)
@@ -191,7 +210,7 @@ class Case:
         def forward():
             ctx = torch.autocast("cuda", dtype=self.dtype) if self.dtype else torch.autocast("cuda", enabled=False)
             with ctx:
-                return self.model(input_ids=self.batch, labels=self.batch).loss
+                return self.module(input_ids=self.batch, labels=self.batch).loss
 
         def optimizer():
             self.optimizer.step()
@@ -244,13 +263,15 @@ def run_case(torch, case, root, out_dir):
         record.update({"model": c.name, "parameters": sum(p.numel() for p in c.model.parameters()),
                        "layers": getattr(c.config, "num_hidden_layers", None),
                        "attn_implementation": getattr(c.config, "_attn_implementation", None),
-                       "experts_implementation": getattr(c.config, "_experts_implementation", None)})
+                       "experts_implementation": getattr(c.config, "_experts_implementation", None),
+                       "wrapper": c.facts})
         record.update(c.measure(steps=3, phased_steps=2))
         record["memory"] = {"max_allocated_bytes": torch.cuda.max_memory_allocated(),
                             "max_reserved_bytes": torch.cuda.max_memory_reserved()}
         trace = None
         if case["trace"]:
-            trace = os.path.join(out_dir, f"trace-{case['model']}-{case['precision']}-mb{case['micro_batch']}.json")
+            trace = os.path.join(out_dir, f"trace-{case['model']}-{case['strategy']}-{case['precision']}"
+                                          f"-mb{case['micro_batch']}.json")
         try:
             record["profile"] = c.profile(trace)
         except Exception as e:  # keep the timings when the profiler fails

@@ -84,6 +84,8 @@ def build_model(torch, hf_cfg, device):
 
 def init_process_group(torch, device):
     import torch.distributed as dist
+    if dist.is_initialized():  # a second wrapped model in one process (tools/torch_profile.py)
+        return dist
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
     backend = "nccl" if device == "cuda" else "gloo"
