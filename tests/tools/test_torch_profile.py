@@ -54,6 +54,7 @@ class TraceSummary(unittest.TestCase):
             "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>": "softmax_loss",
             "void at::native::vectorized_elementwise_kernel<8, bfloat16_copy_kernel_cuda>": "copy_cast",
             "void at::native::vectorized_elementwise_kernel<4, tanh_kernel_cuda>": "elementwise",
+            "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)": "collective",
             "some_new_kernel": "other",
         }
         for name, want in names.items():
@@ -65,10 +66,31 @@ class TraceSummary(unittest.TestCase):
                          ("gpt2", "fp32", 8, 2, 1024))
         for bad, says in (("precision=bf16", "model= is required"), ("model=gpt2,mb=8", "unknown key 'mb'"),
                           ("model=gpt2,micro_batch=eight", "micro_batch=eight is not a int"),
-                          ("model=gpt2,precision=fp8", "precision must be one of")):
+                          ("model=gpt2,precision=fp8", "precision must be one of"),
+                          ("model=gpt2,strategy=zero3", "strategy must be one of")):
             with self.assertRaises(SystemExit) as e:
                 tp.parse_case(bad)
             self.assertIn(says, str(e.exception))
+
+        self.assertEqual(tp.parse_case("model=gpt2")["strategy"], "none")
+        self.assertEqual(tp.parse_case("model=gpt2,strategy=fsdp2")["strategy"], "fsdp2")
+
+    def test_fsdp2_annotations_summed_by_name_and_phase(self):
+        # Two pre-forward hooks of 5 and 7 us in forward, one post-backward of 11 us in backward;
+        # a kernel's time is not an annotation's.
+        events = [
+            {"ph": "X", "cat": "user_annotation", "name": "phase:forward", "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "user_annotation", "name": "phase:backward", "ts": 100, "dur": 100},
+            {"ph": "X", "cat": "user_annotation", "name": "FSDP::pre_forward", "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "user_annotation", "name": "FSDP::pre_forward", "ts": 20, "dur": 7},
+            {"ph": "X", "cat": "user_annotation", "name": "FSDP::post_backward", "ts": 150, "dur": 11},
+            {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_ReduceScatter", "ts": 160, "dur": 3},
+        ]
+        s = tp.summarise_trace(events)
+        self.assertEqual(s["forward"]["fsdp_host_us"], {"FSDP::pre_forward": [2, 12.0]})
+        self.assertEqual(s["backward"]["fsdp_host_us"], {"FSDP::post_backward": [1, 11.0]})
+        self.assertEqual(s["backward"]["by_category_us"], {"collective": 3})
+        self.assertEqual(s["optimizer"]["fsdp_host_us"], {})
 
 
 if __name__ == "__main__":
