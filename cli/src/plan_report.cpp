@@ -2,6 +2,7 @@
 #include "plan_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -250,6 +251,44 @@ std::vector<std::string> ranked_row(std::size_t i, const LayoutChoice& c,
           behind};
 }
 
+// The layout column's words, those the ranking uses, with the estimate flags that set them.
+void print_layout_legend(std::ostream& out, const std::vector<LayoutChoice>& ranked) {
+  const std::array<std::pair<const char*, const char*>, 5> words{{
+      {"dist-opt", "Megatron-LM's distributed optimizer (--sharding optimizer)"},
+      {"replicated", "states on every data-parallel rank (--sharding none)"},
+      {"fsdp2-keep",
+       "FSDP2 keeping each block gathered from forward to backward (--sharding "
+       "gradients)"},
+      {"fsdp2", "FSDP2 gathering each block per pass (--sharding parameters)"},
+      {"sp", "sequence parallelism (--sp)"},
+  }};
+  std::vector<std::string> used;
+  for (const auto& [word, meaning] : words) {
+    const bool seen = std::any_of(ranked.begin(), ranked.end(), [&](const LayoutChoice& c) {
+      const auto cell = layout_cell(c);
+      const std::string w(word);
+      // a whole word of the cell: "fsdp2" is not the start of "fsdp2-keep"
+      for (std::size_t at = cell.find(w); at != std::string::npos; at = cell.find(w, at + 1)) {
+        const std::size_t end = at + w.size();
+        if ((at == 0 || cell[at - 1] == ' ') && (end == cell.size() || cell[end] == ','))
+          return true;
+      }
+      return false;
+    });
+    if (seen) used.push_back(std::string(word) + ": " + meaning);
+  }
+  if (std::any_of(ranked.begin(), ranked.end(), [](const LayoutChoice& c) {
+        return layout_cell(c).find(" v") != std::string::npos;
+      })) {
+    used.emplace_back("vN: N interleaved model chunks per GPU (--interleave N)");
+  }
+  if (used.empty()) return;
+  out << "  layout column: ";
+  for (std::size_t i = 0; i < used.size(); ++i)
+    out << (i ? "; " : "") << used[i];
+  out << '\n';
+}
+
 void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
   const auto& plan = ctx.plan;
   out << "\nranking (top " << plan.ranked.size() << "), "
@@ -268,6 +307,7 @@ void print_ranked(std::ostream& out, const PlanReportContext& ctx) {
     t.add_row(ranked_row(i, c, i == 0 ? "-" : fixed(plan.behind_pct(c.objective()), 1) + "%"));
   }
   t.print(out, {1, 2, 7, 10, 11, 12});
+  print_layout_legend(out, plan.ranked);
 }
 
 // How many runners-up of the ranking are closer to the best than dtplan's median error on

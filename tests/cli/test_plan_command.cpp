@@ -859,8 +859,11 @@ TEST_CASE("every ranked entry's estimate command prices it as the plan did") {
     }
   }
   CHECK(checked >= 20);
-  // The text gives the best's line.
+  // The text gives the best's line, and says what the layout column's words mean: the
+  // example's fifth entry is FSDP2 with the blocks kept gathered, set by --sharding gradients.
   const auto text = run(kExample);
+  CHECK_THAT(text.out, Contains("  layout column: fsdp2-keep: FSDP2 keeping each block gathered "
+                                "from forward to backward (--sharding gradients)\n"));
   CHECK_THAT(text.out, Contains("  on its own (timeline, --trace, exports): dtplan estimate "
                                 "--model gpt2-xl --topology pcie-split-8 --gpu A100-80GB "
                                 "--seq-len 1024 --data-dir ") &&
