@@ -263,10 +263,10 @@ void print_layout_legend(std::ostream& out, const std::vector<LayoutChoice>& ran
       {"sp", "sequence parallelism (--sp)"},
   }};
   std::vector<std::string> used;
-  for (const auto& [word, meaning] : words) {
+  for (const auto& entry : words) {
+    const std::string w(entry.first);  // not a structured binding: lambdas capture it (clang 14)
     const bool seen = std::any_of(ranked.begin(), ranked.end(), [&](const LayoutChoice& c) {
       const auto cell = layout_cell(c);
-      const std::string w(word);
       // a whole word of the cell: "fsdp2" is not the start of "fsdp2-keep"
       for (std::size_t at = cell.find(w); at != std::string::npos; at = cell.find(w, at + 1)) {
         const std::size_t end = at + w.size();
@@ -275,7 +275,7 @@ void print_layout_legend(std::ostream& out, const std::vector<LayoutChoice>& ran
       }
       return false;
     });
-    if (seen) used.push_back(std::string(word) + ": " + meaning);
+    if (seen) used.push_back(w + ": " + entry.second);
   }
   if (std::any_of(ranked.begin(), ranked.end(), [](const LayoutChoice& c) {
         return layout_cell(c).find(" v") != std::string::npos;
