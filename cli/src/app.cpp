@@ -74,6 +74,13 @@ std::string unknown_option_message(const std::vector<std::string>& args, const C
   return "";
 }
 
+// The help that explains a parse error: the command's own when the line names one.
+std::string help_command(const std::vector<std::string>& args,
+                         const std::map<std::string, CommandRunner>& runners) {
+  if (!args.empty() && runners.count(args.front()) > 0) return "dtplan " + args.front() + " --help";
+  return "dtplan --help";
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -117,7 +124,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       err << "dtplan: error: " << unknown << '\n';
       return 2;
     }
-    err << "dtplan: error: " << parse_error_message(e, app) << " (see dtplan --help)\n";
+    err << "dtplan: error: " << parse_error_message(e, app) << " (see "
+        << help_command(args, runners) << ")\n";
     return 2;
   }
   try {

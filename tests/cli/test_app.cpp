@@ -41,17 +41,26 @@ TEST_CASE("library errors become one line and exit code 1") {
 TEST_CASE("a flag given twice is named, not CLI11's 'At Most 1 required but received 2'") {
   std::string err;
   CHECK(run({"memory", "--params", "1B", "--gpus", "2", "--gpus", "4"}, nullptr, &err) == 2);
-  CHECK(err == "dtplan: error: --gpus given twice (give it once) (see dtplan --help)\n");
+  CHECK(err == "dtplan: error: --gpus given twice (give it once) (see dtplan memory --help)\n");
 }
 
 TEST_CASE("a count that is not a number names the flag and the value, not 'Could not convert'") {
   std::string err;
   CHECK(run({"estimate", "--model", "gpt2", "--gpus", "8", "--micro-batch", "4x"}, nullptr, &err) ==
         2);
-  CHECK(err == "dtplan: error: --micro-batch: '4x' is not a whole number (see dtplan --help)\n");
+  CHECK(err ==
+        "dtplan: error: --micro-batch: '4x' is not a whole number (see dtplan estimate --help)\n");
   CHECK(run({"plan", "--model", "gpt2", "--gpus", "8", "--global-batch", "6x4"}, nullptr, &err) ==
         2);
-  CHECK(err == "dtplan: error: --global-batch: '6x4' is not a whole number (see dtplan --help)\n");
+  CHECK(err ==
+        "dtplan: error: --global-batch: '6x4' is not a whole number (see dtplan plan --help)\n");
+}
+
+TEST_CASE("a parse error without a command points at dtplan's own help") {
+  std::string err;
+  CHECK(run({"--gpus", "8"}, nullptr, &err) == 2);
+  CHECK(err.rfind("dtplan: error: ", 0) == 0);
+  CHECK_THAT(err, Catch::EndsWith(" (see dtplan --help)\n"));
 }
 
 TEST_CASE("an unknown option is named with the command's options like it, not CLI11's list") {
