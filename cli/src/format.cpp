@@ -123,4 +123,23 @@ std::string attention_text(const ModelDesc& m, const TrainingConfig& c) {
   return text;
 }
 
+void print_wrapped(std::ostream& out, const std::string& indent, const std::vector<LinePart>& parts,
+                   std::size_t max_chars) {
+  std::string line = indent;
+  bool start = true;
+  for (const auto& part : parts) {
+    if (!start && line.size() + part.separator.size() + part.text.size() > max_chars) {
+      std::string ending = part.separator;
+      while (!ending.empty() && ending.back() == ' ')
+        ending.pop_back();
+      out << line << ending << "\n";
+      line = indent + "    " + part.text;
+    } else {
+      line += (start ? std::string() : part.separator) + part.text;
+    }
+    start = false;
+  }
+  out << line << "\n";
+}
+
 }  // namespace dtplan::cli

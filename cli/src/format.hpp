@@ -1,8 +1,10 @@
 // Number formatting shared by the text reports.
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/training.hpp"
@@ -49,5 +51,17 @@ std::string attention_text(const ModelDesc& m, const TrainingConfig& c);
 std::string headroom_clause(Bytes total, Bytes capacity);
 // Whether `total` is within the plan's default usable memory of `capacity`.
 bool within_plan_headroom(Bytes total, Bytes capacity);
+
+// A report line made of parts, each after its separator (", ", "; ", ...; the first part's is
+// usually empty). It wraps between parts at `max_chars`: a separator ending a line loses its
+// trailing space, and continuation lines start under `indent` plus four spaces. A part is never
+// split, so "tensor-parallel all-reduces 45.26 ms" stays on one line.
+struct LinePart {
+  std::string separator;
+  std::string text;
+};
+inline constexpr std::size_t kReportLineChars = 100;
+void print_wrapped(std::ostream& out, const std::string& indent, const std::vector<LinePart>& parts,
+                   std::size_t max_chars = kReportLineChars);
 
 }  // namespace dtplan::cli

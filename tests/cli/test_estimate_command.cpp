@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "cli_runner.hpp"
@@ -451,6 +452,30 @@ TEST_CASE("estimate: a layout's step counts its micro-batches in words that agre
   // One GPU group of tp 8 (dp 1): the global batch is the number of micro-batches.
   CHECK_THAT(step_line("1"), Catch::Contains(": 1 micro-batch x "));
   CHECK_THAT(step_line("8"), Catch::Contains(": 8 micro-batches x "));
+}
+
+TEST_CASE("estimate: a layout's memory and step lines wrap at the report width, parts whole") {
+  // A 70B layout that does not fit: the memory line carries every component and the
+  // shortfall, the step line every part (the trial found them at 281 and 218 characters).
+  const auto r =
+      run({"estimate", "--model",       "llama-3-70b", "--gpu",      "H100-SXM", "--gpus",
+           "64",       "--nodes",       "8",           "--topology", "dgx-h100", "--strategy",
+           "megatron", "--tp",          "4",           "--pp",       "4",        "--global-batch",
+           "128",      "--micro-batch", "1",           "--seq-len",  "8192"});
+  REQUIRE(r.code == 0);
+  const auto from = r.out.find("  memory per GPU");
+  const auto to = r.out.find(" samples/s");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::istringstream lines(r.out.substr(from, to - from));
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count)
+    CHECK(line.size() <= dtplan::cli::kReportLineChars);
+  CHECK(count >= 4);  // both lines wrapped
+  // Each part is whole on its line.
+  CHECK_THAT(r.out, Catch::Contains("does NOT fit on H100-SXM (short by ") &&
+                        Catch::Contains("tensor-parallel all-reduces ") &&
+                        Catch::Contains(",\n      ") && Catch::Contains("pipeline bubble "));
 }
 
 TEST_CASE("estimate: an FSDP2 layout at tp 1 runs eager kernels as the data-parallel FSDP does") {
