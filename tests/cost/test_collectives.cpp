@@ -264,6 +264,21 @@ TEST_CASE("2x 8 A100 with 8 HDR NICs against nccl-tests") {
         Approx(188.18 * kGB).epsilon(0.10));
 }
 
+TEST_CASE("ABCI's A100 node: four HDR ports for eight GPUs bound a ring across nodes") {
+  // abci-a100 (the ABCI User Guide's block diagram): one HDR port per PCIe switch, two GPUs
+  // behind each. A ring across two nodes crosses each node's four ports: by hand
+  // 4 x 25 GB/s x 0.96 (ib_hdr's efficiency) = 96 GB/s of bus bandwidth at a size where
+  // latency is negligible, half of DGX A100's eight ports.
+  auto abci = real("abci-a100", 2);
+  CommModel m(abci.topology, abci.table, 16);
+  const auto big = m.estimate(Collective::all_reduce, Bytes{16 * kGiB}, Algorithm::ring);
+  CHECK(big.busbw_Bps == Approx(96 * kGB).epsilon(0.01));
+  auto dgx = real("dgx-a100", 2);
+  CommModel d(dgx.topology, dgx.table, 16);
+  CHECK(d.estimate(Collective::all_reduce, Bytes{16 * kGiB}, Algorithm::ring).busbw_Bps ==
+        Approx(2 * big.busbw_Bps).epsilon(0.01));
+}
+
 // Issue 14, item 2: planning at 32,768 GPUs took 12-25 s because every communication model
 // routed every ring hop of every node again. Routes inside node k are node 0's routes shifted
 // (nodes are one template), and models of one topology share their routes and rings, so the

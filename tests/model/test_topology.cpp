@@ -47,14 +47,14 @@ TEST_CASE("every preset builds with the GPUs it names") {
       {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8}, {"dgx1-v100", 8},
       {"dgx-a100", 8},       {"dgx-h100", 8},       {"dgx-b200", 8},     {"hgx-a800", 8},
       {"hgx-h800", 8},       {"hgx-b300", 8},       {"mi300x-8", 8},     {"mi355x-8", 8},
-      {"gb200-nvl72", 72},   {"gb300-nvl72", 72}};
+      {"abci-a100", 8},      {"gb200-nvl72", 72},   {"gb300-nvl72", 72}};
   for (const auto& [name, gpus] : presets) {
     INFO(name);
     const auto t = build(name);
     CHECK(t.gpu_count() == gpus);
     CHECK(t.gpus_per_node() == gpus);
   }
-  CHECK(list_topology_presets(kData / "topologies").size() == 14);
+  CHECK(list_topology_presets(kData / "topologies").size() == 15);
 }
 
 TEST_CASE("DGX A100: NVSwitch with 12 NVLinks per GPU, 8 NICs") {
