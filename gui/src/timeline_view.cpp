@@ -11,6 +11,8 @@ namespace dtplan::gui {
 namespace {
 
 constexpr double kWidth = 1100, kLane = 90, kLeft = 140, kTop = 72;
+// Exposed communication: the hatched segments' outline and the band under the compute lane.
+const QColor kExposed(139, 0, 0);
 
 QColor color_of(const std::string& stream, const std::string& name) {
   if (stream == "tensor parallel") return QColor(214, 39, 40);
@@ -68,9 +70,12 @@ void hatch_exposed(QGraphicsScene* s, const std::vector<cost::TimelineEvent>& ev
   for (const auto& e : events) {
     if (e.stream == "compute" || e.name.rfind("bubble", 0) == 0) continue;
     const double y = lane_y(lanes, e.stream) + 8;
+    const double idle_y = lane_y(lanes, "compute") + kLane - 7;
     const auto hatch = [&](double from, double to) {
-      s->addRect(x(from), y, std::max(1.0, x(to) - x(from)), kLane - 16, QPen(Qt::black),
-                 QBrush(Qt::black, Qt::BDiagPattern));
+      const double w = std::max(1.0, x(to) - x(from));
+      s->addRect(x(from), y, w, kLane - 16, QPen(kExposed, 2), QBrush(Qt::black, Qt::BDiagPattern));
+      // The same interval under the compute lane: the stream that waits.
+      s->addRect(x(from), idle_y, w, 4, QPen(Qt::NoPen), QBrush(kExposed));
     };
     double from = e.start_s;
     for (const auto& [b0, b1] : busy) {
@@ -199,8 +204,8 @@ void draw_legend(QGraphicsScene* s, double y, bool layout) {
     text->setPos(lx + 20, y - 2);
     lx += 20 + text->boundingRect().width() + 24;
   }
-  s->addRect(kLeft, y + 30, 14, 14, QPen(Qt::black), QBrush(Qt::black, Qt::BDiagPattern));
-  s->addSimpleText("exposed communication (the compute stream is idle)")
+  s->addRect(kLeft, y + 30, 14, 14, QPen(kExposed, 2), QBrush(Qt::black, Qt::BDiagPattern));
+  s->addSimpleText("exposed communication: the compute stream is idle (dark red under it)")
       ->setPos(kLeft + 20, y + 28);
 }
 

@@ -3,6 +3,7 @@
 // view renders to a non-empty image.
 #include <QBuffer>
 #include <QGraphicsEllipseItem>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
 #include <QImage>
 #include <QRegularExpression>
@@ -188,6 +189,33 @@ class TestGui : public QObject {
              qPrintable(ticks.join(", ")));
     for (std::size_t i = 1; i < values.size(); ++i)
       QVERIFY(std::abs(values[i] - values[i - 1] - step) < 1e-9 * step + 1e-12);
+  }
+
+  void exposed_communication_marks_the_idle_compute_stream() {
+    // A trial found the hatching of exposed communication faint. Each hatched segment now has
+    // a dark red band of the same span under the compute lane; the layout session has exposed
+    // work on every communication stream.
+    TimelineView view;
+    view.show_analysis(analyse(layout_session()));
+    const QColor dark_red(139, 0, 0);
+    double hatched = 0, bands = 0;
+    int hatched_count = 0, band_count = 0;
+    for (const auto* item : view.scene()->items()) {
+      const auto* rect = dynamic_cast<const QGraphicsRectItem*>(item);
+      if (!rect) continue;
+      if (rect->brush().style() == Qt::BDiagPattern && rect->pen().color() == dark_red) {
+        hatched += rect->rect().width();
+        ++hatched_count;
+      } else if (rect->brush().style() == Qt::SolidPattern && rect->brush().color() == dark_red) {
+        bands += rect->rect().width();
+        ++band_count;
+        QCOMPARE(rect->rect().height(), 4.0);
+      }
+    }
+    // The legend's swatch is hatched too, 14 wide, without a band.
+    QVERIFY(band_count >= 8);
+    QCOMPARE(hatched_count, band_count + 1);
+    QVERIFY(std::abs(hatched - 14 - bands) < 1e-9);
   }
 
   void a_long_step_is_titled_in_seconds() {
