@@ -270,6 +270,19 @@ CollectiveEstimate CommModel::replica_estimate(Collective c, Bytes size) {
   return evaluate(c, size, Algorithm::automatic);
 }
 
+// NCCL's "plateau effect of ring": an all-reduce ring across nodes with at least 64 bytes per
+// channel and rank pays its latency times the generation's factor (1.9 before Ampere, 1.4
+// since); 1 otherwise.
+double CommModel::ring_plateau_factor(const ProtocolCost& pc, Collective c, CommAlgorithm algo,
+                                      double bytes, std::int64_t channels) const {
+  if (algo != CommAlgorithm::ring || c != Collective::all_reduce || nodes() < 2) return 1.0;
+  const auto factor = pc.multi_node_all_reduce_latency_factor.find(nvlink_class_);
+  if (factor == pc.multi_node_all_reduce_latency_factor.end()) return 1.0;
+  const double per_channel_rank =
+      bytes / static_cast<double>(std::max<std::int64_t>(1, channels) * n_);
+  return per_channel_rank >= 64 ? factor->second : 1.0;
+}
+
 CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
   CollectiveEstimate e;
   e.collective = c;
@@ -295,12 +308,13 @@ CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
             : 0.0;
     for (std::size_t k = 0; k < 4; ++k)
       latency += p.hops_by_kind[k] * std::max(pc->hop_latency_s[k], floor_s);
+    latency *= ring_plateau_factor(*pc, c, table_algo, bytes, p.channels);
     const double fraction = nodes() == 1 ? pc->bandwidth_fraction_one_node : pc->bandwidth_fraction;
     double transfer_s = bytes * p.seconds_per_byte / fraction;
-    // A tree across nodes runs no channel faster than NCCL's cap for the GPU generation.
+    // A tree (any protocol) or an LL128 ring across nodes runs no channel faster than NCCL's
+    // cap for the GPU generation; its channels are the rings or trees through the NICs.
     if (const auto cap = pc->channel_max_Bps_across_nodes.find(nvlink_class_);
-        table_algo == CommAlgorithm::tree && nodes() > 1 &&
-        cap != pc->channel_max_Bps_across_nodes.end()) {
+        nodes() > 1 && cap != pc->channel_max_Bps_across_nodes.end()) {
       const double bus_Bps = static_cast<double>(p.channels) * cap->second[nodes() == 2 ? 0 : 1];
       transfer_s = std::max(transfer_s, bytes * bus_factor(c, n_) / bus_Bps);
     }

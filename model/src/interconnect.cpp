@@ -91,6 +91,10 @@ ProtocolCost read_protocol(const ObjectReader& r) {
       cap.reject_unknown_keys();
     }
   }
+  if (const auto factors = r.optional_object("multi_node_all_reduce_latency_factor")) {
+    for (const auto& item : r.value("multi_node_all_reduce_latency_factor").items())
+      p.multi_node_all_reduce_latency_factor[item.key()] = factors->number(item.key(), {1.0, 10.0});
+  }
   r.reject_unknown_keys();
   return p;
 }
@@ -155,6 +159,13 @@ InterconnectTable InterconnectTable::load(const std::filesystem::path& path) {
         const bool nvlink = names.count(name) > 0 && t.find(name).kind == LinkKind::nvlink;
         if (!nvlink) {
           algorithms.fail(kAlgorithmNames[i], "channel_max_Bps_across_nodes: '" + name +
+                                                  "' is not an NVLink class of link_classes");
+        }
+      }
+      for (const auto& [name, factor] : protocol->multi_node_all_reduce_latency_factor) {
+        const bool nvlink = names.count(name) > 0 && t.find(name).kind == LinkKind::nvlink;
+        if (!nvlink) {
+          algorithms.fail(kAlgorithmNames[i], "multi_node_all_reduce_latency_factor: '" + name +
                                                   "' is not an NVLink class of link_classes");
         }
       }

@@ -336,6 +336,38 @@ TEST_CASE("routing a cluster searches each route once, whatever the node count")
   }
 }
 
+TEST_CASE("a ring across nodes: NCCL's LL128 channel cap and its all-reduce plateau") {
+  // All-reduce on 2 DGX H100 (16 GPUs, 8 rings through 8 NDR NICs of 50 GB/s x 0.94):
+  // 30 steps, 26.25 over NVLink and 3.75 over the network (the all-gather case above, twice);
+  // bus bytes 2 x 15/16 S.
+  //   LL128: 14 + 26.25 x 1.9 + 3.75 x 4.0 = 78.875 us; its bus bandwidth, 0.92 x 376 GB/s,
+  //     is capped at NCCL's 36.7 GB/s per channel x 8 = 293.6 GB/s.
+  //   Simple: (8.4 + 26.25 x 3.4 + 3.75 x 14) us = 150.15 us, x 1.4 (an all-reduce ring
+  //     across nodes with >= 64 B per channel and rank, compute capability 9.0) = 210.21 us;
+  //     bus bandwidth 376 GB/s.
+  auto h100 = real("dgx-h100", 2);
+  CommModel m(h100.topology, h100.table, 16);
+  const double mid = 16.0 * (1 << 20), big = static_cast<double>(kGiB);
+  // 16 MiB: LL128 at 78.875 + 31,457,280 / 293.6e9 us = 186.02 us (uncapped it would be
+  // 169.8); Simple 293.9 us.
+  const auto e = m.estimate(Collective::all_reduce, Bytes{16 << 20}, Algorithm::ring);
+  CHECK(e.protocol == Protocol::ll128);
+  CHECK(e.time_s == Approx(78.875e-6 + 2 * 15.0 / 16 * mid / 293.6e9).epsilon(1e-9));
+  // 1 GiB: Simple, with the plateau factor on its latency.
+  const auto g = m.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::ring);
+  CHECK(g.protocol == Protocol::simple);
+  CHECK(g.latency_s == Approx(210.21e-6).epsilon(1e-9));
+  CHECK(g.time_s == Approx(210.21e-6 + 2 * 15.0 / 16 * big / 376e9).epsilon(1e-9));
+  // All-gather has no plateau: (8.4 + 13.125 x 3.4 + 1.875 x 14) us = 79.275 us.
+  const auto ag = m.estimate(Collective::all_gather, Bytes{kGiB}, Algorithm::ring);
+  CHECK(ag.latency_s == Approx(79.275e-6).epsilon(1e-9));
+  // Nor does one node.
+  auto one = real("dgx-h100", 1);
+  CommModel o(one.topology, one.table, 8);
+  CHECK(o.estimate(Collective::all_reduce, Bytes{kGiB}, Algorithm::ring).latency_s ==
+        Approx((8.4 + 14 * 3.4) * 1e-6).epsilon(1e-9));
+}
+
 TEST_CASE("a collective context belongs to one topology") {
   auto a = real("dgx-h100", 2);
   auto b = real("dgx-h100", 2);

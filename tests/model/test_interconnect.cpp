@@ -45,6 +45,13 @@ TEST_CASE("protocol constants follow NCCL 2.20.3's tuning table") {
   CHECK(simple.hop_latency_s[static_cast<std::size_t>(LinkKind::pcie)] == Approx(5.7e-6));
   CHECK(simple.hop_latency_s[static_cast<std::size_t>(LinkKind::socket)] == Approx(5.7e-6));
   CHECK_FALSE(t.algorithm(CommAlgorithm::nvls).protocols[0].has_value());
+  // perChMaxRingLL128Bws (Ampere 20, Hopper 36.7 GB/s a channel) and the ring's plateau
+  // factor (x1.9 before compute capability 8.0, x1.4 from it), in 2.20.3's tuning.cc.
+  const auto& ll128 = *ring.protocols[static_cast<std::size_t>(Protocol::ll128)];
+  CHECK(ll128.channel_max_Bps_across_nodes.at("nvlink3")[0] == Approx(20e9));
+  CHECK(ll128.channel_max_Bps_across_nodes.at("nvlink4")[1] == Approx(36.7e9));
+  CHECK(simple.multi_node_all_reduce_latency_factor.at("nvlink2") == Approx(1.9));
+  CHECK(simple.multi_node_all_reduce_latency_factor.at("nvlink4") == Approx(1.4));
 }
 
 TEST_CASE("unknown link classes and malformed tables are errors") {
@@ -74,6 +81,20 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
                     Contains("channel_max_Bps_across_nodes: 'pcie4' is not an NVLink class"));
   with_cap("nvlink9");
   CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("'nvlink9' is not an NVLink class"));
+  // So does a ring's all-reduce plateau factor, and it lies in [1, 10].
+  auto with_plateau = [&](const std::string& cls, double factor) {
+    nlohmann::json j = nlohmann::json::parse(
+        std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));
+    j["algorithms"]["ring"]["Simple"]["multi_node_all_reduce_latency_factor"] = {{cls, factor}};
+    std::ofstream(path) << j.dump();
+  };
+  with_plateau("ib_hdr", 1.4);
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("multi_node_all_reduce_latency_factor: 'ib_hdr' is not an NVLink"));
+  with_plateau("nvlink4", 0.5);
+  CHECK_THROWS_WITH(
+      InterconnectTable::load(path),
+      Contains("multi_node_all_reduce_latency_factor/nvlink4") && Contains("must be at least 1"));
   // NVLS scales its fit by generation only from a generation it states.
   nlohmann::json j = nlohmann::json::parse(
       std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));

@@ -130,6 +130,8 @@ class CommModel {
   Pattern replica_pattern(Collective c);
   Pattern all_to_all_pattern();
   CollectiveEstimate evaluate(Collective c, Bytes size, Algorithm a);
+  double ring_plateau_factor(const ProtocolCost& pc, Collective c, CommAlgorithm algo, double bytes,
+                             std::int64_t channels) const;
 
   const Topology& t_;
   const InterconnectTable& table_;

@@ -60,6 +60,10 @@ struct ProtocolCost {
   // (src/graph/tuning.cc, perChMaxTreeBws and perChMaxTreeLL128Bws), here keyed by the
   // NVLink class that marks the generation: {2 nodes, 3 or more}. Empty where not stated.
   std::map<std::string, std::array<double, 2>, std::less<>> channel_max_Bps_across_nodes;
+  // Ring all-reduce across nodes with at least 64 bytes per channel and rank: NCCL multiplies
+  // the latency by this factor, by the NVLink class of the generation ("plateau effect of
+  // ring", ncclTopoGetAlgoTime). Empty where not stated.
+  std::map<std::string, double, std::less<>> multi_node_all_reduce_latency_factor;
 };
 
 struct AlgorithmCost {
