@@ -7,11 +7,11 @@
 // Run at issue, a collective uses Open MPI's tuned algorithms and its record is its duration.
 // wait() then has nothing left to do, which is a valid order for every caller: a caller issues
 // a collective only once its input is final and reads the output only after wait().
-#include <chrono>
 #include <limits>
 #include <memory>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/runtime/duration_clock.hpp"
 #include "dtplan/runtime/mpi_group.hpp"
 #include "mpi_check.hpp"
 
@@ -35,10 +35,6 @@ std::string_view name_of(Collective c) {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 int mpi_count(std::int64_t count, Collective kind) {
   if (count < 0 || count > std::numeric_limits<int>::max()) {
     throw Error(std::string(name_of(kind)) + " of " + std::to_string(count) +
@@ -50,6 +46,7 @@ int mpi_count(std::int64_t count, Collective kind) {
 class MpiCommunicator final : public Communicator {
  public:
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    (void)DurationClock::instance();  // its rate is measured now, not inside the first call
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
   }
@@ -99,9 +96,10 @@ class MpiCommunicator final : public Communicator {
  private:
   template <class Call>
   CommHandle run(Collective kind, std::int64_t bytes, Call call) {
-    const double start_s = now_s();
+    const auto& clock = DurationClock::instance();
+    const std::uint64_t start = clock.ticks();
     const int code = call();
-    const double time_s = now_s() - start_s;
+    const double time_s = clock.seconds(start, clock.ticks());
     if (code != MPI_SUCCESS) {
       mpi_check(code, "MPI " + std::string(name_of(kind)) + " of " + std::to_string(bytes) +
                           " bytes in " + phase_);
