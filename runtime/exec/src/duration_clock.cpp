@@ -62,6 +62,8 @@ DurationClock::DurationClock() {
   seconds_per_tick_ = 1e-9 * static_cast<double>(ns1 - ns0) / static_cast<double>(t1 - t0);
 }
 
-std::uint64_t DurationClock::ticks() const { return tsc_ ? read_tsc() : steady_ns(); }
+std::uint64_t DurationClock::ticks() const {
+  return tsc_ ? read_tsc() : steady_ns();
+}
 
 }  // namespace dtplan::runtime
