@@ -270,6 +270,19 @@ CollectiveEstimate CommModel::replica_estimate(Collective c, Bytes size) {
   return evaluate(c, size, Algorithm::automatic);
 }
 
+namespace {
+
+// NCCL's size correction of a protocol's bandwidth (the tree's treeCorrectionFactor): the
+// entry for floor(log2(bytes / 64)), 1 beyond the table.
+double size_factor(const ProtocolCost& pc, std::int64_t bytes) {
+  std::size_t k = 0;
+  for (std::int64_t n = bytes >> 6; n > 1; n >>= 1)
+    ++k;
+  return k < pc.bandwidth_factor_by_size.size() ? pc.bandwidth_factor_by_size[k] : 1.0;
+}
+
+}  // namespace
+
 // NCCL's "plateau effect of ring": an all-reduce ring across nodes with at least 64 bytes per
 // channel and rank pays its latency times the generation's factor (1.9 before Ampere, 1.4
 // since); 1 otherwise.
@@ -318,6 +331,7 @@ CollectiveEstimate CommModel::evaluate(Collective c, Bytes size, Algorithm a) {
       const double bus_Bps = static_cast<double>(p.channels) * cap->second[nodes() == 2 ? 0 : 1];
       transfer_s = std::max(transfer_s, bytes * bus_factor(c, n_) / bus_Bps);
     }
+    transfer_s /= size_factor(*pc, size.value);
     const double time = latency + transfer_s;
     if (time < e.time_s) {
       e.time_s = time;

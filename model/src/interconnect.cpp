@@ -91,6 +91,19 @@ ProtocolCost read_protocol(const ObjectReader& r) {
       cap.reject_unknown_keys();
     }
   }
+  if (r.has("bandwidth_factor_by_size")) {
+    const auto& factors = r.value("bandwidth_factor_by_size");
+    if (!factors.is_array() || factors.empty() || factors.size() > 64) {
+      r.fail("bandwidth_factor_by_size", "must be an array of 1 to 64 factors");
+    }
+    for (const auto& f : factors) {
+      if (!f.is_number() || !(f.get<double>() > 0.0 && f.get<double>() <= 1.0)) {
+        r.fail("bandwidth_factor_by_size",
+               "every factor must be a number in (0, 1], got " + f.dump());
+      }
+      p.bandwidth_factor_by_size.push_back(f.get<double>());
+    }
+  }
   if (const auto factors = r.optional_object("multi_node_all_reduce_latency_factor")) {
     for (const auto& item : r.value("multi_node_all_reduce_latency_factor").items())
       p.multi_node_all_reduce_latency_factor[item.key()] = factors->number(item.key(), {1.0, 10.0});

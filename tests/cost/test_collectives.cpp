@@ -3,6 +3,9 @@
 // nccl-tests figures NVIDIA engineers and users have published.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "dtplan/cost/collectives.hpp"
 #include "dtplan/model/error.hpp"
@@ -161,6 +164,30 @@ TEST_CASE("two nodes: one tree per channel through the NICs") {
   const auto tree = m.estimate(Collective::all_reduce, Bytes{1'000'000'000}, Algorithm::tree);
   CHECK(tree.time_s == Approx(0.500014).epsilon(1e-9));
   CHECK(tree.bottleneck.kind == "network");
+}
+
+TEST_CASE("a tree's bandwidth falls at medium sizes by NCCL's size correction") {
+  // The test table's tree with a correction of 0.5 for every size class up to 2^22 x 64 B
+  // (entry k for floor(log2(bytes / 64)) == k). 2 nodes x 4 GPUs as above, 14 us latency:
+  //   1e9 B: floor(log2(1e9 / 64)) = 23, past the table: 0.5 s + 14 us, as above;
+  //   1e6 B: floor(log2(15,625)) = 13, so 0.5: 2 x 0.5e-3 s + 14 us = 1.014 ms.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kTopo / "interconnect_simple.json"));
+  j["algorithms"]["tree"]["Simple"]["bandwidth_factor_by_size"] = std::vector<double>(23, 0.5);
+  const auto path = std::filesystem::temp_directory_path() / "dtplan_test_tree_factor.json";
+  std::ofstream(path) << j.dump();
+  Fixture f(path, (kTopo / "switch4.json").string(), kData, 2);
+  std::filesystem::remove(path);
+  CommModel m(f.topology, f.table, 8);
+  CHECK(m.estimate(Collective::all_reduce, Bytes{1'000'000'000}, Algorithm::tree).time_s ==
+        Approx(0.500014).epsilon(1e-9));
+  CHECK(m.estimate(Collective::all_reduce, Bytes{1'000'000}, Algorithm::tree).time_s ==
+        Approx(1.014e-3).epsilon(1e-9));
+  // The shipped table is NCCL's treeCorrectionFactor: Simple 0.5 at 1 MiB (entry 14).
+  auto h100 = real("dgx-h100", 2);
+  const auto& simple_tree = *h100.table.algorithm(CommAlgorithm::tree)
+                                 .protocols[static_cast<std::size_t>(Protocol::simple)];
+  REQUIRE(simple_tree.bandwidth_factor_by_size.size() == 23);
+  CHECK(simple_tree.bandwidth_factor_by_size[14] == Approx(0.5));
 }
 
 TEST_CASE("algorithms that do not apply are refused") {

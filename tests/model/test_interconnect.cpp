@@ -95,6 +95,18 @@ TEST_CASE("unknown link classes and malformed tables are errors") {
   CHECK_THROWS_WITH(
       InterconnectTable::load(path),
       Contains("multi_node_all_reduce_latency_factor/nvlink4") && Contains("must be at least 1"));
+  // A size correction is 1 to 64 factors, each in (0, 1].
+  auto with_factors = [&](const nlohmann::json& factors) {
+    nlohmann::json j = nlohmann::json::parse(
+        std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));
+    j["algorithms"]["tree"]["LL"]["bandwidth_factor_by_size"] = factors;
+    std::ofstream(path) << j.dump();
+  };
+  with_factors(nlohmann::json::array({1.0, 1.5}));
+  CHECK_THROWS_WITH(InterconnectTable::load(path),
+                    Contains("bandwidth_factor_by_size") && Contains("(0, 1], got 1.5"));
+  with_factors(nlohmann::json::array());
+  CHECK_THROWS_WITH(InterconnectTable::load(path), Contains("an array of 1 to 64 factors"));
   // NVLS scales its fit by generation only from a generation it states.
   nlohmann::json j = nlohmann::json::parse(
       std::ifstream(std::filesystem::path(DTPLAN_DATA_DIR) / "interconnect.json"));

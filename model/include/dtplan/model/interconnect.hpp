@@ -64,6 +64,10 @@ struct ProtocolCost {
   // the latency by this factor, by the NVLink class of the generation ("plateau effect of
   // ring", ncclTopoGetAlgoTime). Empty where not stated.
   std::map<std::string, double, std::less<>> multi_node_all_reduce_latency_factor;
+  // NCCL's size correction of the tree's bandwidth (treeCorrectionFactor, "trees are not
+  // perfectly sticking to the model for medium sizes"): entry k applies to messages with
+  // floor(log2(bytes / 64)) == k (0 below 128 bytes); none beyond the last. Empty: none.
+  std::vector<double> bandwidth_factor_by_size;
 };
 
 struct AlgorithmCost {
