@@ -97,30 +97,37 @@ void print_header(std::ostream& out, const PlanReportContext& ctx) {
       << (r.max_gpus > 0 ? std::min(r.max_gpus, t.gpu_count()) : t.gpu_count()) << " x "
       << ctx.gpu.name << " on " << t.node().name << " x " << t.nodes()
       << (t.nodes() == 1 ? " node" : " nodes") << '\n';
-  out << "  target global batch " << r.global_batch;
+  std::string target = "target global batch " + std::to_string(r.global_batch);
   if (ctx.model.transformer) {
-    out << ", sequence " << (r.seq_len > 0 ? r.seq_len : ctx.model.transformer->max_positions);
+    target += ", sequence " +
+              std::to_string(r.seq_len > 0 ? r.seq_len : ctx.model.transformer->max_positions);
     if (r.attention != Attention::flash || r.attention_kernel != AttentionKernel::framework) {
       TrainingConfig attention;
       attention.attention = r.attention;
       attention.attention_kernel = r.attention_kernel;
-      out << ", " << attention_text(ctx.model, attention);
+      target += ", " + attention_text(ctx.model, attention);
     }
   }
-  out << "; objective " << planner::name_of(r.objective) << "; " << gib(res.usable) << " of "
-      << gib(res.capacity) << " GiB usable per GPU (" << fixed(100.0 * r.headroom, 0)
-      << "% headroom); host " << gib(res.host_capacity) << " GiB per node\n";
+  print_wrapped(out, "  ",
+                {{"", target},
+                 {"; ", "objective " + std::string(planner::name_of(r.objective))},
+                 {"; ", gib(res.usable) + " of " + gib(res.capacity) + " GiB usable per GPU (" +
+                            fixed(100.0 * r.headroom, 0) + "% headroom)"},
+                 {"; ", "host " + gib(res.host_capacity) + " GiB per node"}});
   const auto n = planner::counts_of(ctx.plan);
-  out << "  searched " << format_thousands(n.evaluated) << " configurations in "
-      << seconds(ctx.plan.elapsed_s) << " (" << format_thousands(n.data_parallel_evaluated)
-      << " data-parallel, " << format_thousands(n.layouts_evaluated)
-      << " tensor x context x pipeline layouts): " << n.chosen << " chosen, "
-      << format_thousands(n.rejected_evaluated) << " rejected";
+  std::vector<LinePart> searched{
+      {"", "searched " + format_thousands(n.evaluated) + " configurations in " +
+               seconds(ctx.plan.elapsed_s)},
+      {" (", format_thousands(n.data_parallel_evaluated) + " data-parallel"},
+      {", ", format_thousands(n.layouts_evaluated) + " tensor x context x pipeline layouts):"},
+      {" ", std::to_string(n.chosen) + " chosen"},
+      {", ", format_thousands(n.rejected_evaluated) + " rejected"}};
   if (n.not_evaluated > 0) {
-    out << "; " << format_thousands(n.not_evaluated)
-        << " more combinations rejected without evaluation (" << n.not_evaluated_why << ")";
+    searched.push_back({"; ", format_thousands(n.not_evaluated) +
+                                  " more combinations rejected without evaluation (" +
+                                  n.not_evaluated_why + ")"});
   }
-  out << '\n';
+  print_wrapped(out, "  ", searched);
   if (ctx.plan.layouts && !ctx.plan.layouts->no_layout.empty()) {
     out << "  tensor x context x pipeline layouts: " << with_flags(ctx.plan.layouts->no_layout)
         << '\n';
