@@ -11,7 +11,7 @@ packages=(
   cmake g++ make pkg-config python3
   libboost-graph-dev libeigen3-dev nlohmann-json3-dev libcli11-dev catch2
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev
-  libopenmpi-dev openmpi-bin xvfb xauth libbenchmark-dev
+  libopenmpi-dev openmpi-bin xvfb xauth libbenchmark-dev python3-torch
 )
 
 "$repo/tools/apt_install_missing.sh" "${packages[@]}"

@@ -53,6 +53,29 @@ double step_total(const StepSample& s, const StepCorrection& k) {
 
 }  // namespace
 
+AttentionFit fit_attention(const std::vector<AttentionSample>& samples) {
+  if (samples.size() < 3) throw Error("attention fit: needs at least 3 timed shapes");
+  std::vector<std::vector<double>> x;
+  std::vector<double> forward, backward;
+  for (const auto& s : samples) {
+    if (!(s.forward_s > 0) || !(s.backward_s > 0)) {
+      throw Error("attention fit: a non-positive time at seq " + std::to_string(s.seq) +
+                  ", head_dim " + std::to_string(s.head_dim));
+    }
+    const double squares = static_cast<double>(s.seq) * static_cast<double>(s.seq);
+    x.push_back({1, squares, squares * static_cast<double>(s.head_dim)});
+    forward.push_back(s.forward_s);
+    backward.push_back(s.backward_s);
+  }
+  AttentionFit f;
+  double rms_forward = 0, rms_backward = 0;
+  f.forward = fit_non_negative(x, forward, rms_forward);
+  f.backward = fit_non_negative(x, backward, rms_backward);
+  f.rms_relative_error = std::max(rms_forward, rms_backward);
+  f.samples = samples;
+  return f;
+}
+
 void fit_gemm(const std::vector<GemmSample>& samples, HardwareProfile& p) {
   std::vector<std::vector<double>> x;
   std::vector<double> y;

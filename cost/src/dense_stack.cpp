@@ -13,27 +13,84 @@ std::int64_t scaled(std::int64_t n, double scale) {
   return std::max<std::int64_t>(1, std::llround(static_cast<double>(n) * scale));
 }
 
-// Parameters of one block: fused QKV, attention output, MLP (2 or 3 matrices), biases.
+// Parameters of one block: two norms, fused QKV, attention output, MLP (2 or 3 matrices),
+// and the biases the model has.
 std::int64_t block_params(const DenseStack& s) {
   const std::int64_t h = s.hidden;
   const std::int64_t mlp_mats = s.gated ? 3 : 2;
-  std::int64_t p = h * s.qkv_size() + s.q_size() * h + mlp_mats * h * s.ffn;
-  if (s.bias) p += s.qkv_size() + h + (s.gated ? 2 : 1) * s.ffn + h;
+  std::int64_t p = 2 * s.norm_params() + h * s.qkv_size() + s.q_size() * h + mlp_mats * h * s.ffn;
+  if (s.qkv_bias) p += s.qkv_size();
+  if (s.out_bias) p += h;
+  if (s.mlp_bias) p += (s.gated ? 2 : 1) * s.ffn + h;
   return p;
 }
 
+std::int64_t final_norm_params(const DenseStack& s) {
+  return s.final_norm ? s.norm_params() : 0;
+}
+
+void check_runnable(const TransformerSpec& spec, std::int64_t seq_len) {
+  if (spec.moe.active()) {
+    throw Error("model_type " + spec.model_type +
+                ": dtplan-run executes dense blocks only; a mixture of experts (" +
+                std::to_string(spec.moe.experts) + " experts) is estimated and planned, not run");
+  }
+  if (spec.mla.active()) {
+    throw Error("model_type " + spec.model_type +
+                ": dtplan-run does not execute multi-head latent attention; it is estimated and "
+                "planned, not run");
+  }
+  if (spec.positions == PositionKind::learned && seq_len > spec.max_positions) {
+    throw Error("sequence length " + std::to_string(seq_len) + ": the model has " +
+                std::to_string(spec.max_positions) +
+                " learned positions (max_position_embeddings)");
+  }
+}
+
 }  // namespace
+
+std::int64_t DenseStack::norm_params() const {
+  switch (norm) {
+    case StackNorm::none:
+      return 0;
+    case StackNorm::layernorm:
+      return 2 * hidden;
+    case StackNorm::rmsnorm:
+      return hidden;
+  }
+  return 0;
+}
+
+std::int64_t DenseStack::position_params() const {
+  return positions == StackPositions::learned ? max_positions * hidden : 0;
+}
+
+std::vector<std::string> not_executed(const TransformerSpec& spec) {
+  std::vector<std::string> out;
+  std::string dropout;
+  for (const auto& [on, name] :
+       {std::pair{spec.attention_dropout, "attention"}, std::pair{spec.hidden_dropout, "hidden"},
+        std::pair{spec.embedding_dropout, "embedding"}}) {
+    if (on) dropout += (dropout.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!dropout.empty()) out.push_back("dropout (" + dropout + ")");
+  if (spec.sliding_window > 0) out.push_back("the sliding window (every layer attends to all)");
+  if (spec.qk_norm) out.push_back("query/key norms");
+  if (spec.norms_per_layer > 2) out.push_back("the norms after each sub-layer");
+  if (spec.embedding_norm) out.push_back("the embedding norm");
+  if (spec.attention_sinks) out.push_back("attention sinks");
+  if (spec.attn_logit_softcap > 0 || spec.final_logit_softcap > 0) out.push_back("soft-capping");
+  if (spec.type_vocab_size > 0) out.push_back("token-type embeddings");
+  if (spec.head != HeadKind::causal_lm) out.push_back("the model's head (a causal LM head runs)");
+  return out;
+}
 
 DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_t seq_len) {
   if (!(scale > 0 && scale <= 1)) {
     throw FieldError("scale", std::to_string(scale) + " is not in (0, 1]");
   }
   if (seq_len < 1) throw Error("sequence length " + std::to_string(seq_len) + ": must be >= 1");
-  if (spec.moe.active()) {
-    throw Error("model_type " + spec.model_type +
-                ": dtplan-run executes dense blocks only; a mixture of experts (" +
-                std::to_string(spec.moe.experts) + " experts) is estimated and planned, not run");
-  }
+  check_runnable(spec, seq_len);
   DenseStack s;
   s.scale = scale;
   s.vocab = std::max<std::int64_t>(2, scaled(spec.vocab_size, scale));
@@ -45,17 +102,31 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
   s.layers = spec.num_layers;
   s.seq_len = seq_len;
   s.gated = is_gated(spec.mlp);
-  s.bias = spec.qkv_bias || spec.mlp_bias;
+  s.qkv_bias = spec.qkv_bias;
+  s.out_bias = spec.attn_out_bias;
+  s.mlp_bias = spec.mlp_bias;
   s.tied = spec.tied_embeddings;
+  s.norm = spec.norm == NormKind::rmsnorm ? StackNorm::rmsnorm : StackNorm::layernorm;
+  s.final_norm = spec.final_norm;
+  if (spec.positions == PositionKind::rotary) {
+    s.positions = StackPositions::rotary;
+    s.rope_theta = spec.rope_theta > 0 ? spec.rope_theta : 10000.0;  // the common default base
+  } else {
+    s.positions = StackPositions::learned;
+    s.max_positions = spec.max_positions;
+  }
   return s;
 }
 
 std::vector<DenseUnit> units_of(const DenseStack& s) {
-  std::vector<DenseUnit> u{{"embedding", s.vocab * s.hidden}};
+  // The final norm travels with the head's matrix: in the embedding unit when tied.
+  const std::int64_t table = s.vocab * s.hidden;
+  std::vector<DenseUnit> u{
+      {"embedding", table + s.position_params() + (s.tied ? final_norm_params(s) : 0)}};
   for (std::int64_t l = 0; l < s.layers; ++l) {
     u.push_back({"block " + std::to_string(l), block_params(s)});
   }
-  if (!s.tied) u.push_back({"head", s.vocab * s.hidden});
+  if (!s.tied) u.push_back({"head", table + final_norm_params(s)});
   return u;
 }
 
@@ -70,16 +141,36 @@ double flops_per_token(const DenseStack& s) {
   double matrix = 0;
   for (const auto& g : gemms_of(s, 1))
     matrix += g.flops();
-  return matrix;
+  const auto a = attention_gemms_of(s, s.seq_len);
+  double attention = 0;
+  for (const auto* list : {&a.forward, &a.backward}) {
+    for (const auto& g : *list)
+      attention += g.flops();
+  }
+  return matrix + attention / static_cast<double>(s.seq_len);
 }
 
 std::int64_t stored_elements_per_token(const DenseStack& s) {
-  const std::int64_t per_block = s.hidden + s.q_size() + s.hidden + (s.gated ? 3 : 2) * s.ffn;
-  return s.layers * per_block + s.hidden + s.vocab;
+  const std::int64_t h = s.hidden, mlp = (s.gated ? 3 : 2) * s.ffn;
+  if (s.attention == StackAttention::value_only) {
+    return s.layers * (h + s.q_size() + h + mlp) + h + s.vocab;
+  }
+  const std::int64_t norm = s.norm == StackNorm::none ? 0 : h + 2;  // output, mean, 1/rms
+  const std::int64_t attention = s.qkv_size() + s.heads * s.seq_len + s.q_size();
+  const std::int64_t per_block = h + norm + attention + h + norm + mlp;
+  return s.layers * per_block + h + (s.final_norm ? norm : 0) + s.vocab;
 }
 
-std::int64_t scratch_elements_per_token(const DenseStack& s) {
-  return s.qkv_size() + 2 * s.hidden + (s.gated ? 3 : 2) * s.ffn + s.q_size();
+std::int64_t attention_scratch_elements(const DenseStack& s) {
+  return s.seq_len * s.seq_len;
+}
+
+std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
+  const std::int64_t mlp = (s.gated ? 3 : 2) * s.ffn;
+  if (s.attention == StackAttention::value_only) {
+    return tokens * (s.qkv_size() + 2 * s.hidden + mlp + s.q_size());
+  }
+  return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s);
 }
 
 std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens) {
@@ -100,15 +191,90 @@ std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens) {
   return g;
 }
 
-nlohmann::json to_json(const DenseStack& s) {
-  return {{"vocab", s.vocab},       {"hidden", s.hidden},
-          {"heads", s.heads},       {"kv_heads", s.kv_heads},
-          {"head_dim", s.head_dim}, {"ffn", s.ffn},
-          {"layers", s.layers},     {"seq_len", s.seq_len},
-          {"gated", s.gated},       {"bias", s.bias},
-          {"tied", s.tied},         {"scale", s.scale},
-          {"params", params_of(s)}, {"flops_per_token", flops_per_token(s)}};
+AttentionGemms attention_gemms_of(const DenseStack& s, std::int64_t tokens) {
+  AttentionGemms a;
+  if (s.attention == StackAttention::value_only) return a;
+  const std::int64_t S = s.seq_len, d = s.head_dim, n = s.batch(tokens) * s.heads * s.layers;
+  a.forward = {{S, S, d, n}, {S, d, S, n}};                               // q k^T, p v
+  a.backward = {{S, d, S, n}, {S, S, d, n}, {S, d, S, n}, {S, d, S, n}};  // dv, dp, dq, dk
+  return a;
 }
+
+nlohmann::json to_json(const DenseStack& s) {
+  nlohmann::json j{{"vocab", s.vocab},
+                   {"hidden", s.hidden},
+                   {"heads", s.heads},
+                   {"kv_heads", s.kv_heads},
+                   {"head_dim", s.head_dim},
+                   {"ffn", s.ffn},
+                   {"layers", s.layers},
+                   {"seq_len", s.seq_len},
+                   {"gated", s.gated},
+                   {"tied", s.tied},
+                   {"scale", s.scale},
+                   {"params", params_of(s)},
+                   {"flops_per_token", flops_per_token(s)}};
+  if (s.attention == StackAttention::value_only) {
+    j["attention"] = "value_only";
+    j["bias"] = s.qkv_bias;
+    return j;
+  }
+  j["attention"] = "causal";
+  j["qkv_bias"] = s.qkv_bias;
+  j["out_bias"] = s.out_bias;
+  j["mlp_bias"] = s.mlp_bias;
+  j["norm"] = s.norm == StackNorm::rmsnorm ? "rmsnorm" : "layernorm";
+  j["final_norm"] = s.final_norm;
+  j["norm_eps"] = s.norm_eps;
+  if (s.positions == StackPositions::rotary) {
+    j["positions"] = "rotary";
+    j["rope_theta"] = s.rope_theta;
+  } else {
+    j["positions"] = "learned";
+    j["max_positions"] = s.max_positions;
+  }
+  return j;
+}
+
+namespace {
+
+// Files without "attention" were written when the runtime ran the value_only workload.
+void read_layer_kinds(const ObjectReader& r, DenseStack& s) {
+  const auto attention = r.has("attention") ? r.string("attention") : std::string("value_only");
+  if (attention == "value_only") {
+    s.attention = StackAttention::value_only;
+    s.qkv_bias = s.out_bias = s.mlp_bias = r.boolean("bias");
+    s.norm = StackNorm::none;
+    s.final_norm = false;
+    s.positions = StackPositions::none;
+    return;
+  }
+  if (attention != "causal")
+    r.fail("attention", "is \"" + attention + "\", not causal or value_only");
+  s.attention = StackAttention::causal;
+  s.qkv_bias = r.boolean("qkv_bias");
+  s.out_bias = r.boolean("out_bias");
+  s.mlp_bias = r.boolean("mlp_bias");
+  const auto norm = r.string("norm");
+  if (norm != "layernorm" && norm != "rmsnorm") {
+    r.fail("norm", "is \"" + norm + "\", not layernorm or rmsnorm");
+  }
+  s.norm = norm == "rmsnorm" ? StackNorm::rmsnorm : StackNorm::layernorm;
+  s.final_norm = r.boolean("final_norm");
+  s.norm_eps = r.number("norm_eps", NumberRange::positive(1.0));
+  const auto positions = r.string("positions");
+  if (positions == "rotary") {
+    s.positions = StackPositions::rotary;
+    s.rope_theta = r.number("rope_theta", NumberRange::positive(1e12));
+  } else if (positions == "learned") {
+    s.positions = StackPositions::learned;
+    s.max_positions = r.positive_integer("max_positions");
+  } else {
+    r.fail("positions", "is \"" + positions + "\", not rotary or learned");
+  }
+}
+
+}  // namespace
 
 DenseStack dense_stack_from_json(const ObjectReader& r) {
   DenseStack s;
@@ -121,8 +287,8 @@ DenseStack dense_stack_from_json(const ObjectReader& r) {
   s.layers = r.positive_integer("layers");
   s.seq_len = r.positive_integer("seq_len");
   s.gated = r.boolean("gated");
-  s.bias = r.boolean("bias");
   s.tied = r.boolean("tied");
+  read_layer_kinds(r, s);
   s.scale = r.number("scale", NumberRange::positive(1.0));  // dtplan-run --scale, (0, 1]
   if (s.hidden != s.heads * s.head_dim) r.fail("hidden", "is not heads x head_dim");
   if (s.heads % s.kv_heads != 0) r.fail("kv_heads", "does not divide heads");

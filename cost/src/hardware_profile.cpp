@@ -55,6 +55,23 @@ double HardwareProfile::gemm_linear_s(std::int64_t mi, std::int64_t ni, std::int
          gemm_s_per_call;
 }
 
+namespace {
+
+double attention_time(const std::vector<double>& c, std::int64_t seq, std::int64_t head_dim) {
+  const double squares = static_cast<double>(seq) * static_cast<double>(seq);
+  return c.at(0) + c.at(1) * squares + c.at(2) * squares * static_cast<double>(head_dim);
+}
+
+}  // namespace
+
+double AttentionFit::forward_s(std::int64_t seq, std::int64_t head_dim) const {
+  return attention_time(forward, seq, head_dim);
+}
+
+double AttentionFit::backward_s(std::int64_t seq, std::int64_t head_dim) const {
+  return attention_time(backward, seq, head_dim);
+}
+
 double HardwareProfile::gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k,
                                    bool leave_out_shape) const {
   // (distance in log2 space, log of measured / fitted) of every sample but `skip`.
@@ -213,6 +230,20 @@ static nlohmann::json fitted_json(const HardwareProfile& p) {
 
 nlohmann::json to_json(const HardwareProfile& p) {
   auto j = fitted_json(p);
+  if (p.attention) {
+    const auto& a = *p.attention;
+    auto samples = nlohmann::json::array();
+    for (const auto& s : a.samples) {
+      samples.push_back({{"seq", s.seq},
+                         {"head_dim", s.head_dim},
+                         {"forward_s", s.forward_s},
+                         {"backward_s", s.backward_s}});
+    }
+    j["attention"] = {{"forward", a.forward},
+                      {"backward", a.backward},
+                      {"rms_relative_error", a.rms_relative_error},
+                      {"samples", samples}};
+  }
   if (p.quality) {
     const auto& q = *p.quality;
     j["quality"] = {{"benchmarks", q.benchmarks},
@@ -308,6 +339,36 @@ void read_residuals(const ObjectReader& r, HardwareProfile& p) {
   res->reject_unknown_keys();
 }
 
+std::vector<double> read_coefficients(const ObjectReader& a, const char* key) {
+  const auto& v = a.value(key);
+  if (!v.is_array() || v.size() != 3) a.fail(key, "must be three coefficients (c0, c1, c2)");
+  std::vector<double> out;
+  for (const auto& c : v) {
+    if (!c.is_number() || !(c.get<double>() >= 0) || !std::isfinite(c.get<double>())) {
+      a.fail(key, "coefficients must be finite and not negative");
+    }
+    out.push_back(c.get<double>());
+  }
+  return out;
+}
+
+void read_attention(const ObjectReader& r, HardwareProfile& p) {
+  const auto a = r.optional_object("attention");
+  if (!a) return;  // calibrated before the runtime executed attention
+  AttentionFit f;
+  f.forward = read_coefficients(*a, "forward");
+  f.backward = read_coefficients(*a, "backward");
+  f.rms_relative_error = a->number("rms_relative_error", kRelativeError);
+  for (const auto& s : a->objects("samples")) {
+    f.samples.push_back({s.positive_integer("seq"), s.positive_integer("head_dim"),
+                         s.number("forward_s", kPositiveSeconds),
+                         s.number("backward_s", kPositiveSeconds)});
+    s.reject_unknown_keys();
+  }
+  a->reject_unknown_keys();
+  p.attention = f;
+}
+
 void read_quality(const ObjectReader& r, HardwareProfile& p) {
   const auto q = r.optional_object("quality");
   if (!q) return;  // written before calibration judged its noise
@@ -365,6 +426,7 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
   read_correction(r, p);
   read_residuals(r, p);
   read_quality(r, p);
+  read_attention(r, p);
   r.reject_unknown_keys();
   return p;
 }

@@ -30,14 +30,16 @@ Strategy runtime_equivalent(Strategy s) {
   return s;
 }
 
-// Element-wise calls of one layer's forward over T tokens (bias adds, value copy, residual
-// copies; the MLP activation is timed on its own): the elements each call touches, each read
-// and written once in fp32. Backward does about twice this (bias gradients, copies, value
-// heads, the activation's product with its gradient).
+// Element-wise calls of one layer's forward over T tokens (bias adds, residual copies, and in
+// the value_only workload the value copy; the MLP activation is timed on its own): the elements
+// each call touches, each read and written once in fp32. Backward does about twice this (bias
+// gradients, copies, the activation's product with its gradient).
 std::vector<std::int64_t> elementwise_calls(const DenseStack& s, std::int64_t tokens) {
   const std::int64_t T = tokens, h = s.hidden, f = s.ffn;
-  std::vector<std::int64_t> calls{
-      T * s.qkv_size(), T * s.q_size(), T * h, T * h, T * h, T * h, T * f, T * f};
+  std::vector<std::int64_t> calls{T * s.qkv_size()};
+  if (s.attention == StackAttention::value_only) calls.push_back(T * s.q_size());
+  for (auto n : {T * h, T * h, T * h, T * h, T * f, T * f})
+    calls.push_back(n);
   if (s.gated) calls.push_back(T * f);
   return calls;
 }
@@ -48,6 +50,64 @@ double elementwise_forward_s(const DenseStack& s, std::int64_t tokens, const Har
     t += p.elementwise_s_per_byte.time_s(8.0 * static_cast<double>(elements), "element-wise");
   }
   return t * static_cast<double>(s.layers);
+}
+
+// The layer parts around the GEMMs and attention that the causal workload adds, priced by the
+// bytes they move at the profile's element-wise rate. Per layer, forward: two norms (read x,
+// write y: 8 bytes an element, plus the statistics pass: 12 in all) and rotary on queries and
+// keys (read and write: 8); backward: two norms (read x, dy, dx, write dx: 16) and the
+// inverse rotary (8). Learned positions add one pass of 12 bytes an element each way, once.
+struct ForwardBackward {
+  double forward_s = 0, backward_s = 0;
+};
+
+ForwardBackward layer_extras(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
+  ForwardBackward x;
+  if (s.attention == StackAttention::value_only) return x;
+  const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
+  const double qk = T * static_cast<double>(s.q_size() + s.kv_size());
+  auto bytes = [&](double b) { return p.elementwise_s_per_byte.time_s(b, "element-wise"); };
+  const double rotary = s.positions == StackPositions::rotary ? bytes(8 * qk) : 0;
+  const double layers = static_cast<double>(s.layers);
+  x.forward_s = layers * (2 * bytes(12 * T * h) + rotary);
+  x.backward_s = layers * (2 * bytes(16 * T * h) + rotary);
+  if (s.final_norm) {
+    x.forward_s += bytes(12 * T * h);
+    x.backward_s += bytes(16 * T * h);
+  }
+  if (s.positions == StackPositions::learned) {
+    x.forward_s += bytes(12 * T * h);
+    x.backward_s += bytes(12 * T * h);
+  }
+  return x;
+}
+
+// Attention over every sequence, head and layer: the profile's timing of the runtime's own
+// kernels when it has one; otherwise its parts, each at the profile's rate -- the products
+// (attention_gemms_of), the causal softmax over the squares, and in backward zeroing the QKV
+// gradient (4 bytes an element), do . o per query row (8) and ds = p (dp - delta) over the
+// squares (read p, dp, write: 12).
+ForwardBackward attention_time(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
+  ForwardBackward x;
+  if (s.attention == StackAttention::value_only) return x;
+  if (p.attention) {
+    const auto heads = static_cast<double>(s.batch(tokens) * s.heads * s.layers);
+    x.forward_s = heads * p.attention->forward_s(s.seq_len, s.head_dim);
+    x.backward_s = heads * p.attention->backward_s(s.seq_len, s.head_dim);
+    return x;
+  }
+  const auto gemms = attention_gemms_of(s, tokens);
+  for (const auto& g : gemms.forward)
+    x.forward_s += p.gemm_time_s(g);
+  for (const auto& g : gemms.backward)
+    x.backward_s += p.gemm_time_s(g);
+  const auto T = static_cast<double>(tokens), layers = static_cast<double>(s.layers);
+  const double squares = T * static_cast<double>(s.heads * s.seq_len);
+  auto bytes = [&](double b) { return p.elementwise_s_per_byte.time_s(b, "element-wise"); };
+  x.forward_s += layers * p.softmax_s_per_element.time_s(squares, "softmax");
+  x.backward_s += layers * (bytes(4 * T * static_cast<double>(s.qkv_size())) +
+                            bytes(8 * T * static_cast<double>(s.q_size())) + bytes(12 * squares));
+  return x;
 }
 
 struct Schedule {
@@ -85,7 +145,7 @@ std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
   const auto units = padded_units(s, r.ranks);
   const std::int64_t largest = *std::max_element(units.begin(), units.end());
   const std::int64_t tokens = r.micro_batch * s.seq_len;
-  std::int64_t buffers = scratch_elements_per_token(s) * tokens;
+  std::int64_t buffers = scratch_elements(s, tokens);
   if (mode != Mode::ddp && mode != Mode::dp) buffers += largest / r.ranks;  // reduce-scatter out
   if (mode == Mode::zero2 || mode == Mode::zero3) {
     // Backward holds one unit's gradient at a time -- and, with tied embeddings, the
@@ -151,6 +211,10 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   double fwd = 0, bwd = 0;
   for (std::size_t i = 0; i < gemms.size(); ++i)
     (i % 3 == 0 ? fwd : bwd) += p.gemm_time_s(gemms[i]);
+  for (const auto& part : {attention_time(s, tokens, p), layer_extras(s, tokens, p)}) {
+    fwd += part.forward_s;
+    bwd += part.backward_s;
+  }
   const double ew = elementwise_forward_s(s, tokens, p);
   const double act_elements = static_cast<double>(tokens * s.ffn);
   const double layers = static_cast<double>(s.layers);

@@ -29,6 +29,7 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
   }
   cost::RuntimeRun r;
   r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));
+  r.not_executed = cost::not_executed(*model.transformer);
   r.strategy = t.strategy;
   r.optimizer = t.optimizer;
   r.ranks = t.dp_size;

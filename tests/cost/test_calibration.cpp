@@ -163,6 +163,60 @@ TEST_CASE("the step correction scales the predicted parts of a runtime step") {
   CHECK(c.forward_s + c.backward_s == Approx(1.25 * r.compute_s + 3.0 * r.collectives_s));
 }
 
+namespace {
+
+// Attention timings from known constants: forward c0 + c1 S^2 + c2 S^2 d, backward twice that.
+std::vector<AttentionSample> attention_samples(double c0, double c1, double c2) {
+  std::vector<AttentionSample> out;
+  for (std::int64_t seq : {64, 128, 256, 512}) {
+    for (std::int64_t d : {4, 16, 64}) {
+      const double s2 = double(seq) * double(seq);
+      const double f = c0 + c1 * s2 + c2 * s2 * double(d);
+      out.push_back({seq, d, f, 2 * f});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("attention fit recovers its per-call, per-score and per-product constants") {
+  // 3 us a call, 1 ns a score (softmax and mask), 20 ps a score x width (the products).
+  const auto f = fit_attention(attention_samples(3e-6, 1e-9, 2e-11));
+  REQUIRE(f.forward.size() == 3);
+  CHECK(f.forward[0] == Approx(3e-6).epsilon(1e-6));
+  CHECK(f.forward[1] == Approx(1e-9).epsilon(1e-6));
+  CHECK(f.forward[2] == Approx(2e-11).epsilon(1e-6));
+  CHECK(f.backward[2] == Approx(4e-11).epsilon(1e-6));
+  // 3 us + 1 ns x 128^2 + 20 ps x 128^2 x 64.
+  CHECK(f.forward_s(128, 64) == Approx(3e-6 + 1e-9 * 16384 + 2e-11 * 16384 * 64));
+  CHECK_THROWS_WITH(fit_attention({{64, 4, 1e-6, 1e-6}}), Contains("at least 3"));
+}
+
+TEST_CASE("a runtime step prices attention from the profile's fit when it has one") {
+  RuntimeRun run;
+  auto& s = run.stack;
+  s.vocab = 37;
+  s.heads = s.kv_heads = 4;
+  s.head_dim = 3;
+  s.hidden = 12;
+  s.ffn = 20;
+  s.layers = 2;
+  s.seq_len = 8;
+  run.ranks = 2;
+  run.micro_batch = 2;
+  run.grad_accum = 2;
+  auto p = flat_profile();
+  p.attention = AttentionFit{{1e-6, 0, 0}, {2e-6, 0, 0}, 0, {}};
+  const auto one = predict_runtime_step(run, p);
+  // Per micro-step 2 sequences x 4 heads x 2 layers = 16 (sequence, head) calls; 2 micro-steps.
+  p.attention->forward = {2e-6, 0, 1e-9};
+  const auto two = predict_runtime_step(run, p);
+  CHECK(two.parts.compute_s - one.parts.compute_s ==
+        Approx(2 * 16 * (1e-6 + 1e-9 * 64 * 3)).epsilon(1e-9));
+  CHECK(two.forward_s - one.forward_s == Approx(2 * 16 * (1e-6 + 1e-9 * 64 * 3)).epsilon(1e-9));
+}
+
 TEST_CASE("profiles round-trip through JSON, version 1 files still load") {
   auto p = flat_profile();
   p.backend = "cpu";
@@ -172,10 +226,12 @@ TEST_CASE("profiles round-trip through JSON, version 1 files still load") {
   p.elementwise_s_per_byte = rate_curve({{1e3, 1e-7}, {1e6, 2e-4}}, "element-wise");
   p.step_samples = {{"s", 0.05, 0.001, 0.001, 0, 0.06, 0.0012}};
   p.correction = fit_step_correction(p.step_samples);
+  p.attention = fit_attention(attention_samples(3e-6, 1e-9, 2e-11));
   const auto path = std::filesystem::temp_directory_path() / "dtplan-test-profile.json";
   std::ofstream(path) << to_json(p).dump(2);
   const auto q = load_profile(path);
   CHECK(to_json(q) == to_json(p));
+  CHECK(q.attention->samples.size() == 12);
   std::filesystem::remove(path);
   // The H100 profile measured before schema version 2 (single rates), kept as a fixture.
   const auto v1 =
@@ -184,6 +240,7 @@ TEST_CASE("profiles round-trip through JSON, version 1 files still load") {
   REQUIRE(v1.elementwise_s_per_byte.points.size() == 1);
   CHECK(v1.elementwise_s_per_byte.points[0].s_per_unit > 0);
   CHECK(v1.correction.compute_scale == 1.0);
+  CHECK_FALSE(v1.attention);  // calibrated before the runtime executed attention
 }
 
 TEST_CASE("a profile with descending curve sizes is refused, naming the key") {

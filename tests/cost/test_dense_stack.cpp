@@ -2,20 +2,98 @@
 #include <catch2/catch.hpp>
 
 #include "dtplan/cost/dense_stack.hpp"
+#include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/model_desc.hpp"
 
 using namespace dtplan;
 
-TEST_CASE("dense stack of GPT-2 at scale 1 is GPT-2 without norms and position embeddings") {
+TEST_CASE("dense stack of GPT-2 at scale 1 has GPT-2's parameters, norms and positions") {
   const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
   const auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
-  // GPT-2 small has 124,439,808 parameters (Hugging Face gpt2); minus the learned positions
-  // 1024 x 768 = 786,432 and the 25 LayerNorms 25 x 2 x 768 = 38,400: 123,614,976.
-  CHECK(cost::params_of(s) == 124439808 - 786432 - 38400);
-  // Per block: QKV 768 x 2304 + 2304, out 768 x 768 + 768, MLP 2 x 768 x 3072 + 3072 + 768.
-  CHECK(cost::units_of(s).at(1).params == 1771776 + 590592 + 2362368 + 2360064);
-  // 6 x matrix elements per token: 12 blocks x 7,077,888 (weights only) + head 38,597,376.
-  CHECK(cost::flops_per_token(s) == Approx(6.0 * (12 * 7077888.0 + 38597376.0)));
+  // GPT-2 small has 124,439,808 parameters (Hugging Face gpt2, sum of p.numel()).
+  CHECK(cost::params_of(s) == 124439808);
+  // Per block: 2 LayerNorms 2 x 1536, QKV 768 x 2304 + 2304, out 768 x 768 + 768, MLP
+  // 2 x 768 x 3072 + 3072 + 768; the embedding unit: tokens 50257 x 768, positions 1024 x 768
+  // and the final LayerNorm 1536 (tied head).
+  CHECK(cost::units_of(s).at(1).params == 3072 + 1771776 + 590592 + 2362368 + 2360064);
+  CHECK(cost::units_of(s).at(0).params == 38597376 + 786432 + 1536);
+  // 6 x matrix elements per token (12 blocks x 7,077,888 weights, head 38,597,376) plus the
+  // attention products: 12 layers x 6 GEMMs x 2 x 1024 x 64 x 12 heads per token.
+  CHECK(cost::flops_per_token(s) ==
+        Approx(6.0 * (12 * 7077888.0 + 38597376.0) + 12 * 6 * 2.0 * 1024 * 64 * 12));
+}
+
+TEST_CASE("dense stack of Llama 3.2 1B at scale 1 has its 1,235,814,400 parameters") {
+  const auto m = load_model("llama-3.2-1b", std::string(DTPLAN_DATA_DIR) + "/models");
+  const auto s = cost::dense_stack_of(*m.transformer, 1.0, 2048);
+  // PyTorch's count of meta-llama/Llama-3.2-1B (data/measurements/h100-torch): 16 blocks of
+  // 2 RMSNorms 2 x 2048, QKV 2048 x 3072, out 2048 x 2048, MLP 3 x 2048 x 8192, no biases;
+  // tokens 128256 x 2048 tied, the final RMSNorm 2048, rotary positions (no table).
+  CHECK(cost::params_of(s) == 1235814400);
+  CHECK(s.positions == cost::StackPositions::rotary);
+  CHECK(s.rope_theta == 500000.0);
+  CHECK(s.norm == cost::StackNorm::rmsnorm);
+  CHECK(cost::units_of(s).at(1).params == 4096 + 6291456 + 4194304 + 50331648);
+}
+
+TEST_CASE("stored and scratch elements of the causal workload, by hand") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  const auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  // Per block and token: input 768, norm 768 + 2, QKV 2304, probabilities 12 x 1024, output
+  // 768, residual 768, norm 768 + 2, MLP 2 x 3072; then x(L) 768, final norm 770, logits 50257.
+  const std::int64_t block = 768 + 770 + 2304 + 12288 + 768 + 768 + 770 + 6144;
+  CHECK(cost::stored_elements_per_token(s) == 12 * block + 768 + 770 + 50257);
+  // Backward temporaries per token: dQKV 2304, three of 768, MLP 2 x 3072, attention output
+  // 768; the attention workspace, one 1024 x 1024 square.
+  CHECK(cost::scratch_elements(s, 2048) == 2048 * (2304 + 3 * 768 + 6144 + 768) + 1024 * 1024);
+}
+
+TEST_CASE("dense stack refuses what dtplan-run cannot execute, names what it leaves out") {
+  const auto dir = std::string(DTPLAN_DATA_DIR) + "/models";
+  const auto gpt2 = load_model("gpt2", dir);
+  CHECK_THROWS_WITH(
+      cost::dense_stack_of(*gpt2.transformer, 1.0, 2048),
+      Catch::Contains("sequence length 2048") && Catch::Contains("1024 learned positions"));
+  // GPT-2 has dropout in attention, after sub-layers and after the embeddings.
+  CHECK(cost::not_executed(*gpt2.transformer) ==
+        std::vector<std::string>{"dropout (attention, hidden, embedding)"});
+  CHECK(cost::not_executed(*load_model("llama-3.2-1b", dir).transformer).empty());
+}
+
+TEST_CASE("a dense stack survives its JSON, and older value_only files still read") {
+  const auto m = load_model("llama-3.2-1b", std::string(DTPLAN_DATA_DIR) + "/models");
+  const auto s = cost::dense_stack_of(*m.transformer, 0.25, 64);
+  const auto j = cost::to_json(s);
+  const auto back =
+      cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "workload.json")));
+  CHECK(cost::params_of(back) == cost::params_of(s));
+  CHECK(back.rope_theta == s.rope_theta);
+  CHECK(back.norm == cost::StackNorm::rmsnorm);
+  // A workload written before the runtime ran attention and norms: no "attention" key, one
+  // "bias". QKV 8 x 24 + out 8 x 8 + MLP 2 x 8 x 16, all with biases (24 + 8 + 16 + 8).
+  nlohmann::json old = {{"vocab", 10},
+                        {"hidden", 8},
+                        {"heads", 2},
+                        {"kv_heads", 2},
+                        {"head_dim", 4},
+                        {"ffn", 16},
+                        {"layers", 1},
+                        {"seq_len", 4},
+                        {"gated", false},
+                        {"bias", true},
+                        {"tied", true},
+                        {"scale", 0.5},
+                        {"params", 80 + 192 + 64 + 256 + 56},
+                        {"flops_per_token", 1.0}};
+  const auto legacy =
+      cost::dense_stack_from_json(ObjectReader::root(parse_json(old.dump(), "old.json")));
+  CHECK(legacy.attention == cost::StackAttention::value_only);
+  CHECK(cost::params_of(legacy) == 648);
+  CHECK(cost::attention_gemms_of(legacy, 8).forward.empty());
+  old["attention"] = "flash";
+  CHECK_THROWS_WITH(
+      cost::dense_stack_from_json(ObjectReader::root(parse_json(old.dump(), "old.json"))),
+      Catch::Contains("attention") && Catch::Contains("not causal or value_only"));
 }
 
 TEST_CASE("scale shrinks head dimension, MLP and vocabulary, keeps heads and layers") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/runtime/cpu_device.hpp"
 #include "dtplan/runtime/cuda_backend.hpp"
 #include "gemm_reference.hpp"
 
@@ -187,35 +188,64 @@ TEST_CASE("cuda sgd: plain and with momentum", "[cuda]") {
   require_near(to_host(*dev, w), {0 - 1 - 1.5f, 4 + 2 + 3});
 }
 
-TEST_CASE("cuda value heads: grouped-query value broadcast and its gradient", "[cuda]") {
+// Every transformer-layer operation on both devices from the same inputs: the CPU device's
+// results (checked by hand and by finite differences in test_layer_ops.cpp) are the reference.
+TEST_CASE("cuda attention, norms, rotary and positions match the CPU device", "[cuda]") {
   if (no_cuda_device()) return;
-  auto dev = rt::make_cuda_device(0, 0);
-  // heads 4, kv_heads 2, head_dim 2: a qkv row is [q 8 | k 4 | v 4] = 16 columns, and heads
-  // 0, 1 read v columns 12-13, heads 2, 3 columns 14-15.
-  const int tokens = 2, heads = 4, kv = 2, hd = 2;
-  std::vector<float> qkv(tokens * 16);
-  for (std::size_t i = 0; i < qkv.size(); ++i)
-    qkv[i] = static_cast<float>(i);
-  auto dq = to_device(*dev, qkv);
-  auto out = dev->allocate_floats(tokens * heads * hd, rt::MemoryComponent::activations);
-  dev->value_heads(dq.f(), out.f(), tokens, heads, kv, hd);
-  require_near(to_host(*dev, out), {12, 13, 12, 13, 14, 15, 14, 15,  //
-                                    28, 29, 28, 29, 30, 31, 30, 31});
-  // dout row 0 = 1..8, row 1 = 11..18; dqkv is overwritten (the 9s must go).
-  std::vector<float> dout(tokens * heads * hd);
-  for (std::size_t i = 0; i < dout.size(); ++i)
-    dout[i] = static_cast<float>(i % 8 + 1 + i / 8 * 10);
-  auto dd = to_device(*dev, dout);
-  auto dqkv = to_device(*dev, std::vector<float>(tokens * 16, 9.0f));
-  dev->value_heads_backward(dd.f(), dqkv.f(), tokens, heads, kv, hd);
-  std::vector<float> want(tokens * 16, 0.0f);
-  // column 12 = head 0 d0 + head 1 d0 = 1 + 3; 13 = 2 + 4; 14 = 5 + 7; 15 = 6 + 8.
-  const float row0[4] = {4, 6, 12, 14}, row1[4] = {24, 26, 32, 34};
-  for (int c = 0; c < 4; ++c) {
-    want[12 + c] = row0[c];
-    want[16 + 12 + c] = row1[c];
-  }
-  require_near(to_host(*dev, dqkv), want);
+  auto gpu = rt::make_cuda_device(0, 0);
+  auto cpu = rt::make_cpu_device(1LL << 26, 1);
+  const rt::AttentionShape a{2, 5, 4, 2, 3};
+  const auto T = a.tokens(), row = a.row(), q = a.heads * a.head_dim, hidden = std::int64_t{6};
+  const auto qkv = pattern(static_cast<std::size_t>(T * row), 1);
+  const auto dout = pattern(static_cast<std::size_t>(T * q), 2);
+  const auto x = pattern(static_cast<std::size_t>(T * hidden), 3);
+  const auto gamma = pattern(static_cast<std::size_t>(hidden), 4);
+  const auto beta = pattern(static_cast<std::size_t>(hidden), 5);
+  const auto scratch_floats = a.seq * a.seq;
+  // Runs every operation on `d`; returns the outputs one after another.
+  auto run = [&](rt::Device& d) {
+    std::vector<float> all;
+    auto keep = [&](const rt::Buffer& b) {
+      const auto h = to_host(d, b);
+      all.insert(all.end(), h.begin(), h.end());
+    };
+    auto dq = to_device(d, qkv), ddo = to_device(d, dout);
+    auto probs = d.allocate_floats(a.batch * a.heads * a.seq * a.seq, rt::MemoryComponent::buffers);
+    auto out = d.allocate_floats(T * q, rt::MemoryComponent::buffers);
+    auto dqkv = d.allocate_floats(T * row, rt::MemoryComponent::buffers);
+    auto scratch = d.allocate_floats(scratch_floats, rt::MemoryComponent::buffers);
+    d.rotary(dq.f(), a, 10000.0f, false);
+    keep(dq);
+    d.attention(dq.f(), probs.f(), out.f(), a, scratch.f());
+    keep(probs);
+    keep(out);
+    d.attention_backward(dq.f(), out.f(), ddo.f(), probs.f(), dqkv.f(), a, scratch.f());
+    d.rotary(dqkv.f(), a, 10000.0f, true);
+    keep(dqkv);
+    auto dx = to_device(d, x), dg = to_device(d, gamma), db = to_device(d, beta);
+    auto y = d.allocate_floats(T * hidden, rt::MemoryComponent::buffers);
+    auto stats = d.allocate_floats(T * 2, rt::MemoryComponent::buffers);
+    auto gx = to_device(d, std::vector<float>(static_cast<std::size_t>(T * hidden), 0.5f));
+    auto ggamma = d.allocate_floats(hidden, rt::MemoryComponent::buffers);
+    auto gbeta = d.allocate_floats(hidden, rt::MemoryComponent::buffers);
+    for (const bool layernorm : {true, false}) {
+      d.norm(dx.f(), dg.f(), layernorm ? db.f() : nullptr, y.f(), stats.f(), T, hidden, 1e-5f);
+      keep(y);
+      keep(stats);
+      d.norm_backward(dx.f(), dg.f(), stats.f(), y.f(), gx.f(), ggamma.f(),
+                      layernorm ? gbeta.f() : nullptr, T, hidden);
+      keep(gx);
+      keep(ggamma);
+      keep(gbeta);
+    }
+    auto table = to_device(d, pattern(static_cast<std::size_t>(a.seq * hidden), 6));
+    d.add_positions(dx.f(), table.f(), T, a.seq, hidden);
+    keep(dx);
+    d.positions_backward(dx.f(), table.f(), T, a.seq, hidden);
+    keep(table);
+    return all;
+  };
+  require_near(run(*gpu), run(*cpu), 1e-4);
 }
 
 TEST_CASE("cuda element-wise kernels match their CPU formulas", "[cuda]") {

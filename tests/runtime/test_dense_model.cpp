@@ -24,7 +24,7 @@ struct Harness {
     for (std::size_t u = 0; u < layout.units().size(); ++u) {
       auto v = DenseModel::initial_unit(s, static_cast<std::int64_t>(u), 7);
       for (auto& x : v)
-        x *= 20;  // larger weights: gradients well above float noise
+        x *= 4;  // larger weights: gradients well above float noise, attention not saturated
       params.insert(params.end(), v.begin(), v.end());
     }
     batch = make_batch(3, 0, 0, 1, s.seq_len, s.vocab);
@@ -58,14 +58,19 @@ void check_gradients(bool gated, bool tied) {
   h.run(&g);
   int checked = 0;
   for (std::size_t i = 0; i < h.params.size(); i += 7) {
-    const float keep = h.params[i];
-    const float eps = 1e-2f;
-    h.params[i] = keep + eps;
-    const double up = h.run(nullptr);
-    h.params[i] = keep - eps;
-    const double down = h.run(nullptr);
-    h.params[i] = keep;
-    const double numeric = (up - down) / (2.0 * eps);
+    // Richardson's extrapolation of central differences at 2e and e cancels their e^2 term,
+    // which softmax attention's curvature makes large.
+    auto central = [&](float e) {
+      const float keep = h.params[i];
+      h.params[i] = keep + e;
+      const double up = h.run(nullptr);
+      h.params[i] = keep - e;
+      const double down = h.run(nullptr);
+      h.params[i] = keep;
+      return (up - down) / (2.0 * double{e});
+    };
+    const float eps = 2e-3f;
+    const double numeric = (4 * central(eps) - central(2 * eps)) / 3;
     INFO("parameter " << i << " analytic " << g[i] << " numeric " << numeric);
     CHECK(std::fabs(numeric - g[i]) <= 2e-3 + 2e-2 * std::fabs(numeric));
     ++checked;
@@ -75,10 +80,10 @@ void check_gradients(bool gated, bool tied) {
 
 }  // namespace
 
-TEST_CASE("dense stack gradients match finite differences (GELU, tied head)") {
+TEST_CASE("dense stack gradients match finite differences (GELU, LayerNorm, learned, tied)") {
   check_gradients(false, true);
 }
 
-TEST_CASE("dense stack gradients match finite differences (SwiGLU, untied head)") {
+TEST_CASE("dense stack gradients match finite differences (SwiGLU, RMSNorm, rotary, untied)") {
   check_gradients(true, false);
 }

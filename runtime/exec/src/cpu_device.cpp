@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu_layer_ops.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/runtime/cpu_kernels.hpp"
 #include "dtplan/runtime/host_info.hpp"
@@ -59,30 +60,33 @@ class CpuDevice final : public Device {
     k_.swiglu_backward(g, u, dy, dg, du, n);
   }
 
-  void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
-                   std::int64_t kv_heads, std::int64_t hd) override {
-    const std::int64_t row = (heads + 2 * kv_heads) * hd, v0 = (heads + kv_heads) * hd;
-    const std::int64_t group = heads / kv_heads;
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      for (std::int64_t h = 0; h < heads; ++h) {
-        std::memcpy(out + (t * heads + h) * hd, qkv + t * row + v0 + (h / group) * hd,
-                    static_cast<std::size_t>(hd) * 4);
-      }
-    }
+  void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
+                 float* scratch) override {
+    cpu::attention(k_, qkv, probs, out, a, scratch);
   }
-  void value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens, std::int64_t heads,
-                            std::int64_t kv_heads, std::int64_t hd) override {
-    const std::int64_t row = (heads + 2 * kv_heads) * hd, v0 = (heads + kv_heads) * hd;
-    const std::int64_t group = heads / kv_heads;
-    std::fill(dqkv, dqkv + tokens * row, 0.0f);
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      for (std::int64_t h = 0; h < heads; ++h) {
-        float* dv = dqkv + t * row + v0 + (h / group) * hd;
-        const float* d = dout + (t * heads + h) * hd;
-        for (std::int64_t i = 0; i < hd; ++i)
-          dv[i] += d[i];
-      }
-    }
+  void attention_backward(const float* qkv, const float* out, const float* dout, float* probs,
+                          float* dqkv, const AttentionShape& a, float* scratch) override {
+    cpu::attention_backward(k_, qkv, out, dout, probs, dqkv, a, scratch);
+  }
+  void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
+            std::int64_t rows, std::int64_t cols, float eps) override {
+    cpu::norm(x, gamma, beta, y, stats, rows, cols, eps);
+  }
+  void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,
+                     float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                     std::int64_t cols) override {
+    cpu::norm_backward(x, gamma, stats, dy, dx, dgamma, dbeta, rows, cols);
+  }
+  void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse) override {
+    cpu::rotary(qkv, a, theta, inverse);
+  }
+  void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
+                     std::int64_t dim) override {
+    cpu::add_positions(x, table, tokens, seq, dim);
+  }
+  void positions_backward(const float* dx, float* dtable, std::int64_t tokens, std::int64_t seq,
+                          std::int64_t dim) override {
+    cpu::positions_backward(dx, dtable, tokens, seq, dim);
   }
   void embedding(const std::int32_t* ids, const float* table, float* out, std::int64_t tokens,
                  std::int64_t dim) override {

@@ -22,8 +22,6 @@ namespace dtplan::runtime {
 namespace {
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMajor>;
-using Map = Eigen::Map<RowMajor>;
 using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
 using ConstVec = Eigen::Map<const Array>;
 using Vec = Eigen::Map<Array>;
@@ -43,11 +41,16 @@ auto sigmoid_of(const X& x) {
   return 1.0f / (1.0f + (-x).exp());
 }
 
-void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-          const float* a, const float* b, float beta, float* c) {
-  const ConstMap A(a, ta ? k : m, ta ? m : k);
-  const ConstMap B(b, tb ? n : k, tb ? k : n);
-  Map C(c, m, n);
+using Stride = Eigen::OuterStride<>;
+using ConstStrided = Eigen::Map<const RowMajor, 0, Stride>;
+using Strided = Eigen::Map<RowMajor, 0, Stride>;
+
+void gemm_ld(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+             const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+             float* c, std::int64_t ldc) {
+  const ConstStrided A(a, ta ? k : m, ta ? m : k, Stride(lda));
+  const ConstStrided B(b, tb ? n : k, tb ? k : n, Stride(ldb));
+  Strided C(c, m, n, Stride(ldc));
   if (beta == 0.0f) {
     C.setZero();
   } else if (beta != 1.0f) {
@@ -57,6 +60,11 @@ void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, floa
   if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
   if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
   if (ta && tb) C.noalias() += alpha * (A.transpose() * B.transpose());
+}
+
+void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* a, const float* b, float beta, float* c) {
+  gemm_ld(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
 void gelu(const float* x, float* y, std::int64_t n) {
@@ -101,12 +109,23 @@ double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::in
   return loss;
 }
 
+// Row r of each seq x seq square keeps its first r + 1 entries: softmax over them, zeros after.
+void causal_softmax(float* p, std::int64_t rows, std::int64_t seq) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t keep = r % seq + 1;
+    Vec row(p + r * seq, keep);
+    row = (row - row.maxCoeff()).exp();
+    row *= 1.0f / row.sum();
+    Vec(p + r * seq + keep, seq - keep).setZero();
+  }
+}
+
 }  // namespace
 
 // Constant-initialised: nothing of this build runs before the dispatcher chooses it.
 extern const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA);
 const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){
-    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm, &gelu, &gelu_backward, &swiglu,
-    &swiglu_backward,    &softmax_cross_entropy};
+    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm,           &gelu,   &gelu_backward, &swiglu,
+    &swiglu_backward,    &softmax_cross_entropy,  &causal_softmax, &gemm_ld};
 
 }  // namespace dtplan::runtime

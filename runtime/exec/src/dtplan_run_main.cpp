@@ -35,6 +35,9 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
       ->check(dtplan::number_check(dtplan::runtime::kModelScale));
   app.add_option("--out", o.out_path, "measurement JSON to write (rank 0)");
   app.add_option("--data-dir", o.data_dir, "dtplan data directory (presets)");
+  app.add_option("--dump", o.dump_dir,
+                 "write the weights before and after, every batch and the losses to this "
+                 "directory, for tools/torch_replay.py to replay in PyTorch");
   app.add_option("--lr", o.lr, "learning rate")
       ->capture_default_str()
       ->check(dtplan::number_check(dtplan::kLearningRate));

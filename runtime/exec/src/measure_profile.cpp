@@ -173,6 +173,38 @@ void time_rates(Device& dev, Timer& timer, bool quick, Curves& c) {
   }
 }
 
+// Attention forward, and forward + backward (backward consumes the probabilities forward
+// leaves), of 2 sequences x 4 heads over 2 key/value groups, per (sequence, head).
+std::vector<cost::AttentionSample> time_attention(Device& dev, Timer& timer, bool quick) {
+  const std::vector<std::int64_t> seqs =
+      quick ? std::vector<std::int64_t>{64, 256} : std::vector<std::int64_t>{64, 128, 256, 512};
+  const std::vector<std::int64_t> widths =
+      quick ? std::vector<std::int64_t>{4, 64} : std::vector<std::int64_t>{4, 16, 64, 128};
+  std::vector<cost::AttentionSample> out;
+  for (auto seq : seqs) {
+    for (auto d : widths) {
+      const AttentionShape a{2, seq, 4, 2, d};
+      auto qkv = dev.allocate_floats(a.tokens() * a.row(), MemoryComponent::buffers);
+      auto probs = dev.allocate_floats(a.batch * a.heads * seq * seq, MemoryComponent::buffers);
+      auto o = dev.allocate_floats(a.tokens() * a.heads * d, MemoryComponent::buffers);
+      auto d_o = dev.allocate_floats(a.tokens() * a.heads * d, MemoryComponent::buffers);
+      auto dqkv = dev.allocate_floats(a.tokens() * a.row(), MemoryComponent::buffers);
+      auto scratch = dev.allocate_floats(seq * seq, MemoryComponent::buffers);
+      for (auto* b : {&qkv, &d_o})
+        randomize(dev, *b);
+      auto forward = [&] { dev.attention(qkv.f(), probs.f(), o.f(), a, scratch.f()); };
+      const double f = timer.median(forward);
+      const double fb = timer.median([&] {
+        forward();
+        dev.attention_backward(qkv.f(), o.f(), d_o.f(), probs.f(), dqkv.f(), a, scratch.f());
+      });
+      const auto per_head = static_cast<double>(a.batch * a.heads);
+      out.push_back({seq, d, f / per_head, std::max(fb - f, 1e-9) / per_head});
+    }
+  }
+  return out;
+}
+
 std::vector<int> communicator_sizes(int world) {
   if (world == 1) return {1};  // a job of one rank still calls its communicator
   std::vector<int> sizes;
@@ -228,7 +260,8 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
   Timer timer(dev, world);
   progress(1, stages, "GEMMs (shapes x forward, input- and weight-gradient forms)");
   cost::fit_gemm(time_gemms(dev, timer, o.quick), p);
-  progress(2, stages, "element-wise, activations, softmax and optimizer updates by size");
+  progress(2, stages,
+           "element-wise, activations, softmax, attention and optimizer updates by size");
   Curves c;
   time_rates(dev, timer, o.quick, c);
   p.elementwise_s_per_byte = cost::rate_curve(c.ew, "element-wise");
@@ -237,6 +270,7 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
   p.adam_s_per_param = cost::rate_curve(c.adam, "adam");
   p.sgd_s_per_param = cost::rate_curve(c.sgd, "sgd");
   p.softmax_s_per_element = cost::rate_curve(c.softmax, "softmax");
+  p.attention = cost::fit_attention(time_attention(dev, timer, o.quick));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     progress(3 + static_cast<int>(i), stages,
              "collectives over " + std::to_string(sizes[i]) + " ranks, 4 KiB.." +

@@ -17,6 +17,7 @@
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/measure_profile.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/replay_dump.hpp"
 #include "dtplan/runtime/runtime_run.hpp"
 #include "dtplan/runtime/trainer.hpp"
 #include "dtplan/runtime/watchdog.hpp"
@@ -53,6 +54,7 @@ namespace {
 struct Job {
   Plan plan;
   cost::DenseStack stack;
+  std::vector<std::string> not_executed;
   TrainerSettings settings;
 };
 
@@ -77,6 +79,7 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
     throw Error(o.plan_path + ": " + e.what());
   }
   j.stack = run.stack;
+  j.not_executed = run.not_executed;
   auto& s = j.settings;
   s.strategy = t.strategy;
   s.optimizer = t.optimizer;
@@ -172,13 +175,24 @@ std::vector<RankMemory> gather_memory(const Device& dev, const MpiGroup& world) 
   return out;
 }
 
+std::string workload_of(const cost::DenseStack& s, bool cuda) {
+  const bool rms = s.norm == cost::StackNorm::rmsnorm;
+  const bool rotary = s.positions == cost::StackPositions::rotary;
+  return std::string(rms ? "RMSNorm" : "LayerNorm") + ", " +
+         (rotary ? "rotary positions" : "learned positions") +
+         ", causal softmax attention with its probabilities kept for backward (" +
+         (cuda ? "direct CUDA kernels, no tensor cores" : "Eigen GEMMs per sequence and head") +
+         "), " + (s.gated ? "SwiGLU" : "GELU") + " MLP";
+}
+
 std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {
   std::vector<std::string> n{
-      "workload: the plan's dense layers token by token (cost/dense_stack.hpp); attention-score "
-      "GEMMs and norms are not executed",
+      "workload: the plan's decoder blocks (cost/dense_stack.hpp): " + workload_of(j.stack, cuda),
       "scale " + std::to_string(o.scale) + ": head dimension, MLP width and vocabulary x scale; " +
           std::to_string(cost::params_of(j.stack)) + " parameters executed for the plan's " +
           std::to_string(j.plan.params)};
+  for (const auto& what : j.not_executed)
+    n.push_back("not executed: " + what);
   if (is_mixed(j.plan.training.precision)) {
     n.push_back(std::string("the plan's ") + std::string(name_of(j.plan.training.precision)) +
                 " is computed in fp32 (" + (cuda ? "the CUDA backend" : "Eigen") +
@@ -246,12 +260,20 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("setting up");
   Trainer trainer(job.stack, job.settings, *device, *comm, world);
+  ReplayRecord replay{job.stack, job.settings, world.size(), o.warmup + o.steps, {}, {}, {}};
+  if (!o.dump_dir.empty()) replay.initial = trainer.gather_parameters();
   std::vector<StepMeasurement> measured;
   for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {
     watchdog.kick("step " + std::to_string(i));
     if (o.fault) inject(*o.fault, world.rank(), i);
     auto m = trainer.step(i);
+    replay.losses.push_back(m.loss);
     if (i >= o.warmup) measured.push_back(std::move(m));
+  }
+  if (!o.dump_dir.empty()) {
+    watchdog.kick("writing the replay dump");
+    replay.final = trainer.gather_parameters();
+    if (world.rank() == 0) write_replay(o.dump_dir, replay);
   }
   watchdog.kick("gathering the measurement");
   Measurement out;

@@ -25,6 +25,10 @@ namespace dtplan::cost {
 // Negative byte or call coefficients (noise) are refitted without that term.
 void fit_gemm(const std::vector<GemmSample>& samples, HardwareProfile& p);
 
+// The attention fit (hardware_profile.hpp) over at least three samples; throws when there are
+// fewer or the times are not positive.
+AttentionFit fit_attention(const std::vector<AttentionSample>& samples);
+
 // One CollectiveConstants per (kind, ranks) present, each from at least two sizes.
 std::vector<CollectiveConstants> fit_collectives(const std::vector<CollectiveSample>& samples);
 

@@ -1,11 +1,18 @@
-// The workload dtplan-run executes for a transformer plan: the model's dense layers applied
-// token by token. Every block keeps the model's GEMMs (fused QKV, attention output, the MLP
-// with or without a gate) with their biases; the token embedding is a real lookup and the LM
-// head a real GEMM against the (tied or untied) embedding matrix, with a softmax
-// cross-entropy loss. Two things are left out and said so in every measurement: the
-// attention-score GEMMs (each token attends only to itself, so the block's output is its value
-// projection) and the norms (a few thousand parameters). `scale` multiplies the head dimension,
-// the MLP width and the vocabulary, so parameters shrink by about scale^2.
+// The workload dtplan-run executes for a transformer plan: the model's decoder blocks, pre-norm
+// as GPT-2 and Llama write them. A block is norm, fused QKV projection (with the model's
+// biases), rotary embedding of queries and keys where the model uses it, causal softmax
+// attention over each sequence with grouped-query heads (the probabilities materialised, as
+// eager PyTorch attention keeps them), the output projection and residual add, then norm, the
+// MLP with or without a gate, and the residual add. The token embedding is a lookup (plus
+// learned positions where the model has them), the LM head a GEMM against the (tied or untied)
+// embedding matrix after the final norm, with a softmax cross-entropy loss. What a model has
+// beyond that (dropout, sliding windows, soft-capping, ...) is named by not_executed().
+// `scale` multiplies the head dimension, the MLP width and the vocabulary, so parameters shrink
+// by about scale^2.
+//
+// Measurements written before the runtime executed attention and norms describe the older
+// workload (each token attending only to itself, no norms, no positions): dense_stack_from_json
+// reads them as StackAttention::value_only so that their predictions can still be made.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +25,10 @@
 
 namespace dtplan::cost {
 
+enum class StackNorm { none, layernorm, rmsnorm };
+enum class StackPositions { none, learned, rotary };
+enum class StackAttention { value_only, causal };
+
 struct DenseStack {
   std::int64_t vocab = 0;
   std::int64_t hidden = 0;  // = heads x head_dim
@@ -28,16 +39,34 @@ struct DenseStack {
   std::int64_t layers = 0;
   std::int64_t seq_len = 0;
   bool gated = false;  // SwiGLU: gate, up and down matrices
-  bool bias = true;
+  bool qkv_bias = true;
+  bool out_bias = true;  // the attention output projection's
+  bool mlp_bias = true;
   bool tied = true;  // the LM head reuses the embedding matrix
   double scale = 1;
+  StackAttention attention = StackAttention::causal;
+  StackNorm norm = StackNorm::layernorm;  // two per block (before attention, before the MLP)
+  bool final_norm = true;                 // before the head
+  double norm_eps = 1e-5;                 // GPT-2's layer_norm_epsilon, Llama 3's rms_norm_eps
+  StackPositions positions = StackPositions::learned;
+  std::int64_t max_positions = 0;  // rows of the learned position table
+  double rope_theta = 0;           // rotary base, with rotary positions
 
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
   std::int64_t qkv_size() const { return q_size() + 2 * kv_size(); }
+  std::int64_t batch(std::int64_t tokens) const { return tokens / seq_len; }
+  // Parameters of one norm: scale (and shift for LayerNorm) over the hidden size.
+  std::int64_t norm_params() const;
+  std::int64_t position_params() const;
 };
 
-// Throws dtplan::Error unless 0 < scale <= 1 and seq_len >= 1.
+// What the model has that dtplan-run does not execute (each a short phrase, e.g.
+// "dropout (attention, hidden, embedding)"); empty when it runs the model's blocks as they are.
+std::vector<std::string> not_executed(const TransformerSpec& spec);
+
+// Throws dtplan::Error unless 0 < scale <= 1 and seq_len >= 1, for mixtures of experts and
+// latent attention (estimated, not run), and when learned positions are fewer than seq_len.
 DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_t seq_len);
 
 // A unit is what ZeRO-3 gathers at once and what gradients are bucketed by: the embedding,
@@ -49,17 +78,25 @@ struct DenseUnit {
 std::vector<DenseUnit> units_of(const DenseStack& s);
 std::int64_t params_of(const DenseStack& s);
 
-// Forward + backward FLOPs per token: 6 x (every matrix's elements, the head included).
+// Forward + backward FLOPs per token of every GEMM: 6 x (every matrix's elements, the head
+// included), plus the attention products (2 forward, 4 backward, each 2 x seq x head_dim per
+// head; the whole seq x seq square is computed, the causal mask applied after).
 double flops_per_token(const DenseStack& s);
-// Elements dtplan-run keeps from forward for backward, per token (fp32): per block the block
-// input, the attention output, the MLP input, the MLP pre-activations (two with a gate) and
-// the activated MLP output; then the final hidden state and the logits.
+// Elements dtplan-run keeps from forward for backward, per token (fp32). Per block: the block
+// input, the first norm's output and its two statistics, the fused QKV (after rotary), the
+// attention probabilities (heads x seq), the attention output, the residual after attention,
+// the second norm's output and statistics, the MLP pre-activations (two with a gate) and the
+// activated MLP output. Then the final hidden state, the final norm's output and statistics,
+// and the logits. (The value_only workload: block input, attention output, residual, MLP.)
 std::int64_t stored_elements_per_token(const DenseStack& s);
 
-// Scratch elements per token dtplan-run keeps for one micro-step: the fused QKV output (reused
-// for its gradient) and backward's temporaries (two hidden-sized, the MLP gradients, the
-// attention-output gradient).
-std::int64_t scratch_elements_per_token(const DenseStack& s);
+// Scratch elements dtplan-run keeps for one micro-step of `tokens` tokens: backward's
+// temporaries (three hidden-sized, the MLP gradients, the attention-output and fused QKV
+// gradients) and the attention kernels' workspace (attention_scratch_elements).
+std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens);
+// The attention kernels' workspace: one (sequence, head)'s seq x seq square of probability
+// gradients, before they become score gradients in place of the probabilities.
+std::int64_t attention_scratch_elements(const DenseStack& s);
 
 // The GEMMs of one micro-step of `tokens` tokens, forward and backward (each Linear: one
 // forward GEMM, two backward GEMMs for the input and weight gradients).
@@ -72,6 +109,13 @@ struct Gemm {
   }
 };
 std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens);
+// The attention products of one micro-step (none in the value_only workload): forward
+// scores q k^T and p v; backward dv = p^T do, dp = do v^T, dq = ds k, dk = ds^T q; each a
+// seq x seq x head_dim GEMM per sequence and head.
+struct AttentionGemms {
+  std::vector<Gemm> forward, backward;
+};
+AttentionGemms attention_gemms_of(const DenseStack& s, std::int64_t tokens);
 
 nlohmann::json to_json(const DenseStack& s);
 // Reads what to_json wrote (inside a measurement file); throws naming the key on errors.

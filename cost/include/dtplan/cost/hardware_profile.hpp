@@ -103,6 +103,22 @@ struct ProfileQuality {
   std::vector<std::string> reasons;  // one sentence each, with the numbers
 };
 
+// Causal attention of one (sequence, head) through the runtime's own kernels (Device::attention
+// and attention_backward), timed at a few sequence lengths and head widths and fitted as
+//   seconds = c0 + c1 x seq^2 + c2 x seq^2 x head_dim
+// (the calls, the softmax and masking over the seq x seq square, the products over it).
+struct AttentionSample {
+  std::int64_t seq = 0, head_dim = 0;
+  double forward_s = 0, backward_s = 0;  // per (sequence, head)
+};
+struct AttentionFit {
+  std::vector<double> forward, backward;  // c0 (s), c1 (s per score), c2 (s per score x width)
+  double rms_relative_error = 0;          // the larger of the two fits' errors on their samples
+  std::vector<AttentionSample> samples;
+  double forward_s(std::int64_t seq, std::int64_t head_dim) const;
+  double backward_s(std::int64_t seq, std::int64_t head_dim) const;
+};
+
 struct HardwareProfile {
   std::string backend;  // cpu | cuda
   std::string hardware;
@@ -127,6 +143,9 @@ struct HardwareProfile {
   RateCurve adam_s_per_param;
   RateCurve sgd_s_per_param;
   std::vector<CollectiveConstants> collectives;
+  // Absent in profiles calibrated before the runtime executed attention: attention is then
+  // priced from its GEMMs and the softmax and element-wise rates.
+  std::optional<AttentionFit> attention;
   StepCorrection correction;
   std::vector<GemmSample> gemm_samples;
   std::vector<CollectiveSample> collective_samples;

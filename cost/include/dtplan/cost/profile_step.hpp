@@ -34,6 +34,7 @@ struct RuntimeRun {
   std::int64_t grad_accum = 1;
   bool no_sync = true;  // as the runtime executes it
   std::int64_t bucket_cap_bytes = 0;
+  std::vector<std::string> not_executed;  // what the model has that the run leaves out
 };
 
 struct PredictedCollective {

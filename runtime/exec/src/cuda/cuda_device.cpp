@@ -228,28 +228,59 @@ void CudaDevice::swiglu_backward(const float* g, const float* u, const float* dy
 
 namespace {
 
-void check_heads(std::int64_t heads, std::int64_t kv_heads) {
-  if (kv_heads <= 0 || heads % kv_heads != 0) {
-    throw Error("value_heads: " + std::to_string(heads) + " heads cannot be grouped over " +
-                std::to_string(kv_heads) + " key/value heads");
+kernels::Heads heads_of(const AttentionShape& a) {
+  if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0) {
+    throw Error("attention: " + std::to_string(a.heads) + " heads cannot be grouped over " +
+                std::to_string(a.kv_heads) + " key/value heads");
   }
+  return {a.batch, a.seq, a.heads, a.kv_heads, a.head_dim};
 }
 
 }  // namespace
 
-void CudaDevice::value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
-                             std::int64_t kv_heads, std::int64_t head_dim) {
-  check_heads(heads, kv_heads);
-  kernels::value_heads(stream_, qkv, out, tokens, heads, kv_heads, head_dim);
-  check_launch("value_heads");
+// The CUDA kernels need no workspace: `scratch` is the CPU device's (the same size on both, so
+// that memory is predicted alike).
+void CudaDevice::attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
+                           float* /*scratch*/) {
+  kernels::attention(stream_, qkv, probs, out, heads_of(a));
+  check_launch("attention");
 }
 
-void CudaDevice::value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens,
-                                      std::int64_t heads, std::int64_t kv_heads,
-                                      std::int64_t head_dim) {
-  check_heads(heads, kv_heads);
-  kernels::value_heads_backward(stream_, dout, dqkv, tokens, heads, kv_heads, head_dim);
-  check_launch("value_heads_backward");
+void CudaDevice::attention_backward(const float* qkv, const float* out, const float* dout,
+                                    float* probs, float* dqkv, const AttentionShape& a,
+                                    float* /*scratch*/) {
+  kernels::attention_backward(stream_, qkv, out, dout, probs, dqkv, heads_of(a));
+  check_launch("attention_backward");
+}
+
+void CudaDevice::norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
+                      std::int64_t rows, std::int64_t cols, float eps) {
+  kernels::norm(stream_, x, gamma, beta, y, stats, rows, cols, eps);
+  check_launch("norm");
+}
+
+void CudaDevice::norm_backward(const float* x, const float* gamma, const float* stats,
+                               const float* dy, float* dx, float* dgamma, float* dbeta,
+                               std::int64_t rows, std::int64_t cols) {
+  kernels::norm_backward(stream_, x, gamma, stats, dy, dx, dgamma, dbeta, rows, cols);
+  check_launch("norm_backward");
+}
+
+void CudaDevice::rotary(float* qkv, const AttentionShape& a, float theta, bool inverse) {
+  kernels::rotary(stream_, qkv, heads_of(a), theta, inverse);
+  check_launch("rotary");
+}
+
+void CudaDevice::add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
+                               std::int64_t dim) {
+  kernels::add_positions(stream_, x, table, tokens, seq, dim);
+  check_launch("add_positions");
+}
+
+void CudaDevice::positions_backward(const float* dx, float* dtable, std::int64_t tokens,
+                                    std::int64_t seq, std::int64_t dim) {
+  kernels::positions_backward(stream_, dx, dtable, tokens, seq, dim);
+  check_launch("positions_backward");
 }
 
 void CudaDevice::embedding(const std::int32_t* ids, const float* table, float* out,

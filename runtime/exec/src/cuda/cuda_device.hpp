@@ -39,10 +39,20 @@ class CudaDevice final : public Device {
   void swiglu(const float* g, const float* u, float* y, std::int64_t n) override;
   void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
                        std::int64_t n) override;
-  void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
-                   std::int64_t kv_heads, std::int64_t head_dim) override;
-  void value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens, std::int64_t heads,
-                            std::int64_t kv_heads, std::int64_t head_dim) override;
+  void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
+                 float* scratch) override;
+  void attention_backward(const float* qkv, const float* out, const float* dout, float* probs,
+                          float* dqkv, const AttentionShape& a, float* scratch) override;
+  void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
+            std::int64_t rows, std::int64_t cols, float eps) override;
+  void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,
+                     float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                     std::int64_t cols) override;
+  void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse) override;
+  void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
+                     std::int64_t dim) override;
+  void positions_backward(const float* dx, float* dtable, std::int64_t tokens, std::int64_t seq,
+                          std::int64_t dim) override;
   void embedding(const std::int32_t* ids, const float* table, float* out, std::int64_t tokens,
                  std::int64_t dim) override;
   void embedding_backward(const std::int32_t* ids, const float* dout, float* grad_table,

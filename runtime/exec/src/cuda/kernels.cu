@@ -1,7 +1,7 @@
 // The CUDA kernels of CudaDevice: element-wise maps (one functor each, run by one grid-stride
 // kernel template), a column reduction for bias gradients, the row-wise softmax
-// cross-entropy, and deterministic sum reductions. Kept in one file so that nvcc compiles
-// once per architecture.
+// cross-entropy, attention, norms and positions, and deterministic sum reductions. Kept in one file
+// so that nvcc compiles once per architecture.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -205,39 +205,236 @@ struct SwigluBackward {
   }
 };
 
-// qkv row: [q: heads*hd | k: kv_heads*hd | v: kv_heads*hd]; head h reads kv group h / group.
-struct ValueHeads {
-  const float* qkv;
-  float* out;
-  std::int64_t heads, kv_heads, head_dim;
-  __device__ void operator()(std::int64_t i) const {
-    const std::int64_t out_width = heads * head_dim;
-    const std::int64_t width = (heads + 2 * kv_heads) * head_dim;
-    const std::int64_t t = i / out_width, h = (i % out_width) / head_dim, d = i % head_dim;
-    const std::int64_t kv = h / (heads / kv_heads);
-    out[i] = qkv[t * width + (heads + kv_heads + kv) * head_dim + d];
+// ---- attention, norms, positions -------------------------------------------------------------
+// Direct loops, one output element per thread (no tensor cores, no tiling): correctness first;
+// a measurement states it. qkv row: [q: heads*d | k: kv_heads*d | v: kv_heads*d]; head h reads
+// key/value group h / (heads / kv_heads); probs[b, h, i, j] (j <= i; zero above).
+struct Geometry {
+  std::int64_t batch, seq, heads, kv_heads, d;
+  __device__ std::int64_t row() const { return (heads + 2 * kv_heads) * d; }
+  __device__ std::int64_t group(std::int64_t h) const { return h / (heads / kv_heads); }
+  __device__ std::int64_t q_at(std::int64_t t, std::int64_t h) const { return t * row() + h * d; }
+  __device__ std::int64_t k_at(std::int64_t t, std::int64_t g) const {
+    return t * row() + (heads + g) * d;
+  }
+  __device__ std::int64_t v_at(std::int64_t t, std::int64_t g) const {
+    return t * row() + (heads + kv_heads + g) * d;
+  }
+  __device__ std::int64_t p_at(std::int64_t b, std::int64_t h, std::int64_t i) const {
+    return ((b * heads + h) * seq + i) * seq;
   }
 };
 
-struct ValueHeadsBackward {
-  const float* dout;
+__device__ float dot(const float* a, const float* b, std::int64_t n) {
+  float acc = 0;
+  for (std::int64_t e = 0; e < n; ++e)
+    acc += a[e] * b[e];
+  return acc;
+}
+
+// Over batch x heads x seq x seq: the scaled score q_i . k_j, zero above the diagonal.
+struct Scores {
+  const float* qkv;
+  float* probs;
+  Geometry g;
+  float scale;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t S = g.seq, j = n % S, i = (n / S) % S, bh = n / (S * S);
+    const std::int64_t h = bh % g.heads, b = bh / g.heads;
+    probs[n] =
+        j > i ? 0.0f
+              : scale * dot(qkv + g.q_at(b * S + i, h), qkv + g.k_at(b * S + j, g.group(h)), g.d);
+  }
+};
+
+// One block per row of batch x heads x seq; entries j <= i.
+__global__ void causal_softmax_kernel(float* probs, std::int64_t rows, std::int64_t seq) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* x = probs + r * seq;
+    const std::int64_t last = r % seq;
+    float local_max = -INFINITY;
+    for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x)
+      local_max = fmaxf(local_max, x[j]);
+    const float row_max = block_reduce(local_max, Max{}, -INFINITY);
+    float local_sum = 0;
+    for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x)
+      local_sum += expf(x[j] - row_max);
+    const float row_sum = block_reduce(local_sum, Sum{}, 0.0f);
+    for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x)
+      x[j] = expf(x[j] - row_max) / row_sum;
+  }
+}
+
+// Over tokens x heads x d: y_i = sum over j <= i of m_ij x_j, x the key or value group's columns
+// of qkv (from column x_col), y a head's columns in rows y_width wide. Forward: out = p v;
+// backward: dq = ds k.
+struct RowsTimesGroup {
+  const float* m;
+  const float* qkv;
+  std::int64_t x_col;
+  float* y;
+  std::int64_t y_width;
+  Geometry g;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t e = n % g.d, h = (n / g.d) % g.heads, t = n / (g.d * g.heads);
+    const std::int64_t b = t / g.seq, i = t % g.seq, kv = g.group(h);
+    const float* p = m + g.p_at(b, h, i);
+    float acc = 0;
+    for (std::int64_t j = 0; j <= i; ++j)
+      acc += p[j] * qkv[(b * g.seq + j) * g.row() + x_col + kv * g.d + e];
+    y[t * y_width + h * g.d + e] = acc;
+  }
+};
+
+// Over tokens x kv_heads x d: y_j = sum over the group's heads h and i >= j of m_ij x_i (head
+// h's columns of rows x_width wide), into the group's columns of dqkv from column y_col.
+// Backward: dv = p^T do, dk = ds^T q.
+struct GroupTimesRows {
+  const float* m;
+  const float* x;
+  std::int64_t x_width;
   float* dqkv;
-  std::int64_t heads, kv_heads, head_dim;
-  __device__ void operator()(std::int64_t i) const {
-    const std::int64_t width = (heads + 2 * kv_heads) * head_dim;
-    const std::int64_t t = i / width, col = i % width;
-    const std::int64_t v_begin = (heads + kv_heads) * head_dim;
-    if (col < v_begin) {
-      dqkv[i] = 0.0f;
+  std::int64_t y_col;
+  Geometry g;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t e = n % g.d, kv = (n / g.d) % g.kv_heads, t = n / (g.d * g.kv_heads);
+    const std::int64_t b = t / g.seq, j = t % g.seq, per = g.heads / g.kv_heads;
+    float acc = 0;
+    for (std::int64_t h = kv * per; h < (kv + 1) * per; ++h) {
+      for (std::int64_t i = j; i < g.seq; ++i)
+        acc += m[g.p_at(b, h, i) + j] * x[(b * g.seq + i) * x_width + h * g.d + e];
+    }
+    dqkv[t * g.row() + y_col + kv * g.d + e] = acc;
+  }
+};
+
+// In place over batch x heads x seq x seq: ds = p (do_i . v_j - do_i . o_i) x scale.
+struct ScoreGrad {
+  float* probs;
+  const float* qkv;
+  const float* out;
+  const float* dout;
+  Geometry g;
+  float scale;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t S = g.seq, j = n % S, i = (n / S) % S, bh = n / (S * S);
+    const std::int64_t h = bh % g.heads, b = bh / g.heads;
+    if (j > i) {
+      probs[n] = 0.0f;
       return;
     }
-    const std::int64_t kv = (col - v_begin) / head_dim, d = (col - v_begin) % head_dim;
-    const std::int64_t group = heads / kv_heads;
-    const float* row = dout + t * heads * head_dim;
+    const std::int64_t o = ((b * S + i) * g.heads + h) * g.d;
+    const float dp = dot(dout + o, qkv + g.v_at(b * S + j, g.group(h)), g.d);
+    probs[n] *= (dp - dot(dout + o, out + o, g.d)) * scale;
+  }
+};
+
+// One block per row: LayerNorm (beta given) or RMSNorm; stats = (mean, 1/rms).
+__global__ void norm_kernel(const float* x, const float* gamma, const float* beta, float* y,
+                            float* stats, std::int64_t rows, std::int64_t cols, float eps) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    float local = 0;
+    if (beta != nullptr) {
+      for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+        local += xr[c];
+    }
+    const float mean = block_reduce(local, Sum{}, 0.0f) / static_cast<float>(cols);
+    local = 0;
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      local += (xr[c] - mean) * (xr[c] - mean);
+    const float rstd = rsqrtf(block_reduce(local, Sum{}, 0.0f) / static_cast<float>(cols) + eps);
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      y[r * cols + c] = (xr[c] - mean) * rstd * gamma[c] + (beta != nullptr ? beta[c] : 0.0f);
+    if (threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+}
+
+// One block per row: dx += rstd (g - mean(g) [LayerNorm] - xhat mean(g xhat)), g = dy gamma.
+__global__ void norm_backward_kernel(const float* x, const float* gamma, const float* stats,
+                                     const float* dy, float* dx, bool layernorm, std::int64_t rows,
+                                     std::int64_t cols) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *xr = x + r * cols, *dyr = dy + r * cols;
+    const float mean = stats[2 * r], rstd = stats[2 * r + 1];
+    float g_local = 0, gx_local = 0;
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float g = dyr[c] * gamma[c];
+      g_local += g;
+      gx_local += g * (xr[c] - mean) * rstd;
+    }
+    const float n = static_cast<float>(cols);
+    const float g_mean = layernorm ? block_reduce(g_local, Sum{}, 0.0f) / n : 0.0f;
+    const float gx_mean = block_reduce(gx_local, Sum{}, 0.0f) / n;
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float xhat = (xr[c] - mean) * rstd;
+      dx[r * cols + c] += rstd * (dyr[c] * gamma[c] - g_mean - xhat * gx_mean);
+    }
+  }
+}
+
+// Over columns: dgamma += sum_r dy xhat, dbeta += sum_r dy (rows in order: deterministic).
+struct NormParamGrad {
+  const float* x;
+  const float* stats;
+  const float* dy;
+  float* dgamma;
+  float* dbeta;
+  std::int64_t rows, cols;
+  __device__ void operator()(std::int64_t c) const {
+    float dg = 0, db = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float d = dy[r * cols + c];
+      dg += d * (x[r * cols + c] - stats[2 * r]) * stats[2 * r + 1];
+      db += d;
+    }
+    dgamma[c] += dg;
+    if (dbeta != nullptr) dbeta[c] += db;
+  }
+};
+
+// Over tokens x (heads + kv_heads) x half: rotates pair (i, i + half) of each query and key head.
+struct Rotary {
+  float* qkv;
+  Geometry g;
+  double theta;
+  bool inverse;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t half = g.d / 2, i = n % half, hh = (n / half) % (g.heads + g.kv_heads);
+    const std::int64_t t = n / (half * (g.heads + g.kv_heads));
+    const double angle = static_cast<double>(t % g.seq) *
+                         pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(g.d));
+    const float c = static_cast<float>(cos(angle));
+    const float s = static_cast<float>(inverse ? -sin(angle) : sin(angle));
+    float* x = qkv + t * g.row() + hh * g.d;
+    const float lo = x[i], hi = x[i + half];
+    x[i] = lo * c - hi * s;
+    x[i + half] = hi * c + lo * s;
+  }
+};
+
+struct AddPositions {
+  float* x;
+  const float* table;
+  std::int64_t seq, dim;
+  __device__ void operator()(std::int64_t n) const {
+    x[n] += table[((n / dim) % seq) * dim + n % dim];
+  }
+};
+
+// Over seq x dim: sums the batch's gradients of one position in order (no atomics).
+struct PositionsBackward {
+  const float* dx;
+  float* dtable;
+  std::int64_t batch, seq, dim;
+  __device__ void operator()(std::int64_t n) const {
     float acc = 0;
-    for (std::int64_t h = kv * group; h < (kv + 1) * group; ++h)
-      acc += row[h * head_dim + d];
-    dqkv[i] = acc;
+    for (std::int64_t b = 0; b < batch; ++b)
+      acc += dx[b * seq * dim + n];
+    dtable[n] += acc;
   }
 };
 
@@ -360,15 +557,72 @@ void swiglu_backward(cudaStream_t stream, const float* g, const float* u, const 
   for_each(stream, n, SwigluBackward{g, u, dy, dg, du});
 }
 
-void value_heads(cudaStream_t stream, const float* qkv, float* out, std::int64_t tokens,
-                 std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
-  for_each(stream, tokens * heads * head_dim, ValueHeads{qkv, out, heads, kv_heads, head_dim});
+namespace {
+Geometry geometry(const Heads& a) {
+  return {a.batch, a.seq, a.heads, a.kv_heads, a.head_dim};
+}
+float score_scale(const Heads& a) {
+  return static_cast<float>(1.0 / sqrt(static_cast<double>(a.head_dim)));
+}
+unsigned row_blocks(std::int64_t rows) {
+  return static_cast<unsigned>(rows < kMaxBlocks ? rows : kMaxBlocks);
+}
+}  // namespace
+
+void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a) {
+  const Geometry g = geometry(a);
+  const std::int64_t rows = a.batch * a.heads * a.seq;
+  for_each(stream, rows * a.seq, Scores{qkv, probs, g, score_scale(a)});
+  if (rows > 0)
+    causal_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(probs, rows, a.seq);
+  const std::int64_t v_col = (a.heads + a.kv_heads) * a.head_dim, q_width = a.heads * a.head_dim;
+  for_each(stream, a.batch * a.seq * a.heads * a.head_dim,
+           RowsTimesGroup{probs, qkv, v_col, out, q_width, g});
 }
 
-void value_heads_backward(cudaStream_t stream, const float* dout, float* dqkv, std::int64_t tokens,
-                          std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
-  for_each(stream, tokens * (heads + 2 * kv_heads) * head_dim,
-           ValueHeadsBackward{dout, dqkv, heads, kv_heads, head_dim});
+void attention_backward(cudaStream_t stream, const float* qkv, const float* out, const float* dout,
+                        float* probs, float* dqkv, const Heads& a) {
+  const Geometry g = geometry(a);
+  const std::int64_t tokens = a.batch * a.seq, q_width = a.heads * a.head_dim;
+  const std::int64_t row = q_width + 2 * a.kv_heads * a.head_dim;
+  const std::int64_t k_col = q_width, v_col = q_width + a.kv_heads * a.head_dim;
+  const std::int64_t groups = tokens * a.kv_heads * a.head_dim;
+  for_each(stream, groups, GroupTimesRows{probs, dout, q_width, dqkv, v_col, g});
+  for_each(stream, a.batch * a.heads * a.seq * a.seq,
+           ScoreGrad{probs, qkv, out, dout, g, score_scale(a)});
+  for_each(stream, tokens * a.heads * a.head_dim, RowsTimesGroup{probs, qkv, k_col, dqkv, row, g});
+  for_each(stream, groups, GroupTimesRows{probs, qkv, row, dqkv, k_col, g});
+}
+
+void norm(cudaStream_t stream, const float* x, const float* gamma, const float* beta, float* y,
+          float* stats, std::int64_t rows, std::int64_t cols, float eps) {
+  if (rows <= 0) return;
+  norm_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, beta, y, stats, rows, cols, eps);
+}
+
+void norm_backward(cudaStream_t stream, const float* x, const float* gamma, const float* stats,
+                   const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                   std::int64_t cols) {
+  if (rows <= 0) return;
+  norm_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, stats, dy, dx,
+                                                                  dbeta != nullptr, rows, cols);
+  for_each(stream, cols, NormParamGrad{x, stats, dy, dgamma, dbeta, rows, cols});
+}
+
+void rotary(cudaStream_t stream, float* qkv, const Heads& a, double theta, bool inverse) {
+  const std::int64_t half = a.head_dim / 2;
+  for_each(stream, a.batch * a.seq * (a.heads + a.kv_heads) * half,
+           Rotary{qkv, geometry(a), theta, inverse});
+}
+
+void add_positions(cudaStream_t stream, float* x, const float* table, std::int64_t tokens,
+                   std::int64_t seq, std::int64_t dim) {
+  for_each(stream, tokens * dim, AddPositions{x, table, seq, dim});
+}
+
+void positions_backward(cudaStream_t stream, const float* dx, float* dtable, std::int64_t tokens,
+                        std::int64_t seq, std::int64_t dim) {
+  for_each(stream, seq * dim, PositionsBackward{dx, dtable, tokens / seq, seq, dim});
 }
 
 void embedding(cudaStream_t stream, const std::int32_t* ids, const float* table, float* out,

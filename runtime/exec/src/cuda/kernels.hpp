@@ -24,10 +24,23 @@ void gelu_backward(cudaStream_t stream, const float* x, const float* dy, float* 
 void swiglu(cudaStream_t stream, const float* g, const float* u, float* y, std::int64_t n);
 void swiglu_backward(cudaStream_t stream, const float* g, const float* u, const float* dy,
                      float* dg, float* du, std::int64_t n);
-void value_heads(cudaStream_t stream, const float* qkv, float* out, std::int64_t tokens,
-                 std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim);
-void value_heads_backward(cudaStream_t stream, const float* dout, float* dqkv, std::int64_t tokens,
-                          std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim);
+// Attention's geometry (dtplan::runtime::AttentionShape's fields).
+struct Heads {
+  std::int64_t batch, seq, heads, kv_heads, head_dim;
+};
+void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a);
+void attention_backward(cudaStream_t stream, const float* qkv, const float* out, const float* dout,
+                        float* probs, float* dqkv, const Heads& a);
+void norm(cudaStream_t stream, const float* x, const float* gamma, const float* beta, float* y,
+          float* stats, std::int64_t rows, std::int64_t cols, float eps);
+void norm_backward(cudaStream_t stream, const float* x, const float* gamma, const float* stats,
+                   const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                   std::int64_t cols);
+void rotary(cudaStream_t stream, float* qkv, const Heads& a, double theta, bool inverse);
+void add_positions(cudaStream_t stream, float* x, const float* table, std::int64_t tokens,
+                   std::int64_t seq, std::int64_t dim);
+void positions_backward(cudaStream_t stream, const float* dx, float* dtable, std::int64_t tokens,
+                        std::int64_t seq, std::int64_t dim);
 void embedding(cudaStream_t stream, const std::int32_t* ids, const float* table, float* out,
                std::int64_t tokens, std::int64_t dim);
 void embedding_backward(cudaStream_t stream, const std::int32_t* ids, const float* dout,

@@ -25,6 +25,14 @@ struct CpuKernels {
   // Mean-free loss sum over tokens; the logits become their gradient times grad_scale.
   double (*softmax_cross_entropy)(float* logits, const std::int32_t* targets, std::int64_t tokens,
                                   std::int64_t vocab, float grad_scale);
+  // Attention's probabilities in place: `rows` rows of `seq` scores, row r of a square
+  // keeping entries 0 .. r mod seq (softmax over them) and zero after.
+  void (*causal_softmax)(float* p, std::int64_t rows, std::int64_t seq);
+  // gemm over matrices whose rows lie lda, ldb, ldc elements apart (a head's columns inside a
+  // row of the fused QKV).
+  void (*gemm_ld)(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                  float* c, std::int64_t ldc);
 };
 
 // The kernels this process uses: DTPLAN_CPU_KERNELS when set, else the widest the host runs.

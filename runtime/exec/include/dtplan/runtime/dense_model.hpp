@@ -4,9 +4,13 @@
 // micro-step are kept in buffers allocated once (MemoryComponent::activations), backward's
 // temporaries in scratch buffers (MemoryComponent::buffers).
 //
-// A unit's parameters, weights out x in row-major as torch.nn.Linear keeps them:
-//   embedding: E[vocab x hidden]          head (untied): W[vocab x hidden]
-//   block:     Wqkv, bqkv, Wo, bo, [Wgate, bgate], Wup, bup, Wdown, bdown  (biases if any)
+// A unit's parameters, weights out x in row-major as torch.nn.Linear keeps them, in the order
+// Hugging Face's GPT-2 and Llama declare them (biases and the norms' shifts where the model
+// has them):
+//   embedding: E[vocab x hidden], [P[max_positions x hidden]], [final norm if tied]
+//   block:     norm1 (gamma, beta), Wqkv, bqkv, Wo, bo, norm2, [Wgate, bgate], Wup, bup,
+//              Wdown, bdown
+//   head (untied): W[vocab x hidden], [final norm]
 #pragma once
 
 #include <cstdint>
@@ -21,33 +25,40 @@ class DenseModel {
  public:
   DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens);
 
-  // x0 = E[ids].
+  // x0 = E[ids] (+ P[position]).
   void forward_embedding(const float* table, const std::int32_t* ids);
   // x(l+1) = block l (x(l)) with the block's parameters at p.
   void forward_block(std::int64_t layer, const float* p);
-  // logits = x(L) W^T, the summed loss; logits become d loss / d logits x grad_scale.
+  // logits = norm(x(L)) W^T, the summed loss; logits become d loss / d logits x grad_scale.
+  // `w` is the head's unit (the embedding unit when tied).
   double forward_head(const float* w, const std::int32_t* targets, float grad_scale);
-  // From d logits: d x(L) and dW += ...
+  // From d logits: d x(L), and the head unit's gradients added into dw.
   void backward_head(const float* w, float* dw);
   // From d x(l+1): d x(l) and the block's gradients added into dp.
   void backward_block(std::int64_t layer, const float* p, float* dp);
-  // dE[ids] += d x(0).
+  // dE[ids] += d x(0) (and dP[position] += d x(0)).
   void backward_embedding(const std::int32_t* ids, float* dtable);
 
   // Deterministic initial values of unit `unit` (the layout of ParamLayout/units_of):
   // weights uniform with standard deviation 0.02 (output projections / sqrt(2 layers), as
-  // GPT-2 does), biases zero; the same for any world size.
+  // GPT-2 does), biases and norm shifts zero, norm scales one; the same for any world size.
   static std::vector<float> initial_unit(const cost::DenseStack& stack, std::int64_t unit,
                                          std::uint64_t seed);
 
  private:
+  AttentionShape shape() const;
+  const float* head_norm(const float* w) const;  // the final norm inside the head's unit
+  const float* head_input() const;               // norm(x(L)), or x(L) without a final norm
+
   const cost::DenseStack& s_;
   Device& dev_;
   std::int64_t tokens_;
   std::vector<Buffer> x_;  // x(0) .. x(L)
-  std::vector<Buffer> attn_, mid_, up_, gate_, act_;
-  Buffer logits_;
-  Buffer qkv_, dx_, dmid_, dact_, dup_, dgate_, dattn_;
+  // Per block: norm outputs and statistics, QKV after rotary, probabilities, attention output,
+  // residual after attention, MLP pre-activations and activated output.
+  std::vector<Buffer> ln1_, st1_, qkv_, probs_, attn_, mid_, ln2_, st2_, up_, gate_, act_;
+  Buffer lnf_, stf_, logits_;
+  Buffer dx_, dmid_, dln_, dact_, dup_, dgate_, dattn_, dqkv_, scratch_;
 };
 
 }  // namespace dtplan::runtime

@@ -27,6 +27,13 @@ struct MemoryUse {
 
 class Device;
 
+// The shape attention runs over: `batch` sequences of `seq` tokens, grouped-query heads.
+struct AttentionShape {
+  std::int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t tokens() const { return batch * seq; }
+  std::int64_t row() const { return (heads + 2 * kv_heads) * head_dim; }  // qkv's row width
+};
+
 // A device allocation of `count` elements (float, or int32 for token ids); freed, and its
 // bytes returned to the component's account, on destruction.
 class Buffer {
@@ -85,14 +92,36 @@ class Device {
   virtual void swiglu(const float* g, const float* u, float* y, std::int64_t n) = 0;
   virtual void swiglu_backward(const float* g, const float* u, const float* dy, float* dg,
                                float* du, std::int64_t n) = 0;
-  // out[t, head h] = v[t, kv group of h] for the value part of qkv[t x (q + 2 kv)];
-  // backward adds each head's gradient into its group's value columns of dqkv (zeroing the
-  // query and key columns: with self-only attention they get no gradient).
-  virtual void value_heads(const float* qkv, float* out, std::int64_t tokens, std::int64_t heads,
-                           std::int64_t kv_heads, std::int64_t head_dim) = 0;
-  virtual void value_heads_backward(const float* dout, float* dqkv, std::int64_t tokens,
-                                    std::int64_t heads, std::int64_t kv_heads,
-                                    std::int64_t head_dim) = 0;
+  // Causal softmax attention of batch x seq tokens over qkv[tokens x (q + 2 kv)] (queries,
+  // keys, values side by side; head h reads key/value group h / (heads / kv_heads)), scores
+  // scaled by 1/sqrt(head_dim). probs[batch, heads, seq, seq] receives the probabilities (zero
+  // above the diagonal), out[tokens x q] the heads' outputs side by side. `scratch` holds
+  // attention_scratch_elements (cost/dense_stack.hpp) floats.
+  virtual void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
+                         float* scratch) = 0;
+  // From dout[tokens x q]: dqkv (overwritten) for the queries, keys and values. `out` is the
+  // forward output; `probs` is consumed (it holds scratch values afterwards).
+  virtual void attention_backward(const float* qkv, const float* out, const float* dout,
+                                  float* probs, float* dqkv, const AttentionShape& a,
+                                  float* scratch) = 0;
+  // y = norm(x) * gamma (+ beta) over rows of `cols`: LayerNorm, or RMSNorm when beta is null.
+  // stats[rows x 2] keeps each row's mean (0 for RMSNorm) and 1/sqrt(variance (or mean
+  // square) + eps) for backward.
+  virtual void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
+                    std::int64_t rows, std::int64_t cols, float eps) = 0;
+  // dx += the input gradient; dgamma (and dbeta when not null: LayerNorm) += theirs.
+  virtual void norm_backward(const float* x, const float* gamma, const float* stats,
+                             const float* dy, float* dx, float* dgamma, float* dbeta,
+                             std::int64_t rows, std::int64_t cols) = 0;
+  // Rotates the query and key heads of qkv in place by position (token index mod seq) x
+  // theta^(-2i/head_dim), pairing element i with i + head_dim/2 (Llama's rotate_half);
+  // `inverse` rotates back, which is the backward of the rotation.
+  virtual void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse) = 0;
+  // x[t] += table[t mod seq] (learned positions); dtable[t mod seq] += dx[t].
+  virtual void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
+                             std::int64_t dim) = 0;
+  virtual void positions_backward(const float* dx, float* dtable, std::int64_t tokens,
+                                  std::int64_t seq, std::int64_t dim) = 0;
   // out[t] = table[ids[t]] (rows of `dim`); grad_table[ids[t]] += dout[t].
   virtual void embedding(const std::int32_t* ids, const float* table, float* out,
                          std::int64_t tokens, std::int64_t dim) = 0;

@@ -41,6 +41,7 @@ struct RunOptions {
   std::string command_line;  // recorded in the measurement
   bool measure_profile = false;
   bool quick_profile = false;  // fewer microbenchmark shapes and sizes
+  std::string dump_dir;        // non-empty: write a replay dump there (replay_dump.hpp)
 };
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0

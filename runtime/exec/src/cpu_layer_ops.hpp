@@ -1,0 +1,27 @@
+// The CPU device's transformer-layer operations (attention, norms, rotary and learned
+// positions). Attention's products and softmax run on the vectorised Eigen build the rest of
+// the step uses (cpu_kernels.hpp). Semantics are those documented on Device.
+#pragma once
+
+#include <cstdint>
+
+#include "dtplan/runtime/cpu_kernels.hpp"
+#include "dtplan/runtime/device.hpp"
+
+namespace dtplan::runtime::cpu {
+
+void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
+               const AttentionShape& a, float* scratch);
+void attention_backward(const CpuKernels& k, const float* qkv, const float* out, const float* dout,
+                        float* probs, float* dqkv, const AttentionShape& a, float* scratch);
+void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
+          std::int64_t rows, std::int64_t cols, float eps);
+void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,
+                   float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols);
+void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse);
+void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
+                   std::int64_t dim);
+void positions_backward(const float* dx, float* dtable, std::int64_t tokens, std::int64_t seq,
+                        std::int64_t dim);
+
+}  // namespace dtplan::runtime::cpu

@@ -1,0 +1,88 @@
+// dtplan-run --dump: the files a reference framework replays (replay_dump.hpp).
+#include "dtplan/runtime/replay_dump.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dtplan/model/error.hpp"
+#include "dtplan/runtime/batch.hpp"
+
+namespace dtplan::runtime {
+namespace {
+
+template <typename T>
+void write_raw(const std::filesystem::path& file, const std::vector<T>& values) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(T)));
+  if (!out) throw Error(file.string() + ": cannot be written");
+}
+
+// The batches in the order the replay consumes them: step, micro-step, rank.
+std::vector<std::int32_t> all_batches(const ReplayRecord& r) {
+  const auto& s = r.settings;
+  std::vector<std::int32_t> out;
+  for (std::int64_t step = 0; step < r.steps; ++step) {
+    for (std::int64_t micro = 0; micro < s.grad_accum; ++micro) {
+      for (std::int64_t rank = 0; rank < r.ranks; ++rank) {
+        // The sample numbering of Trainer::micro_step.
+        const auto b = make_batch(s.seed, step, (micro * r.ranks + rank) * s.micro_batch,
+                                  s.micro_batch, r.stack.seq_len, r.stack.vocab);
+        out.insert(out.end(), b.ids.begin(), b.ids.end());
+        out.insert(out.end(), b.targets.begin(), b.targets.end());
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::json optimizer_json(const TrainerSettings& s) {
+  switch (s.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      // Trainer::update_region's constants.
+      return {{"optimizer", s.optimizer == Optimizer::adamw ? "adamw" : "adam"},
+              {"betas", {0.9, 0.999}},
+              {"eps", 1e-8},
+              {"weight_decay", s.optimizer == Optimizer::adamw ? 0.01 : 0.0}};
+    case Optimizer::sgd:
+      return {{"optimizer", "sgd"}, {"momentum", 0.0}};
+    case Optimizer::sgd_momentum:
+      return {{"optimizer", "sgd"}, {"momentum", 0.9}};
+    case Optimizer::adam8bit:
+      break;
+  }
+  throw Error("--dump: the optimizer is not executed by dtplan-run");
+}
+
+}  // namespace
+
+void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("--dump " + dir.string() + ": cannot be created (" + ec.message() + ")");
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& u : cost::units_of(r.stack))
+    units.push_back({{"name", u.name}, {"params", u.params}});
+  auto j = optimizer_json(r.settings);
+  j["workload"] = cost::to_json(r.stack);
+  j["units"] = units;
+  j["strategy"] = std::string(name_of(r.settings.strategy));
+  j["ranks"] = r.ranks;
+  j["lr"] = r.settings.lr;
+  j["max_grad_norm"] = r.settings.max_grad_norm;
+  j["micro_batch"] = r.settings.micro_batch;
+  j["grad_accum"] = r.settings.grad_accum;
+  j["no_sync"] = r.settings.no_sync;
+  j["steps"] = r.steps;
+  j["losses"] = r.losses;
+  j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
+  write_raw(dir / "initial.f32", r.initial);
+  write_raw(dir / "final.f32", r.final);
+  write_raw(dir / "batches.i32", all_batches(r));
+  std::ofstream out(dir / "replay.json", std::ios::trunc);
+  out << j.dump(2) << "\n";
+  if (!out) throw Error((dir / "replay.json").string() + ": cannot be written");
+}
+
+}  // namespace dtplan::runtime

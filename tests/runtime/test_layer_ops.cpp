@@ -1,0 +1,211 @@
+// The CPU device's transformer-layer operations: attention, norms, rotary and learned positions
+// against values derived by hand, and their backward passes against central finite
+// differences of a weighted sum of their outputs.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "dtplan/runtime/cpu_device.hpp"
+
+namespace rt = dtplan::runtime;
+
+namespace {
+
+std::unique_ptr<rt::Device> device() {
+  return rt::make_cpu_device(1LL << 26, 1);
+}
+
+std::vector<float> wavy(std::size_t n, double phase) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i) + phase));
+  return v;
+}
+
+std::int64_t scratch_floats(const rt::AttentionShape& a) {
+  return a.seq * a.seq;
+}
+
+// Forward of attention into `out` (probabilities into `probs`).
+void attend(rt::Device& d, const rt::AttentionShape& a, const std::vector<float>& qkv,
+            std::vector<float>& probs, std::vector<float>& out) {
+  probs.assign(static_cast<std::size_t>(a.batch * a.heads * a.seq * a.seq), 0.0f);
+  out.assign(static_cast<std::size_t>(a.tokens() * a.heads * a.head_dim), 0.0f);
+  std::vector<float> scratch(static_cast<std::size_t>(scratch_floats(a)));
+  d.attention(qkv.data(), probs.data(), out.data(), a, scratch.data());
+}
+
+// Checks analytic[i] against d(sum_j w_j f(x)_j)/dx_i by central differences.
+void check_against_differences(std::vector<float> x, const std::vector<float>& analytic,
+                               const std::function<double(const std::vector<float>&)>& loss) {
+  REQUIRE(x.size() == analytic.size());
+  const float h = 1e-2f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float keep = x[i];
+    x[i] = keep + h;
+    const double up = loss(x);
+    x[i] = keep - h;
+    const double down = loss(x);
+    x[i] = keep;
+    const double numeric = (up - down) / (2.0 * h);
+    INFO("input " << i << ": analytic " << analytic[i] << ", numeric " << numeric);
+    CHECK(std::fabs(numeric - analytic[i]) <= 1e-3 + 1e-2 * std::fabs(numeric));
+  }
+}
+
+double weighted(const std::vector<float>& y, const std::vector<float>& w) {
+  double s = 0;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    s += double{y[i]} * w[i];
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("attention by hand: causal softmax over two tokens, one head of width 1") {
+  auto d = device();
+  const rt::AttentionShape a{1, 2, 1, 1, 1};
+  // qkv rows [q, k, v]: token 0 (q 5, k 0, v 2), token 1 (q ln 3, k 1, v 6). Token 0 sees only
+  // itself: out 2. Token 1: scores (ln3 x 0, ln3 x 1) / sqrt(1) -> softmax (1/4, 3/4) ->
+  // out 2/4 + 18/4 = 5.
+  const std::vector<float> qkv = {5, 0, 2, static_cast<float>(std::log(3.0)), 1, 6};
+  std::vector<float> probs, out;
+  attend(*d, a, qkv, probs, out);
+  CHECK(probs[0] == Approx(1.0));
+  CHECK(probs[1] == 0.0f);  // above the diagonal
+  CHECK(probs[2] == Approx(0.25));
+  CHECK(probs[3] == Approx(0.75));
+  CHECK(out[0] == Approx(2.0));
+  CHECK(out[1] == Approx(5.0));
+}
+
+TEST_CASE("attention by hand: grouped heads share their group's keys and values") {
+  auto d = device();
+  // Two query heads over one key/value head, width 2, scale 1/sqrt(2). Token 1's query heads
+  // (sqrt2 ln3, 0) and (0, 0) against keys (0, 0), (1, 0): head 0 weights (1/4, 3/4), head 1
+  // (1/2, 1/2); values (4, 0) and (0, 8).
+  const rt::AttentionShape a{1, 2, 2, 1, 2};
+  const auto l = static_cast<float>(std::sqrt(2.0) * std::log(3.0));
+  const std::vector<float> qkv = {1, 1, 1, 1, /*k*/ 0, 0, /*v*/ 4, 0,  //
+                                  l, 0, 0, 0, /*k*/ 1, 0, /*v*/ 0, 8};
+  std::vector<float> probs, out;
+  attend(*d, a, qkv, probs, out);
+  const std::vector<float> want = {4, 0, 4, 0, 1, 6, 2, 4};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("output " << i);
+    CHECK(out[i] == Approx(want[i]));
+  }
+}
+
+TEST_CASE("attention backward matches finite differences (2 sequences, grouped heads)") {
+  auto d = device();
+  const rt::AttentionShape a{2, 4, 4, 2, 3};
+  const auto qkv = wavy(static_cast<std::size_t>(a.tokens() * a.row()), 0.3);
+  const auto w = wavy(static_cast<std::size_t>(a.tokens() * a.heads * a.head_dim), 1.1);
+  std::vector<float> probs, out;
+  attend(*d, a, qkv, probs, out);
+  std::vector<float> dqkv(qkv.size(), 7.0f);  // overwritten
+  std::vector<float> scratch(static_cast<std::size_t>(scratch_floats(a)));
+  d->attention_backward(qkv.data(), out.data(), w.data(), probs.data(), dqkv.data(), a,
+                        scratch.data());
+  check_against_differences(qkv, dqkv, [&](const std::vector<float>& x) {
+    std::vector<float> p, o;
+    attend(*d, a, x, p, o);
+    return weighted(o, w);
+  });
+}
+
+TEST_CASE("norms by hand: LayerNorm of (1, 2, 3), RMSNorm of (3, 4)") {
+  auto d = device();
+  // LayerNorm: mean 2, variance 2/3, so (x - 2) / sqrt(2/3 + eps) x gamma + beta.
+  const std::vector<float> x = {1, 2, 3}, gamma = {1, 2, 1}, beta = {0, 0, 0.5f};
+  std::vector<float> y(3), stats(2);
+  d->norm(x.data(), gamma.data(), beta.data(), y.data(), stats.data(), 1, 3, 0.0f);
+  const double r = 1 / std::sqrt(2.0 / 3.0);
+  CHECK(y[0] == Approx(-r));
+  CHECK(y[1] == Approx(0.0).margin(1e-7));
+  CHECK(y[2] == Approx(r + 0.5));
+  CHECK(stats[0] == Approx(2.0));
+  CHECK(stats[1] == Approx(r));
+  // RMSNorm: mean square 12.5: (3, 4) / sqrt(12.5) = (0.8485..., 1.1313...).
+  const std::vector<float> x2 = {3, 4}, g2 = {1, 1};
+  std::vector<float> y2(2), s2(2);
+  d->norm(x2.data(), g2.data(), nullptr, y2.data(), s2.data(), 1, 2, 0.0f);
+  CHECK(y2[0] == Approx(3 / std::sqrt(12.5)));
+  CHECK(y2[1] == Approx(4 / std::sqrt(12.5)));
+  CHECK(s2[0] == 0.0f);
+}
+
+TEST_CASE("norm backward matches finite differences (LayerNorm and RMSNorm)") {
+  auto d = device();
+  const std::int64_t rows = 3, cols = 5;
+  const auto x = wavy(rows * cols, 0.2), w = wavy(rows * cols, 2.0);
+  const auto gamma = wavy(cols, 0.9), beta = wavy(cols, 1.7);
+  for (const bool layernorm : {true, false}) {
+    INFO((layernorm ? "LayerNorm" : "RMSNorm"));
+    const float* b = layernorm ? beta.data() : nullptr;
+    auto forward = [&](const std::vector<float>& in, const std::vector<float>& g) {
+      std::vector<float> y(in.size()), stats(2 * rows);
+      d->norm(in.data(), g.data(), b, y.data(), stats.data(), rows, cols, 1e-5f);
+      return std::pair{y, stats};
+    };
+    const auto stats = forward(x, gamma).second;
+    std::vector<float> dx(x.size(), 0.25f), dgamma(cols, 0.0f), dbeta(cols, 0.0f);
+    d->norm_backward(x.data(), gamma.data(), stats.data(), w.data(), dx.data(), dgamma.data(),
+                     layernorm ? dbeta.data() : nullptr, rows, cols);
+    for (auto& v : dx)
+      v -= 0.25f;  // backward adds into dx
+    check_against_differences(
+        x, dx, [&](const std::vector<float>& in) { return weighted(forward(in, gamma).first, w); });
+    check_against_differences(gamma, dgamma, [&](const std::vector<float>& g) {
+      return weighted(forward(x, g).first, w);
+    });
+    if (layernorm) {
+      for (std::int64_t c = 0; c < cols; ++c) {  // dbeta = column sums of dy
+        CHECK(dbeta[c] == Approx(w[c] + w[cols + c] + w[2 * cols + c]));
+      }
+    }
+  }
+}
+
+TEST_CASE("rotary by hand: position p turns pair (i, i + d/2) by p x theta^(-2i/d)") {
+  auto d = device();
+  // One sequence of 2 tokens, one query and one key head of width 4 (plus one value head).
+  // Pair 0 turns by p radians, pair 1 by p / 100 (theta 10,000: 10000^(-2/4) = 1/100).
+  const rt::AttentionShape a{1, 2, 1, 1, 4};
+  std::vector<float> qkv(static_cast<std::size_t>(2 * a.row()), 0.0f);
+  for (std::int64_t t = 0; t < 2; ++t) {
+    for (std::int64_t h = 0; h < 3; ++h) {  // q, k, v: (1, 1, 0, 0)
+      qkv[static_cast<std::size_t>(t * a.row() + h * 4)] = 1;
+      qkv[static_cast<std::size_t>(t * a.row() + h * 4 + 1)] = 1;
+    }
+  }
+  auto turned = qkv;
+  d->rotary(turned.data(), a, 10000.0f, false);
+  for (std::int64_t h = 0; h < 2; ++h) {  // queries and keys
+    const auto* t0 = &turned[static_cast<std::size_t>(h * 4)];
+    const auto* t1 = &turned[static_cast<std::size_t>(a.row() + h * 4)];
+    CHECK(t0[0] == 1.0f);  // position 0 is not turned
+    CHECK(t0[2] == 0.0f);
+    CHECK(t1[0] == Approx(std::cos(1.0)));
+    CHECK(t1[2] == Approx(std::sin(1.0)));
+    CHECK(t1[1] == Approx(std::cos(0.01)));
+    CHECK(t1[3] == Approx(std::sin(0.01)));
+  }
+  CHECK(turned[static_cast<std::size_t>(a.row() + 8)] == 1.0f);  // values are not turned
+  d->rotary(turned.data(), a, 10000.0f, true);
+  for (std::size_t i = 0; i < qkv.size(); ++i)
+    CHECK(turned[i] == Approx(qkv[i]).margin(1e-6));
+}
+
+TEST_CASE("learned positions: each token adds its position's row; gradients sum over sequences") {
+  auto d = device();
+  // 2 sequences of 2 tokens, width 1: table (10, 20).
+  std::vector<float> x = {1, 2, 3, 4}, table = {10, 20};
+  d->add_positions(x.data(), table.data(), 4, 2, 1);
+  CHECK(x == std::vector<float>{11, 22, 13, 24});
+  std::vector<float> dtable = {0.5f, 0};
+  d->positions_backward(std::vector<float>{1, 2, 3, 4}.data(), dtable.data(), 4, 2, 1);
+  CHECK(dtable == std::vector<float>{4.5f, 6});
+}

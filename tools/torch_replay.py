@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""Replay a dtplan-run job in PyTorch and compare the weights it ends with.
+
+dtplan-run --dump DIR writes the workload (the decoder blocks dtplan-run executes,
+cost/dense_stack.hpp), its settings, the weights before the first step, every
+rank's batches, the loss of each step and the weights after the last step
+(runtime/exec/include/dtplan/runtime/replay_dump.hpp). This script builds the same
+blocks from PyTorch's own modules and functions (torch.nn.functional.layer_norm,
+linear, softmax, gelu, silu, cross_entropy), starts one process per rank, wraps
+the model in DistributedDataParallel over gloo, and trains it on the same batches
+with the same optimizer (torch.optim.AdamW / Adam / SGD), gradient accumulation
+(no_sync where dtplan-run used it) and torch.nn.utils.clip_grad_norm_. Every
+data-parallel strategy dtplan-run executes (DDP, DataParallel's reduce and
+broadcast, ZeRO-1/2/3) applies the same update to the same weights; they differ
+in what they communicate and keep, so PyTorch's DDP is the reference for all.
+
+It then compares, step by step and at the end:
+  loss: |loss_dtplan - loss_torch| / loss_torch for every step;
+  weights: ||w_dtplan - w_torch|| / ||w_torch - w_initial||, the disagreement
+    relative to how far training moved the weights, and the largest element
+    difference.
+
+Usage:
+  mpirun -np 2 build/bin/dtplan-run --plan plan.json --backend cpu --scale 0.05 \\
+      --steps 3 --dump replay/
+  /usr/bin/python3 tools/torch_replay.py replay/ [--json result.json]
+
+Exit status 0 when both figures are within their tolerances, 1 when not, 2 on bad input.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+
+# fp32 throughout on both sides, with operations in different orders (Eigen's blocked
+# GEMMs, dtplan's double-precision norm statistics and loss sums vs PyTorch's kernels): the
+# rounding differences are a few units in the 7th digit per operation. A mistake in a
+# formula, a layout or an update moves the figures by orders of magnitude more.
+LOSS_TOLERANCE = 1e-5     # relative, every step
+WEIGHT_TOLERANCE = 1e-3   # ||w_dtplan - w_torch|| / ||w_torch - w_initial||
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("dump", help="directory written by dtplan-run --dump")
+    p.add_argument("--json", help="write the comparison as JSON here")
+    return p.parse_args(argv)
+
+
+def fail_input(message):
+    print(f"torch_replay: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def load_dump(directory):
+    path = os.path.join(directory, "replay.json")
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except OSError as e:
+        fail_input(f"{path}: cannot be read ({e.strerror}); write it with dtplan-run --dump")
+    except json.JSONDecodeError as e:
+        fail_input(f"{path}: not JSON ({e})")
+    for key in ("workload", "units", "ranks", "optimizer", "lr", "max_grad_norm",
+                "micro_batch", "grad_accum", "no_sync", "steps", "losses", "files"):
+        if key not in r:
+            fail_input(f"{path}: missing key '{key}'")
+    if r["workload"].get("attention") != "causal":
+        fail_input(f"{path}: /workload/attention is {r['workload'].get('attention')!r}; "
+                   "only dumps of the causal workload can be replayed")
+    return r
+
+
+def read_raw(directory, name, dtype, count):
+    import torch
+    path = os.path.join(directory, name)
+    size = os.path.getsize(path) if os.path.exists(path) else -1
+    if size != count * 4:
+        fail_input(f"{path}: {size} bytes, expected {count * 4} ({count} values)")
+    return torch.from_file(path, shared=False, size=count, dtype=dtype)
+
+
+class Layout:
+    """Shapes of each unit's tensors in dtplan-run's order (runtime/exec/.../dense_model.hpp)."""
+
+    def __init__(self, w):
+        self.w = w
+        h, d = w["hidden"], w["head_dim"]
+        self.h, self.d = h, d
+        self.heads, self.kv = w["heads"], w["kv_heads"]
+        self.q = self.heads * d
+        self.qkv = self.q + 2 * self.kv * d
+        self.f, self.vocab = w["ffn"], w["vocab"]
+        self.layernorm = w["norm"] == "layernorm"
+        self.learned = w["positions"] == "learned"
+
+    def norm(self, name):
+        shapes = [(f"{name}.weight", (self.h,))]
+        if self.layernorm:
+            shapes.append((f"{name}.bias", (self.h,)))
+        return shapes
+
+    def linear(self, name, out, inp, bias):
+        shapes = [(f"{name}.weight", (out, inp))]
+        if bias:
+            shapes.append((f"{name}.bias", (out,)))
+        return shapes
+
+    def embedding_unit(self):
+        s = [("tok", (self.vocab, self.h))]
+        if self.learned:
+            s.append(("pos", (self.w["max_positions"], self.h)))
+        if self.w["tied"] and self.w["final_norm"]:
+            s += self.norm("final_norm")
+        return s
+
+    def block_unit(self, l):
+        w, p = self.w, f"blocks.{l}."
+        s = self.norm(p + "norm1")
+        s += self.linear(p + "qkv", self.qkv, self.h, w["qkv_bias"])
+        s += self.linear(p + "out", self.h, self.q, w["out_bias"])
+        s += self.norm(p + "norm2")
+        if w["gated"]:
+            s += self.linear(p + "gate", self.f, self.h, w["mlp_bias"])
+        s += self.linear(p + "up", self.f, self.h, w["mlp_bias"])
+        s += self.linear(p + "down", self.h, self.f, w["mlp_bias"])
+        return s
+
+    def head_unit(self):
+        s = [("head", (self.vocab, self.h))]
+        if self.w["final_norm"]:
+            s += self.norm("final_norm")
+        return s
+
+    def units(self):
+        u = [self.embedding_unit()] + [self.block_unit(l) for l in range(self.w["layers"])]
+        if not self.w["tied"]:
+            u.append(self.head_unit())
+        return u
+
+
+def build_model(r):
+    import torch
+    import torch.nn.functional as F
+
+    class Blocks(torch.nn.Module):
+        """The decoder blocks dtplan-run executes, from PyTorch's functions."""
+
+        def __init__(self, layout):
+            super().__init__()
+            self.layout = layout
+            self.names = []
+            for unit in layout.units():
+                for name, shape in unit:
+                    self.register_parameter(name.replace(".", "_"),
+                                            torch.nn.Parameter(torch.zeros(shape)))
+                    self.names.append((name, shape))
+
+        def p(self, name):
+            return getattr(self, name.replace(".", "_"), None)
+
+        def load_flat(self, flat, units):
+            at = 0
+            for unit, spec in zip(self.layout.units(), units):
+                n = sum(math.prod(shape) for _, shape in unit)
+                if n != spec["params"]:
+                    fail_input(f"unit {spec['name']}: {spec['params']} parameters in the dump, "
+                               f"{n} in this layout")
+                for name, shape in unit:
+                    count = math.prod(shape)
+                    self.p(name).data.copy_(flat[at:at + count].view(shape))
+                    at += count
+            return at
+
+        def flat(self):
+            return torch.cat([self.p(name).detach().reshape(-1)
+                              for unit in self.layout.units() for name, _ in unit])
+
+        def norm(self, x, name):
+            eps = self.layout.w["norm_eps"]
+            if self.layout.layernorm:
+                return F.layer_norm(x, (x.shape[-1],), self.p(name + ".weight"),
+                                    self.p(name + ".bias"), eps)
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.p(name + ".weight")
+
+        def linear(self, x, name):
+            return F.linear(x, self.p(name + ".weight"), self.p(name + ".bias"))
+
+        def rotary(self, x, seq):
+            # Pair i with i + d/2 (Llama's rotate_half), angle position x theta^(-2i/d).
+            d = self.layout.d
+            half = d // 2
+            i = torch.arange(half, dtype=torch.float64)
+            inv = self.layout.w["rope_theta"] ** (-2.0 * i / d)
+            angle = torch.arange(seq, dtype=torch.float64)[:, None] * inv[None, :]
+            cos = angle.cos().float()[None, :, None, :]
+            sin = angle.sin().float()[None, :, None, :]
+            lo, hi, rest = x[..., :half], x[..., half:2 * half], x[..., 2 * half:]
+            return torch.cat([lo * cos - hi * sin, hi * cos + lo * sin, rest], dim=-1)
+
+        def attention(self, x, prefix, batch, seq):
+            L = self.layout
+            qkv = self.linear(x, prefix + "qkv")
+            q = qkv[..., :L.q].view(batch, seq, L.heads, L.d)
+            k = qkv[..., L.q:L.q + L.kv * L.d].view(batch, seq, L.kv, L.d)
+            v = qkv[..., L.q + L.kv * L.d:].view(batch, seq, L.kv, L.d)
+            if not L.learned:
+                q, k = self.rotary(q, seq), self.rotary(k, seq)
+            group = L.heads // L.kv
+            k = k.repeat_interleave(group, dim=2)
+            v = v.repeat_interleave(group, dim=2)
+            scores = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(L.d)
+            mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+            probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            out = torch.einsum("bhij,bjhd->bihd", probs, v).reshape(batch, seq, L.q)
+            return self.linear(out, prefix + "out")
+
+        def mlp(self, x, prefix):
+            if self.layout.w["gated"]:
+                a = F.silu(self.linear(x, prefix + "gate")) * self.linear(x, prefix + "up")
+            else:
+                a = F.gelu(self.linear(x, prefix + "up"), approximate="tanh")
+            return self.linear(a, prefix + "down")
+
+        def forward(self, ids, targets):
+            L = self.layout
+            batch, seq = ids.shape
+            x = F.embedding(ids, self.p("tok"))
+            if L.learned:
+                x = x + self.p("pos")[:seq][None]
+            for l in range(L.w["layers"]):
+                prefix = f"blocks.{l}."
+                x = x + self.attention(self.norm(x, prefix + "norm1"), prefix, batch, seq)
+                x = x + self.mlp(self.norm(x, prefix + "norm2"), prefix)
+            if L.w["final_norm"]:
+                x = self.norm(x, "final_norm")
+            head = self.p("tok") if L.w["tied"] else self.p("head")
+            logits = F.linear(x, head)
+            return F.cross_entropy(logits.reshape(-1, L.vocab), targets.reshape(-1),
+                                   reduction="sum")
+
+    return Blocks(Layout(r["workload"]))
+
+
+def make_optimizer(r, params):
+    import torch
+    name = r["optimizer"]
+    if name in ("adamw", "adam"):
+        cls = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
+        return cls(params, lr=r["lr"], betas=tuple(r["betas"]), eps=r["eps"],
+                   weight_decay=r["weight_decay"], foreach=False)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=r["lr"], momentum=r["momentum"], foreach=False)
+    fail_input(f"optimizer {name!r} cannot be replayed")
+
+
+def batches_of(r, directory):
+    import torch
+    w = r["workload"]
+    tokens = r["micro_batch"] * w["seq_len"]
+    per_step = r["grad_accum"] * r["ranks"] * 2 * tokens
+    flat = read_raw(directory, r["files"]["batches"], torch.int32, r["steps"] * per_step)
+    return flat.long().view(r["steps"], r["grad_accum"], r["ranks"], 2, r["micro_batch"],
+                            w["seq_len"])
+
+
+def train(rank, r, directory, init_file, out_path):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    world = r["ranks"]
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank,
+                            world_size=world)
+    model = build_model(r)
+    total = sum(u["params"] for u in r["units"])
+    model.load_flat(read_raw(directory, r["files"]["initial"], torch.float32, total), r["units"])
+    ddp = DDP(model)
+    opt = make_optimizer(r, ddp.parameters())
+    data = batches_of(r, directory)
+    accum = r["grad_accum"]
+    global_tokens = r["micro_batch"] * accum * world * r["workload"]["seq_len"]
+    losses = []
+    for step in range(r["steps"]):
+        summed = torch.zeros(1, dtype=torch.float64)
+        for micro in range(accum):
+            ids, targets = data[step, micro, rank, 0], data[step, micro, rank, 1]
+            last = micro == accum - 1
+            # Each rank's loss is its tokens' mean over the step; DDP averages over ranks.
+            scale = r["micro_batch"] * accum * r["workload"]["seq_len"]
+            if r["no_sync"] and not last:
+                with ddp.no_sync():
+                    loss = ddp(ids, targets)
+                    (loss / scale).backward()
+            else:
+                loss = ddp(ids, targets)
+                (loss / scale).backward()
+            summed += loss.detach().double()
+        dist.all_reduce(summed)
+        losses.append(summed.item() / global_tokens)
+        if r["max_grad_norm"] > 0:
+            torch.nn.utils.clip_grad_norm_(ddp.parameters(), r["max_grad_norm"])
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+    if rank == 0:
+        torch.save({"final": model.flat(), "losses": losses}, out_path)
+    dist.destroy_process_group()
+
+
+def compare(r, directory, result):
+    import torch
+    total = sum(u["params"] for u in r["units"])
+    initial = read_raw(directory, r["files"]["initial"], torch.float32, total).double()
+    ours = read_raw(directory, r["files"]["final"], torch.float32, total).double()
+    theirs = result["final"].double()
+    moved = (theirs - initial).norm().item()
+    weight_error = (ours - theirs).norm().item() / moved if moved > 0 else float("inf")
+    loss_errors = [abs(a - b) / abs(b) for a, b in zip(r["losses"], result["losses"])]
+    return {
+        "workload": r["workload"],
+        "strategy": r["strategy"],
+        "ranks": r["ranks"],
+        "steps": r["steps"],
+        "parameters": total,
+        "torch": torch.__version__,
+        "losses": {"dtplan": r["losses"], "torch": result["losses"],
+                   "max_relative_error": max(loss_errors), "tolerance": LOSS_TOLERANCE},
+        "weights": {"relative_error": weight_error, "tolerance": WEIGHT_TOLERANCE,
+                    "max_abs_difference": (ours - theirs).abs().max().item(),
+                    "moved_norm": moved},
+    }
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        import torch
+        import torch.multiprocessing as mp
+    except ImportError:
+        fail_input(f"{sys.executable} cannot import torch (install Debian's python3-torch and "
+                   "run this with /usr/bin/python3)")
+    r = load_dump(args.dump)
+    with tempfile.TemporaryDirectory(prefix="torch-replay-") as tmp:
+        out = os.path.join(tmp, "result.pt")
+        mp.spawn(train, args=(r, args.dump, os.path.join(tmp, "rendezvous"), out),
+                 nprocs=r["ranks"], join=True)
+        report = compare(r, args.dump, torch.load(out))
+    ok = (report["losses"]["max_relative_error"] <= LOSS_TOLERANCE
+          and report["weights"]["relative_error"] <= WEIGHT_TOLERANCE)
+    report["within_tolerance"] = ok
+    w = report["weights"]
+    print(f"torch_replay: {r['strategy']} on {r['ranks']} ranks, {r['steps']} steps, "
+          f"{report['parameters']} parameters, PyTorch {torch.__version__} (DDP over gloo)")
+    for i, (a, b) in enumerate(zip(report["losses"]["dtplan"], report["losses"]["torch"])):
+        print(f"  step {i}: loss dtplan {a:.7f}, torch {b:.7f}")
+    print(f"  loss: largest relative difference {report['losses']['max_relative_error']:.2e} "
+          f"(tolerance {LOSS_TOLERANCE:.0e})")
+    print(f"  weights: ||dtplan - torch|| / ||torch - initial|| = {w['relative_error']:.2e} "
+          f"(tolerance {WEIGHT_TOLERANCE:.0e}); largest element difference "
+          f"{w['max_abs_difference']:.2e}")
+    print("  " + ("agree" if ok else "DISAGREE"))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
