@@ -156,9 +156,18 @@ std::int64_t stored_elements_per_token(const DenseStack& s) {
     return s.layers * (h + s.q_size() + h + mlp) + h + s.vocab;
   }
   const std::int64_t norm = s.norm == StackNorm::none ? 0 : h + 2;  // output, mean, 1/rms
-  const std::int64_t attention = s.qkv_size() + s.heads * s.seq_len + s.q_size();
-  const std::int64_t per_block = h + norm + attention + h + norm + mlp;
-  return s.layers * per_block + h + (s.final_norm ? norm : 0) + s.vocab;
+  const std::int64_t probs = s.heads * s.seq_len;
+  const std::int64_t per_block = h + norm + s.qkv_size() + probs + s.q_size() + h + norm + mlp;
+  const std::int64_t head_side = h + (s.final_norm ? norm : 0) + s.vocab;
+  switch (s.recompute) {
+    case Checkpointing::full:
+      return s.layers * h + (per_block - h) + head_side;
+    case Checkpointing::selective:
+      return s.layers * (per_block - probs) + probs + head_side;
+    case Checkpointing::none:
+      break;
+  }
+  return s.layers * per_block + head_side;
 }
 
 std::int64_t attention_scratch_elements(const DenseStack& s) {
@@ -220,6 +229,7 @@ nlohmann::json to_json(const DenseStack& s) {
     return j;
   }
   j["attention"] = "causal";
+  j["recompute"] = std::string(name_of(s.recompute));
   j["qkv_bias"] = s.qkv_bias;
   j["out_bias"] = s.out_bias;
   j["mlp_bias"] = s.mlp_bias;
@@ -252,6 +262,13 @@ void read_layer_kinds(const ObjectReader& r, DenseStack& s) {
   if (attention != "causal")
     r.fail("attention", "is \"" + attention + "\", not causal or value_only");
   s.attention = StackAttention::causal;
+  if (r.has("recompute")) {
+    try {
+      s.recompute = parse_checkpointing(r.string("recompute"));
+    } catch (const Error& e) {
+      r.fail("recompute", e.what());
+    }
+  }
   s.qkv_bias = r.boolean("qkv_bias");
   s.out_bias = r.boolean("out_bias");
   s.mlp_bias = r.boolean("mlp_bias");

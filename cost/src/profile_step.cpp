@@ -59,6 +59,7 @@ double elementwise_forward_s(const DenseStack& s, std::int64_t tokens, const Har
 // inverse rotary (8). Learned positions add one pass of 12 bytes an element each way, once.
 struct ForwardBackward {
   double forward_s = 0, backward_s = 0;
+  double blocks_forward_s = 0;  // the part of forward_s inside the blocks
 };
 
 ForwardBackward layer_extras(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
@@ -69,7 +70,7 @@ ForwardBackward layer_extras(const DenseStack& s, std::int64_t tokens, const Har
   auto bytes = [&](double b) { return p.elementwise_s_per_byte.time_s(b, "element-wise"); };
   const double rotary = s.positions == StackPositions::rotary ? bytes(8 * qk) : 0;
   const double layers = static_cast<double>(s.layers);
-  x.forward_s = layers * (2 * bytes(12 * T * h) + rotary);
+  x.forward_s = x.blocks_forward_s = layers * (2 * bytes(12 * T * h) + rotary);
   x.backward_s = layers * (2 * bytes(16 * T * h) + rotary);
   if (s.final_norm) {
     x.forward_s += bytes(12 * T * h);
@@ -92,7 +93,7 @@ ForwardBackward attention_time(const DenseStack& s, std::int64_t tokens, const H
   if (s.attention == StackAttention::value_only) return x;
   if (p.attention) {
     const auto heads = static_cast<double>(s.batch(tokens) * s.heads * s.layers);
-    x.forward_s = heads * p.attention->forward_s(s.seq_len, s.head_dim);
+    x.forward_s = x.blocks_forward_s = heads * p.attention->forward_s(s.seq_len, s.head_dim);
     x.backward_s = heads * p.attention->backward_s(s.seq_len, s.head_dim);
     return x;
   }
@@ -105,8 +106,44 @@ ForwardBackward attention_time(const DenseStack& s, std::int64_t tokens, const H
   const double squares = T * static_cast<double>(s.heads * s.seq_len);
   auto bytes = [&](double b) { return p.elementwise_s_per_byte.time_s(b, "element-wise"); };
   x.forward_s += layers * p.softmax_s_per_element.time_s(squares, "softmax");
+  x.blocks_forward_s = x.forward_s;
   x.backward_s += layers * (bytes(4 * T * static_cast<double>(s.qkv_size())) +
                             bytes(8 * T * static_cast<double>(s.q_size())) + bytes(12 * squares));
+  return x;
+}
+
+// Forward and backward compute of one micro-step: every Linear's forward GEMM, then its two
+// backward GEMMs; attention; norms and positions; element-wise calls; the MLP activation; the
+// loss. Backward also reruns what recomputation discarded: every block's forward (full), or
+// the attention core (selective).
+ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
+  const auto gemms = gemms_of(s, tokens);
+  const std::size_t head_first = gemms.size() - 3;  // the LM head's three GEMMs come last
+  double block_gemms = 0, head_gemm = 0, backward_gemms = 0;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const double t = p.gemm_time_s(gemms[i]);
+    if (i % 3 != 0) {
+      backward_gemms += t;
+    } else {
+      (i < head_first ? block_gemms : head_gemm) += t;
+    }
+  }
+  const auto attention = attention_time(s, tokens, p);
+  const auto extras = layer_extras(s, tokens, p);
+  const double ew = elementwise_forward_s(s, tokens, p);
+  const double act_elements = static_cast<double>(tokens * s.ffn);
+  const double layers = static_cast<double>(s.layers);
+  const double blocks = block_gemms + attention.blocks_forward_s + extras.blocks_forward_s + ew +
+                        layers * p.activation_s_per_element.time_s(act_elements, "MLP activation");
+  ForwardBackward x;
+  x.blocks_forward_s = blocks;
+  x.forward_s = blocks + head_gemm + (extras.forward_s - extras.blocks_forward_s) +
+                p.softmax_s_per_element.time_s(static_cast<double>(tokens * s.vocab), "softmax");
+  x.backward_s =
+      backward_gemms + attention.backward_s + extras.backward_s + 2 * ew +
+      layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
+  if (s.recompute == Checkpointing::full) x.backward_s += blocks;
+  if (s.recompute == Checkpointing::selective) x.backward_s += attention.blocks_forward_s;
   return x;
 }
 
@@ -206,22 +243,8 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   const std::int64_t tokens = r.micro_batch * s.seq_len, A = r.grad_accum, n = r.ranks;
   RuntimePrediction out;
   Schedule sched{out, p, n};
-  // Compute: every Linear's forward GEMM, then its two backward GEMMs.
-  const auto gemms = gemms_of(s, tokens);
-  double fwd = 0, bwd = 0;
-  for (std::size_t i = 0; i < gemms.size(); ++i)
-    (i % 3 == 0 ? fwd : bwd) += p.gemm_time_s(gemms[i]);
-  for (const auto& part : {attention_time(s, tokens, p), layer_extras(s, tokens, p)}) {
-    fwd += part.forward_s;
-    bwd += part.backward_s;
-  }
-  const double ew = elementwise_forward_s(s, tokens, p);
-  const double act_elements = static_cast<double>(tokens * s.ffn);
-  const double layers = static_cast<double>(s.layers);
-  fwd += ew + p.softmax_s_per_element.time_s(static_cast<double>(tokens * s.vocab), "softmax") +
-         layers * p.activation_s_per_element.time_s(act_elements, "MLP activation");
-  bwd += 2 * ew +
-         layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
+  const auto compute = compute_time(s, tokens, p);
+  const double fwd = compute.forward_s, bwd = compute.backward_s;
   const auto units = padded_units(s, n);
   const std::int64_t flat = std::accumulate(units.begin(), units.end(), std::int64_t{0});
   const auto L = s.layers;

@@ -9,6 +9,26 @@
 
 namespace dtplan::runtime {
 
+namespace {
+
+// The plan's activation recomputation, as dtplan-run executes it: every block, or the
+// attention core.
+Checkpointing recompute_of(const TrainingConfig& t) {
+  if (t.checkpointing == Checkpointing::full && t.checkpoint_every != 1) {
+    throw Error("/checkpoint_every: " + std::to_string(t.checkpoint_every) +
+                ": dtplan-run recomputes every block under full checkpointing, not every Nth");
+  }
+  if (t.checkpointing == Checkpointing::selective &&
+      (t.selective_policy != SelectivePolicy::modules || !t.recompute_modules.is_default())) {
+    throw Error(
+        "/recompute_modules: dtplan-run's selective checkpointing recomputes the "
+        "attention core (core_attn) only");
+  }
+  return t.checkpointing;
+}
+
+}  // namespace
+
 cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir) {
   const auto& t = plan.training;
   // Errors name the plan's field (a JSON pointer), so that a caller can prefix the file.
@@ -30,6 +50,7 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
   cost::RuntimeRun r;
   r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));
   r.not_executed = cost::not_executed(*model.transformer);
+  r.stack.recompute = recompute_of(t);
   r.strategy = t.strategy;
   r.optimizer = t.optimizer;
   r.ranks = t.dp_size;

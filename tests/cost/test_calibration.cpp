@@ -215,6 +215,18 @@ TEST_CASE("a runtime step prices attention from the profile's fit when it has on
   CHECK(two.parts.compute_s - one.parts.compute_s ==
         Approx(2 * 16 * (1e-6 + 1e-9 * 64 * 3)).epsilon(1e-9));
   CHECK(two.forward_s - one.forward_s == Approx(2 * 16 * (1e-6 + 1e-9 * 64 * 3)).epsilon(1e-9));
+  // Selective recomputation reruns the attention core in backward: the same 32 calls again.
+  run.stack.recompute = Checkpointing::selective;
+  const auto selective = predict_runtime_step(run, p);
+  CHECK(selective.parts.compute_s - two.parts.compute_s ==
+        Approx(2 * 16 * (2e-6 + 1e-9 * 64 * 3)).epsilon(1e-9));
+  // Full recomputation reruns every block's forward: more than the attention core, less than
+  // the whole forward (the head and the loss are not rerun).
+  run.stack.recompute = Checkpointing::full;
+  const auto full = predict_runtime_step(run, p);
+  const double rerun = full.parts.compute_s - two.parts.compute_s;
+  CHECK(rerun > selective.parts.compute_s - two.parts.compute_s);
+  CHECK(rerun < two.forward_s);
 }
 
 TEST_CASE("profiles round-trip through JSON, version 1 files still load") {

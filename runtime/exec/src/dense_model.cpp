@@ -79,11 +79,12 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
   };
   for (std::int64_t l = 0; l <= s_.layers; ++l)
     keep(x_, T * h);
-  for (std::int64_t l = 0; l < s_.layers; ++l) {
+  const bool full = s_.recompute == Checkpointing::full;
+  for (std::int64_t l = 0; l < (full ? 1 : s_.layers); ++l) {
     keep(ln1_, T * h);
     keep(st1_, T * 2);
     keep(qkv_, T * s_.qkv_size());
-    keep(probs_, T * s_.heads * s_.seq_len);
+    if (l == 0 || s_.recompute == Checkpointing::none) keep(probs_, T * s_.heads * s_.seq_len);
     keep(attn_, T * s_.q_size());
     keep(mid_, T * h);
     keep(ln2_, T * h);
@@ -109,6 +110,14 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
   scratch_ = dev_.allocate_floats(cost::attention_scratch_elements(s_), buf);
 }
 
+std::size_t DenseModel::slot(std::int64_t l) const {
+  return s_.recompute == Checkpointing::full ? 0 : static_cast<std::size_t>(l);
+}
+
+std::size_t DenseModel::probs_slot(std::int64_t l) const {
+  return s_.recompute == Checkpointing::none ? static_cast<std::size_t>(l) : 0;
+}
+
 AttentionShape DenseModel::shape() const {
   return {s_.batch(tokens_), s_.seq_len, s_.heads, s_.kv_heads, s_.head_dim};
 }
@@ -123,9 +132,9 @@ void DenseModel::forward_embedding(const float* table, const std::int32_t* ids) 
 void DenseModel::forward_block(std::int64_t l, const float* p) {
   const auto o = block_offsets(s_);
   const std::int64_t T = tokens_, h = s_.hidden, f = s_.ffn, q = s_.q_size();
-  const auto i = static_cast<std::size_t>(l);
+  const auto i = slot(l), xi = static_cast<std::size_t>(l);
   const auto eps = static_cast<float>(s_.norm_eps);
-  const float* x = x_[i].f();
+  const float* x = x_[xi].f();
   float* mid = mid_[i].f();
   float* qkv = qkv_[i].f();
   const auto n1 = norm_at(s_, p + o.n1), n2 = norm_at(s_, p + o.n2);
@@ -136,7 +145,7 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
   if (s_.positions == cost::StackPositions::rotary) {
     dev_.rotary(qkv, shape(), static_cast<float>(s_.rope_theta), false);
   }
-  dev_.attention(qkv, probs_[i].f(), attn_[i].f(), shape(), scratch_.f());
+  dev_.attention(qkv, probs_[probs_slot(l)].f(), attn_[i].f(), shape(), scratch_.f());
   dev_.copy(x, mid, T * h);  // residual
   dev_.gemm(false, true, T, h, q, 1, attn_[i].f(), p + o.wo, 1, mid);
   if (s_.out_bias) dev_.add_bias(mid, p + o.bo, T, h);
@@ -152,7 +161,7 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
   } else {
     dev_.gelu(up_[i].f(), act_[i].f(), T * f);
   }
-  float* out = x_[i + 1].f();
+  float* out = x_[xi + 1].f();
   dev_.copy(mid, out, T * h);  // residual
   dev_.gemm(false, true, T, h, f, 1, act_[i].f(), p + o.wd, 1, out);
   if (s_.mlp_bias) dev_.add_bias(out, p + o.bd, T, h);
@@ -195,7 +204,12 @@ void DenseModel::backward_head(const float* w, float* dw) {
 void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   const auto o = block_offsets(s_);
   const std::int64_t T = tokens_, h = s_.hidden, f = s_.ffn, q = s_.q_size();
-  const auto i = static_cast<std::size_t>(l);
+  if (s_.recompute == Checkpointing::full) forward_block(l, p);
+  const auto i = slot(l), xi = static_cast<std::size_t>(l);
+  float* probs = probs_[probs_slot(l)].f();
+  if (s_.recompute == Checkpointing::selective) {
+    dev_.attention(qkv_[i].f(), probs, attn_[i].f(), shape(), scratch_.f());
+  }
   const auto n1 = norm_at(s_, p + o.n1), n2 = norm_at(s_, p + o.n2);
   const auto g1 = norm_grads_at(s_, dp + o.n1), g2 = norm_grads_at(s_, dp + o.n2);
   const float* ln2 = ln2_[i].f();
@@ -222,7 +236,7 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   dev_.gemm(false, false, T, q, h, 1, dmid_.f(), p + o.wo, 0, dattn_.f());
   dev_.gemm(true, false, h, q, T, 1, dmid_.f(), attn_[i].f(), 1, dp + o.wo);
   if (s_.out_bias) dev_.bias_grad(dmid_.f(), dp + o.bo, T, h);
-  dev_.attention_backward(qkv_[i].f(), attn_[i].f(), dattn_.f(), probs_[i].f(), dqkv_.f(), shape(),
+  dev_.attention_backward(qkv_[i].f(), attn_[i].f(), dattn_.f(), probs, dqkv_.f(), shape(),
                           scratch_.f());
   if (s_.positions == cost::StackPositions::rotary) {
     dev_.rotary(dqkv_.f(), shape(), static_cast<float>(s_.rope_theta), true);
@@ -231,7 +245,7 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   dev_.gemm(true, false, s_.qkv_size(), h, T, 1, dqkv_.f(), ln1_[i].f(), 1, dp + o.wqkv);
   if (s_.qkv_bias) dev_.bias_grad(dqkv_.f(), dp + o.bqkv, T, s_.qkv_size());
   dev_.copy(dmid_.f(), dx_.f(), T * h);
-  dev_.norm_backward(x_[i].f(), n1.gamma, st1_[i].f(), dln_.f(), dx_.f(), g1.gamma, g1.beta, T, h);
+  dev_.norm_backward(x_[xi].f(), n1.gamma, st1_[i].f(), dln_.f(), dx_.f(), g1.gamma, g1.beta, T, h);
 }
 
 void DenseModel::backward_embedding(const std::int32_t* ids, float* dtable) {

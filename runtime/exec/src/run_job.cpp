@@ -178,11 +178,16 @@ std::vector<RankMemory> gather_memory(const Device& dev, const MpiGroup& world) 
 std::string workload_of(const cost::DenseStack& s, bool cuda) {
   const bool rms = s.norm == cost::StackNorm::rmsnorm;
   const bool rotary = s.positions == cost::StackPositions::rotary;
+  const char* recompute = s.recompute == Checkpointing::full
+                              ? "; full recomputation: each block's forward rerun in backward"
+                          : s.recompute == Checkpointing::selective
+                              ? "; selective recomputation: the attention core rerun in backward"
+                              : "";
   return std::string(rms ? "RMSNorm" : "LayerNorm") + ", " +
          (rotary ? "rotary positions" : "learned positions") +
          ", causal softmax attention with its probabilities kept for backward (" +
          (cuda ? "direct CUDA kernels, no tensor cores" : "Eigen GEMMs per sequence and head") +
-         "), " + (s.gated ? "SwiGLU" : "GELU") + " MLP";
+         "), " + (s.gated ? "SwiGLU" : "GELU") + " MLP" + recompute;
 }
 
 std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {

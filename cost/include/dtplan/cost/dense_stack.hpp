@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dtplan/model/json_reader.hpp"
+#include "dtplan/model/training.hpp"
 #include "dtplan/model/transformer.hpp"
 
 namespace dtplan::cost {
@@ -51,6 +52,10 @@ struct DenseStack {
   StackPositions positions = StackPositions::learned;
   std::int64_t max_positions = 0;  // rows of the learned position table
   double rope_theta = 0;           // rotary base, with rotary positions
+  // Activation recomputation as the plan asks: full keeps each block's input and reruns the
+  // block's forward in backward; selective keeps everything but the attention probabilities
+  // and reruns the attention core (Megatron-LM's default core_attn).
+  Checkpointing recompute = Checkpointing::none;
 
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
@@ -87,7 +92,9 @@ double flops_per_token(const DenseStack& s);
 // attention probabilities (heads x seq), the attention output, the residual after attention,
 // the second norm's output and statistics, the MLP pre-activations (two with a gate) and the
 // activated MLP output. Then the final hidden state, the final norm's output and statistics,
-// and the logits. (The value_only workload: block input, attention output, residual, MLP.)
+// and the logits. Under full recomputation only the block inputs stay, plus one block's worth
+// (the block rerun in backward); under selective one block's probabilities for all layers.
+// (The value_only workload: block input, attention output, residual, MLP.)
 std::int64_t stored_elements_per_token(const DenseStack& s);
 
 // Scratch elements dtplan-run keeps for one micro-step of `tokens` tokens: backward's

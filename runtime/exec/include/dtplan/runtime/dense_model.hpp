@@ -34,7 +34,8 @@ class DenseModel {
   double forward_head(const float* w, const std::int32_t* targets, float grad_scale);
   // From d logits: d x(L), and the head unit's gradients added into dw.
   void backward_head(const float* w, float* dw);
-  // From d x(l+1): d x(l) and the block's gradients added into dp.
+  // From d x(l+1): d x(l) and the block's gradients added into dp; first reruns what the
+  // stack's recomputation discarded (the block's forward, or its attention core).
   void backward_block(std::int64_t layer, const float* p, float* dp);
   // dE[ids] += d x(0) (and dP[position] += d x(0)).
   void backward_embedding(const std::int32_t* ids, float* dtable);
@@ -47,6 +48,10 @@ class DenseModel {
 
  private:
   AttentionShape shape() const;
+  // The buffer set layer l uses: its own, or the one set that full recomputation reruns into
+  // (probabilities: also the one set under selective recomputation).
+  std::size_t slot(std::int64_t l) const;
+  std::size_t probs_slot(std::int64_t l) const;
   const float* head_norm(const float* w) const;  // the final norm inside the head's unit
   const float* head_input() const;               // norm(x(L)), or x(L) without a final norm
 
@@ -54,8 +59,8 @@ class DenseModel {
   Device& dev_;
   std::int64_t tokens_;
   std::vector<Buffer> x_;  // x(0) .. x(L)
-  // Per block: norm outputs and statistics, QKV after rotary, probabilities, attention output,
-  // residual after attention, MLP pre-activations and activated output.
+  // Per block (per slot): norm outputs and statistics, QKV after rotary, probabilities,
+  // attention output, residual after attention, MLP pre-activations and activated output.
   std::vector<Buffer> ln1_, st1_, qkv_, probs_, attn_, mid_, ln2_, st2_, up_, gate_, act_;
   Buffer lnf_, stf_, logits_;
   Buffer dx_, dmid_, dln_, dact_, dup_, dgate_, dattn_, dqkv_, scratch_;
