@@ -9,6 +9,7 @@
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/model/number_range.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/replay_dump.hpp"
 #include "dtplan/runtime/run_job.hpp"
 
 namespace {
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
       options.command_line += (i ? " " : "") + std::string(argv[i]);
     if (!fault.empty()) options.fault = dtplan::runtime::parse_fault(fault);
     if (!options.out_path.empty()) dtplan::check_output_path(options.out_path, "--out");
+    if (!options.dump_dir.empty()) dtplan::runtime::check_replay_dir(options.dump_dir);
     if (options.measure_profile) {
       if (options.out_path.empty()) throw dtplan::Error("--measure-profile needs --out FILE");
       const auto p = dtplan::runtime::run_profile(options, world);

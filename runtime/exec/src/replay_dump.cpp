@@ -1,21 +1,19 @@
 // dtplan-run --dump: the files a reference framework replays (replay_dump.hpp).
 #include "dtplan/runtime/replay_dump.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/model/file_output.hpp"
 #include "dtplan/runtime/batch.hpp"
 
 namespace dtplan::runtime {
 namespace {
 
 template <typename T>
-void write_raw(const std::filesystem::path& file, const std::vector<T>& values) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(T)));
-  if (!out) throw Error(file.string() + ": cannot be written");
+OutputFile raw_file(const std::filesystem::path& file, const std::vector<T>& values) {
+  const auto* bytes = reinterpret_cast<const char*>(values.data());
+  return {file, std::string(bytes, bytes + values.size() * sizeof(T)), "--dump"};
 }
 
 // The batches in the order the replay consumes them: step, micro-step, rank.
@@ -57,10 +55,15 @@ nlohmann::json optimizer_json(const TrainerSettings& s) {
 
 }  // namespace
 
-void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
+void check_replay_dir(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("--dump " + dir.string() + ": cannot be created (" + ec.message() + ")");
+  check_output_path(dir / "replay.json", "--dump");
+}
+
+void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
+  check_replay_dir(dir);
   nlohmann::json units = nlohmann::json::array();
   for (const auto& u : cost::units_of(r.stack))
     units.push_back({{"name", u.name}, {"params", u.params}});
@@ -77,12 +80,11 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["steps"] = r.steps;
   j["losses"] = r.losses;
   j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
-  write_raw(dir / "initial.f32", r.initial);
-  write_raw(dir / "final.f32", r.final);
-  write_raw(dir / "batches.i32", all_batches(r));
-  std::ofstream out(dir / "replay.json", std::ios::trunc);
-  out << j.dump(2) << "\n";
-  if (!out) throw Error((dir / "replay.json").string() + ": cannot be written");
+  // Together or not at all: a replay never reads weights of one run with batches of another.
+  write_files_together({raw_file(dir / "initial.f32", r.initial),
+                        raw_file(dir / "final.f32", r.final),
+                        raw_file(dir / "batches.i32", all_batches(r)),
+                        {dir / "replay.json", j.dump(2) + "\n", "--dump"}});
 }
 
 }  // namespace dtplan::runtime

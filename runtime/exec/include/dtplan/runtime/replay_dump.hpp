@@ -29,7 +29,12 @@ struct ReplayRecord {
   std::vector<double> losses;
 };
 
-// Writes the dump (rank 0); throws dtplan::Error naming the file that cannot be written.
+// Before the run: creates `dir` and checks its files can be written; throws dtplan::Error
+// naming --dump and the reason.
+void check_replay_dir(const std::filesystem::path& dir);
+
+// Writes the dump's files together (rank 0); throws dtplan::Error naming the file that cannot
+// be written.
 void write_replay(const std::filesystem::path& dir, const ReplayRecord& r);
 
 }  // namespace dtplan::runtime
