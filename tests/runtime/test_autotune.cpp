@@ -52,7 +52,7 @@ std::vector<TuneCandidate> candidates() {
   for (auto st : strategies) {
     for (std::int64_t mb : {1, 2, 4, 8}) {
       TuneCandidate c;
-      c.run = {stack(), st, Optimizer::adamw, 2, mb, 8 / mb, true, 1 << 16};
+      c.run = {stack(), st, Optimizer::adamw, 2, mb, 8 / mb, true, 1 << 16, {}};
       c.key = std::string(name_of(st)) + " mb " + std::to_string(mb);
       c.config.model = "synthetic";
       out.push_back(c);

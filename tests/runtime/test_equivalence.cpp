@@ -167,7 +167,8 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
       Trainer t(s, set, *dev, *comm, world);
       t.step(0);
       cost::RuntimeRun run{s, strategy, set.optimizer,         world.size(),
-                           2, 2,        t.no_sync_effective(), set.bucket_cap_bytes};
+                           2, 2,        t.no_sync_effective(), set.bucket_cap_bytes,
+                           {}};
       const auto p = cost::predict_runtime_step(run, profile);
       const auto measured = world.all_gather({static_cast<double>(dev->peak_bytes())});
       INFO(name_of(strategy) << (tied ? " tied" : " untied") << " on " << world.size());
