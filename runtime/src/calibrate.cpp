@@ -107,6 +107,9 @@ Calibration calibrate(const CalibrateRequest& r, const ProgressFn& progress) {
 std::string profile_summary(const cost::HardwareProfile& p) {
   std::string s =
       "created " + p.created + ", GEMM fit error " + fmt("%.1f%%", p.gemm_rms_relative_error * 100);
+  if (p.attention) {
+    s += ", attention fit error " + fmt("%.1f%%", p.attention->rms_relative_error * 100);
+  }
   const auto& k = p.correction;
   if (k.samples > 0) {
     s += ", step correction x" + fmt("%.2f", k.compute_scale) + " compute, x" +

@@ -163,3 +163,13 @@ TEST_CASE("request_interrupt from another thread stops a workflow as SIGINT does
     CHECK(e.exit_code() == 130);
   }
 }
+
+TEST_CASE("profile_summary names the attention fit's error where the profile has one") {
+  cost::HardwareProfile p;
+  p.created = "2026-11-29T00:00:00Z";
+  p.gemm_rms_relative_error = 0.031;
+  CHECK(runtime::profile_summary(p) == "created 2026-11-29T00:00:00Z, GEMM fit error 3.1%");
+  p.attention = cost::AttentionFit{{1e-6, 0, 0}, {2e-6, 0, 0}, 0.08, {}};
+  CHECK(runtime::profile_summary(p) ==
+        "created 2026-11-29T00:00:00Z, GEMM fit error 3.1%, attention fit error 8.0%");
+}

@@ -42,7 +42,8 @@ int calibration_stages(const CalibrateRequest& r);
 // dtplan-run's last lines), Interrupted when a signal (or request_interrupt) stops it.
 Calibration calibrate(const CalibrateRequest& r, const ProgressFn& progress);
 
-// "created ..., GEMM fit error 3.1%, step correction x1.02 compute, ..., repeat spread 2.0%".
+// "created ..., GEMM fit error 3.1%, attention fit error 8.0%, step correction x1.02 compute,
+// ..., repeat spread 2.0%" (the attention part where the profile has one).
 std::string profile_summary(const cost::HardwareProfile& p);
 
 // A noisy profile must not replace one at `path` that is not marked noisy (a profile without
