@@ -74,6 +74,7 @@ std::vector<std::string> not_executed(const TransformerSpec& spec) {
     if (on) dropout += (dropout.empty() ? "" : ", ") + std::string(name);
   }
   if (!dropout.empty()) out.push_back("dropout (" + dropout + ")");
+  if (spec.mlp == MlpKind::geglu) out.push_back("GeGLU's GELU gate (it runs SiLU, as SwiGLU)");
   if (spec.sliding_window > 0) out.push_back("the sliding window (every layer attends to all)");
   if (spec.qk_norm) out.push_back("query/key norms");
   if (spec.norms_per_layer > 2) out.push_back("the norms after each sub-layer");

@@ -58,6 +58,11 @@ TEST_CASE("dense stack refuses what dtplan-run cannot execute, names what it lea
   CHECK(cost::not_executed(*gpt2.transformer) ==
         std::vector<std::string>{"dropout (attention, hidden, embedding)"});
   CHECK(cost::not_executed(*load_model("llama-3.2-1b", dir).transformer).empty());
+  // Gemma 3 1B: GeGLU, a 512-token window on 5 of 6 layers, QK norms, post-sub-layer norms.
+  CHECK(cost::not_executed(*load_model("gemma-3-1b", dir).transformer) ==
+        std::vector<std::string>{"GeGLU's GELU gate (it runs SiLU, as SwiGLU)",
+                                 "the sliding window (every layer attends to all)",
+                                 "query/key norms", "the norms after each sub-layer"});
 }
 
 TEST_CASE("a dense stack survives its JSON, and older value_only files still read") {
