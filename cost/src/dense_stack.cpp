@@ -172,7 +172,8 @@ std::int64_t stored_elements_per_token(const DenseStack& s) {
 }
 
 std::int64_t attention_scratch_elements(const DenseStack& s) {
-  return s.seq_len * s.seq_len;
+  const std::int64_t head_grad = s.compute == ElementType::fp32 ? 0 : s.seq_len * s.head_dim;
+  return s.seq_len * s.seq_len + head_grad;
 }
 
 std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
@@ -180,7 +181,75 @@ std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
   if (s.attention == StackAttention::value_only) {
     return tokens * (s.qkv_size() + 2 * s.hidden + mlp + s.q_size());
   }
-  return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s);
+  return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s) +
+         mixed_precision_elements(s, tokens);
+}
+
+namespace {
+
+std::int64_t largest_matrix(const DenseStack& s) {
+  const std::int64_t h = s.hidden;
+  return std::max({s.vocab * h, s.qkv_size() * h, s.q_size() * h, s.ffn * h});
+}
+
+std::int64_t largest_unit(const DenseStack& s) {
+  std::int64_t most = 0;
+  for (const auto& u : units_of(s))
+    most = std::max(most, u.params);
+  return most;
+}
+
+// Bytes of the extra passes over one block's tensors, forward or backward (see
+// mixed_precision_bytes).
+struct BlockPasses {
+  double forward = 0, attention_forward = 0, backward = 0;
+};
+
+BlockPasses block_passes(const DenseStack& s, std::int64_t tokens) {
+  const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
+  const auto f = static_cast<double>(s.ffn), qkv = static_cast<double>(s.qkv_size());
+  const auto q = static_cast<double>(s.q_size()), kv = static_cast<double>(s.kv_size());
+  const auto squares = T * static_cast<double>(s.heads * s.seq_len);
+  const double unit = static_cast<double>(units_of(s)[1].params);
+  const double mlp_in = s.gated ? 2 : 1, rotary = s.positions == StackPositions::rotary ? 2 : 1;
+  constexpr double round = 8, add = 12, fill = 4;  // bytes per element of each pass
+  auto weight_grad = [&](double out, double in, bool bias) {
+    return (round + add) * out * in + (bias ? (fill + round + add) * out : 0);
+  };
+  BlockPasses b;
+  b.attention_forward = round * (squares + T * q);  // rounded probabilities, the output
+  b.forward = 2 * round * unit + round * T * (2 * h + rotary * qkv + mlp_in * f + f) +
+              b.attention_forward + 2 * (round + add) * T * h;  // two projections + residual
+  const double attention_backward =
+      round * (2 * squares + T * q + 2 * T * q + 2 * T * kv + rotary * T * qkv);
+  b.backward = 2 * round * unit + 2 * 2 * round * T * h +  // two rounded residual gradients
+               round * T * (f + mlp_in * f + q + 2 * h) + (s.gated ? (round + add) * T * h : 0) +
+               attention_backward + weight_grad(h, f, s.mlp_bias) +
+               mlp_in * weight_grad(f, h, s.mlp_bias) + weight_grad(h, q, s.out_bias) +
+               weight_grad(qkv, h, s.qkv_bias);
+  return b;
+}
+
+}  // namespace
+
+std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens) {
+  if (s.compute == ElementType::fp32 || s.attention == StackAttention::value_only) return 0;
+  return largest_unit(s) + largest_matrix(s) + tokens * s.hidden;
+}
+
+PassBytes mixed_precision_bytes(const DenseStack& s, std::int64_t tokens) {
+  if (s.compute == ElementType::fp32 || s.attention == StackAttention::value_only) return {};
+  const auto b = block_passes(s, tokens);
+  const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
+  const auto V = static_cast<double>(s.vocab), L = static_cast<double>(s.layers);
+  PassBytes out;
+  // Head: its matrix copied and rounded, the final norm's output and the logits rounded;
+  // backward: the logit and input gradients and the head's weight gradient.
+  out.forward = L * b.forward + 16 * V * h + 8 * T * (h + V);
+  out.backward = L * b.backward + 8 * T * (V + h) + 20 * V * h;
+  if (s.recompute == Checkpointing::full) out.backward += L * b.forward;
+  if (s.recompute == Checkpointing::selective) out.backward += L * b.attention_forward;
+  return out;
 }
 
 std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens) {
@@ -231,6 +300,7 @@ nlohmann::json to_json(const DenseStack& s) {
   }
   j["attention"] = "causal";
   j["recompute"] = std::string(name_of(s.recompute));
+  j["compute"] = std::string(name_of(s.compute));
   j["qkv_bias"] = s.qkv_bias;
   j["out_bias"] = s.out_bias;
   j["mlp_bias"] = s.mlp_bias;
@@ -268,6 +338,17 @@ void read_layer_kinds(const ObjectReader& r, DenseStack& s) {
       s.recompute = parse_checkpointing(r.string("recompute"));
     } catch (const Error& e) {
       r.fail("recompute", e.what());
+    }
+  }
+  // Files written before mixed precision was executed computed in fp32.
+  if (r.has("compute")) {
+    const auto compute = r.string("compute");
+    if (compute == "bf16") {
+      s.compute = ElementType::bf16;
+    } else if (compute == "fp16") {
+      s.compute = ElementType::fp16;
+    } else if (compute != "fp32") {
+      r.fail("compute", "is \"" + compute + "\", not fp32, bf16 or fp16");
     }
   }
   s.qkv_bias = r.boolean("qkv_bias");

@@ -144,6 +144,12 @@ ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const Har
       layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
   if (s.recompute == Checkpointing::full) x.backward_s += blocks;
   if (s.recompute == Checkpointing::selective) x.backward_s += attention.blocks_forward_s;
+  // 16-bit compute's roundings, weight copies and accumulations of rounded results.
+  const auto mixed = mixed_precision_bytes(s, tokens);
+  if (mixed.forward > 0) {
+    x.forward_s += p.elementwise_s_per_byte.time_s(mixed.forward, "element-wise");
+    x.backward_s += p.elementwise_s_per_byte.time_s(mixed.backward, "element-wise");
+  }
   return x;
 }
 

@@ -51,6 +51,7 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
   r.stack = cost::dense_stack_of(*model.transformer, scale, sequence_length(model, t.seq_len));
   r.not_executed = cost::not_executed(*model.transformer);
   r.stack.recompute = recompute_of(t);
+  r.stack.compute = cost::compute_element(t.precision);
   r.strategy = t.strategy;
   r.optimizer = t.optimizer;
   r.ranks = t.dp_size;

@@ -48,6 +48,45 @@ TEST_CASE("stored and scratch elements of the causal workload, by hand") {
   CHECK(cost::scratch_elements(s, 2048) == 2048 * (2304 + 3 * 768 + 6144 + 768) + 1024 * 1024);
 }
 
+TEST_CASE("16-bit compute's extra scratch and passes, by hand") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  const auto fp32_scratch = cost::scratch_elements(s, 2048);
+  CHECK(cost::mixed_precision_elements(s, 2048) == 0);
+  CHECK(cost::mixed_precision_bytes(s, 2048).forward == 0);
+  s.compute = cost::ElementType::bf16;
+  // The largest unit, the embedding's 39,385,344; the largest matrix, the tied head's
+  // 50257 x 768 = 38,597,376; one hidden-sized temporary, 2048 x 768; and the attention
+  // workspace's head gradient, 1024 x 64.
+  CHECK(cost::mixed_precision_elements(s, 2048) == 39385344 + 38597376 + 2048 * 768);
+  CHECK(cost::scratch_elements(s, 2048) ==
+        fp32_scratch + 39385344 + 38597376 + 2048 * 768 + 1024 * 64);
+  // Forward of one micro-step: per block the weight copy and its rounding (16 B per parameter
+  // of its 7,087,872), roundings (8 B per element) of two norm outputs (768 each), QKV 2304,
+  // the up projection and activation 2 x 3072, the probabilities 12 x 1024 and attention output
+  // 768 per token, and two projections' rounding and residual add (8 + 12 B per element of
+  // 768); the head's matrix copied and rounded (16 B per element of 50257 x 768), the final
+  // norm's output and the logits rounded (8 B per element of 768 + 50257).
+  const double T = 2048;
+  const double block =
+      16.0 * 7087872 + 8 * T * (2 * 768 + 2304 + 2 * 3072 + 12 * 1024 + 768) + 2 * 20 * T * 768;
+  CHECK(cost::mixed_precision_bytes(s, 2048).forward ==
+        Approx(12 * block + 16.0 * 38597376 + 8 * T * (768 + 50257)));
+  // The element type travels with the workload; a bad one is named.
+  auto j = cost::to_json(s);
+  CHECK(j["compute"] == "bf16");
+  const auto back =
+      cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "workload.json")));
+  CHECK(back.compute == cost::ElementType::bf16);
+  j["compute"] = "fp8";
+  CHECK_THROWS_WITH(
+      cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "workload.json"))),
+      Catch::Contains("compute") && Catch::Contains("not fp32, bf16 or fp16"));
+  j.erase("compute");  // files from before 16-bit compute ran in fp32
+  CHECK(cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "w.json"))).compute ==
+        cost::ElementType::fp32);
+}
+
 TEST_CASE("dense stack refuses what dtplan-run cannot execute, names what it leaves out") {
   const auto dir = std::string(DTPLAN_DATA_DIR) + "/models";
   const auto gpt2 = load_model("gpt2", dir);

@@ -277,8 +277,8 @@ TEST_CASE("cuda element-wise kernels match their CPU formulas", "[cuda]") {
         static_cast<float>(upstream[i] * u[i] * (silu(x[i] + h) - silu(x[i] - h)) / (2 * h));
     want_du[i] = static_cast<float>(upstream[i] * silu(x[i]));
   }
-  dev->swiglu(dx.f(), du.f(), y.f(), 6);
-  dev->swiglu_backward(dx.f(), du.f(), dy.f(), d1.f(), d2.f(), 6);
+  dev->swiglu(dx.f(), du.f(), y.f(), 6, dtplan::cost::ElementType::fp32);
+  dev->swiglu_backward(dx.f(), du.f(), dy.f(), d1.f(), d2.f(), 6, dtplan::cost::ElementType::fp32);
   require_near(to_host(*dev, y), want_y);
   require_near(to_host(*dev, d1), want_dg, 1e-4);
   require_near(to_host(*dev, d2), want_du);

@@ -2,6 +2,7 @@
 // the strategies then move around is right to begin with.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 
 #include "dtplan/runtime/batch.hpp"
 #include "dtplan/runtime/cpu_device.hpp"
@@ -19,14 +20,21 @@ cost::DenseStack with_recompute(cost::DenseStack s, Checkpointing c) {
   return s;
 }
 
+cost::DenseStack with_compute(cost::DenseStack s, cost::ElementType t) {
+  s.compute = t;
+  return s;
+}
+
 struct Harness {
   cost::DenseStack s;
   std::unique_ptr<Device> dev = make_cpu_device(1LL << 28, 1);
   ParamLayout layout;
   std::vector<float> params;
   TokenBatch batch;
-  Harness(bool gated, bool tied, Checkpointing recompute = Checkpointing::none)
-      : s(with_recompute(test::tiny_stack(gated, tied), recompute)), layout(s, 1) {
+  Harness(bool gated, bool tied, Checkpointing recompute = Checkpointing::none,
+          cost::ElementType compute = cost::ElementType::fp32)
+      : s(with_compute(with_recompute(test::tiny_stack(gated, tied), recompute), compute)),
+        layout(s, 1) {
     for (std::size_t u = 0; u < layout.units().size(); ++u) {
       auto v = DenseModel::initial_unit(s, static_cast<std::int64_t>(u), 7);
       for (auto& x : v)
@@ -117,5 +125,57 @@ TEST_CASE("recomputation gives the same gradients, bit for bit, and keeps what i
       CHECK(h.dev->at_peak()[runtime::MemoryComponent::activations] == per_token * 8 * 4);
       CHECK(cost::stored_elements_per_token(h.s) == per_token);
     }
+  }
+}
+
+namespace {
+
+// A bf16 value has zeros in the 16 low bits of its fp32 pattern.
+bool is_bf16(float x) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  return (bits & 0xffffu) == 0;
+}
+
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+    n += double{b[i]} * b[i];
+  }
+  return std::sqrt(d / n);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 compute: weight gradients are rounded bf16 values, norm gradients fp32") {
+  for (const bool gated : {false, true}) {
+    INFO((gated ? "SwiGLU, RMSNorm, rotary" : "GELU, LayerNorm, learned"));
+    Harness fp32(gated, false);
+    Harness bf16(gated, false, Checkpointing::none, cost::ElementType::bf16);
+    std::vector<float> g32, g16;
+    fp32.run(&g32);
+    bf16.run(&g16);
+    // Block 0's unit: norm1's scale (and shift), then the fused QKV matrix. One backward into
+    // zeroed gradients leaves the matrix's gradient as the rounded GEMM result itself.
+    const auto& s = bf16.s;
+    const auto at = static_cast<std::size_t>(bf16.layout.units()[1].flat_offset);
+    const auto norm = static_cast<std::size_t>(s.norm_params());
+    const auto qkv = static_cast<std::size_t>(s.qkv_size() * s.hidden);
+    int matrix_bf16 = 0, norm_bf16 = 0, fp32_matrix_bf16 = 0;
+    for (std::size_t i = at + norm; i < at + norm + qkv; ++i) {
+      matrix_bf16 += is_bf16(g16[i]);
+      fp32_matrix_bf16 += is_bf16(g32[i]);
+    }
+    for (std::size_t i = at; i < at + norm; ++i)
+      norm_bf16 += is_bf16(g16[i]);
+    CHECK(matrix_bf16 == static_cast<int>(qkv));
+    CHECK(fp32_matrix_bf16 < static_cast<int>(qkv) / 10);  // (zeros and a few by chance)
+    CHECK(norm_bf16 < static_cast<int>(norm) / 2);
+    // bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3): the gradient moves by about
+    // that much, far more than fp32's 6e-8, and far less than a wrong formula would.
+    const double moved = relative_difference(g16, g32);
+    CHECK(moved > 1e-4);
+    CHECK(moved < 2e-2);
   }
 }

@@ -24,7 +24,7 @@ std::vector<float> wavy(std::size_t n, double phase) {
 }
 
 std::int64_t scratch_floats(const rt::AttentionShape& a) {
-  return a.seq * a.seq;
+  return a.seq * a.seq + a.seq * a.head_dim;
 }
 
 // Forward of attention into `out` (probabilities into `probs`).
@@ -78,6 +78,66 @@ TEST_CASE("attention by hand: causal softmax over two tokens, one head of width 
   CHECK(probs[3] == Approx(0.75));
   CHECK(out[0] == Approx(2.0));
   CHECK(out[1] == Approx(5.0));
+}
+
+TEST_CASE("bf16 attention by hand: p v reads the probabilities rounded, the output is rounded") {
+  auto d = device();
+  const rt::AttentionShape a{1, 2, 1, 1, 1, dtplan::cost::ElementType::bf16};
+  // Token 1: scores (ln2 x 0, ln2 x 1) -> softmax (1/3, 2/3). In bf16 (8 significant bits)
+  // 1/3 = 1.0101011b x 2^-2 = 0.333984375 and 2/3 = 0.66796875; with v = (3, 7) the product is
+  // 1.001953125 + 4.67578125 = 5.677734375, which bf16 (steps of 1/32 in [4, 8)) rounds to
+  // 5.6875. Unrounded probabilities give 17/3 = 5.667, rounded to 5.65625.
+  const std::vector<float> qkv = {1, 0, 3, static_cast<float>(std::log(2.0)), 1, 7};
+  std::vector<float> probs, out;
+  attend(*d, a, qkv, probs, out);
+  CHECK(probs[2] == Approx(1.0 / 3.0));  // kept unrounded for backward
+  CHECK(probs[3] == Approx(2.0 / 3.0));
+  CHECK(out[0] == 3.0f);
+  CHECK(out[1] == 5.6875f);
+}
+
+TEST_CASE("rounding to bf16 and fp16 by hand: nearest, ties to even, fp16's range") {
+  auto d = device();
+  // bf16 keeps 7 fraction bits: 1/3 = 1.0101010|1... x 2^-2 rounds up to 0.333984375;
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7 and goes to the even 1; 1 + 3 x 2^-8 is halfway
+  // between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
+  std::vector<float> b = {1.0f / 3.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -2.5f};
+  d->round_to(b.data(), 4, dtplan::cost::ElementType::bf16);
+  CHECK(b == std::vector<float>{0.333984375f, 1.0f, 1.015625f, -2.5f});
+  // fp16 keeps 10: 1/3 -> 0.333251953125. Its largest value is 65504; 65519 rounds down to it,
+  // 65520 is halfway to 65536 (odd 65504 against even) and so overflows to infinity. Below
+  // 2^-14 values are subnormal in steps of 2^-24: 2^-25 is halfway to 0 and goes there,
+  // 3 x 2^-26 rounds up to 2^-24.
+  std::vector<float> h = {1.0f / 3.0f, 65519.0f, 65520.0f, 0x1p-25f, 3 * 0x1p-26f};
+  d->round_to(h.data(), 5, dtplan::cost::ElementType::fp16);
+  CHECK(h[0] == 0.333251953125f);
+  CHECK(h[1] == 65504.0f);
+  CHECK(std::isinf(h[2]));
+  CHECK(h[3] == 0.0f);
+  CHECK(h[4] == 0x1p-24f);
+  // fp32: nothing changes.
+  std::vector<float> f = {1.0f / 3.0f};
+  d->round_to(f.data(), 1, dtplan::cost::ElementType::fp32);
+  CHECK(f[0] == 1.0f / 3.0f);
+}
+
+TEST_CASE("bf16 SwiGLU by hand: silu rounded, then the product rounded") {
+  auto d = device();
+  // silu(1) = 1 / (1 + e^-1) = 0.731059 -> bf16 0.73046875 (1.4609375 x 2^-1); x 3 =
+  // 2.19140625, which bf16 (steps of 2^-6 in [2, 4)) rounds to 2.1875. silu(-2) = -0.238406
+  // -> -0.23828125; x 0.5 exactly -0.119140625.
+  const std::vector<float> g = {1, -2}, u = {3, 0.5f};
+  std::vector<float> y(2);
+  d->swiglu(g.data(), u.data(), y.data(), 2, dtplan::cost::ElementType::bf16);
+  CHECK(y[0] == 2.1875f);
+  CHECK(y[1] == -0.119140625f);
+  // Backward with dy = 1: du = r(1 x r(silu)) = 0.73046875; dsilu = r(1 x u) = 3; dg =
+  // r(3 x silu'(1)), silu'(1) = s (1 + 1 (1 - s)) = 0.927671 -> 2.783013 -> bf16 2.78125.
+  std::vector<float> dy = {1, 1}, dg(2), du(2);
+  d->swiglu_backward(g.data(), u.data(), dy.data(), dg.data(), du.data(), 2,
+                     dtplan::cost::ElementType::bf16);
+  CHECK(du[0] == 0.73046875f);
+  CHECK(dg[0] == 2.78125f);
 }
 
 TEST_CASE("attention by hand: grouped heads share their group's keys and values") {

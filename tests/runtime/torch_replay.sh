@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# PyTorch as the reference of the CPU runtime (issue 19): three dtplan-run jobs dumped with
-# --dump and replayed by tools/torch_replay.py in PyTorch DDP over gloo must end with the same
-# weights and losses; a dump whose final weights are disturbed must be reported as disagreeing.
+# PyTorch as the reference of the CPU runtime (issue 19): dtplan-run jobs dumped with --dump and
+# replayed by tools/torch_replay.py in PyTorch DDP over gloo. Three fp32 jobs must end with the
+# same weights and losses:
 #   GPT-2 kind (LayerNorm, learned positions, GELU, biases, tied head), ZeRO-2 (FSDP
 #     SHARD_GRAD_OP) with 2 micro-steps, 2 ranks, selective recomputation
 #   Llama 3.2 kind (RMSNorm, rotary base 500,000, SwiGLU, 8 of 32 key/value heads, tied),
@@ -9,33 +9,75 @@
 #   Llama 2 kind (untied head, no biases), ZeRO-3 with 2 micro-steps, 2 ranks, full
 #     recomputation
 # (Recomputation changes what is kept, not the arithmetic: PyTorch keeps everything.)
+# Two bf16 jobs (one-block GPT-2 and Llama 3.2 shapes, one SGD step at learning rate 1 without
+# clipping, so that the weights move by the gradient) must give the gradient PyTorch's bf16
+# autocast gives, element by element (torch_replay.py says how closely):
+#   GPT-2 kind, ZeRO-3 on 2 ranks, 2 micro-steps;  Llama 3.2 kind, DDP on 2 ranks, 2 micro-steps
+# Two disturbed dumps must be reported as disagreeing: an fp32 job with one final weight nudged,
+# and an fp32 run presented as bf16 (a runtime that forgot to round).
 set -euo pipefail
 bin="$1"; mpirun="$2"; python="$3"; tools="$4"
+models="$tools/../data/models"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 
-replay() {  # name model strategy ranks micro seq scale checkpointing
-  local name="$1" model="$2" strategy="$3" ranks="$4" micro="$5" seq="$6" scale="$7"
-  local checkpointing="$8"
-  "$bin/dtplan" plan --model "$model" --topology pcie-1switch-4 --gpu A100-80GB \
-    --gpus "$ranks" --global-batch 8 --micro-batch "$micro" --seq-len "$seq" \
-    --strategy "$strategy" --checkpointing "$checkpointing" --exact-batch \
+plan() {  # name model strategy ranks global micro seq checkpointing precision optimizer
+  local name="$1" model="$2" strategy="$3" ranks="$4" global="$5" micro="$6" seq="$7"
+  "$bin/dtplan" plan --model "$model" --topology "$topology" --gpu A100-80GB --gpus "$ranks" \
+    --global-batch "$global" --micro-batch "$micro" --seq-len "$seq" --strategy "$strategy" \
+    --checkpointing "$8" --precision "$9" --optimizer "${10}" --exact-batch \
     --save-plan "$work/$name.json" > /dev/null
   local shape
   shape="$("$python" -c 'import json, sys; p = json.load(open(sys.argv[1]))
-print(p["strategy"], p["dp"], p["checkpointing"], p["grad_accum"])' "$work/$name.json")"
-  echo "$name: planned $shape (strategy, ranks, checkpointing, micro-steps)"
-  [[ "$shape" == "$strategy $ranks $checkpointing "* ]] ||
-    { echo "FAIL: $name is not $strategy on $ranks with $checkpointing checkpointing"; exit 1; }
-  "$mpirun" -np "$ranks" --oversubscribe "$bin/dtplan-run" --plan "$work/$name.json" \
-    --backend cpu --steps 2 --warmup 1 --scale "$scale" --dump "$work/$name" > /dev/null
-  "$python" "$tools/torch_replay.py" "$work/$name"
+print(p["strategy"], p["dp"], p["checkpointing"], p["precision"], p["grad_accum"])' "$work/$name.json")"
+  echo "$name: planned $shape (strategy, ranks, checkpointing, precision, micro-steps)"
+  [[ "$shape" == "$strategy $ranks $8 $9 "* ]] ||
+    { echo "FAIL: $name is not $strategy on $ranks with $8 checkpointing in $9"; exit 1; }
+}
+
+replay() {  # name model strategy ranks micro seq scale checkpointing
+  topology=pcie-1switch-4
+  plan "$1" "$2" "$3" "$4" 8 "$5" "$6" "$8" fp32 adamw
+  "$mpirun" -np "$4" --oversubscribe "$bin/dtplan-run" --plan "$work/$1.json" \
+    --backend cpu --steps 2 --warmup 1 --scale "$7" --dump "$work/$1" > /dev/null
+  "$python" "$tools/torch_replay.py" "$work/$1"
+}
+
+one_block() {  # catalogue model -> a copy with one decoder block
+  "$python" - "$models/$1.json" "$work/$1-1-block.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = m["hf_config"]
+c["n_layer" if "n_layer" in c else "num_hidden_layers"] = 1
+m["name"] += "-1-block"
+json.dump(m, open(sys.argv[2], "w"))
+PY
+}
+
+gradient() {  # name model strategy global micro: one bf16 SGD step on 2 ranks
+  topology=dgx-a100
+  plan "$1" "$2" "$3" 2 "$4" "$5" 128 none bf16 sgd
+  "$mpirun" -np 2 --oversubscribe "$bin/dtplan-run" --plan "$work/$1.json" --backend cpu \
+    --steps 1 --warmup 0 --lr 1 --max-grad-norm 0 --scale 0.05 --dump "$work/$1" > /dev/null
+  "$python" "$tools/torch_replay.py" "$work/$1"
 }
 
 replay gpt2 gpt2 fsdp-grad-op 2 2 128 0.05 selective
 replay llama32 llama-3.2-1b ddp 1 2 32 0.05 none
 replay llama2 llama-2-7b zero3 2 2 64 0.02 full
 
-# The comparison can fail: nudge one final weight of the GPT-2 run by 0.01.
+one_block gpt2
+one_block llama-3.2-1b
+gradient gpt2-bf16 "$work/gpt2-1-block.json" zero3 8 2
+gradient llama32-bf16 "$work/llama-3.2-1b-1-block.json" ddp 4 1
+
+expect_disagreement() {  # name: torch_replay must report the dump as disagreeing
+  if "$python" "$tools/torch_replay.py" "$work/$1" > "$work/$1.txt"; then
+    cat "$work/$1.txt"; echo "FAIL: $2 went unnoticed"; exit 1
+  fi
+  grep -q "DISAGREE" "$work/$1.txt"
+}
+
+# The fp32 comparison can fail: nudge one final weight of the GPT-2 run by 0.01.
 "$python" - "$work/gpt2/final.f32" <<'PY'
 import struct, sys
 with open(sys.argv[1], "r+b") as f:
@@ -44,8 +86,13 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(4 * 1000)
     f.write(struct.pack("<f", w + 0.01))
 PY
-if "$python" "$tools/torch_replay.py" "$work/gpt2" > "$work/nudged.txt"; then
-  cat "$work/nudged.txt"; echo "FAIL: a disturbed weight went unnoticed"; exit 1
-fi
-grep -q "DISAGREE" "$work/nudged.txt"
+expect_disagreement gpt2 "a disturbed weight"
+
+# So can the bf16 one: the same Llama step computed in fp32, its dump labelled bf16.
+sed -i 's/"precision": "bf16"/"precision": "fp32"/' "$work/llama32-bf16.json"
+"$mpirun" -np 2 --oversubscribe "$bin/dtplan-run" --plan "$work/llama32-bf16.json" --backend cpu \
+  --steps 1 --warmup 0 --lr 1 --max-grad-norm 0 --scale 0.05 --dump "$work/unrounded" > /dev/null
+grep -q '"compute": "fp32"' "$work/unrounded/replay.json"
+sed -i 's/"compute": "fp32"/"compute": "bf16"/' "$work/unrounded/replay.json"
+expect_disagreement unrounded "an unrounded run presented as bf16"
 echo "PASS"

@@ -51,13 +51,26 @@ class CpuDevice final : public Device {
     k_.gelu_backward(x, dy, dx, n);
   }
 
-  void swiglu(const float* g, const float* u, float* y, std::int64_t n) override {
-    k_.swiglu(g, u, y, n);
+  void swiglu(const float* g, const float* u, float* y, std::int64_t n,
+              cost::ElementType type) override {
+    if (type == cost::ElementType::fp32) {
+      k_.swiglu(g, u, y, n);
+    } else {
+      cpu::swiglu_rounded(k_, g, u, y, n, type);
+    }
   }
 
   void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
-                       std::int64_t n) override {
-    k_.swiglu_backward(g, u, dy, dg, du, n);
+                       std::int64_t n, cost::ElementType type) override {
+    if (type == cost::ElementType::fp32) {
+      k_.swiglu_backward(g, u, dy, dg, du, n);
+    } else {
+      cpu::swiglu_rounded_backward(k_, g, u, dy, dg, du, n, type);
+    }
+  }
+
+  void round_to(float* x, std::int64_t n, cost::ElementType type) override {
+    cpu::round_to(x, n, type);
   }
 
   void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,

@@ -92,6 +92,17 @@ void swiglu_backward(const float* g, const float* u, const float* dy, float* dg,
   Vec(dg, n) = d * ConstVec(u, n) * s * (1.0f + a * (1.0f - s));
 }
 
+void silu(const float* g, float* s, std::int64_t n) {
+  const ConstVec a(g, n);
+  Vec(s, n) = a * sigmoid_of(a);
+}
+
+void silu_grad(const float* g, float* d, std::int64_t n) {
+  const ConstVec a(g, n);
+  const Array sg = sigmoid_of(a);
+  Vec(d, n) *= sg * (1.0f + a * (1.0f - sg));
+}
+
 double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
                              std::int64_t vocab, float grad_scale) {
   double loss = 0;
@@ -124,8 +135,17 @@ void causal_softmax(float* p, std::int64_t rows, std::int64_t seq) {
 
 // Constant-initialised: nothing of this build runs before the dispatcher chooses it.
 extern const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA);
-const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){
-    DTPLAN_CPU_ISA_NAME, DTPLAN_CPU_ISA_FEATURES, &gemm,           &gelu,   &gelu_backward, &swiglu,
-    &swiglu_backward,    &softmax_cross_entropy,  &causal_softmax, &gemm_ld};
+const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){DTPLAN_CPU_ISA_NAME,
+                                                          DTPLAN_CPU_ISA_FEATURES,
+                                                          &gemm,
+                                                          &gelu,
+                                                          &gelu_backward,
+                                                          &swiglu,
+                                                          &swiglu_backward,
+                                                          &softmax_cross_entropy,
+                                                          &causal_softmax,
+                                                          &gemm_ld,
+                                                          &silu,
+                                                          &silu_grad};
 
 }  // namespace dtplan::runtime

@@ -4,11 +4,14 @@
 //   backward  dv += p^T do,  dp = do v^T,  ds = p (dp - rowsum(do o)) / sqrt(d),
 //             dq = ds k,  dk += ds^T q
 // (rowsum(p dp) = do . o, the identity FlashAttention's backward uses), key and value
-// gradients summed over the heads of their group.
+// gradients summed over the heads of their group. Under 16-bit compute the rounding points are
+// those of Device::attention.
 #include "cpu_layer_ops.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace dtplan::runtime::cpu {
 namespace {
@@ -33,8 +36,38 @@ float score_scale(const AttentionShape& a) {
 
 }  // namespace
 
+namespace {
+
+bool is_half(const AttentionShape& a) {
+  return a.compute != cost::ElementType::fp32;
+}
+
+// Rounds `cols` columns of `rows` rows `ld` apart.
+void round_columns(float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                   cost::ElementType type) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    round_to(x + r * ld, cols, type);
+}
+
+// x[rows x cols] (ld apart) += y[rows x cols] (dense).
+void add_columns(const float* y, float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c)
+      x[r * ld + c] += y[r * cols + c];
+  }
+}
+
+// The probabilities a 16-bit p v reads: p rounded into `to`.
+const float* rounded_probs(const float* p, float* to, std::int64_t n, cost::ElementType type) {
+  std::copy(p, p + n, to);
+  round_to(to, n, type);
+  return to;
+}
+
+}  // namespace
+
 void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
-               const AttentionShape& a, float* /*scratch*/) {
+               const AttentionShape& a, float* scratch) {
   const std::int64_t S = a.seq, d = a.head_dim, row = a.row(), q_width = a.heads * d;
   for (std::int64_t b = 0; b < a.batch; ++b) {
     for (std::int64_t h = 0; h < a.heads; ++h) {
@@ -43,10 +76,51 @@ void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
       k.gemm_ld(false, true, S, S, d, score_scale(a), qkv + at.q(row), row, qkv + at.k(), row, 0, p,
                 S);
       k.causal_softmax(p, S, S);
-      k.gemm_ld(false, false, S, d, S, 1, p, S, qkv + at.v(), row, 0, out + at.q(q_width), q_width);
+      const float* pv = is_half(a) ? rounded_probs(p, scratch, S * S, a.compute) : p;
+      k.gemm_ld(false, false, S, d, S, 1, pv, S, qkv + at.v(), row, 0, out + at.q(q_width),
+                q_width);
     }
   }
+  if (is_half(a)) round_to(out, a.tokens() * q_width, a.compute);
 }
+
+namespace {
+
+// Backward of one (sequence, head) under 16-bit compute: dv and dk rounded per head before
+// they are summed over the group, dp rounded, and rowsum(p dp) from the rounded dp (what
+// PyTorch's softmax backward computes from the 16-bit gradient it receives).
+void head_backward_rounded(const CpuKernels& k, const Head& at, const float* qkv, const float* dO,
+                           float* p, float* dqkv, float* scratch) {
+  const auto& a = at.a;
+  const std::int64_t S = a.seq, d = a.head_dim, row = a.row(), q_width = a.heads * d;
+  float* square = scratch;
+  float* head_grad = scratch + S * S;
+  const auto add_rounded = [&](float* into) {
+    round_to(head_grad, S * d, a.compute);
+    add_columns(head_grad, into, S, d, row);
+  };
+  k.gemm_ld(true, false, S, d, S, 1, rounded_probs(p, square, S * S, a.compute), S, dO, q_width, 0,
+            head_grad, d);
+  add_rounded(dqkv + at.v());
+  k.gemm_ld(false, true, S, S, d, 1, dO, q_width, qkv + at.v(), row, 0, square, S);
+  round_to(square, S * S, a.compute);
+  const float scale = score_scale(a);
+  for (std::int64_t i = 0; i < S; ++i) {
+    float* pi = p + i * S;
+    const float* dpi = square + i * S;
+    double delta = 0;
+    for (std::int64_t j = 0; j <= i; ++j)
+      delta += double{pi[j]} * dpi[j];
+    const auto di = static_cast<float>(delta);
+    for (std::int64_t j = 0; j < S; ++j)
+      pi[j] = pi[j] * (dpi[j] - di) * scale;
+  }
+  k.gemm_ld(false, false, S, d, S, 1, p, S, qkv + at.k(), row, 1, dqkv + at.q(row), row);
+  k.gemm_ld(true, false, S, d, S, 1, p, S, qkv + at.q(row), row, 0, head_grad, d);
+  add_rounded(dqkv + at.k());
+}
+
+}  // namespace
 
 void attention_backward(const CpuKernels& k, const float* qkv, const float* out, const float* dout,
                         float* probs, float* dqkv, const AttentionShape& a, float* scratch) {
@@ -54,12 +128,21 @@ void attention_backward(const CpuKernels& k, const float* qkv, const float* out,
   float* dp = scratch;  // seq x seq
   std::fill(dqkv, dqkv + a.tokens() * row, 0.0f);
   const float scale = score_scale(a);
+  const std::int64_t group = a.heads / a.kv_heads;
   for (std::int64_t b = 0; b < a.batch; ++b) {
     for (std::int64_t h = 0; h < a.heads; ++h) {
       const Head at{a, b, h};
       float* p = probs + at.p();
       const float* o = out + at.q(q_width);
       const float* dO = dout + at.q(q_width);
+      if (is_half(a)) {
+        head_backward_rounded(k, at, qkv, dO, p, dqkv, scratch);
+        if ((h + 1) % group == 0) {  // the group's key and value gradients are complete
+          round_columns(dqkv + at.k(), S, d, row, a.compute);
+          round_columns(dqkv + at.v(), S, d, row, a.compute);
+        }
+        continue;
+      }
       k.gemm_ld(true, false, S, d, S, 1, p, S, dO, q_width, 1, dqkv + at.v(), row);
       k.gemm_ld(false, true, S, S, d, 1, dO, q_width, qkv + at.v(), row, 0, dp, S);
       for (std::int64_t i = 0; i < S; ++i) {
@@ -76,6 +159,70 @@ void attention_backward(const CpuKernels& k, const float* qkv, const float* out,
       k.gemm_ld(true, false, S, d, S, 1, p, S, qkv + at.q(row), row, 1, dqkv + at.k(), row);
     }
   }
+  if (is_half(a)) round_columns(dqkv, a.tokens(), q_width, row, a.compute);
+}
+
+float rounded(float x, cost::ElementType type) {
+  switch (type) {
+    case cost::ElementType::bf16:
+      return static_cast<float>(Eigen::bfloat16(x));
+    case cost::ElementType::fp16:
+      return static_cast<float>(Eigen::half(x));
+    default:
+      return x;
+  }
+}
+
+namespace {
+
+// Round to nearest even on the bit pattern, a loop the compiler vectorises: add 0x7fff plus
+// the lowest kept bit, clear the 16 dropped bits. NaNs are kept as they are (the addition could
+// carry one into infinity).
+void round_to_bf16(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, x + i, 4);
+    const std::uint32_t up = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    bits = nan ? bits : up;
+    std::memcpy(x + i, &bits, 4);
+  }
+}
+
+}  // namespace
+
+void round_to(float* x, std::int64_t n, cost::ElementType type) {
+  if (type == cost::ElementType::bf16) {
+    round_to_bf16(x, n);
+    return;
+  }
+  if (type == cost::ElementType::fp32) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] = rounded(x[i], type);
+}
+
+// silu and its derivative in fp32 (the vectorised kernels), each 16-bit intermediate rounded.
+void swiglu_rounded(const CpuKernels& k, const float* g, const float* u, float* y, std::int64_t n,
+                    cost::ElementType type) {
+  k.silu(g, y, n);
+  round_to(y, n, type);
+  for (std::int64_t i = 0; i < n; ++i)
+    y[i] *= u[i];
+  round_to(y, n, type);
+}
+
+void swiglu_rounded_backward(const CpuKernels& k, const float* g, const float* u, const float* dy,
+                             float* dg, float* du, std::int64_t n, cost::ElementType type) {
+  k.silu(g, du, n);
+  round_to(du, n, type);
+  for (std::int64_t i = 0; i < n; ++i) {
+    du[i] *= dy[i];
+    dg[i] = dy[i] * u[i];
+  }
+  round_to(du, n, type);
+  round_to(dg, n, type);
+  k.silu_grad(g, dg, n);
+  round_to(dg, n, type);
 }
 
 void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,

@@ -18,6 +18,13 @@ void norm(const float* x, const float* gamma, const float* beta, float* y, float
           std::int64_t rows, std::int64_t cols, float eps);
 void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,
                    float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols);
+// Device::round_to, and SwiGLU with its 16-bit intermediates rounded (Device::swiglu).
+void round_to(float* x, std::int64_t n, cost::ElementType type);
+float rounded(float x, cost::ElementType type);
+void swiglu_rounded(const CpuKernels& k, const float* g, const float* u, float* y, std::int64_t n,
+                    cost::ElementType type);
+void swiglu_rounded_backward(const CpuKernels& k, const float* g, const float* u, const float* dy,
+                             float* dg, float* du, std::int64_t n, cost::ElementType type);
 void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse);
 void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
                    std::int64_t dim);

@@ -1,5 +1,7 @@
 // Forward and backward of the dense stack, unit by unit. For a Linear in -> out over T tokens
-// with W[out x in]: y = x W^T;  dx = dy W;  dW += dy^T x;  db += column sums of dy.
+// with W[out x in]: y = x W^T;  dx = dy W;  dW += dy^T x;  db += column sums of dy. Under
+// 16-bit compute x, W and dy hold 16-bit values and y, dx, dW and db are rounded before they are
+// used or accumulated (dense_model.hpp).
 #include "dtplan/runtime/dense_model.hpp"
 
 #include <algorithm>
@@ -108,6 +110,88 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
   dattn_ = dev_.allocate_floats(T * s_.q_size(), buf);
   dqkv_ = dev_.allocate_floats(T * s_.qkv_size(), buf);
   scratch_ = dev_.allocate_floats(cost::attention_scratch_elements(s_), buf);
+  if (half()) {
+    std::int64_t unit = 0;
+    for (const auto& u : cost::units_of(s_))
+      unit = std::max(unit, u.params);
+    const std::int64_t matrix = std::max({s_.vocab * h, s_.qkv_size() * h, s_.q_size() * h, f * h});
+    w16_ = dev_.allocate_floats(unit, buf);
+    grad16_ = dev_.allocate_floats(matrix, buf);
+    tmp_ = dev_.allocate_floats(T * h, buf);
+  }
+}
+
+bool DenseModel::half() const {
+  return s_.compute != cost::ElementType::fp32;
+}
+
+void DenseModel::round(float* x, std::int64_t n) {
+  if (half()) dev_.round_to(x, n, s_.compute);
+}
+
+const float* DenseModel::gemm_weights(const float* p, std::int64_t n) {
+  if (!half()) return p;
+  dev_.copy(p, w16_.f(), n);
+  dev_.round_to(w16_.f(), n, s_.compute);
+  return w16_.f();
+}
+
+const float* DenseModel::rounded_copy(const float* x, std::int64_t n) {
+  if (!half()) return x;
+  dev_.copy(x, tmp_.f(), n);
+  dev_.round_to(tmp_.f(), n, s_.compute);
+  return tmp_.f();
+}
+
+void DenseModel::linear(const float* x, const float* w, const float* b, float* y, std::int64_t out,
+                        std::int64_t in) {
+  dev_.gemm(false, true, tokens_, out, in, 1, x, w, 0, y);
+  if (b != nullptr) dev_.add_bias(y, b, tokens_, out);
+  round(y, tokens_ * out);
+}
+
+void DenseModel::linear_residual(const float* x, const float* w, const float* b,
+                                 const float* residual, float* y, std::int64_t in) {
+  const std::int64_t T = tokens_, h = s_.hidden;
+  if (!half()) {
+    dev_.copy(residual, y, T * h);
+    dev_.gemm(false, true, T, h, in, 1, x, w, 1, y);
+    if (b != nullptr) dev_.add_bias(y, b, T, h);
+    return;
+  }
+  linear(x, w, b, tmp_.f(), h, in);
+  dev_.copy(residual, y, T * h);
+  dev_.axpy(1, tmp_.f(), y, T * h);
+}
+
+void DenseModel::input_grad(const float* dy, const float* w, float* dx, std::int64_t out,
+                            std::int64_t in, bool accumulate) {
+  if (!half() || !accumulate) {
+    dev_.gemm(false, false, tokens_, in, out, 1, dy, w, accumulate ? 1 : 0, dx);
+    round(dx, tokens_ * in);
+    return;
+  }
+  dev_.gemm(false, false, tokens_, in, out, 1, dy, w, 0, tmp_.f());
+  round(tmp_.f(), tokens_ * in);
+  dev_.axpy(1, tmp_.f(), dx, tokens_ * in);
+}
+
+void DenseModel::weight_grad(const float* dy, const float* x, float* dw, float* db,
+                             std::int64_t out, std::int64_t in) {
+  if (!half()) {
+    dev_.gemm(true, false, out, in, tokens_, 1, dy, x, 1, dw);
+    if (db != nullptr) dev_.bias_grad(dy, db, tokens_, out);
+    return;
+  }
+  float* g = grad16_.f();
+  dev_.gemm(true, false, out, in, tokens_, 1, dy, x, 0, g);
+  round(g, out * in);
+  dev_.axpy(1, g, dw, out * in);
+  if (db == nullptr) return;
+  dev_.fill(g, 0, out);
+  dev_.bias_grad(dy, g, tokens_, out);
+  round(g, out);
+  dev_.axpy(1, g, db, out);
 }
 
 std::size_t DenseModel::slot(std::int64_t l) const {
@@ -119,7 +203,7 @@ std::size_t DenseModel::probs_slot(std::int64_t l) const {
 }
 
 AttentionShape DenseModel::shape() const {
-  return {s_.batch(tokens_), s_.seq_len, s_.heads, s_.kv_heads, s_.head_dim};
+  return {s_.batch(tokens_), s_.seq_len, s_.heads, s_.kv_heads, s_.head_dim, s_.compute};
 }
 
 void DenseModel::forward_embedding(const float* table, const std::int32_t* ids) {
@@ -135,36 +219,33 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
   const auto i = slot(l), xi = static_cast<std::size_t>(l);
   const auto eps = static_cast<float>(s_.norm_eps);
   const float* x = x_[xi].f();
-  float* mid = mid_[i].f();
   float* qkv = qkv_[i].f();
+  const float* w = gemm_weights(p, o.end);
+  auto bias = [&](bool has, std::int64_t at) { return has ? w + at : nullptr; };
   const auto n1 = norm_at(s_, p + o.n1), n2 = norm_at(s_, p + o.n2);
   // Attention: norm, QKV, rotary, causal softmax attention, output projection + residual.
   dev_.norm(x, n1.gamma, n1.beta, ln1_[i].f(), st1_[i].f(), T, h, eps);
-  dev_.gemm(false, true, T, s_.qkv_size(), h, 1, ln1_[i].f(), p + o.wqkv, 0, qkv);
-  if (s_.qkv_bias) dev_.add_bias(qkv, p + o.bqkv, T, s_.qkv_size());
+  round(ln1_[i].f(), T * h);
+  linear(ln1_[i].f(), w + o.wqkv, bias(s_.qkv_bias, o.bqkv), qkv, s_.qkv_size(), h);
   if (s_.positions == cost::StackPositions::rotary) {
     dev_.rotary(qkv, shape(), static_cast<float>(s_.rope_theta), false);
+    round(qkv, T * s_.qkv_size());
   }
   dev_.attention(qkv, probs_[probs_slot(l)].f(), attn_[i].f(), shape(), scratch_.f());
-  dev_.copy(x, mid, T * h);  // residual
-  dev_.gemm(false, true, T, h, q, 1, attn_[i].f(), p + o.wo, 1, mid);
-  if (s_.out_bias) dev_.add_bias(mid, p + o.bo, T, h);
+  linear_residual(attn_[i].f(), w + o.wo, bias(s_.out_bias, o.bo), x, mid_[i].f(), q);
   // MLP: norm, up (and gate), activation, down projection + residual.
   const float* ln2 = ln2_[i].f();
-  dev_.norm(mid, n2.gamma, n2.beta, ln2_[i].f(), st2_[i].f(), T, h, eps);
-  dev_.gemm(false, true, T, f, h, 1, ln2, p + o.wu, 0, up_[i].f());
-  if (s_.mlp_bias) dev_.add_bias(up_[i].f(), p + o.bu, T, f);
+  dev_.norm(mid_[i].f(), n2.gamma, n2.beta, ln2_[i].f(), st2_[i].f(), T, h, eps);
+  round(ln2_[i].f(), T * h);
+  linear(ln2, w + o.wu, bias(s_.mlp_bias, o.bu), up_[i].f(), f, h);
   if (s_.gated) {
-    dev_.gemm(false, true, T, f, h, 1, ln2, p + o.wg, 0, gate_[i].f());
-    if (s_.mlp_bias) dev_.add_bias(gate_[i].f(), p + o.bg, T, f);
-    dev_.swiglu(gate_[i].f(), up_[i].f(), act_[i].f(), T * f);
+    linear(ln2, w + o.wg, bias(s_.mlp_bias, o.bg), gate_[i].f(), f, h);
+    dev_.swiglu(gate_[i].f(), up_[i].f(), act_[i].f(), T * f, s_.compute);
   } else {
     dev_.gelu(up_[i].f(), act_[i].f(), T * f);
+    round(act_[i].f(), T * f);
   }
-  float* out = x_[xi + 1].f();
-  dev_.copy(mid, out, T * h);  // residual
-  dev_.gemm(false, true, T, h, f, 1, act_[i].f(), p + o.wd, 1, out);
-  if (s_.mlp_bias) dev_.add_bias(out, p + o.bd, T, h);
+  linear_residual(act_[i].f(), w + o.wd, bias(s_.mlp_bias, o.bd), mid_[i].f(), x_[xi + 1].f(), f);
 }
 
 const float* DenseModel::head_norm(const float* w) const {
@@ -172,27 +253,35 @@ const float* DenseModel::head_norm(const float* w) const {
   return w + after;
 }
 
-const float* DenseModel::head_input() const {
+float* DenseModel::head_input() const {
   return s_.final_norm ? lnf_.f() : x_[static_cast<std::size_t>(s_.layers)].f();
 }
 
 double DenseModel::forward_head(const float* w, const std::int32_t* targets, float grad_scale) {
   const auto last = static_cast<std::size_t>(s_.layers);
+  const std::int64_t T = tokens_, h = s_.hidden;
   if (s_.final_norm) {
     const auto n = norm_at(s_, head_norm(w));
-    dev_.norm(x_[last].f(), n.gamma, n.beta, lnf_.f(), stf_.f(), tokens_, s_.hidden,
+    dev_.norm(x_[last].f(), n.gamma, n.beta, lnf_.f(), stf_.f(), T, h,
               static_cast<float>(s_.norm_eps));
   }
-  dev_.gemm(false, true, tokens_, s_.vocab, s_.hidden, 1, head_input(), w, 0, logits_.f());
-  return dev_.softmax_cross_entropy(logits_.f(), targets, tokens_, s_.vocab, grad_scale);
+  // Without a final norm the last block's output is the head's input alone: rounding it in
+  // place is the 16-bit copy the head reads.
+  round(head_input(), T * h);
+  linear(head_input(), gemm_weights(w, s_.vocab * h), nullptr, logits_.f(), s_.vocab, h);
+  return dev_.softmax_cross_entropy(logits_.f(), targets, T, s_.vocab, grad_scale);
 }
 
 void DenseModel::backward_head(const float* w, float* dw) {
   const auto last = static_cast<std::size_t>(s_.layers);
   const std::int64_t T = tokens_, h = s_.hidden;
+  // The logits' gradient as the 16-bit logits receive it; the rounded head weights are still
+  // those forward_head made.
+  round(logits_.f(), T * s_.vocab);
+  const float* w16 = half() ? w16_.f() : w;
   float* d_input = s_.final_norm ? dln_.f() : dx_.f();
-  dev_.gemm(false, false, T, h, s_.vocab, 1, logits_.f(), w, 0, d_input);
-  dev_.gemm(true, false, s_.vocab, h, T, 1, logits_.f(), head_input(), 1, dw);
+  input_grad(logits_.f(), w16, d_input, s_.vocab, h, false);
+  weight_grad(logits_.f(), head_input(), dw, nullptr, s_.vocab, h);
   if (s_.final_norm) {
     const auto n = norm_at(s_, head_norm(w));
     const auto g = norm_grads_at(s_, dw + (head_norm(w) - w));
@@ -210,40 +299,44 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   if (s_.recompute == Checkpointing::selective) {
     dev_.attention(qkv_[i].f(), probs, attn_[i].f(), shape(), scratch_.f());
   }
+  const float* w = gemm_weights(p, o.end);
+  auto bias_grad = [&](bool has, std::int64_t at) { return has ? dp + at : nullptr; };
   const auto n1 = norm_at(s_, p + o.n1), n2 = norm_at(s_, p + o.n2);
   const auto g1 = norm_grads_at(s_, dp + o.n1), g2 = norm_grads_at(s_, dp + o.n2);
   const float* ln2 = ln2_[i].f();
-  // MLP down projection; dmid starts as the residual gradient.
-  dev_.gemm(false, false, T, f, h, 1, dx_.f(), p + o.wd, 0, dact_.f());
-  dev_.gemm(true, false, h, f, T, 1, dx_.f(), act_[i].f(), 1, dp + o.wd);
-  if (s_.mlp_bias) dev_.bias_grad(dx_.f(), dp + o.bd, T, h);
+  // MLP down projection (its output's gradient as the 16-bit output receives it); dmid starts
+  // as the residual gradient.
+  const float* dy = rounded_copy(dx_.f(), T * h);
+  input_grad(dy, w + o.wd, dact_.f(), h, f, false);
+  weight_grad(dy, act_[i].f(), dp + o.wd, bias_grad(s_.mlp_bias, o.bd), h, f);
   dev_.copy(dx_.f(), dmid_.f(), T * h);
   // Activation, then the up (and gate) projections into the second norm's output gradient.
   if (s_.gated) {
-    dev_.swiglu_backward(gate_[i].f(), up_[i].f(), dact_.f(), dgate_.f(), dup_.f(), T * f);
-    dev_.gemm(false, false, T, h, f, 1, dgate_.f(), p + o.wg, 0, dln_.f());
-    dev_.gemm(true, false, f, h, T, 1, dgate_.f(), ln2, 1, dp + o.wg);
-    if (s_.mlp_bias) dev_.bias_grad(dgate_.f(), dp + o.bg, T, f);
+    dev_.swiglu_backward(gate_[i].f(), up_[i].f(), dact_.f(), dgate_.f(), dup_.f(), T * f,
+                         s_.compute);
+    input_grad(dgate_.f(), w + o.wg, dln_.f(), f, h, false);
+    weight_grad(dgate_.f(), ln2, dp + o.wg, bias_grad(s_.mlp_bias, o.bg), f, h);
   } else {
     dev_.gelu_backward(up_[i].f(), dact_.f(), dup_.f(), T * f);
+    round(dup_.f(), T * f);
   }
-  dev_.gemm(false, false, T, h, f, 1, dup_.f(), p + o.wu, s_.gated ? 1 : 0, dln_.f());
-  dev_.gemm(true, false, f, h, T, 1, dup_.f(), ln2, 1, dp + o.wu);
-  if (s_.mlp_bias) dev_.bias_grad(dup_.f(), dp + o.bu, T, f);
+  input_grad(dup_.f(), w + o.wu, dln_.f(), f, h, s_.gated);
+  weight_grad(dup_.f(), ln2, dp + o.wu, bias_grad(s_.mlp_bias, o.bu), f, h);
   dev_.norm_backward(mid_[i].f(), n2.gamma, st2_[i].f(), dln_.f(), dmid_.f(), g2.gamma, g2.beta, T,
                      h);
   // Attention output projection, attention, rotary back, QKV projection, first norm.
-  dev_.gemm(false, false, T, q, h, 1, dmid_.f(), p + o.wo, 0, dattn_.f());
-  dev_.gemm(true, false, h, q, T, 1, dmid_.f(), attn_[i].f(), 1, dp + o.wo);
-  if (s_.out_bias) dev_.bias_grad(dmid_.f(), dp + o.bo, T, h);
+  const float* dmid = rounded_copy(dmid_.f(), T * h);
+  input_grad(dmid, w + o.wo, dattn_.f(), h, q, false);
+  weight_grad(dmid, attn_[i].f(), dp + o.wo, bias_grad(s_.out_bias, o.bo), h, q);
   dev_.attention_backward(qkv_[i].f(), attn_[i].f(), dattn_.f(), probs, dqkv_.f(), shape(),
                           scratch_.f());
   if (s_.positions == cost::StackPositions::rotary) {
     dev_.rotary(dqkv_.f(), shape(), static_cast<float>(s_.rope_theta), true);
+    round(dqkv_.f(), T * s_.qkv_size());
   }
-  dev_.gemm(false, false, T, h, s_.qkv_size(), 1, dqkv_.f(), p + o.wqkv, 0, dln_.f());
-  dev_.gemm(true, false, s_.qkv_size(), h, T, 1, dqkv_.f(), ln1_[i].f(), 1, dp + o.wqkv);
-  if (s_.qkv_bias) dev_.bias_grad(dqkv_.f(), dp + o.bqkv, T, s_.qkv_size());
+  input_grad(dqkv_.f(), w + o.wqkv, dln_.f(), s_.qkv_size(), h, false);
+  weight_grad(dqkv_.f(), ln1_[i].f(), dp + o.wqkv, bias_grad(s_.qkv_bias, o.bqkv), s_.qkv_size(),
+              h);
   dev_.copy(dmid_.f(), dx_.f(), T * h);
   dev_.norm_backward(x_[xi].f(), n1.gamma, st1_[i].f(), dln_.f(), dx_.f(), g1.gamma, g1.beta, T, h);
 }

@@ -79,6 +79,8 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
     throw Error(o.plan_path + ": " + e.what());
   }
   j.stack = run.stack;
+  // The CUDA kernels compute in fp32; 16-bit compute is emulated by the CPU backend.
+  if (o.backend == "cuda") j.stack.compute = cost::ElementType::fp32;
   j.not_executed = run.not_executed;
   auto& s = j.settings;
   s.strategy = t.strategy;
@@ -199,10 +201,21 @@ std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOpti
   for (const auto& what : j.not_executed)
     n.push_back("not executed: " + what);
   if (is_mixed(j.plan.training.precision)) {
-    n.push_back(std::string("the plan's ") + std::string(name_of(j.plan.training.precision)) +
-                " is computed in fp32 (" + (cuda ? "the CUDA backend" : "Eigen") +
-                " runs fp32 GEMMs here); loss scaling " +
-                (j.settings.loss_scaling ? "is applied" : "is not needed"));
+    const std::string precision(name_of(j.plan.training.precision));
+    const std::string scaling =
+        std::string("; loss scaling ") + (j.settings.loss_scaling ? "is applied" : "is not needed");
+    if (cuda) {
+      n.push_back("the plan's " + precision +
+                  " is computed in fp32 (the CUDA backend runs fp32 GEMMs, no tensor cores)" +
+                  scaling);
+    } else {
+      const std::string type(cost::name_of(j.stack.compute));
+      n.push_back("the plan's " + precision + " as torch.autocast computes it: Linear layers and " +
+                  "attention products read " + type + " operands, accumulate in fp32 and round " +
+                  "their results to " + type + " (values held in fp32 buffers); norms, softmax, " +
+                  "loss and the residual stream in fp32; fp32 weights, gradients and optimizer " +
+                  "states" + scaling);
+    }
   }
   if (j.plan.no_sync && !t.no_sync_effective()) {
     n.push_back(std::string(name_of(j.settings.strategy)) +

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "dtplan/cost/numeric_recipe.hpp"
 #include "dtplan/model/json_reader.hpp"
 #include "dtplan/model/training.hpp"
 #include "dtplan/model/transformer.hpp"
@@ -56,6 +57,11 @@ struct DenseStack {
   // block's forward in backward; selective keeps everything but the attention probabilities
   // and reruns the attention core (Megatron-LM's default core_attn).
   Checkpointing recompute = Checkpointing::none;
+  // The type GEMMs compute in, as torch.autocast runs a Linear: fp32, or under mixed precision
+  // 16-bit operands (inputs and weights rounded to bf16 or fp16), fp32 accumulation and a
+  // 16-bit result; norms, softmax and the loss in fp32, the residual stream fp32 (see
+  // runtime/exec/include/dtplan/runtime/dense_model.hpp for every rounding point).
+  ElementType compute = ElementType::fp32;
 
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
@@ -99,11 +105,26 @@ std::int64_t stored_elements_per_token(const DenseStack& s);
 
 // Scratch elements dtplan-run keeps for one micro-step of `tokens` tokens: backward's
 // temporaries (three hidden-sized, the MLP gradients, the attention-output and fused QKV
-// gradients) and the attention kernels' workspace (attention_scratch_elements).
+// gradients) and the attention kernels' workspace (attention_scratch_elements); under 16-bit
+// compute also mixed_precision_elements.
 std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens);
 // The attention kernels' workspace: one (sequence, head)'s seq x seq square of probability
-// gradients, before they become score gradients in place of the probabilities.
+// gradients, before they become score gradients in place of the probabilities; under 16-bit
+// compute also one head's seq x head_dim key or value gradient before it is rounded.
 std::int64_t attention_scratch_elements(const DenseStack& s);
+// What 16-bit compute adds (0 in fp32): the rounded copy of one unit's weights (the largest
+// unit), one weight gradient before it is rounded (the largest matrix), and one hidden-sized
+// temporary (a projection's rounded output before the residual add, a rounded copy of the
+// residual's gradient).
+std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens);
+// Bytes the extra element-wise passes of 16-bit compute move in one micro-step, forward and
+// backward with what recomputation reruns (0 in fp32): each rounding reads and writes 4 bytes
+// per element, a weight copy as much again, each accumulation of a rounded result 12 (the
+// projections' residual adds, weight and bias gradients), each zero fill 4.
+struct PassBytes {
+  double forward = 0, backward = 0;
+};
+PassBytes mixed_precision_bytes(const DenseStack& s, std::int64_t tokens);
 
 // The GEMMs of one micro-step of `tokens` tokens, forward and backward (each Linear: one
 // forward GEMM, two backward GEMMs for the input and weight gradients).

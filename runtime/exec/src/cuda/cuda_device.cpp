@@ -215,13 +215,33 @@ void CudaDevice::gelu_backward(const float* x, const float* dy, float* dx, std::
   check_launch("gelu_backward");
 }
 
-void CudaDevice::swiglu(const float* g, const float* u, float* y, std::int64_t n) {
+namespace {
+
+// dtplan-run computes in fp32 on this backend (run_job.cpp); 16-bit compute is the CPU
+// backend's rounding emulation until the CUDA kernels take 16-bit operands.
+void require_fp32(cost::ElementType type, const char* what) {
+  if (type != cost::ElementType::fp32) {
+    throw Error(std::string("CUDA backend: ") + what + " in " + std::string(cost::name_of(type)) +
+                " is not implemented (this backend computes in fp32)");
+  }
+}
+
+}  // namespace
+
+void CudaDevice::round_to(float* /*x*/, std::int64_t /*n*/, cost::ElementType type) {
+  require_fp32(type, "rounding");
+}
+
+void CudaDevice::swiglu(const float* g, const float* u, float* y, std::int64_t n,
+                        cost::ElementType type) {
+  require_fp32(type, "swiglu");
   kernels::swiglu(stream_, g, u, y, n);
   check_launch("swiglu");
 }
 
 void CudaDevice::swiglu_backward(const float* g, const float* u, const float* dy, float* dg,
-                                 float* du, std::int64_t n) {
+                                 float* du, std::int64_t n, cost::ElementType type) {
+  require_fp32(type, "swiglu backward");
   kernels::swiglu_backward(stream_, g, u, dy, dg, du, n);
   check_launch("swiglu_backward");
 }
@@ -242,6 +262,7 @@ kernels::Heads heads_of(const AttentionShape& a) {
 // that memory is predicted alike).
 void CudaDevice::attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
                            float* /*scratch*/) {
+  require_fp32(a.compute, "attention");
   kernels::attention(stream_, qkv, probs, out, heads_of(a));
   check_launch("attention");
 }
@@ -249,6 +270,7 @@ void CudaDevice::attention(const float* qkv, float* probs, float* out, const Att
 void CudaDevice::attention_backward(const float* qkv, const float* out, const float* dout,
                                     float* probs, float* dqkv, const AttentionShape& a,
                                     float* /*scratch*/) {
+  require_fp32(a.compute, "attention backward");
   kernels::attention_backward(stream_, qkv, out, dout, probs, dqkv, heads_of(a));
   check_launch("attention_backward");
 }

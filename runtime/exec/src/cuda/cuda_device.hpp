@@ -36,9 +36,11 @@ class CudaDevice final : public Device {
   void bias_grad(const float* dy, float* grad_bias, std::int64_t rows, std::int64_t cols) override;
   void gelu(const float* x, float* y, std::int64_t n) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
-  void swiglu(const float* g, const float* u, float* y, std::int64_t n) override;
+  void swiglu(const float* g, const float* u, float* y, std::int64_t n,
+              cost::ElementType type) override;
+  void round_to(float* x, std::int64_t n, cost::ElementType type) override;
   void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
-                       std::int64_t n) override;
+                       std::int64_t n, cost::ElementType type) override;
   void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
                  float* scratch) override;
   void attention_backward(const float* qkv, const float* out, const float* dout, float* probs,

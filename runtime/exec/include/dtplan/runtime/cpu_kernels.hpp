@@ -33,6 +33,9 @@ struct CpuKernels {
   void (*gemm_ld)(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                   const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
                   float* c, std::int64_t ldc);
+  // s = silu(g) = g sigmoid(g); d *= silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g))).
+  void (*silu)(const float* g, float* s, std::int64_t n);
+  void (*silu_grad)(const float* g, float* d, std::int64_t n);
 };
 
 // The kernels this process uses: DTPLAN_CPU_KERNELS when set, else the widest the host runs.

@@ -4,6 +4,15 @@
 // micro-step are kept in buffers allocated once (MemoryComponent::activations), backward's
 // temporaries in scratch buffers (MemoryComponent::buffers).
 //
+// Under 16-bit compute (stack.compute bf16 or fp16) the arithmetic is that of torch.autocast on
+// these blocks, values held in fp32 buffers: a Linear reads its input and weights (and bias)
+// rounded to the 16-bit type, accumulates in fp32 and rounds its output; in backward the
+// gradient reaching a 16-bit tensor is rounded (the projections' outputs, the logits), and the
+// input, weight and bias gradients are rounded before they are added to fp32 ones. Norms,
+// softmax, the loss, rotary (rounded after) and the residual stream stay fp32, the weights,
+// gradients and optimizer states too (autocast's recipe). Attention rounds as
+// Device::attention says; SwiGLU as Device::swiglu; GELU's output and gradient are rounded.
+//
 // A unit's parameters, weights out x in row-major as torch.nn.Linear keeps them, in the order
 // Hugging Face's GPT-2 and Llama declare them (biases and the norms' shifts where the model
 // has them):
@@ -53,7 +62,25 @@ class DenseModel {
   std::size_t slot(std::int64_t l) const;
   std::size_t probs_slot(std::int64_t l) const;
   const float* head_norm(const float* w) const;  // the final norm inside the head's unit
-  const float* head_input() const;               // norm(x(L)), or x(L) without a final norm
+  float* head_input() const;                     // norm(x(L)), or x(L) without a final norm
+
+  // 16-bit compute (cost::DenseStack::compute): every helper is the plain fp32 operation
+  // otherwise. round: in place. gemm_weights: the unit's n parameters rounded into w16_.
+  // rounded_copy: x rounded into tmp_.
+  bool half() const;
+  void round(float* x, std::int64_t n);
+  const float* gemm_weights(const float* p, std::int64_t n);
+  const float* rounded_copy(const float* x, std::int64_t n);
+  // A Linear over the micro-step's tokens: y = r(x W^T + b); y = residual + r(x W^T + b)
+  // (out = hidden); dx = r(dy W), or dx += r(dy W); dW += r(dy^T x), db += r(colsum dy).
+  void linear(const float* x, const float* w, const float* b, float* y, std::int64_t out,
+              std::int64_t in);
+  void linear_residual(const float* x, const float* w, const float* b, const float* residual,
+                       float* y, std::int64_t in);
+  void input_grad(const float* dy, const float* w, float* dx, std::int64_t out, std::int64_t in,
+                  bool accumulate);
+  void weight_grad(const float* dy, const float* x, float* dw, float* db, std::int64_t out,
+                   std::int64_t in);
 
   const cost::DenseStack& s_;
   Device& dev_;
@@ -64,6 +91,9 @@ class DenseModel {
   std::vector<Buffer> ln1_, st1_, qkv_, probs_, attn_, mid_, ln2_, st2_, up_, gate_, act_;
   Buffer lnf_, stf_, logits_;
   Buffer dx_, dmid_, dln_, dact_, dup_, dgate_, dattn_, dqkv_, scratch_;
+  // 16-bit compute only: one unit's rounded weights, one weight gradient before rounding,
+  // one hidden-sized temporary (cost::mixed_precision_elements).
+  Buffer w16_, grad16_, tmp_;
 };
 
 }  // namespace dtplan::runtime

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "dtplan/cost/numeric_recipe.hpp"
+
 namespace dtplan::runtime {
 
 // What a buffer holds; names match the cost model's memory components.
@@ -27,9 +29,11 @@ struct MemoryUse {
 
 class Device;
 
-// The shape attention runs over: `batch` sequences of `seq` tokens, grouped-query heads.
+// The shape attention runs over: `batch` sequences of `seq` tokens, grouped-query heads, and
+// the type its products compute in (Device::attention).
 struct AttentionShape {
   std::int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  cost::ElementType compute = cost::ElementType::fp32;
   std::int64_t tokens() const { return batch * seq; }
   std::int64_t row() const { return (heads + 2 * kv_heads) * head_dim; }  // qkv's row width
 };
@@ -88,15 +92,24 @@ class Device {
   // y = gelu(x) (tanh form); dx = dy * gelu'(x).
   virtual void gelu(const float* x, float* y, std::int64_t n) = 0;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) = 0;
-  // y = silu(g) * u; dg, du from dy.
-  virtual void swiglu(const float* g, const float* u, float* y, std::int64_t n) = 0;
+  // y = silu(g) * u; dg, du from dy. With a 16-bit `type` every intermediate a 16-bit
+  // tensor would hold is rounded as PyTorch's element-wise kernels do: y = r(r(silu(g)) u),
+  // du = r(dy r(silu(g))), dg = r(silu'(g) r(dy u)).
+  virtual void swiglu(const float* g, const float* u, float* y, std::int64_t n,
+                      cost::ElementType type) = 0;
   virtual void swiglu_backward(const float* g, const float* u, const float* dy, float* dg,
-                               float* du, std::int64_t n) = 0;
+                               float* du, std::int64_t n, cost::ElementType type) = 0;
+  // Rounds each element to the nearest value of `type` (bf16 or fp16; ties to even, fp16
+  // past 65504 to infinity), kept in fp32: what a 16-bit tensor would hold. fp32: nothing.
+  virtual void round_to(float* x, std::int64_t n, cost::ElementType type) = 0;
   // Causal softmax attention of batch x seq tokens over qkv[tokens x (q + 2 kv)] (queries,
   // keys, values side by side; head h reads key/value group h / (heads / kv_heads)), scores
   // scaled by 1/sqrt(head_dim). probs[batch, heads, seq, seq] receives the probabilities (zero
   // above the diagonal), out[tokens x q] the heads' outputs side by side. `scratch` holds
-  // attention_scratch_elements (cost/dense_stack.hpp) floats.
+  // attention_scratch_elements (cost/dense_stack.hpp) floats. With a 16-bit a.compute (qkv
+  // already holding 16-bit values), scores and softmax stay fp32 and what a 16-bit tensor
+  // would hold is rounded: the probabilities entering p v (not those kept), the output; in
+  // backward dp = r(do v^T), dv and dk per head, then their sum over the group, and dq.
   virtual void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
                          float* scratch) = 0;
   // From dout[tokens x q]: dqkv (overwritten) for the queries, keys and values. `out` is the
