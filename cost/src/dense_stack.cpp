@@ -199,34 +199,56 @@ std::int64_t largest_unit(const DenseStack& s) {
   return most;
 }
 
-// Bytes of the extra passes over one block's tensors, forward or backward (see
-// mixed_precision_bytes).
+// The extra passes of one block (see mixed_precision_passes): forward, the attention core's
+// share of it (what selective recomputation reruns), backward.
 struct BlockPasses {
-  double forward = 0, attention_forward = 0, backward = 0;
+  std::vector<ElementPass> forward, attention_forward, backward;
 };
 
 BlockPasses block_passes(const DenseStack& s, std::int64_t tokens) {
   const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
   const auto f = static_cast<double>(s.ffn), qkv = static_cast<double>(s.qkv_size());
-  const auto q = static_cast<double>(s.q_size()), kv = static_cast<double>(s.kv_size());
-  const auto squares = T * static_cast<double>(s.heads * s.seq_len);
+  const auto q = static_cast<double>(s.q_size()), d = static_cast<double>(s.head_dim);
+  const auto S = static_cast<double>(s.seq_len);
+  const double heads = static_cast<double>(s.batch(tokens) * s.heads);
+  const double groups = static_cast<double>(s.batch(tokens) * s.kv_heads);
   const double unit = static_cast<double>(units_of(s)[1].params);
   const double mlp_in = s.gated ? 2 : 1, rotary = s.positions == StackPositions::rotary ? 2 : 1;
   constexpr double round = 8, add = 12, fill = 4;  // bytes per element of each pass
-  auto weight_grad = [&](double out, double in, bool bias) {
-    return (round + add) * out * in + (bias ? (fill + round + add) * out : 0);
-  };
   BlockPasses b;
-  b.attention_forward = round * (squares + T * q);  // rounded probabilities, the output
-  b.forward = 2 * round * unit + round * T * (2 * h + rotary * qkv + mlp_in * f + f) +
-              b.attention_forward + 2 * (round + add) * T * h;  // two projections + residual
-  const double attention_backward =
-      round * (2 * squares + T * q + 2 * T * q + 2 * T * kv + rotary * T * qkv);
-  b.backward = 2 * round * unit + 2 * 2 * round * T * h +  // two rounded residual gradients
-               round * T * (f + mlp_in * f + q + 2 * h) + (s.gated ? (round + add) * T * h : 0) +
-               attention_backward + weight_grad(h, f, s.mlp_bias) +
-               mlp_in * weight_grad(f, h, s.mlp_bias) + weight_grad(h, q, s.out_bias) +
-               weight_grad(qkv, h, s.qkv_bias);
+  auto fwd = [&](double bytes, double count) { b.forward.push_back({bytes, count, false}); };
+  auto bwd = [&](double bytes, double count) { b.backward.push_back({bytes, count, true}); };
+  // Attention core: each head's probabilities copied and rounded for p v; the output rounded.
+  b.attention_forward = {{round * S * S, 2 * heads, false}, {round * T * q, 1, false}};
+  fwd(round * unit, 2);   // the weights copied, then rounded
+  fwd(round * T * h, 2);  // two norm outputs
+  fwd(round * T * qkv, rotary);
+  fwd(round * T * f, mlp_in + 1);      // up (and gate), then the activation
+  if (s.gated) fwd(round * T * f, 2);  // SiLU rounded, then its product with up
+  for (const auto& pass : b.attention_forward)
+    b.forward.push_back(pass);
+  fwd(round * T * h, 2);  // two projections rounded ...
+  fwd(add * T * h, 2);    // ... then added to the residual
+  bwd(round * unit, 2);
+  bwd(round * T * h, 4);                      // two rounded copies of the residual's gradient
+  bwd(round * T * f, 1 + (s.gated ? 5 : 1));  // dact; GELU's, or SwiGLU's five roundings
+  bwd(round * T * q, 2);                      // dattn; the query gradients
+  bwd(round * T * h, 2);                      // two input gradients into the norms
+  if (s.gated) bwd(round * T * h, 1), bwd(add * T * h, 1);  // up's, added to gate's
+  bwd(round * S * S, 3 * heads);  // probabilities copied and rounded; dp rounded
+  bwd(round * S * d, 2 * heads);  // each head's dv and dk rounded ...
+  bwd(add * S * d, 2 * heads);    // ... and added to its group's
+  bwd(round * S * d, 2 * groups);
+  if (s.positions == StackPositions::rotary) bwd(round * T * qkv, 1);
+  auto weight_grad = [&](double out, double in, bool bias, double count) {
+    bwd(round * out * in, count);
+    bwd(add * out * in, count);
+    if (bias) bwd(fill * out, count), bwd(round * out, count), bwd(add * out, count);
+  };
+  weight_grad(h, f, s.mlp_bias, 1);
+  weight_grad(f, h, s.mlp_bias, mlp_in);
+  weight_grad(h, q, s.out_bias, 1);
+  weight_grad(qkv, h, s.qkv_bias, 1);
   return b;
 }
 
@@ -237,18 +259,32 @@ std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens) 
   return largest_unit(s) + largest_matrix(s) + tokens * s.hidden;
 }
 
-PassBytes mixed_precision_bytes(const DenseStack& s, std::int64_t tokens) {
+std::vector<ElementPass> mixed_precision_passes(const DenseStack& s, std::int64_t tokens) {
   if (s.compute == ElementType::fp32 || s.attention == StackAttention::value_only) return {};
   const auto b = block_passes(s, tokens);
   const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
   const auto V = static_cast<double>(s.vocab), L = static_cast<double>(s.layers);
-  PassBytes out;
+  std::vector<ElementPass> out;
+  auto times = [&](const std::vector<ElementPass>& passes, double n, bool backward) {
+    for (auto p : passes) {
+      p.count *= n;
+      p.backward = backward;
+      out.push_back(p);
+    }
+  };
+  times(b.forward, L, false);
+  times(b.backward, L, true);
+  if (s.recompute == Checkpointing::full) times(b.forward, L, true);
+  if (s.recompute == Checkpointing::selective) times(b.attention_forward, L, true);
   // Head: its matrix copied and rounded, the final norm's output and the logits rounded;
-  // backward: the logit and input gradients and the head's weight gradient.
-  out.forward = L * b.forward + 16 * V * h + 8 * T * (h + V);
-  out.backward = L * b.backward + 8 * T * (V + h) + 20 * V * h;
-  if (s.recompute == Checkpointing::full) out.backward += L * b.forward;
-  if (s.recompute == Checkpointing::selective) out.backward += L * b.attention_forward;
+  // backward: the logits' and the input's gradients, the weight gradient rounded and added.
+  out.insert(out.end(), {{8 * V * h, 2, false},
+                         {8 * T * h, 1, false},
+                         {8 * T * V, 1, false},
+                         {8 * T * V, 1, true},
+                         {8 * T * h, 1, true},
+                         {8 * V * h, 1, true},
+                         {12 * V * h, 1, true}});
   return out;
 }
 

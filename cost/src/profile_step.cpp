@@ -145,10 +145,9 @@ ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const Har
   if (s.recompute == Checkpointing::full) x.backward_s += blocks;
   if (s.recompute == Checkpointing::selective) x.backward_s += attention.blocks_forward_s;
   // 16-bit compute's roundings, weight copies and accumulations of rounded results.
-  const auto mixed = mixed_precision_bytes(s, tokens);
-  if (mixed.forward > 0) {
-    x.forward_s += p.elementwise_s_per_byte.time_s(mixed.forward, "element-wise");
-    x.backward_s += p.elementwise_s_per_byte.time_s(mixed.backward, "element-wise");
+  for (const auto& pass : mixed_precision_passes(s, tokens)) {
+    const double t = pass.count * p.elementwise_s_per_byte.time_s(pass.bytes, "element-wise");
+    (pass.backward ? x.backward_s : x.forward_s) += t;
   }
   return x;
 }

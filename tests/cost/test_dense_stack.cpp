@@ -53,7 +53,7 @@ TEST_CASE("16-bit compute's extra scratch and passes, by hand") {
   auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
   const auto fp32_scratch = cost::scratch_elements(s, 2048);
   CHECK(cost::mixed_precision_elements(s, 2048) == 0);
-  CHECK(cost::mixed_precision_bytes(s, 2048).forward == 0);
+  CHECK(cost::mixed_precision_passes(s, 2048).empty());
   s.compute = cost::ElementType::bf16;
   // The largest unit, the embedding's 39,385,344; the largest matrix, the tied head's
   // 50257 x 768 = 38,597,376; one hidden-sized temporary, 2048 x 768; and the attention
@@ -61,17 +61,20 @@ TEST_CASE("16-bit compute's extra scratch and passes, by hand") {
   CHECK(cost::mixed_precision_elements(s, 2048) == 39385344 + 38597376 + 2048 * 768);
   CHECK(cost::scratch_elements(s, 2048) ==
         fp32_scratch + 39385344 + 38597376 + 2048 * 768 + 1024 * 64);
-  // Forward of one micro-step: per block the weight copy and its rounding (16 B per parameter
-  // of its 7,087,872), roundings (8 B per element) of two norm outputs (768 each), QKV 2304,
-  // the up projection and activation 2 x 3072, the probabilities 12 x 1024 and attention output
-  // 768 per token, and two projections' rounding and residual add (8 + 12 B per element of
-  // 768); the head's matrix copied and rounded (16 B per element of 50257 x 768), the final
-  // norm's output and the logits rounded (8 B per element of 768 + 50257).
+  // Forward of one micro-step, in bytes: per block the weight copy and its rounding (8 B per
+  // parameter each of its 7,087,872), roundings (8 B per element per token) of two norm
+  // outputs (768 each), QKV 2304, the up projection and activation 2 x 3072, the attention
+  // output 768; each of the 2 sequences x 12 heads' 1024 x 1024 probabilities copied and
+  // rounded; two projections' rounding and residual add (8 + 12 B per element of 768). The
+  // head's matrix copied and rounded (2 x 8 B per element of 50257 x 768), the final norm's output
+  // and the logits rounded (8 B per element of 768 + 50257).
   const double T = 2048;
-  const double block =
-      16.0 * 7087872 + 8 * T * (2 * 768 + 2304 + 2 * 3072 + 12 * 1024 + 768) + 2 * 20 * T * 768;
-  CHECK(cost::mixed_precision_bytes(s, 2048).forward ==
-        Approx(12 * block + 16.0 * 38597376 + 8 * T * (768 + 50257)));
+  const double block = 16.0 * 7087872 + 8 * T * (2 * 768 + 2304 + 2 * 3072 + 768) +
+                       16.0 * 1024 * 1024 * 2 * 12 + 2 * 20 * T * 768;
+  double forward = 0;
+  for (const auto& pass : cost::mixed_precision_passes(s, 2048))
+    forward += pass.backward ? 0 : pass.bytes * pass.count;
+  CHECK(forward == Approx(12 * block + 16.0 * 38597376 + 8 * T * (768 + 50257)));
   // The element type travels with the workload; a bad one is named.
   auto j = cost::to_json(s);
   CHECK(j["compute"] == "bf16");

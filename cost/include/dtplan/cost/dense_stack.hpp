@@ -117,14 +117,15 @@ std::int64_t attention_scratch_elements(const DenseStack& s);
 // temporary (a projection's rounded output before the residual add, a rounded copy of the
 // residual's gradient).
 std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens);
-// Bytes the extra element-wise passes of 16-bit compute move in one micro-step, forward and
-// backward with what recomputation reruns (0 in fp32): each rounding reads and writes 4 bytes
-// per element, a weight copy as much again, each accumulation of a rounded result 12 (the
-// projections' residual adds, weight and bias gradients), each zero fill 4.
-struct PassBytes {
-  double forward = 0, backward = 0;
+// The extra element-wise passes of 16-bit compute in one micro-step, forward and backward with
+// what recomputation reruns (none in fp32), as dtplan-run makes them: `count` passes of
+// `bytes` each. A rounding or a copy reads and writes 4 bytes per element, the accumulation of a
+// rounded result 12, a zero fill 4.
+struct ElementPass {
+  double bytes = 0, count = 0;
+  bool backward = false;
 };
-PassBytes mixed_precision_bytes(const DenseStack& s, std::int64_t tokens);
+std::vector<ElementPass> mixed_precision_passes(const DenseStack& s, std::int64_t tokens);
 
 // The GEMMs of one micro-step of `tokens` tokens, forward and backward (each Linear: one
 // forward GEMM, two backward GEMMs for the input and weight gradients).
