@@ -250,10 +250,19 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
 }
 
 std::optional<std::string> profile_mismatch(const Measurement& m, const cost::HardwareProfile& p) {
-  if (p.hardware.rfind(m.device, 0) == 0) return std::nullopt;
-  return "the profile was measured on '" + p.hardware + "', this run on '" + m.device +
-         "': the time errors include that difference (dtplan calibrate --np " +
-         std::to_string(m.world_size) + " --out FILE measures this machine; then --profile FILE)";
+  const std::string calibrate = "dtplan calibrate --np " + std::to_string(m.world_size) +
+                                " --out FILE measures this machine; then --profile FILE";
+  if (p.hardware.rfind(m.device, 0) != 0) {
+    return "the profile was measured on '" + p.hardware + "', this run on '" + m.device +
+           "': the time errors include that difference (" + calibrate + ")";
+  }
+  if (!p.attention && m.workload.attention == cost::StackAttention::causal) {
+    return "the profile predates the runtime's attention and norms: it has no attention fit "
+           "(attention is priced from its GEMMs and softmax) and its step correction was fitted "
+           "on the older workload, so the time errors include that (" +
+           calibrate + ")";
+  }
+  return std::nullopt;
 }
 
 cost::RuntimeRun runtime_run_of(const Measurement& m) {

@@ -14,7 +14,9 @@
 #include "dtplan/runtime/autotune.hpp"
 #include "dtplan/runtime/calibrate.hpp"
 #include "dtplan/runtime/interrupt.hpp"
+#include "dtplan/runtime/measurement.hpp"
 #include "dtplan/runtime/trial_sets.hpp"
+#include "tiny_stack.hpp"
 
 using namespace dtplan;
 using Catch::Matchers::Contains;
@@ -172,4 +174,24 @@ TEST_CASE("profile_summary names the attention fit's error where the profile has
   p.attention = cost::AttentionFit{{1e-6, 0, 0}, {2e-6, 0, 0}, 0.08, {}};
   CHECK(runtime::profile_summary(p) ==
         "created 2026-11-29T00:00:00Z, GEMM fit error 3.1%, attention fit error 8.0%");
+}
+
+TEST_CASE("a profile without an attention fit is named as older than the causal workload") {
+  auto p = bundled();  // calibrated on 2026-11-23, before dtplan-run executed attention
+  REQUIRE_FALSE(p.attention.has_value());
+  runtime::Measurement m;
+  m.device = p.hardware.substr(0, p.hardware.find(", 2 ranks"));
+  m.world_size = 2;
+  m.workload = test::tiny_stack(false, true);  // causal, with norms
+  const auto note = runtime::profile_mismatch(m, p);
+  REQUIRE(note.has_value());
+  CHECK_THAT(*note, Catch::Contains("predates the runtime's attention") &&
+                        Catch::Contains("dtplan calibrate --np 2"));
+  // The older value_only workload is what the profile was made for: no note.
+  m.workload.attention = cost::StackAttention::value_only;
+  CHECK_FALSE(runtime::profile_mismatch(m, p).has_value());
+  // Nor once the profile has an attention fit.
+  m.workload.attention = cost::StackAttention::causal;
+  p.attention = cost::AttentionFit{};
+  CHECK_FALSE(runtime::profile_mismatch(m, p).has_value());
 }

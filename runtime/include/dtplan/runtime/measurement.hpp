@@ -97,7 +97,9 @@ Measurement measurement_from_json(const std::filesystem::path& path);
 
 // When profile `p` was measured on other hardware, or with another build of the CPU kernels,
 // than `m` ran on, a note saying so (time predictions from it measure that difference too);
-// none when they match. A profile's hardware is the device's description, then its ranks.
+// failing that, when `p` has no attention fit and `m` ran the causal workload (the profile was
+// made for the older one); none when they match. A profile's hardware is the device's
+// description, then its ranks.
 std::optional<std::string> profile_mismatch(const Measurement& m, const cost::HardwareProfile& p);
 
 }  // namespace dtplan::runtime
