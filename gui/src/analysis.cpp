@@ -248,6 +248,13 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
       row.file = file;
       row.label = m.plan.model + " " + std::string(name_of(m.executed.strategy)) + " x" +
                   std::to_string(m.world_size) + " " + m.backend;
+      // What the run computed in and recomputed, where it is not the default.
+      if (m.workload.compute != cost::ElementType::fp32) {
+        row.label += ", " + std::string(cost::name_of(m.workload.compute));
+      }
+      if (m.workload.recompute != Checkpointing::none) {
+        row.label += ", " + std::string(name_of(m.workload.recompute)) + " recomputation";
+      }
       row.predicted_step_s = p.step_s;
       row.measured_step_s = m.median().time_s;
       row.predicted_peak_bytes = static_cast<double>(p.peak_bytes);

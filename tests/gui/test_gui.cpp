@@ -11,12 +11,14 @@
 #include <QtTest/QtTest>
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "analysis.hpp"
+#include "dtplan/cost/dense_stack.hpp"
 #include "dtplan/cost/overheads.hpp"
 #include "dtplan/cost/trace.hpp"
 #include "dtplan/model/data_dir.hpp"
@@ -446,6 +448,32 @@ class TestGui : public QObject {
     QVERIFY(megatron > 0);
   }
 
+  void validation_labels_name_compute_and_recomputation() {
+    // The H100 measurement's workload rewritten as a bf16 run of the causal blocks with
+    // selective recomputation (the same shapes, with norms and learned positions).
+    const auto dir = std::string(DTPLAN_DATA_DIR) + "/measurements/h100-sxm/";
+    nlohmann::json j;
+    std::ifstream(dir + "measurement.json") >> j;
+    auto stack = cost::dense_stack_from_json(
+        dtplan::ObjectReader::root(dtplan::parse_json(j["workload"].dump(), "workload")));
+    stack.attention = cost::StackAttention::causal;
+    stack.norm = cost::StackNorm::layernorm;
+    stack.positions = cost::StackPositions::learned;
+    stack.max_positions = stack.seq_len;
+    stack.recompute = dtplan::Checkpointing::selective;
+    stack.compute = cost::ElementType::bf16;
+    j["workload"] = cost::to_json(stack);
+    QTemporaryDir tmp;
+    const auto file = (tmp.path() + "/bf16.json").toStdString();
+    std::ofstream(file) << j.dump();
+    Session s;
+    s.measurements = {file};
+    s.profile = dir + "profile-cuda-1rank.json";
+    const auto a = analyse(s);
+    QCOMPARE(a.validation.size(), std::size_t{1});
+    QCOMPARE(a.validation[0].label, std::string("gpt2 ddp x1 cuda, bf16, selective recomputation"));
+  }
+
   void validation_reads_measurements() {
     Session s;
     const auto dir = std::string(DTPLAN_DATA_DIR) + "/measurements/h100-sxm/";
@@ -457,6 +485,7 @@ class TestGui : public QObject {
     QCOMPARE(a.validation[0].predicted_peak_bytes, a.validation[0].measured_peak_bytes);
     QCOMPARE(a.problems.size(), std::size_t{1});
     QVERIFY(a.problems[0].find("no-such-file.json") != std::string::npos);
+    QCOMPARE(a.validation[0].label, std::string("gpt2 ddp x1 cuda"));
     ValidationView view;
     view.show_analysis(a);
     QCOMPARE(view.rows(), 1);
