@@ -1,6 +1,7 @@
 // The CPU device's transformer-layer operations: attention, norms, rotary and learned positions
 // against values derived by hand, and their backward passes against central finite
 // differences of a weighted sum of their outputs.
+#include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -115,6 +116,25 @@ TEST_CASE("rounding to bf16 and fp16 by hand: nearest, ties to even, fp16's rang
   CHECK(std::isinf(h[2]));
   CHECK(h[3] == 0.0f);
   CHECK(h[4] == 0x1p-24f);
+  // Against Eigen's scalar conversions (an independent implementation) over every exponent
+  // from subnormal to overflow, with both signs.
+  std::vector<float> wide, bf, hf;
+  for (int e = -30; e <= 17; ++e) {
+    for (int k = 0; k < 2000; ++k) {
+      const float m = 1.0f + static_cast<float>(k) / 2000.0f;
+      wide.push_back(std::ldexp(k % 2 == 0 ? m : -m, e));
+    }
+  }
+  bf = hf = wide;
+  d->round_to(bf.data(), static_cast<std::int64_t>(bf.size()), dtplan::cost::ElementType::bf16);
+  d->round_to(hf.data(), static_cast<std::int64_t>(hf.size()), dtplan::cost::ElementType::fp16);
+  int bf_off = 0, hf_off = 0;
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    bf_off += bf[i] != static_cast<float>(Eigen::bfloat16(wide[i]));
+    hf_off += hf[i] != static_cast<float>(Eigen::half(wide[i]));
+  }
+  CHECK(bf_off == 0);
+  CHECK(hf_off == 0);
   // fp32: nothing changes.
   std::vector<float> f = {1.0f / 3.0f};
   d->round_to(f.data(), 1, dtplan::cost::ElementType::fp32);
