@@ -8,7 +8,6 @@
 // those of Device::attention.
 #include "cpu_layer_ops.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -161,17 +160,6 @@ void attention_backward(const CpuKernels& k, const float* qkv, const float* out,
     }
   }
   if (is_half(a)) round_columns(dqkv, a.tokens(), q_width, row, a.compute);
-}
-
-float rounded(float x, cost::ElementType type) {
-  switch (type) {
-    case cost::ElementType::bf16:
-      return static_cast<float>(Eigen::bfloat16(x));
-    case cost::ElementType::fp16:
-      return static_cast<float>(Eigen::half(x));
-    default:
-      return x;
-  }
 }
 
 namespace {

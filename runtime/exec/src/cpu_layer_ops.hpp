@@ -20,7 +20,6 @@ void norm_backward(const float* x, const float* gamma, const float* stats, const
                    float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols);
 // Device::round_to, and SwiGLU with its 16-bit intermediates rounded (Device::swiglu).
 void round_to(float* x, std::int64_t n, cost::ElementType type);
-float rounded(float x, cost::ElementType type);
 void swiglu_rounded(const CpuKernels& k, const float* g, const float* u, float* y, std::int64_t n,
                     cost::ElementType type);
 void swiglu_rounded_backward(const CpuKernels& k, const float* g, const float* u, const float* dy,
