@@ -310,6 +310,47 @@ def batches_of(r, directory):
                             w["seq_len"])
 
 
+def static_bytes(model, opt):
+    """What PyTorch holds for the model states of one replica, in bytes."""
+    import torch
+    size = lambda t: t.numel() * t.element_size()  # noqa: E731
+    params = list(model.parameters())
+    states = [(key, t) for state in opt.state.values() for key, t in state.items()
+              if torch.is_tensor(t)]
+    return {"weights": sum(size(p) for p in params),
+            "gradients": sum(size(p.grad) for p in params if p.grad is not None),
+            "optimizer_states": sum(size(t) for key, t in states if key != "step"),
+            "optimizer_step_counters": sum(size(t) for key, t in states if key == "step")}
+
+
+def static_memory(r, torch_bytes):
+    """dtplan-run's weights, gradients and optimizer states on rank 0 against PyTorch's.
+
+    PyTorch's DDP replica holds every tensor whole. dtplan-run pads each unit to a multiple of
+    the ranks (every rank owns an equal slice) and shards as its strategy runs: ZeRO-1 the
+    optimizer states, ZeRO-2 the gradients too, ZeRO-3 the weights too (DP keeps the states on
+    rank 0, which is the rank measured). torch.optim keeps a step counter per tensor (a
+    float32 scalar in PyTorch 1.x) where dtplan-run keeps one per run; it is reported apart.
+    """
+    ranks = r["ranks"]
+    padded = sum(-(-u["params"] // ranks) * ranks for u in r["units"])
+    total = sum(u["params"] for u in r["units"])
+    mode = r.get("runtime_mode", "ddp")
+    shards = {"weights": mode == "zero3", "gradients": mode in ("zero2", "zero3"),
+              "optimizer_states": mode in ("zero1", "zero2", "zero3")}
+    rows = {}
+    for name, sharded in shards.items():
+        ours = r["memory"][name]
+        theirs = torch_bytes[name]
+        # PyTorch's bytes per parameter, over dtplan-run's padded elements and shard.
+        per_param = theirs / total if total else 0
+        expected = per_param * padded / (ranks if sharded else 1)
+        rows[name] = {"dtplan": ours, "torch": theirs, "expected": expected,
+                      "agree": abs(ours - expected) < 0.5}
+    rows["torch_step_counters"] = torch_bytes["optimizer_step_counters"]
+    return rows
+
+
 def train(rank, r, directory, init_file, out_path, compute):
     import torch
     import torch.distributed as dist
@@ -355,7 +396,8 @@ def train(rank, r, directory, init_file, out_path, compute):
         opt.step()
         opt.zero_grad(set_to_none=False)
     if rank == 0:
-        torch.save({"final": model.flat(), "losses": losses}, out_path)
+        torch.save({"final": model.flat(), "losses": losses, "memory": static_bytes(model, opt)},
+                   out_path)
     # DDP's reducer holds the process group: release it first (destroying the group under a
     # live reducer can leave a rank waiting forever at exit).
     del opt, ddp
@@ -392,6 +434,8 @@ def compare(r, directory, result, fp32_result=None):
                     "max_abs_difference": (ours - theirs).abs().max().item(),
                     "moved_norm": moved},
     }
+    if "memory" in r:
+        report["static_memory"] = static_memory(r, result["memory"])
     if bf16:
         # One SGD step at learning rate lr: each run's gradient is (initial - final) / lr.
         lr = r["lr"]
@@ -412,6 +456,8 @@ def compare(r, directory, result, fp32_result=None):
 
 def within_tolerance(report):
     loss_ok = report["losses"]["max_relative_error"] <= report["losses"]["tolerance"]
+    memory = report.get("static_memory", {})
+    loss_ok = loss_ok and all(row["agree"] for row in memory.values() if isinstance(row, dict))
     if "gradients" in report:
         return loss_ok and report["gradients"]["agreeing_share"] >= BF16_AGREEING_SHARE
     return loss_ok and report["weights"]["relative_error"] <= WEIGHT_TOLERANCE
@@ -448,6 +494,15 @@ def print_report(r, report):
         print(f"  weights: ||dtplan - torch|| / ||torch - initial|| = {w['relative_error']:.2e} "
               f"(tolerance {WEIGHT_TOLERANCE:.0e}); largest element difference "
               f"{w['max_abs_difference']:.2e}")
+    memory = report.get("static_memory")
+    if memory:
+        parts = []
+        for name in ("weights", "gradients", "optimizer_states"):
+            row = memory[name]
+            parts.append(f"{name} {row['dtplan']} B (PyTorch {row['torch']} B, expected "
+                         f"{row['expected']:.0f}{'' if row['agree'] else ' MISMATCH'})")
+        print("  static memory, rank 0: " + "; ".join(parts) + f"; PyTorch's per-tensor step "
+              f"counters {memory['torch_step_counters']} B apart")
     print("  " + ("agree" if report["within_tolerance"] else "DISAGREE"))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PyTorch as the reference of the CPU runtime (issue 19): dtplan-run jobs dumped with --dump and
-# replayed by tools/torch_replay.py in PyTorch DDP over gloo. Three fp32 jobs must end with the
-# same weights and losses:
+# replayed by tools/torch_replay.py in PyTorch DDP over gloo. Every job's static memory on rank
+# 0 (weights, gradients, optimizer states) must be PyTorch's, padded and sharded as dtplan-run
+# keeps them. Three fp32 jobs must end with the same weights and losses:
 #   GPT-2 kind (LayerNorm, learned positions, GELU, biases, tied head), ZeRO-2 (FSDP
 #     SHARD_GRAD_OP) with 2 micro-steps, 2 ranks, selective recomputation
 #   Llama 3.2 kind (RMSNorm, rotary base 500,000, SwiGLU, 8 of 32 key/value heads, tied),
@@ -13,8 +14,9 @@
 # clipping, so that the weights move by the gradient) must give the gradient PyTorch's bf16
 # autocast gives, element by element (torch_replay.py says how closely):
 #   GPT-2 kind, ZeRO-3 on 2 ranks, 2 micro-steps;  Llama 3.2 kind, DDP on 2 ranks, 2 micro-steps
-# Two disturbed dumps must be reported as disagreeing: an fp32 job with one final weight nudged,
-# and an fp32 run presented as bf16 (a runtime that forgot to round).
+# Three disturbed dumps must be reported as disagreeing: an fp32 job with one final weight
+# nudged, one with four bytes of gradient memory too many, and an fp32 run presented as bf16 (a
+# runtime that forgot to round).
 set -euo pipefail
 bin="$1"; mpirun="$2"; python="$3"; tools="$4"
 models="$tools/../data/models"
@@ -87,6 +89,15 @@ with open(sys.argv[1], "r+b") as f:
     f.write(struct.pack("<f", w + 0.01))
 PY
 expect_disagreement gpt2 "a disturbed weight"
+
+# And the memory comparison: four bytes more gradient than PyTorch's on the Llama 3.2 run.
+"$python" - "$work/llama32/replay.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["memory"]["gradients"] += 4
+json.dump(r, open(sys.argv[1], "w"))
+PY
+expect_disagreement llama32 "a gradient buffer PyTorch does not have"
 
 # So can the bf16 one: the same Llama step computed in fp32, its dump labelled bf16.
 sed -i 's/"precision": "bf16"/"precision": "fp32"/' "$work/llama32-bf16.json"

@@ -1,8 +1,10 @@
 // dtplan-run --dump: the files a reference framework replays (replay_dump.hpp).
 #include "dtplan/runtime/replay_dump.hpp"
 
+#include <array>
 #include <nlohmann/json.hpp>
 
+#include "dtplan/cost/profile_step.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/file_output.hpp"
 #include "dtplan/runtime/batch.hpp"
@@ -71,6 +73,9 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["workload"] = cost::to_json(r.stack);
   j["units"] = units;
   j["strategy"] = std::string(name_of(r.settings.strategy));
+  // How the strategy runs (cost::runtime_mode): what each rank keeps of the model states.
+  constexpr std::array<const char*, 5> kModes = {"ddp", "dp", "zero1", "zero2", "zero3"};
+  j["runtime_mode"] = kModes.at(static_cast<std::size_t>(cost::runtime_mode(r.settings.strategy)));
   j["ranks"] = r.ranks;
   j["lr"] = r.settings.lr;
   j["max_grad_norm"] = r.settings.max_grad_norm;
@@ -80,6 +85,12 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["steps"] = r.steps;
   j["losses"] = r.losses;
   j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
+  nlohmann::json memory = nlohmann::json::object();
+  for (int c = 0; c < kMemoryComponents; ++c) {
+    const auto comp = static_cast<MemoryComponent>(c);
+    memory[std::string(name_of(comp))] = r.memory[comp];
+  }
+  j["memory"] = memory;
   // Together or not at all: a replay never reads weights of one run with batches of another.
   write_files_together({raw_file(dir / "initial.f32", r.initial),
                         raw_file(dir / "final.f32", r.final),

@@ -278,7 +278,7 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("setting up");
   Trainer trainer(job.stack, job.settings, *device, *comm, world);
-  ReplayRecord replay{job.stack, job.settings, world.size(), o.warmup + o.steps, {}, {}, {}};
+  ReplayRecord replay{job.stack, job.settings, world.size(), o.warmup + o.steps, {}, {}, {}, {}};
   if (!o.dump_dir.empty()) replay.initial = trainer.gather_parameters();
   std::vector<StepMeasurement> measured;
   for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {
@@ -291,6 +291,7 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   if (!o.dump_dir.empty()) {
     watchdog.kick("writing the replay dump");
     replay.final = trainer.gather_parameters();
+    replay.memory = device->at_peak();
     if (world.rank() == 0) write_replay(o.dump_dir, replay);
   }
   watchdog.kick("gathering the measurement");

@@ -2,9 +2,11 @@
 // read by tools/torch_replay.py): the workload and settings, the weights before the first
 // step and after the last, every rank's batches, and the loss of each step.
 //
-//   DIR/replay.json   {"workload": dense stack, "units": [{name, params}], "strategy", "ranks",
+//   DIR/replay.json   {"workload": dense stack, "units": [{name, params}], "strategy",
+//                      "runtime_mode" (ddp, dp, zero1, zero2 or zero3), "ranks",
 //                      "optimizer", "lr", "betas", "eps", "weight_decay", "max_grad_norm",
-//                      "micro_batch", "grad_accum", "steps", "losses": [...], "files": {...}}
+//                      "micro_batch", "grad_accum", "steps", "losses": [...], "files": {...},
+//                      "memory": {component: bytes} (rank 0 at its peak)}
 //   DIR/initial.f32, DIR/final.f32   every parameter, unpadded, in unit order (little-endian
 //                      float32; DenseModel documents the order inside a unit)
 //   DIR/batches.i32   for each step, micro-step and rank: micro_batch x seq token ids, then
@@ -27,6 +29,7 @@ struct ReplayRecord {
   std::int64_t steps = 0;  // every step run, warm-up included
   std::vector<float> initial, final;
   std::vector<double> losses;
+  MemoryUse memory;  // rank 0's, by component, at its peak
 };
 
 // Before the run: creates `dir` and checks its files can be written; throws dtplan::Error
