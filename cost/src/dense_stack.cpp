@@ -187,18 +187,6 @@ std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
 
 namespace {
 
-std::int64_t largest_matrix(const DenseStack& s) {
-  const std::int64_t h = s.hidden;
-  return std::max({s.vocab * h, s.qkv_size() * h, s.q_size() * h, s.ffn * h});
-}
-
-std::int64_t largest_unit(const DenseStack& s) {
-  std::int64_t most = 0;
-  for (const auto& u : units_of(s))
-    most = std::max(most, u.params);
-  return most;
-}
-
 // The extra passes of one block (see mixed_precision_passes): forward, the attention core's
 // share of it (what selective recomputation reruns), backward.
 struct BlockPasses {
@@ -253,6 +241,18 @@ BlockPasses block_passes(const DenseStack& s, std::int64_t tokens) {
 }
 
 }  // namespace
+
+std::int64_t largest_matrix(const DenseStack& s) {
+  const std::int64_t h = s.hidden;
+  return std::max({s.vocab * h, s.qkv_size() * h, s.q_size() * h, s.ffn * h});
+}
+
+std::int64_t largest_unit(const DenseStack& s) {
+  std::int64_t most = 0;
+  for (const auto& u : units_of(s))
+    most = std::max(most, u.params);
+  return most;
+}
 
 std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens) {
   if (s.compute == ElementType::fp32 || s.attention == StackAttention::value_only) return 0;

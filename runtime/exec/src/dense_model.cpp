@@ -111,12 +111,8 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
   dqkv_ = dev_.allocate_floats(T * s_.qkv_size(), buf);
   scratch_ = dev_.allocate_floats(cost::attention_scratch_elements(s_), buf);
   if (half()) {
-    std::int64_t unit = 0;
-    for (const auto& u : cost::units_of(s_))
-      unit = std::max(unit, u.params);
-    const std::int64_t matrix = std::max({s_.vocab * h, s_.qkv_size() * h, s_.q_size() * h, f * h});
-    w16_ = dev_.allocate_floats(unit, buf);
-    grad16_ = dev_.allocate_floats(matrix, buf);
+    w16_ = dev_.allocate_floats(cost::largest_unit(s_), buf);
+    grad16_ = dev_.allocate_floats(cost::largest_matrix(s_), buf);
     tmp_ = dev_.allocate_floats(T * h, buf);
   }
 }

@@ -117,6 +117,10 @@ std::int64_t attention_scratch_elements(const DenseStack& s);
 // temporary (a projection's rounded output before the residual add, a rounded copy of the
 // residual's gradient).
 std::int64_t mixed_precision_elements(const DenseStack& s, std::int64_t tokens);
+// Its parts: the most parameters of one unit, the most elements of one weight matrix (the
+// head's, QKV, the output projection or an MLP matrix).
+std::int64_t largest_unit(const DenseStack& s);
+std::int64_t largest_matrix(const DenseStack& s);
 // The extra element-wise passes of 16-bit compute in one micro-step, forward and backward with
 // what recomputation reruns (none in fp32), as dtplan-run makes them: `count` passes of
 // `bytes` each. A rounding or a copy reads and writes 4 bytes per element, the accumulation of a
