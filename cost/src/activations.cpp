@@ -181,7 +181,7 @@ void add_embedding(const TransformerSpec& t, const ActivationShape& a, std::int6
                    std::int64_t sbh_rank, ActivationEstimate& est, InFlightActivations* open) {
   const std::int64_t e = element_bytes(a.precision);
   add_kept(est, a, open, "input token ids (int64)", 8 * sb);
-  if (t.embedding_dropout) add_kept(est, a, open, "embedding dropout mask", sbh_rank);
+  if (t.embedding_dropout > 0) add_kept(est, a, open, "embedding dropout mask", sbh_rank);
   if (t.embedding_norm) add_kept(est, a, open, "embedding norm input", e * sbh_rank);
 }
 
@@ -452,7 +452,7 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
   const std::int64_t k = split(repeat ? t.q_size() : t.kv_size(), tp);
   const std::int64_t v = split(repeat ? t.o_size() : t.v_size(), tp);
   const std::int64_t f = split(t.ffn_size, tp), heads = split(t.num_heads, tp);
-  const std::int64_t mask = t.hidden_dropout ? sbh : 0;
+  const std::int64_t mask = t.hidden_dropout > 0 ? sbh : 0;
   // Replicated over the tensor-parallel ranks unless sequence parallelism splits them: the
   // inputs of the QKV projection, of the MLP and of the norms (2, or Gemma's 4), the two
   // dropout masks.
@@ -505,7 +505,7 @@ BlockActivations block_activations(const TransformerSpec& t, const ActivationSha
     out.recomputed =
         Bytes{std::max<std::int64_t>(0, out.linear.value - per_op_kept_bytes(t, a, out.input))};
   const std::int64_t as2b = mul3(checked_mul(heads, s, "activation bytes"), s, b);
-  const std::int64_t dropout = t.attention_dropout ? as2b + checked_mul(e, as2b, "bytes") : 0;
+  const std::int64_t dropout = t.attention_dropout > 0 ? as2b + checked_mul(e, as2b, "bytes") : 0;
   // Eager soft-capping keeps its tanh's output for the backward: one more s x s tensor.
   const std::int64_t capped = t.attn_logit_softcap > 0 ? checked_mul(e, as2b, "bytes") : 0;
   switch (a.attention) {

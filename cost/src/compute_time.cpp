@@ -634,7 +634,7 @@ Phase block_forward(const TransformerSpec& t, double b, double s, Attention attn
   } else if (t.positions == PositionKind::rotary) {
     bytes += 2 * e * m * (q + kv);
   }
-  if (t.hidden_dropout) bytes += 2 * (2 * e * m * h + m * h);
+  if (t.hidden_dropout > 0) bytes += 2 * (2 * e * m * h + m * h);
   // The casts of the four Linears' inputs (QKV, output projection, up, down) under FP8, and
   // one kernel for each norm beyond the two the per-layer count assumes; latent attention's
   // two norms, two assemblies and two more casts.

@@ -191,7 +191,7 @@ EagerBlock attention_half(const TransformerSpec& t) {
     add(b, rotary(q));
     add(b, rotary(kv));
   }
-  if (t.hidden_dropout) add(b, dropout(h, 2));
+  if (t.hidden_dropout > 0) add(b, dropout(h, 2));
   add(b, residual(h));
   return b;
 }
@@ -207,7 +207,7 @@ EagerBlock mlp_half(const TransformerSpec& t) {
   b.backward += fan_in(readers, h, 4);
   add(b, activation(t, f));
   if (!is_gated(t.mlp) && t.gelu_as_tensor_ops) add(b, input_cast(f));
-  if (t.hidden_dropout) add(b, dropout(h, 2));
+  if (t.hidden_dropout > 0) add(b, dropout(h, 2));
   add(b, residual(h));
   return b;
 }
@@ -303,7 +303,7 @@ double eager_autocast_saved_bytes_per_token(const TransformerSpec& t) {
   // norms keep the fp32 copy, the normed fp32 and its 16-bit copy (10 bytes an element).
   bytes += 2 * (q + kv + v) + 2 * o;
   if (t.qk_norm) bytes += 10 * (q + kv);
-  if (t.hidden_dropout) bytes += 2 * h;  // two one-byte masks
+  if (t.hidden_dropout > 0) bytes += 2 * h;  // two one-byte masks
   return bytes + mlp_saved(t, f);
 }
 
@@ -351,7 +351,7 @@ EagerBlock attention_half_uniform(const TransformerSpec& t, double e) {
     add(b, rotary_uniform(q, e));
     add(b, rotary_uniform(kv, e));
   }
-  if (t.hidden_dropout) add(b, dropout(h, e));
+  if (t.hidden_dropout > 0) add(b, dropout(h, e));
   add(b, residual_uniform(h, e));
   return b;
 }
@@ -362,7 +362,7 @@ EagerBlock mlp_half_uniform(const TransformerSpec& t, double e) {
   const double readers = is_gated(t.mlp) && t.model_type != "phi3" ? 2 : 1;
   b.backward += fan_in(readers, h, e);
   add(b, activation_uniform(t, f, e));
-  if (t.hidden_dropout) add(b, dropout(h, e));
+  if (t.hidden_dropout > 0) add(b, dropout(h, e));
   add(b, residual_uniform(h, e));
   return b;
 }
@@ -407,7 +407,7 @@ double eager_uniform_saved_bytes_per_token(const TransformerSpec& t, double e) {
   // Q, K, V and the attention's output. Head norms keep their fp32 input and normed output.
   bytes += e * (q + kv + v + o);
   if (t.qk_norm) bytes += (4 + e) * (q + kv);
-  if (t.hidden_dropout) bytes += 2 * h;  // two one-byte masks
+  if (t.hidden_dropout > 0) bytes += 2 * h;  // two one-byte masks
   // SwiGLU: the gate's output, silu's, the up output and the product; one GELU kernel its input
   // and output; NewGELUActivation x, tanh's output, 1 + tanh, 0.5 x and the product.
   if (is_gated(t.mlp)) return bytes + 4 * e * f;

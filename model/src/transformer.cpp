@@ -399,6 +399,11 @@ std::vector<std::int64_t> root_parameter_tensors(const TransformerSpec& s) {
 namespace {
 
 // The dimensions every Hugging Face config except GPT-2's names the same way.
+// A dropout probability from the config (`absent` when the key is not there).
+double dropout_of(const ObjectReader& c, std::string_view key, double absent) {
+  return c.optional_number(key, kDropoutProbability).value_or(absent);
+}
+
 void read_common_dims(const ObjectReader& c, TransformerSpec& s) {
   s.vocab_size = c.positive_integer("vocab_size");
   s.hidden_size = c.positive_integer("hidden_size");
@@ -440,8 +445,8 @@ void read_llama_like(const ObjectReader& c, TransformerSpec& s) {
   s.rope_theta = c.optional_number("rope_theta", NumberRange::positive(1e12)).value_or(10000.0);
   s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(false);
   s.mlp_bias = c.optional_boolean("mlp_bias").value_or(false);
-  s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
-  s.hidden_dropout = false;
+  s.attention_dropout = dropout_of(c, "attention_dropout", 0.0);
+  s.hidden_dropout = 0;
 }
 
 TransformerSpec read_llama(const ObjectReader& c) {
@@ -482,8 +487,8 @@ TransformerSpec read_phi3(const ObjectReader& c) {
   TransformerSpec s;
   read_llama_like(c, s);
   read_sliding_window(c, s);
-  s.hidden_dropout = c.optional_number("resid_pdrop").value_or(0.0) > 0.0;
-  s.embedding_dropout = c.optional_number("embd_pdrop").value_or(0.0) > 0.0;
+  s.hidden_dropout = dropout_of(c, "resid_pdrop", 0.0);
+  s.embedding_dropout = dropout_of(c, "embd_pdrop", 0.0);
   if (c.optional_number("partial_rotary_factor").value_or(1.0) != 1.0) {
     c.fail("partial_rotary_factor", "partial rotary embeddings are not modelled yet");
   }
@@ -739,9 +744,9 @@ TransformerSpec read_gpt2(const ObjectReader& c) {
   s.max_positions =
       c.has("n_positions") ? c.positive_integer("n_positions") : c.positive_integer("n_ctx");
   s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(true);
-  s.attention_dropout = c.optional_number("attn_pdrop").value_or(0.1) > 0.0;
-  s.hidden_dropout = c.optional_number("resid_pdrop").value_or(0.1) > 0.0;
-  s.embedding_dropout = c.optional_number("embd_pdrop").value_or(0.1) > 0.0;
+  s.attention_dropout = dropout_of(c, "attn_pdrop", 0.1);
+  s.hidden_dropout = dropout_of(c, "resid_pdrop", 0.1);
+  s.embedding_dropout = dropout_of(c, "embd_pdrop", 0.1);
   if (c.optional_boolean("add_cross_attention").value_or(false)) {
     c.fail("add_cross_attention", "cross-attention (encoder-decoder GPT-2) is not supported");
   }
@@ -763,8 +768,8 @@ TransformerSpec read_gpt_neox(const ObjectReader& c) {
       c.optional_number("rotary_emb_base", NumberRange::positive(1e12)).value_or(10000.0);
   s.tied_embeddings = c.optional_boolean("tie_word_embeddings").value_or(false);
   s.qkv_bias = s.attn_out_bias = c.optional_boolean("attention_bias").value_or(true);
-  s.attention_dropout = c.optional_number("attention_dropout").value_or(0.0) > 0.0;
-  s.hidden_dropout = c.optional_number("hidden_dropout").value_or(0.0) > 0.0;
+  s.attention_dropout = dropout_of(c, "attention_dropout", 0.0);
+  s.hidden_dropout = dropout_of(c, "hidden_dropout", 0.0);
   s.embedding_dropout = s.hidden_dropout;
   return s;
 }
@@ -778,8 +783,8 @@ TransformerSpec read_bert(const ObjectReader& c) {
   s.final_norm = false;
   s.head = HeadKind::base;
   s.pooler = true;  // BertModel's default add_pooling_layer=True
-  s.attention_dropout = c.optional_number("attention_probs_dropout_prob").value_or(0.1) > 0.0;
-  s.hidden_dropout = c.optional_number("hidden_dropout_prob").value_or(0.1) > 0.0;
+  s.attention_dropout = dropout_of(c, "attention_probs_dropout_prob", 0.1);
+  s.hidden_dropout = dropout_of(c, "hidden_dropout_prob", 0.1);
   s.embedding_dropout = s.hidden_dropout;
   const auto positions = c.optional_string("position_embedding_type").value_or("absolute");
   if (positions != "absolute") {

@@ -119,9 +119,9 @@ void model_shape(Args& a, const TransformerSpec& s, std::int64_t seq_len) {
   add(a, "--position-embedding-type",
       s.positions == PositionKind::rotary ? "rope" : "learned_absolute");
   if (s.positions == PositionKind::rotary) add(a, "--rotary-base", number_text(s.rope_theta));
-  // Megatron-LM's dropouts default to 0.1; a model trained without them says 0.
-  if (!s.attention_dropout) add(a, "--attention-dropout", "0");
-  if (!s.hidden_dropout) add(a, "--hidden-dropout", "0");
+  // Megatron-LM's dropouts default to 0.1; a model with other probabilities says them.
+  if (s.attention_dropout != 0.1) add(a, "--attention-dropout", number_text(s.attention_dropout));
+  if (s.hidden_dropout != 0.1) add(a, "--hidden-dropout", number_text(s.hidden_dropout));
   add(a, "--normalization", s.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   if (s.mlp == MlpKind::swiglu) a.emplace_back("--swiglu");
   if (!s.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");

@@ -25,7 +25,7 @@ TransformerSpec gpt3_block() {
   t.head_dim = 128;
   t.ffn_size = 4 * 12288;
   t.max_positions = 2048;
-  t.attention_dropout = t.hidden_dropout = true;
+  t.attention_dropout = t.hidden_dropout = 0.1;
   return t;
 }
 
@@ -341,7 +341,7 @@ TEST_CASE("activations with the micro-batches in flight left open add up as stag
   // GPT-3's first stage (embedding dropout on), 4 layers, every recompute mode: at(f) must
   // equal the total priced with f in flight, interleaving's fractions included.
   auto t = gpt3_block();
-  t.embedding_dropout = true;
+  t.embedding_dropout = 0.1;
   for (const auto recompute :
        {Checkpointing::none, Checkpointing::selective, Checkpointing::full}) {
     ActivationShape a;

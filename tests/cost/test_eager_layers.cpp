@@ -20,7 +20,7 @@ const std::filesystem::path kData = DTPLAN_DATA_DIR;
 
 TransformerSpec gpt2_block() {
   auto t = test::gpt2_style_block(50264);
-  t.hidden_dropout = true;
+  t.hidden_dropout = 0.1;
   t.gelu_as_tensor_ops = true;  // "gelu_new", GPT-2's default
   return t;
 }

@@ -33,7 +33,7 @@ TransformerSpec gpt3() {
   t.head_dim = 128;
   t.ffn_size = 4 * h;
   t.max_positions = s;
-  t.attention_dropout = t.hidden_dropout = true;
+  t.attention_dropout = t.hidden_dropout = 0.1;
   return t;
 }
 

@@ -302,3 +302,25 @@ TEST_CASE("keys that change the count are read or refused, never skipped") {
                           "max_position_embeddings": 4096, "sliding_window": -1})"),
              Contains("/sliding_window: must be a positive number of tokens"));
 }
+
+TEST_CASE("dropout probabilities as the config gives them, GPT-2's defaults 0.1") {
+  const std::string gpt2 = R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768,
+                               "n_layer": 12, "n_head": 12, "n_positions": 1024)";
+  // transformers' GPT2Config: attn_pdrop, resid_pdrop and embd_pdrop default to 0.1.
+  const auto defaults = from_config(gpt2 + "}");
+  CHECK(defaults.attention_dropout == 0.1);
+  CHECK(defaults.hidden_dropout == 0.1);
+  CHECK(defaults.embedding_dropout == 0.1);
+  const auto set = from_config(gpt2 + R"(, "attn_pdrop": 0.0, "resid_pdrop": 0.25})");
+  CHECK(set.attention_dropout == 0.0);
+  CHECK(set.hidden_dropout == 0.25);
+  CHECK_THAT(error_of(gpt2 + R"(, "resid_pdrop": 1.0})"),
+             Contains("/resid_pdrop") && Contains("0.99"));
+  CHECK_THAT(error_of(gpt2 + R"(, "embd_pdrop": -0.1})"), Contains("/embd_pdrop"));
+  // Llama trains without dropout unless attention_dropout says otherwise.
+  const std::string llama = R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096,
+      "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "max_position_embeddings": 4096)";
+  CHECK(from_config(llama + "}").attention_dropout == 0.0);
+  CHECK(from_config(llama + R"(, "attention_dropout": 0.05})").attention_dropout == 0.05);
+}

@@ -221,6 +221,14 @@ TEST_CASE("Megatron-LM arguments: interleaving, full recompute, fp16, GPT-2 shap
   CHECK(a.count("--untie-embeddings-and-output-weights") == 0);
   CHECK(a.count("--group-query-attention") == 0);
   CHECK(a.at("--max-position-embeddings") == "1024");
+  // GPT-2's dropouts are 0.1, Megatron-LM's defaults: nothing to say. Other values are said.
+  CHECK(a.count("--attention-dropout") == 0);
+  CHECK(a.count("--hidden-dropout") == 0);
+  auto other = gpt2;
+  other.transformer->attention_dropout = 0.05;
+  const auto b = parsed(planner::megatron_arguments(other, l));
+  CHECK(b.at("--attention-dropout") == "0.05");
+  CHECK(b.count("--hidden-dropout") == 0);
 }
 
 TEST_CASE("Megatron-LM arguments: uneven stages as the embedding-and-loss rule or first/last") {

@@ -31,6 +31,8 @@ inline constexpr NumberRange kFactor = NumberRange::positive(1e3);
 inline constexpr NumberRange kSecondsPerUnit = NumberRange::positive(1.0);
 inline constexpr NumberRange kFraction = NumberRange::positive(1.0);
 inline constexpr NumberRange kLearningRate = NumberRange::positive(10.0);
+// A dropout probability: 0 (none) up to 0.99 (p = 1 would drop every element).
+inline constexpr NumberRange kDropoutProbability = NumberRange::non_negative(0.99);
 
 std::optional<std::string> range_problem(double value, const NumberRange& range);
 

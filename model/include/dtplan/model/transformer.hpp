@@ -116,10 +116,12 @@ struct TransformerSpec {
   HeadKind head = HeadKind::causal_lm;
   std::int64_t num_labels = 0;  // sequence classification
   bool pooler = false;          // BERT pooler: dense h x h + bias
-  bool attention_dropout = false;
-  bool hidden_dropout = false;     // after attention and MLP outputs
-  bool embedding_dropout = false;  // after the embeddings
-  bool qk_norm = false;            // Qwen3: RMSNorm over head_dim on each query and key head
+  // Dropout probabilities (0: none): on the attention probabilities, after the attention and
+  // MLP output projections, after the embeddings.
+  double attention_dropout = 0;
+  double hidden_dropout = 0;
+  double embedding_dropout = 0;
+  bool qk_norm = false;  // Qwen3: RMSNorm over head_dim on each query and key head
   // Norms in each block: 2 (before attention and before the MLP), or 4 where the block also
   // normalises each sub-layer's output before the residual add (Gemma 2 and 3).
   std::int64_t norms_per_layer = 2;
