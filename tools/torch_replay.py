@@ -94,6 +94,10 @@ def load_dump(directory):
                 "micro_batch", "grad_accum", "no_sync", "steps", "losses", "files"):
         if key not in r:
             fail_input(f"{path}: missing key '{key}'")
+    # Dumps written before dtplan-run executed dropout ran without it.
+    r["workload"].setdefault("dropout", {"attention": 0, "hidden": 0, "embedding": 0})
+    if "seed" not in r and any(v > 0 for v in r["workload"]["dropout"].values()):
+        fail_input(f"{path}: missing key 'seed' (the dropout masks are drawn from it)")
     if r["workload"].get("attention") != "causal":
         fail_input(f"{path}: /workload/attention is {r['workload'].get('attention')!r}; "
                    "only dumps of the causal workload can be replayed")
@@ -237,7 +241,15 @@ def build_model(r):
             lo, hi, rest = x[..., :half], x[..., half:2 * half], x[..., 2 * half:]
             return torch.cat([lo * cos - hi * sin, hi * cos + lo * sin, rest], dim=-1)
 
-        def attention(self, x, prefix, batch, seq):
+        def dropout(self, x, masks, key, p):
+            """x * noise, noise the kept elements' 1 / (1 - p) in x's type (nn.Dropout's form)."""
+            if masks is None or key not in masks:
+                return x
+            noise = masks[key].to(x.dtype)
+            noise.div_(1 - p)
+            return x * noise
+
+        def attention(self, x, prefix, batch, seq, masks=None, layer=0):
             L = self.layout
             qkv = self.linear(x, prefix + "qkv")
             q = qkv[..., :L.q].view(batch, seq, L.heads, L.d)
@@ -254,7 +266,9 @@ def build_model(r):
                 scores = torch.einsum("bihd,bjhd->bhij", q.float(), k.float()) / math.sqrt(L.d)
                 mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
                 probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-                out = torch.einsum("bhij,bjhd->bihd", probs.to(v.dtype), v)
+                dropped = self.dropout(probs.to(v.dtype), masks, (layer, SITE_ATTENTION),
+                                       L.w["dropout"]["attention"])
+                out = torch.einsum("bhij,bjhd->bihd", dropped, v)
             out = out.reshape(batch, seq, L.q)
             return self.linear(out, prefix + "out")
 
@@ -268,16 +282,20 @@ def build_model(r):
                 a = F.gelu(up.float(), approximate="tanh").to(up.dtype)
             return self.linear(a, prefix + "down")
 
-        def forward(self, ids, targets):
+        def forward(self, ids, targets, masks=None):
             L = self.layout
+            p = L.w["dropout"]
             batch, seq = ids.shape
             x = F.embedding(ids, self.p("tok"))
             if L.learned:
                 x = x + self.p("pos")[:seq][None]
+            x = self.dropout(x, masks, (0, SITE_EMBEDDING), p["embedding"])
             for l in range(L.w["layers"]):
                 prefix = f"blocks.{l}."
-                x = x + self.attention(self.norm(x, prefix + "norm1"), prefix, batch, seq)
-                x = x + self.mlp(self.norm(x, prefix + "norm2"), prefix)
+                a = self.attention(self.norm(x, prefix + "norm1"), prefix, batch, seq, masks, l)
+                x = x + self.dropout(a, masks, (l, SITE_ATTENTION_OUTPUT), p["hidden"])
+                m = self.mlp(self.norm(x, prefix + "norm2"), prefix)
+                x = x + self.dropout(m, masks, (l, SITE_MLP_OUTPUT), p["hidden"])
             if L.w["final_norm"]:
                 x = self.norm(x, "final_norm")
             head = self.p("tok") if L.w["tied"] else self.p("head")
@@ -286,6 +304,69 @@ def build_model(r):
                                    reduction="sum")
 
     return Blocks(Layout(r["workload"]))
+
+
+# dtplan-run's dropout masks, rebuilt (runtime/exec/include/dtplan/runtime/dropout.hpp): element
+# i of sample g's tensor at (layer, site) of step t is kept when
+#   mix(mix(mix(mix(seed ^ t) + g) + ((4 layer + site + 1) << 32)) + i) >> 40 >= round(p 2^24)
+# with mix splitmix64's finaliser; the attention probabilities' squares are not drawn above the
+# diagonal.
+SITE_EMBEDDING, SITE_ATTENTION, SITE_ATTENTION_OUTPUT, SITE_MLP_OUTPUT = 0, 1, 2, 3
+U64 = (1 << 64) - 1
+
+
+def mix(x):
+    """splitmix64's finaliser of a Python int or a numpy uint64 array (wrapping)."""
+    import numpy as np
+    if isinstance(x, int):
+        x = (x + 0x9e3779b97f4a7c15) & U64
+        x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & U64
+        x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & U64
+        return x ^ (x >> 31)
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9e3779b97f4a7c15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        return x ^ (x >> np.uint64(31))
+
+
+def keep_mask(seed, step, sample, layer, site, count, p):
+    import numpy as np
+    stream = mix((mix(mix(seed ^ step) + sample) + ((4 * layer + site + 1) << 32)) & U64)
+    threshold = int(math.floor(p * 2 ** 24 + 0.5))
+    with np.errstate(over="ignore"):
+        drawn = mix(np.uint64(stream) + np.arange(count, dtype=np.uint64))
+    return (drawn >> np.uint64(40)) >= np.uint64(threshold)
+
+
+def dropout_masks(r, step, first_sample):
+    """The masks of one micro-step, keyed (layer, site): bool tensors shaped as the values."""
+    import numpy as np
+    import torch
+    w = r["workload"]
+    p = w["dropout"]
+    S, h, heads, mb = w["seq_len"], w["hidden"], w["heads"], r["micro_batch"]
+    samples = range(first_sample, first_sample + mb)
+    seed = r["seed"]
+
+    def stacked(layer, site, count, shape):
+        m = [keep_mask(seed, step, g, layer, site, count, p_of[site]) for g in samples]
+        return torch.from_numpy(np.stack(m).reshape((mb,) + shape))
+
+    p_of = {SITE_EMBEDDING: p["embedding"], SITE_ATTENTION: p["attention"],
+            SITE_ATTENTION_OUTPUT: p["hidden"], SITE_MLP_OUTPUT: p["hidden"]}
+    masks = {}
+    if p["embedding"] > 0:
+        masks[(0, SITE_EMBEDDING)] = stacked(0, SITE_EMBEDDING, S * h, (S, h))
+    causal = torch.ones(S, S, dtype=torch.bool).tril()
+    for l in range(w["layers"]):
+        if p["attention"] > 0:
+            masks[(l, SITE_ATTENTION)] = stacked(l, SITE_ATTENTION, heads * S * S,
+                                                 (heads, S, S)) & causal
+        if p["hidden"] > 0:
+            for site in (SITE_ATTENTION_OUTPUT, SITE_MLP_OUTPUT):
+                masks[(l, site)] = stacked(l, site, S * h, (S, h))
+    return masks
 
 
 def make_optimizer(r, params):
@@ -370,23 +451,25 @@ def train(rank, r, directory, init_file, out_path, compute):
     global_tokens = r["micro_batch"] * accum * world * r["workload"]["seq_len"]
     losses = []
 
-    def forward(ids, targets):
+    def forward(ids, targets, masks):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=compute == "bf16"):
-            return ddp(ids, targets)
+            return ddp(ids, targets, masks)
 
     for step in range(r["steps"]):
         summed = torch.zeros(1, dtype=torch.float64)
         for micro in range(accum):
             ids, targets = data[step, micro, rank, 0], data[step, micro, rank, 1]
+            # Trainer::micro_step's sample numbering.
+            masks = dropout_masks(r, step, (micro * world + rank) * r["micro_batch"])
             last = micro == accum - 1
             # Each rank's loss is its tokens' mean over the step; DDP averages over ranks.
             scale = r["micro_batch"] * accum * r["workload"]["seq_len"]
             if r["no_sync"] and not last:
                 with ddp.no_sync():
-                    loss = forward(ids, targets)
+                    loss = forward(ids, targets, masks)
                     (loss / scale).backward()
             else:
-                loss = forward(ids, targets)
+                loss = forward(ids, targets, masks)
                 (loss / scale).backward()
             summed += loss.detach().double()
         dist.all_reduce(summed)

@@ -67,13 +67,6 @@ std::int64_t DenseStack::position_params() const {
 
 std::vector<std::string> not_executed(const TransformerSpec& spec) {
   std::vector<std::string> out;
-  std::string dropout;
-  for (const auto& [on, name] :
-       {std::pair{spec.attention_dropout, "attention"}, std::pair{spec.hidden_dropout, "hidden"},
-        std::pair{spec.embedding_dropout, "embedding"}}) {
-    if (on) dropout += (dropout.empty() ? "" : ", ") + std::string(name);
-  }
-  if (!dropout.empty()) out.push_back("dropout (" + dropout + ")");
   if (spec.mlp == MlpKind::geglu) out.push_back("GeGLU's GELU gate (it runs SiLU, as SwiGLU)");
   if (spec.sliding_window > 0) out.push_back("the sliding window (every layer attends to all)");
   if (spec.qk_norm) out.push_back("query/key norms");
@@ -109,6 +102,9 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
   s.tied = spec.tied_embeddings;
   s.norm = spec.norm == NormKind::rmsnorm ? StackNorm::rmsnorm : StackNorm::layernorm;
   s.final_norm = spec.final_norm;
+  s.attention_dropout = spec.attention_dropout;
+  s.hidden_dropout = spec.hidden_dropout;
+  s.embedding_dropout = spec.embedding_dropout;
   if (spec.positions == PositionKind::rotary) {
     s.positions = StackPositions::rotary;
     s.rope_theta = spec.rope_theta > 0 ? spec.rope_theta : 10000.0;  // the common default base
@@ -171,6 +167,22 @@ std::int64_t stored_elements_per_token(const DenseStack& s) {
   return s.layers * per_block + head_side;
 }
 
+std::int64_t mask_bytes_per_token(const DenseStack& s) {
+  if (s.attention == StackAttention::value_only) return 0;
+  const std::int64_t probs = s.attention_dropout > 0 ? s.heads * s.seq_len : 0;
+  const std::int64_t hidden = s.hidden_dropout > 0 ? 2 * s.hidden : 0;
+  const std::int64_t embedding = s.embedding_dropout > 0 ? s.hidden : 0;
+  switch (s.recompute) {
+    case Checkpointing::full:
+      return probs + hidden + embedding;
+    case Checkpointing::selective:
+      return s.layers * hidden + probs + embedding;
+    case Checkpointing::none:
+      break;
+  }
+  return s.layers * (probs + hidden) + embedding;
+}
+
 std::int64_t attention_scratch_elements(const DenseStack& s) {
   const std::int64_t head_grad = s.compute == ElementType::fp32 ? 0 : s.seq_len * s.head_dim;
   return s.seq_len * s.seq_len + head_grad;
@@ -181,8 +193,11 @@ std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
   if (s.attention == StackAttention::value_only) {
     return tokens * (s.qkv_size() + 2 * s.hidden + mlp + s.q_size());
   }
+  // Hidden dropout in fp32 keeps the dropped gradient in the hidden-sized temporary that
+  // 16-bit compute has anyway.
+  const bool dropout_temporary = s.hidden_dropout > 0 && s.compute == ElementType::fp32;
   return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s) +
-         mixed_precision_elements(s, tokens);
+         mixed_precision_elements(s, tokens) + (dropout_temporary ? tokens * s.hidden : 0);
 }
 
 namespace {
@@ -288,6 +303,76 @@ std::vector<ElementPass> mixed_precision_passes(const DenseStack& s, std::int64_
   return out;
 }
 
+namespace {
+
+// One block's dropout work (see dropout_work): forward, its attention core's share, backward.
+struct BlockDropout {
+  double draws = 0, attention_draws = 0;
+  std::vector<ElementPass> forward, attention_forward, backward;
+};
+
+BlockDropout block_dropout(const DenseStack& s, std::int64_t tokens) {
+  const auto T = static_cast<double>(tokens), h = static_cast<double>(s.hidden);
+  const auto S = static_cast<double>(s.seq_len);
+  const double heads = static_cast<double>(s.batch(tokens) * s.heads);
+  const bool half = s.compute != ElementType::fp32;
+  constexpr double drop = 9, copy = 8, round = 8, add = 12, zero = 1;
+  BlockDropout b;
+  if (s.hidden_dropout > 0) {
+    // Per projection: forward drops its output (rounded again in 16 bits) and adds the
+    // residual (16-bit compute added it already); backward copies the gradient and drops it.
+    b.draws += 2 * T * h;
+    b.forward.push_back({(half ? drop + round : drop + add) * T * h, 2, false});
+    b.backward.push_back({(half ? drop + round : drop + copy) * T * h, 2, true});
+  }
+  if (s.attention_dropout > 0) {
+    // Per (sequence, head): the square's kept probabilities (a copy in fp32; 16-bit compute
+    // copies and rounds anyway) dropped for p v, again in backward for dv, and dp dropped.
+    b.attention_draws = heads * S * (S + 1) / 2;
+    const double per_square = (half ? drop + round : drop + copy) * S * S;
+    b.attention_forward = {{per_square, heads, false}, {zero * S * (S - 1) / 2, heads, false}};
+    b.backward.push_back({per_square, heads, true});
+    b.backward.push_back({(half ? drop + round : drop) * S * S, heads, true});
+  }
+  b.draws += b.attention_draws;
+  b.forward.insert(b.forward.end(), b.attention_forward.begin(), b.attention_forward.end());
+  return b;
+}
+
+}  // namespace
+
+DropoutWork dropout_work(const DenseStack& s, std::int64_t tokens) {
+  DropoutWork w;
+  if (s.attention == StackAttention::value_only) return w;
+  const auto b = block_dropout(s, tokens);
+  const auto L = static_cast<double>(s.layers);
+  auto times = [&](const std::vector<ElementPass>& passes, bool backward) {
+    for (auto p : passes) {
+      p.count *= L;
+      p.backward = backward;
+      w.passes.push_back(p);
+    }
+  };
+  w.forward_draws = L * b.draws;
+  times(b.forward, false);
+  times(b.backward, true);
+  if (s.recompute == Checkpointing::full) {
+    w.backward_draws = L * b.draws;
+    times(b.forward, true);
+  }
+  if (s.recompute == Checkpointing::selective) {
+    w.backward_draws = L * b.attention_draws;
+    times(b.attention_forward, true);
+  }
+  if (s.embedding_dropout > 0) {  // drawn and dropped forward, dropped backward
+    const double e = static_cast<double>(tokens * s.hidden);
+    w.forward_draws += e;
+    w.passes.push_back({9 * e, 1, false});
+    w.passes.push_back({9 * e, 1, true});
+  }
+  return w;
+}
+
 std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens) {
   // A Linear in -> out over T tokens: forward T x out x in; backward the input gradient
   // (T x in x out) and the weight gradient (out x in x T): three GEMMs of equal FLOPs.
@@ -343,6 +428,9 @@ nlohmann::json to_json(const DenseStack& s) {
   j["norm"] = s.norm == StackNorm::rmsnorm ? "rmsnorm" : "layernorm";
   j["final_norm"] = s.final_norm;
   j["norm_eps"] = s.norm_eps;
+  j["dropout"] = {{"attention", s.attention_dropout},
+                  {"hidden", s.hidden_dropout},
+                  {"embedding", s.embedding_dropout}};
   if (s.positions == StackPositions::rotary) {
     j["positions"] = "rotary";
     j["rope_theta"] = s.rope_theta;
@@ -397,6 +485,12 @@ void read_layer_kinds(const ObjectReader& r, DenseStack& s) {
   s.norm = norm == "rmsnorm" ? StackNorm::rmsnorm : StackNorm::layernorm;
   s.final_norm = r.boolean("final_norm");
   s.norm_eps = r.number("norm_eps", NumberRange::positive(1.0));
+  // Files written before dropout was executed ran without it.
+  if (const auto d = r.optional_object("dropout")) {
+    s.attention_dropout = d->number("attention", kDropoutProbability);
+    s.hidden_dropout = d->number("hidden", kDropoutProbability);
+    s.embedding_dropout = d->number("embedding", kDropoutProbability);
+  }
   const auto positions = r.string("positions");
   if (positions == "rotary") {
     s.positions = StackPositions::rotary;

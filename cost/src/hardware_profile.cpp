@@ -230,6 +230,9 @@ static nlohmann::json fitted_json(const HardwareProfile& p) {
 
 nlohmann::json to_json(const HardwareProfile& p) {
   auto j = fitted_json(p);
+  if (p.dropout_draw_s_per_element) {
+    j["dropout_draw_s_per_element"] = curve_json(*p.dropout_draw_s_per_element);
+  }
   if (p.attention) {
     const auto& a = *p.attention;
     auto samples = nlohmann::json::array();
@@ -422,6 +425,9 @@ HardwareProfile load_profile(const std::filesystem::path& path) {
       read_curve(r, "activation_grad_s_per_element", "s_per_activation_grad_element", false);
   p.adam_s_per_param = read_curve(r, "adam_s_per_param", "adam_s_per_param", false);
   p.sgd_s_per_param = read_curve(r, "sgd_s_per_param", "sgd_s_per_param", false);
+  if (r.has("dropout_draw_s_per_element")) {  // calibrated since the runtime executes dropout
+    p.dropout_draw_s_per_element = read_curve(r, "dropout_draw_s_per_element", "", false);
+  }
   read_collectives(r, p);
   read_correction(r, p);
   read_residuals(r, p);

@@ -112,6 +112,18 @@ ForwardBackward attention_time(const DenseStack& s, std::int64_t tokens, const H
   return x;
 }
 
+// Mask draws at the profile's rate, taken at the size of one hidden-sized mask (a profile
+// without the rate: each draw a 9-byte element-wise pass).
+double draw_time_s(double draws, const DenseStack& s, std::int64_t tokens,
+                   const HardwareProfile& p) {
+  if (draws <= 0) return 0;
+  const auto call = static_cast<double>(tokens * s.hidden);
+  if (p.dropout_draw_s_per_element) {
+    return draws * p.dropout_draw_s_per_element->s_per_unit(call, "dropout draw");
+  }
+  return draws * 9 * p.elementwise_s_per_byte.s_per_unit(9 * call, "element-wise");
+}
+
 // Forward and backward compute of one micro-step: every Linear's forward GEMM, then its two
 // backward GEMMs; attention; norms and positions; element-wise calls; the MLP activation; the
 // loss. Backward also reruns what recomputation discarded: every block's forward (full), or
@@ -144,11 +156,18 @@ ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const Har
       layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
   if (s.recompute == Checkpointing::full) x.backward_s += blocks;
   if (s.recompute == Checkpointing::selective) x.backward_s += attention.blocks_forward_s;
-  // 16-bit compute's roundings, weight copies and accumulations of rounded results.
-  for (const auto& pass : mixed_precision_passes(s, tokens)) {
-    const double t = pass.count * p.elementwise_s_per_byte.time_s(pass.bytes, "element-wise");
-    (pass.backward ? x.backward_s : x.forward_s) += t;
+  // 16-bit compute's roundings, weight copies and accumulations of rounded results; dropout's
+  // passes and mask draws.
+  const auto dropout = dropout_work(s, tokens);
+  const auto mixed = mixed_precision_passes(s, tokens);
+  for (const auto* passes : {&mixed, &dropout.passes}) {
+    for (const auto& pass : *passes) {
+      const double t = pass.count * p.elementwise_s_per_byte.time_s(pass.bytes, "element-wise");
+      (pass.backward ? x.backward_s : x.forward_s) += t;
+    }
   }
+  x.forward_s += draw_time_s(dropout.forward_draws, s, tokens, p);
+  x.backward_s += draw_time_s(dropout.backward_draws, s, tokens, p);
   return x;
 }
 
@@ -200,7 +219,7 @@ std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
   return {{"weights", states.gpu.weights.value},
           {"gradients", states.gpu.gradients.value},
           {"optimizer_states", states.gpu.optimizer_states.value},
-          {"activations", stored_elements_per_token(s) * tokens * 4},
+          {"activations", (stored_elements_per_token(s) * 4 + mask_bytes_per_token(s)) * tokens},
           {"buffers", buffers * 4},
           {"data", 2 * tokens * 4}};
 }

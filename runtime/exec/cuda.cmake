@@ -73,6 +73,8 @@ set_target_properties(dtplan_cuda_kernels PROPERTIES
   CUDA_STANDARD_REQUIRED ON
   POSITION_INDEPENDENT_CODE ON)
 target_compile_options(dtplan_cuda_kernels PRIVATE -Xcompiler=-Wall,-Wextra,-Wshadow)
+# dtplan/runtime/dropout.hpp (header-only, shared with the CPU device).
+target_include_directories(dtplan_cuda_kernels PRIVATE ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(dtplan_cuda_kernels PRIVATE CUDA::cudart)
 
 target_sources(dtplan_runtime_exec PRIVATE

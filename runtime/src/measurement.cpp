@@ -262,6 +262,13 @@ std::optional<std::string> profile_mismatch(const Measurement& m, const cost::Ha
            "on the older workload, so the time errors include that (" +
            calibrate + ")";
   }
+  const auto& w = m.workload;
+  if (!p.dropout_draw_s_per_element &&
+      w.attention_dropout + w.hidden_dropout + w.embedding_dropout > 0) {
+    return "the profile predates the runtime's dropout: it has no timing of mask draws (each is "
+           "priced as a 9-byte element-wise pass), so the time errors include that (" +
+           calibrate + ")";
+  }
   return std::nullopt;
 }
 

@@ -44,8 +44,48 @@ TEST_CASE("stored and scratch elements of the causal workload, by hand") {
   const std::int64_t block = 768 + 770 + 2304 + 12288 + 768 + 768 + 770 + 6144;
   CHECK(cost::stored_elements_per_token(s) == 12 * block + 768 + 770 + 50257);
   // Backward temporaries per token: dQKV 2304, three of 768, MLP 2 x 3072, attention output
-  // 768; the attention workspace, one 1024 x 1024 square.
-  CHECK(cost::scratch_elements(s, 2048) == 2048 * (2304 + 3 * 768 + 6144 + 768) + 1024 * 1024);
+  // 768, and (GPT-2's resid_pdrop 0.1) a projection's gradient through its dropout mask 768;
+  // the attention workspace, one 1024 x 1024 square.
+  CHECK(cost::scratch_elements(s, 2048) ==
+        2048 * (2304 + 3 * 768 + 6144 + 768 + 768) + 1024 * 1024);
+}
+
+TEST_CASE("dropout masks kept for backward, by hand, with and without recomputation") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  // GPT-2's config: attn_pdrop, resid_pdrop, embd_pdrop all 0.1.
+  CHECK(s.attention_dropout == 0.1);
+  CHECK(s.hidden_dropout == 0.1);
+  CHECK(s.embedding_dropout == 0.1);
+  // One byte an element, per token: per block the probabilities' 12 heads x 1024 and the two
+  // projections' 2 x 768; the embeddings' 768.
+  CHECK(cost::mask_bytes_per_token(s) == 12 * (12288 + 1536) + 768);
+  s.recompute = Checkpointing::selective;  // one block's probability mask
+  CHECK(cost::mask_bytes_per_token(s) == 12 * 1536 + 12288 + 768);
+  s.recompute = Checkpointing::full;  // one block's masks
+  CHECK(cost::mask_bytes_per_token(s) == 12288 + 1536 + 768);
+  s.attention_dropout = s.hidden_dropout = s.embedding_dropout = 0;
+  CHECK(cost::mask_bytes_per_token(s) == 0);
+  // Llama 3.2 1B trains without dropout (attention_dropout 0.0).
+  const auto llama = load_model("llama-3.2-1b", std::string(DTPLAN_DATA_DIR) + "/models");
+  CHECK(cost::mask_bytes_per_token(cost::dense_stack_of(*llama.transformer, 1.0, 2048)) == 0);
+}
+
+TEST_CASE("dropout probabilities travel with the workload, and older files ran without") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  auto s = cost::dense_stack_of(*m.transformer, 0.05, 64);
+  s.attention_dropout = 0.25;
+  auto j = cost::to_json(s);
+  auto read = [](const nlohmann::json& file) {
+    return cost::dense_stack_from_json(ObjectReader::root(parse_json(file.dump(), "w.json")));
+  };
+  CHECK(read(j).attention_dropout == 0.25);
+  CHECK(read(j).hidden_dropout == 0.1);
+  j["dropout"]["hidden"] = 1.0;
+  CHECK_THROWS_WITH(read(j), Catch::Contains("hidden") && Catch::Contains("0.99"));
+  j.erase("dropout");
+  const auto old = read(j);
+  CHECK(old.attention_dropout + old.hidden_dropout + old.embedding_dropout == 0);
 }
 
 TEST_CASE("16-bit compute's extra scratch and passes, by hand") {
@@ -56,11 +96,10 @@ TEST_CASE("16-bit compute's extra scratch and passes, by hand") {
   CHECK(cost::mixed_precision_passes(s, 2048).empty());
   s.compute = cost::ElementType::bf16;
   // The largest unit, the embedding's 39,385,344; the largest matrix, the tied head's
-  // 50257 x 768 = 38,597,376; one hidden-sized temporary, 2048 x 768; and the attention
-  // workspace's head gradient, 1024 x 64.
+  // 50257 x 768 = 38,597,376; one hidden-sized temporary, 2048 x 768 (in fp32 GPT-2's hidden
+  // dropout has it already); and the attention workspace's head gradient, 1024 x 64.
   CHECK(cost::mixed_precision_elements(s, 2048) == 39385344 + 38597376 + 2048 * 768);
-  CHECK(cost::scratch_elements(s, 2048) ==
-        fp32_scratch + 39385344 + 38597376 + 2048 * 768 + 1024 * 64);
+  CHECK(cost::scratch_elements(s, 2048) == fp32_scratch + 39385344 + 38597376 + 1024 * 64);
   // Forward of one micro-step, in bytes: per block the weight copy and its rounding (8 B per
   // parameter each of its 7,087,872), roundings (8 B per element per token) of two norm
   // outputs (768 each), QKV 2304, the up projection and activation 2 x 3072, the attention
@@ -96,9 +135,8 @@ TEST_CASE("dense stack refuses what dtplan-run cannot execute, names what it lea
   CHECK_THROWS_WITH(
       cost::dense_stack_of(*gpt2.transformer, 1.0, 2048),
       Catch::Contains("sequence length 2048") && Catch::Contains("1024 learned positions"));
-  // GPT-2 has dropout in attention, after sub-layers and after the embeddings.
-  CHECK(cost::not_executed(*gpt2.transformer) ==
-        std::vector<std::string>{"dropout (attention, hidden, embedding)"});
+  // GPT-2's dropouts (attention, after sub-layers, after the embeddings) are executed.
+  CHECK(cost::not_executed(*gpt2.transformer).empty());
   CHECK(cost::not_executed(*load_model("llama-3.2-1b", dir).transformer).empty());
   // Gemma 3 1B: GeGLU, a 512-token window on 5 of 6 layers, QK norms, post-sub-layer norms.
   CHECK(cost::not_executed(*load_model("gemma-3-1b", dir).transformer) ==

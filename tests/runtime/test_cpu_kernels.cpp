@@ -1,8 +1,10 @@
 // The CPU device's kernels, every build the host runs (AVX-512, AVX2, baseline), against
 // double-precision references written from the formulas; and the choice among the builds.
+#include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -115,6 +117,39 @@ void check_softmax_cross_entropy(const CpuKernels& kern) {
   CHECK(worst_error(logits, want_grad, 1e-3) < 1e-4);
 }
 
+// Rounding to bf16 and fp16 against Eigen's own conversions (Eigen::bfloat16 and Eigen::half,
+// round to nearest even), over magnitudes from fp16's subnormals to past its overflow, the
+// tail of a vector, and the special values; and the dropout product.
+void check_rounding(const CpuKernels& kern) {
+  std::vector<float> x;
+  for (const float scale : {1e-7f, 3e-5f, 1.0f, 300.0f, 7e4f}) {
+    const auto v = random_floats(1003, 8, -scale, scale);
+    x.insert(x.end(), v.begin(), v.end());
+  }
+  for (const float special : {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
+                              std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(), 1.00390625f})
+    x.push_back(special);
+  auto bf = x, half = x;
+  kern.round_bf16(bf.data(), static_cast<std::int64_t>(bf.size()));
+  kern.round_fp16(half.data(), static_cast<std::int64_t>(half.size()));
+  INFO(kern.name << " kernels");
+  int wrong_bf16 = 0, wrong_fp16 = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto want_bf = static_cast<float>(Eigen::bfloat16(x[i]));
+    const auto want_half = static_cast<float>(Eigen::half(x[i]));
+    const bool nan = std::isnan(x[i]);
+    wrong_bf16 += nan ? !std::isnan(bf[i]) : bf[i] != want_bf;
+    wrong_fp16 += nan ? !std::isnan(half[i]) : half[i] != want_half;
+  }
+  CHECK(wrong_bf16 == 0);
+  CHECK(wrong_fp16 == 0);
+  std::vector<float> y = {1, -2, 3, 4};
+  const std::vector<std::uint8_t> mask = {1, 0, 0, 1};
+  kern.drop(y.data(), mask.data(), 4, 2.5f);
+  CHECK(y == std::vector<float>{2.5f, 0, 0, 10});
+}
+
 // The host's flags as the kernel reports them (Linux), independent of the dispatcher's
 // compiler builtins.
 std::string cpu_flags() {
@@ -144,6 +179,7 @@ TEST_CASE("CPU kernels: every build this host runs matches a double-precision re
     check_gemm(*k, 130, 70, 300);  // more than one block along each side
     check_elementwise(*k);
     check_softmax_cross_entropy(*k);
+    check_rounding(*k);
   }
 }
 

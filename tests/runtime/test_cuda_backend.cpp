@@ -216,12 +216,34 @@ TEST_CASE("cuda attention, norms, rotary and positions match the CPU device", "[
     auto scratch = d.allocate_floats(scratch_floats, rt::MemoryComponent::buffers);
     d.rotary(dq.f(), a, 10000.0f, false);
     keep(dq);
-    d.attention(dq.f(), probs.f(), out.f(), a, scratch.f());
+    d.attention(dq.f(), probs.f(), out.f(), a, {}, scratch.f());
     keep(probs);
     keep(out);
-    d.attention_backward(dq.f(), out.f(), ddo.f(), probs.f(), dqkv.f(), a, scratch.f());
+    d.attention_backward(dq.f(), out.f(), ddo.f(), probs.f(), dqkv.f(), a, {}, scratch.f());
     d.rotary(dqkv.f(), a, 10000.0f, true);
     keep(dqkv);
+    // Dropout: each device draws the mask itself; attention through it, and a plain drop.
+    rt::DropoutDraw draw;
+    draw.seed = 5;
+    draw.samples = a.batch;
+    draw.causal_seq = a.seq;
+    draw.per_sample = a.heads * a.seq * a.seq;
+    draw.p = 0.3;
+    draw.site = rt::DropoutSite::attention;
+    auto mask = d.allocate(draw.elements(), rt::MemoryComponent::buffers);
+    d.dropout_mask(mask.bytes_ptr(), draw);
+    std::vector<std::uint8_t> host_mask(static_cast<std::size_t>(draw.elements()));
+    d.download(mask.bytes_ptr(), host_mask.data(), draw.elements());
+    d.synchronize();
+    all.insert(all.end(), host_mask.begin(), host_mask.end());
+    const rt::AttentionDropout drop{mask.bytes_ptr(), draw.scale()};
+    d.attention(dq.f(), probs.f(), out.f(), a, drop, scratch.f());
+    keep(out);
+    d.attention_backward(dq.f(), out.f(), ddo.f(), probs.f(), dqkv.f(), a, drop, scratch.f());
+    keep(dqkv);
+    d.apply_dropout(out.f(), mask.bytes_ptr(), T * q, draw.scale(),
+                    dtplan::cost::ElementType::fp32);
+    keep(out);
     auto dx = to_device(d, x), dg = to_device(d, gamma), db = to_device(d, beta);
     auto y = d.allocate_floats(T * hidden, rt::MemoryComponent::buffers);
     auto stats = d.allocate_floats(T * 2, rt::MemoryComponent::buffers);

@@ -25,6 +25,11 @@ cost::DenseStack with_compute(cost::DenseStack s, cost::ElementType t) {
   return s;
 }
 
+cost::DenseStack with_dropout(cost::DenseStack s, double p) {
+  s.attention_dropout = s.hidden_dropout = s.embedding_dropout = p;
+  return s;
+}
+
 struct Harness {
   cost::DenseStack s;
   std::unique_ptr<Device> dev = make_cpu_device(1LL << 28, 1);
@@ -32,8 +37,10 @@ struct Harness {
   std::vector<float> params;
   TokenBatch batch;
   Harness(bool gated, bool tied, Checkpointing recompute = Checkpointing::none,
-          cost::ElementType compute = cost::ElementType::fp32)
-      : s(with_compute(with_recompute(test::tiny_stack(gated, tied), recompute), compute)),
+          cost::ElementType compute = cost::ElementType::fp32, double dropout = 0)
+      : s(with_dropout(
+            with_compute(with_recompute(test::tiny_stack(gated, tied), recompute), compute),
+            dropout)),
         layout(s, 1) {
     for (std::size_t u = 0; u < layout.units().size(); ++u) {
       auto v = DenseModel::initial_unit(s, static_cast<std::int64_t>(u), 7);
@@ -66,8 +73,10 @@ struct Harness {
   }
 };
 
-void check_gradients(bool gated, bool tied) {
-  Harness h(gated, tied);
+// With dropout the masks are fixed by where they are drawn (the same samples, step and seed
+// on every run), so the loss is a smooth function of the parameters to differentiate.
+void check_gradients(bool gated, bool tied, double dropout = 0) {
+  Harness h(gated, tied, Checkpointing::none, cost::ElementType::fp32, dropout);
   std::vector<float> g;
   h.run(&g);
   int checked = 0;
@@ -100,6 +109,25 @@ TEST_CASE("dense stack gradients match finite differences (GELU, LayerNorm, lear
 
 TEST_CASE("dense stack gradients match finite differences (SwiGLU, RMSNorm, rotary, untied)") {
   check_gradients(true, false);
+}
+
+TEST_CASE("dense stack gradients through dropout match finite differences (p = 0.3 everywhere)") {
+  check_gradients(false, true, 0.3);
+  check_gradients(true, false, 0.3);
+}
+
+TEST_CASE("dropout is executed: another loss, and the same one again for the same samples") {
+  Harness plain(false, true);
+  Harness dropped(false, true, Checkpointing::none, cost::ElementType::fp32, 0.3);
+  const double without = plain.run(nullptr), with = dropped.run(nullptr);
+  CHECK(with != without);
+  CHECK(dropped.run(nullptr) == with);  // masks are drawn from where they are, not a state
+  // Masks are one byte an element: per block the probabilities' heads x seq = 32 and two of
+  // the hidden size 12, then the embeddings' 12; per token of 8.
+  CHECK(dropped.dev->at_peak()[runtime::MemoryComponent::activations] -
+            plain.dev->at_peak()[runtime::MemoryComponent::activations] ==
+        8 * (2 * (32 + 2 * 12) + 12));
+  CHECK(cost::mask_bytes_per_token(dropped.s) == 2 * (32 + 2 * 12) + 12);
 }
 
 TEST_CASE("recomputation gives the same gradients, bit for bit, and keeps what it says") {
@@ -177,5 +205,23 @@ TEST_CASE("bf16 compute: weight gradients are rounded bf16 values, norm gradient
     const double moved = relative_difference(g16, g32);
     CHECK(moved > 1e-4);
     CHECK(moved < 2e-2);
+  }
+}
+
+TEST_CASE("recomputation with dropout redraws the same masks: gradients bit for bit") {
+  for (const bool gated : {false, true}) {
+    Harness none(gated, !gated, Checkpointing::none, cost::ElementType::fp32, 0.3);
+    std::vector<float> want;
+    const double loss = none.run(&want);
+    for (const auto c : {Checkpointing::selective, Checkpointing::full}) {
+      INFO((gated ? "SwiGLU" : "GELU") << ", " << name_of(c));
+      Harness h(gated, !gated, c, cost::ElementType::fp32, 0.3);
+      std::vector<float> got;
+      CHECK(h.run(&got) == loss);
+      CHECK(got == want);
+      const std::int64_t activations =
+          cost::stored_elements_per_token(h.s) * 4 + cost::mask_bytes_per_token(h.s);
+      CHECK(h.dev->at_peak()[runtime::MemoryComponent::activations] == activations * 8);
+    }
   }
 }

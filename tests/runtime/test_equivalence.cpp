@@ -56,10 +56,11 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 void check_equivalent(Strategy strategy, std::int64_t accum, bool gated, bool tied,
                       Optimizer opt = Optimizer::adamw, bool fp16 = false, float clip = 1.0f,
-                      cost::ElementType compute = cost::ElementType::fp32) {
+                      cost::ElementType compute = cost::ElementType::fp32, double dropout = 0) {
   const auto world = MpiGroup::world();
   auto s = test::tiny_stack(gated, tied);
   s.compute = compute;
+  s.attention_dropout = s.hidden_dropout = s.embedding_dropout = dropout;
   TrainerSettings set;
   set.strategy = strategy;
   set.optimizer = opt;
@@ -116,6 +117,17 @@ TEST_CASE("equivalence: 16-bit compute, each strategy the same rounding") {
                    cost::ElementType::bf16);
   check_equivalent(Strategy::ddp, 2, false, true, Optimizer::adamw, true, 1.0f,
                    cost::ElementType::fp16);
+}
+
+TEST_CASE("equivalence: dropout masks follow the sample, not the rank or the micro-step") {
+  // p = 0.3 everywhere: a rank that drew its masks from its own position (rank, micro-step)
+  // would drop other elements than one process does for the same sample.
+  check_equivalent(Strategy::ddp, 2, true, false, Optimizer::adamw, false, 1.0f,
+                   cost::ElementType::fp32, 0.3);
+  check_equivalent(Strategy::zero3, 1, false, true, Optimizer::adamw, false, 1.0f,
+                   cost::ElementType::fp32, 0.3);
+  check_equivalent(Strategy::zero2, 2, false, false, Optimizer::adamw, false, 1.0f,
+                   cost::ElementType::bf16, 0.3);
 }
 
 TEST_CASE("equivalence: SGD with momentum, loss scaling and a clip that bites") {
@@ -176,8 +188,9 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
     for (bool tied : {true, false}) {
       auto s = test::tiny_stack(true, tied);
       // 16-bit compute adds one unit's rounded weights and two temporaries (untied only: the
-      // tied stack is checked in fp32).
+      // tied stack is checked in fp32, with dropout's one-byte masks and its temporary).
       if (!tied) s.compute = cost::ElementType::bf16;
+      if (tied) s.attention_dropout = s.hidden_dropout = s.embedding_dropout = 0.1;
       TrainerSettings set;
       set.strategy = strategy;
       set.micro_batch = 2;

@@ -28,13 +28,15 @@ std::int64_t scratch_floats(const rt::AttentionShape& a) {
   return a.seq * a.seq + a.seq * a.head_dim;
 }
 
-// Forward of attention into `out` (probabilities into `probs`).
+// Forward of attention into `out` (probabilities into `probs`), with dropout when `drop` has
+// a mask.
 void attend(rt::Device& d, const rt::AttentionShape& a, const std::vector<float>& qkv,
-            std::vector<float>& probs, std::vector<float>& out) {
+            std::vector<float>& probs, std::vector<float>& out,
+            const rt::AttentionDropout& drop = {}) {
   probs.assign(static_cast<std::size_t>(a.batch * a.heads * a.seq * a.seq), 0.0f);
   out.assign(static_cast<std::size_t>(a.tokens() * a.heads * a.head_dim), 0.0f);
   std::vector<float> scratch(static_cast<std::size_t>(scratch_floats(a)));
-  d.attention(qkv.data(), probs.data(), out.data(), a, scratch.data());
+  d.attention(qkv.data(), probs.data(), out.data(), a, drop, scratch.data());
 }
 
 // Checks analytic[i] against d(sum_j w_j f(x)_j)/dx_i by central differences.
@@ -187,7 +189,7 @@ TEST_CASE("attention backward matches finite differences (2 sequences, grouped h
   attend(*d, a, qkv, probs, out);
   std::vector<float> dqkv(qkv.size(), 7.0f);  // overwritten
   std::vector<float> scratch(static_cast<std::size_t>(scratch_floats(a)));
-  d->attention_backward(qkv.data(), out.data(), w.data(), probs.data(), dqkv.data(), a,
+  d->attention_backward(qkv.data(), out.data(), w.data(), probs.data(), dqkv.data(), a, {},
                         scratch.data());
   check_against_differences(qkv, dqkv, [&](const std::vector<float>& x) {
     std::vector<float> p, o;
@@ -288,4 +290,125 @@ TEST_CASE("learned positions: each token adds its position's row; gradients sum 
   std::vector<float> dtable = {0.5f, 0};
   d->positions_backward(std::vector<float>{1, 2, 3, 4}.data(), dtable.data(), 4, 2, 1);
   CHECK(dtable == std::vector<float>{4.5f, 6});
+}
+
+TEST_CASE("dropout masks: splitmix64's published first output, keep rate, causal squares") {
+  // SplitMix64 from state 0 first returns 0xe220a8397b1dcdaf (Vigna's splitmix64.c; the
+  // state is advanced by the golden gamma before mixing, as dropout_mix does).
+  CHECK(rt::dropout_mix(0) == 0xe220a8397b1dcdafULL);
+  auto d = device();
+  rt::DropoutDraw draw;
+  draw.seed = 11;
+  draw.step = 3;
+  draw.samples = 2;
+  draw.per_sample = 1 << 19;
+  draw.p = 0.1;
+  draw.site = rt::DropoutSite::mlp_output;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(draw.elements()), 7);
+  d->dropout_mask(mask.data(), draw);
+  double kept = 0;
+  for (auto m : mask) {
+    REQUIRE(m <= 1);
+    kept += m;
+  }
+  // 2^20 draws at 0.9: standard deviation sqrt(n p (1-p)) = 307; 5 of them.
+  CHECK(std::fabs(kept - 0.9 * 1048576) < 5 * 307);
+  // Samples are numbered globally: sample 1 drawn alone is the second half of the above.
+  rt::DropoutDraw second = draw;
+  second.first_sample = 1;
+  second.samples = 1;
+  std::vector<std::uint8_t> alone(static_cast<std::size_t>(second.elements()));
+  d->dropout_mask(alone.data(), second);
+  CHECK(std::equal(alone.begin(), alone.end(), mask.begin() + draw.per_sample));
+  // Another site or layer draws another mask.
+  second.layer = 1;
+  std::vector<std::uint8_t> other(alone.size());
+  d->dropout_mask(other.data(), second);
+  CHECK(other != alone);
+  // A causal square: nothing above the diagonal, the rest drawn.
+  rt::DropoutDraw square;
+  square.samples = 1;
+  square.causal_seq = 64;
+  square.per_sample = 2 * 64 * 64;  // two heads
+  square.p = 0.5;
+  square.site = rt::DropoutSite::attention;
+  std::vector<std::uint8_t> sq(static_cast<std::size_t>(square.elements()), 9);
+  d->dropout_mask(sq.data(), square);
+  std::int64_t above = 0, below_kept = 0;
+  for (std::int64_t e = 0; e < square.per_sample; ++e) {
+    const auto i = (e / 64) % 64, j = e % 64;
+    (j > i ? above : below_kept) += sq[static_cast<std::size_t>(e)];
+  }
+  CHECK(above == 0);
+  CHECK(std::fabs(static_cast<double>(below_kept) - 0.5 * 2 * 2080) < 5 * std::sqrt(1040.0));
+}
+
+TEST_CASE("apply_dropout by hand: kept values scaled by 1 / (1 - p), rounded in bf16") {
+  auto d = device();
+  const std::vector<std::uint8_t> mask = {1, 0, 1};
+  std::vector<float> x = {1, -2, 3};
+  d->apply_dropout(x.data(), mask.data(), 3, rt::dropout_scale(0.5),
+                   dtplan::cost::ElementType::fp32);
+  CHECK(x == std::vector<float>{2, 0, 6});
+  // p = 0.1: fp32's factor 1 / 0.9f = 1.1111112; bf16's is that rounded to 8 significant bits,
+  // 1 + 14/128 = 1.109375, and 3 x 1.109375 = 3.328125 is a bf16 value.
+  x = {1, -2, 3};
+  d->apply_dropout(x.data(), mask.data(), 3, rt::dropout_scale(0.1),
+                   dtplan::cost::ElementType::fp32);
+  CHECK(x[0] == 1.0f / 0.9f);
+  x = {1, -2, 3};
+  d->apply_dropout(x.data(), mask.data(), 3, rt::dropout_scale(0.1),
+                   dtplan::cost::ElementType::bf16);
+  CHECK(x[0] == 1.109375f);
+  CHECK(x[2] == 3.328125f);
+}
+
+TEST_CASE("attention with dropout by hand: p v reads the kept probabilities, doubled") {
+  auto d = device();
+  // The grouped-heads case above (head 0 weights (1/4, 3/4) at token 1, head 1 (1/2, 1/2);
+  // values (4, 0) and (0, 8)) with p = 0.5 and mask [head, i, j]: head 0 keeps (0,0) and
+  // (1,1), head 1 keeps (0,0), (1,0) and (1,1). Token 0: 2 x (4, 0) for both heads. Token 1:
+  // head 0 2 x 3/4 (0, 8) = (0, 12); head 1 2 x ((2, 0) + (0, 4)) = (4, 8).
+  const rt::AttentionShape a{1, 2, 2, 1, 2};
+  const auto l = static_cast<float>(std::sqrt(2.0) * std::log(3.0));
+  const std::vector<float> qkv = {1, 1, 1, 1, /*k*/ 0, 0, /*v*/ 4, 0,  //
+                                  l, 0, 0, 0, /*k*/ 1, 0, /*v*/ 0, 8};
+  const std::vector<std::uint8_t> mask = {1, 0, 0, 1, /*head 1*/ 1, 0, 1, 1};
+  std::vector<float> probs, out;
+  attend(*d, a, qkv, probs, out, {mask.data(), rt::dropout_scale(0.5)});
+  const std::vector<float> want = {8, 0, 8, 0, 0, 12, 4, 8};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("output " << i);
+    CHECK(out[i] == Approx(want[i]));
+  }
+  CHECK(probs[2] == Approx(0.25));  // the probabilities kept for backward are not dropped
+}
+
+TEST_CASE("attention backward through dropout matches finite differences") {
+  auto d = device();
+  const rt::AttentionShape a{2, 4, 4, 2, 3};
+  rt::DropoutDraw draw;
+  draw.samples = a.batch;
+  draw.causal_seq = a.seq;
+  draw.per_sample = a.heads * a.seq * a.seq;
+  draw.p = 0.3;
+  draw.site = rt::DropoutSite::attention;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(draw.elements()));
+  d->dropout_mask(mask.data(), draw);
+  const rt::AttentionDropout drop{mask.data(), draw.scale()};
+  const auto qkv = wavy(static_cast<std::size_t>(a.tokens() * a.row()), 0.3);
+  const auto w = wavy(static_cast<std::size_t>(a.tokens() * a.heads * a.head_dim), 1.1);
+  std::vector<float> probs, out, plain_probs, plain;
+  attend(*d, a, qkv, probs, out, drop);
+  attend(*d, a, qkv, plain_probs, plain);
+  CHECK(out != plain);
+  std::vector<float> dqkv(qkv.size(), 7.0f);
+  std::vector<float> scratch(static_cast<std::size_t>(scratch_floats(a)));
+  d->attention_backward(qkv.data(), out.data(), w.data(), probs.data(), dqkv.data(), a, drop,
+                        scratch.data());
+  check_against_differences(qkv, dqkv, [&](const std::vector<float>& x) {
+    std::vector<float> p, o;
+    attend(*d, a, x, p, o, drop);
+    return weighted(o, w);
+  });
 }

@@ -194,4 +194,11 @@ TEST_CASE("a profile without an attention fit is named as older than the causal 
   m.workload.attention = cost::StackAttention::causal;
   p.attention = cost::AttentionFit{};
   CHECK_FALSE(runtime::profile_mismatch(m, p).has_value());
+  // A workload with dropout needs the timing of mask draws, which that profile lacks.
+  m.workload.hidden_dropout = 0.1;
+  const auto dropout = runtime::profile_mismatch(m, p);
+  REQUIRE(dropout.has_value());
+  CHECK_THAT(*dropout, Catch::Contains("predates the runtime's dropout"));
+  p.dropout_draw_s_per_element = cost::RateCurve{{{1, 1e-9}}};
+  CHECK_FALSE(runtime::profile_mismatch(m, p).has_value());
 }

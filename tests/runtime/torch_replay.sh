@@ -14,9 +14,11 @@
 # clipping, so that the weights move by the gradient) must give the gradient PyTorch's bf16
 # autocast gives, element by element (torch_replay.py says how closely):
 #   GPT-2 kind, ZeRO-3 on 2 ranks, 2 micro-steps;  Llama 3.2 kind, DDP on 2 ranks, 2 micro-steps
-# Three disturbed dumps must be reported as disagreeing: an fp32 job with one final weight
-# nudged, one with four bytes of gradient memory too many, and an fp32 run presented as bf16 (a
-# runtime that forgot to round).
+# The GPT-2 jobs run GPT-2's dropout (p = 0.1 on the attention probabilities, both projections
+# and the embeddings); the replay rebuilds dtplan-run's masks with numpy. Four disturbed dumps
+# must be reported as disagreeing: an fp32 job with one final weight nudged, one with four
+# bytes of gradient memory too many, the GPT-2 bf16 step with another seed's dropout masks, and
+# an fp32 run presented as bf16 (a runtime that forgot to round).
 set -euo pipefail
 bin="$1"; mpirun="$2"; python="$3"; tools="$4"
 models="$tools/../data/models"
@@ -76,7 +78,7 @@ expect_disagreement() {  # name: torch_replay must report the dump as disagreein
   if "$python" "$tools/torch_replay.py" "$work/$1" > "$work/$1.txt"; then
     cat "$work/$1.txt"; echo "FAIL: $2 went unnoticed"; exit 1
   fi
-  grep -q "DISAGREE" "$work/$1.txt"
+  grep "gradient:\|weights:\|DISAGREE" "$work/$1.txt"; grep -q "DISAGREE" "$work/$1.txt"
 }
 
 # The fp32 comparison can fail: nudge one final weight of the GPT-2 run by 0.01.
@@ -98,6 +100,17 @@ r["memory"]["gradients"] += 4
 json.dump(r, open(sys.argv[1], "w"))
 PY
 expect_disagreement llama32 "a gradient buffer PyTorch does not have"
+
+# The dropout masks (GPT-2 has p = 0.1 on the probabilities, both projections and the
+# embeddings): the GPT-2 bf16 step replayed with the masks of another seed.
+"$python" - "$work/gpt2-bf16/replay.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert min(r["workload"]["dropout"].values()) == 0.1
+r["seed"] += 1
+json.dump(r, open(sys.argv[1], "w"))
+PY
+expect_disagreement gpt2-bf16 "dropout masks from another seed"
 
 # So can the bf16 one: the same Llama step computed in fp32, its dump labelled bf16.
 sed -i 's/"precision": "bf16"/"precision": "fp32"/' "$work/llama32-bf16.json"

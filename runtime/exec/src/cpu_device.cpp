@@ -73,13 +73,22 @@ class CpuDevice final : public Device {
     cpu::round_to(x, n, type);
   }
 
+  void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) override {
+    cpu::dropout_mask(mask, d);
+  }
+  void apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                     cost::ElementType type) override {
+    cpu::apply_dropout(x, mask, n, scale, type);
+  }
+
   void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
-                 float* scratch) override {
-    cpu::attention(k_, qkv, probs, out, a, scratch);
+                 const AttentionDropout& drop, float* scratch) override {
+    cpu::attention(k_, qkv, probs, out, a, drop, scratch);
   }
   void attention_backward(const float* qkv, const float* out, const float* dout, float* probs,
-                          float* dqkv, const AttentionShape& a, float* scratch) override {
-    cpu::attention_backward(k_, qkv, out, dout, probs, dqkv, a, scratch);
+                          float* dqkv, const AttentionShape& a, const AttentionDropout& drop,
+                          float* scratch) override {
+    cpu::attention_backward(k_, qkv, out, dout, probs, dqkv, a, drop, scratch);
   }
   void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
             std::int64_t rows, std::int64_t cols, float eps) override {

@@ -7,6 +7,7 @@
 // the object's weak symbols).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "dtplan/runtime/cpu_kernels.hpp"
 
@@ -131,6 +132,53 @@ void causal_softmax(float* p, std::int64_t rows, std::int64_t seq) {
   }
 }
 
+float from_bits(std::uint32_t bits) {
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
+// Round to nearest even on the bit pattern, a loop the compiler vectorises: add 0x7fff plus
+// the lowest kept bit, clear the 16 dropped bits. NaNs are kept as they are (the addition could
+// carry one into infinity).
+void round_bf16(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = bits_of(x[i]);
+    const std::uint32_t up = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    x[i] = from_bits(nan ? bits : up);
+  }
+}
+
+// fp16 the same way, a branch-free loop on the bit patterns: normal values keep 10 of fp32's
+// 23 fraction bits (ties to even on the pattern); below 2^-14 fp16 is subnormal in steps of
+// 2^-24, which adding and taking away 0.5 (whose fp32 step is 2^-24) rounds to; from 65520,
+// halfway past the largest value 65504, it overflows to infinity. NaNs are kept.
+void round_fp16(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = bits_of(x[i]);
+    const std::uint32_t sign = bits & 0x80000000u, magnitude = bits & 0x7fffffffu;
+    const float a = from_bits(magnitude);
+    const std::uint32_t normal = (bits + 0xfffu + ((bits >> 13) & 1u)) & 0xffffe000u;
+    const std::uint32_t subnormal = bits_of((a + 0.5f) - 0.5f) | sign;
+    const std::uint32_t big = 0x7f800000u | sign;  // infinity
+    const std::uint32_t r = a < 0x1p-14f ? subnormal : (a >= 65520.0f ? big : normal);
+    x[i] = from_bits(magnitude > 0x7f800000u ? bits : r);
+  }
+}
+
+// x times 0 or the factor, as PyTorch multiplies by its dropout noise tensor.
+void drop(float* x, const std::uint8_t* mask, std::int64_t n, float factor) {
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] *= mask[i] != 0 ? factor : 0.0f;
+}
+
 }  // namespace
 
 // Constant-initialised: nothing of this build runs before the dispatcher chooses it.
@@ -146,6 +194,9 @@ const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){DTPLAN_CPU_ISA_NAME,
                                                           &causal_softmax,
                                                           &gemm_ld,
                                                           &silu,
-                                                          &silu_grad};
+                                                          &silu_grad,
+                                                          &round_bf16,
+                                                          &round_fp16,
+                                                          &drop};
 
 }  // namespace dtplan::runtime

@@ -10,8 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 
 namespace dtplan::runtime::cpu {
 namespace {
@@ -57,17 +55,56 @@ void add_columns(const float* y, float* x, std::int64_t rows, std::int64_t cols,
   }
 }
 
-// The probabilities a 16-bit p v reads: p rounded into `to`.
-const float* rounded_probs(const float* p, float* to, std::int64_t n, cost::ElementType type) {
+// One head's dropout mask (null without dropout).
+const std::uint8_t* head_mask(const AttentionDropout& drop, const Head& at) {
+  return drop.mask == nullptr ? nullptr : drop.mask + at.p();
+}
+
+// The probabilities p v reads: p itself, or a copy in `to` -- rounded under 16-bit compute,
+// then dropped and scaled with the head's mask (as apply_dropout on a 16-bit tensor).
+const float* probs_for_pv(const float* p, float* to, const Head& at, const std::uint8_t* mask,
+                          float scale) {
+  const auto& a = at.a;
+  const std::int64_t n = a.seq * a.seq;
+  if (!is_half(a) && mask == nullptr) return p;
   std::copy(p, p + n, to);
-  round_to(to, n, type);
+  round_to(to, n, a.compute);
+  if (mask != nullptr) apply_dropout(to, mask, n, scale, a.compute);
   return to;
 }
 
 }  // namespace
 
+void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) {
+  const std::uint32_t threshold = d.threshold();
+  const std::int64_t S = d.causal_seq;
+  for (std::int64_t g = 0; g < d.samples; ++g) {
+    const std::uint64_t stream =
+        dropout_stream(d.seed, d.step, d.first_sample + g, d.layer, d.site);
+    std::uint8_t* m = mask + g * d.per_sample;
+    // Rows of `width`, drawn up to `last` (the diagonal of a causal square), zero after.
+    const std::int64_t width = S > 0 ? S : d.per_sample;
+    for (std::int64_t row = 0; row < d.per_sample / width; ++row) {
+      const std::int64_t last = S > 0 ? row % S : width - 1;
+      std::uint8_t* r = m + row * width;
+      const auto first = static_cast<std::uint64_t>(row * width);
+      for (std::int64_t j = 0; j <= last; ++j)
+        r[j] = dropout_keep(stream, first + static_cast<std::uint64_t>(j), threshold) ? 1 : 0;
+      std::fill(r + last + 1, r + width, std::uint8_t{0});
+    }
+  }
+}
+
+void apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                   cost::ElementType type) {
+  float factor = scale;
+  round_to(&factor, 1, type);
+  cpu_kernels().drop(x, mask, n, factor);
+  round_to(x, n, type);
+}
+
 void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
-               const AttentionShape& a, float* scratch) {
+               const AttentionShape& a, const AttentionDropout& drop, float* scratch) {
   const std::int64_t S = a.seq, d = a.head_dim, row = a.row(), q_width = a.heads * d;
   for (std::int64_t b = 0; b < a.batch; ++b) {
     for (std::int64_t h = 0; h < a.heads; ++h) {
@@ -76,7 +113,7 @@ void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
       k.gemm_ld(false, true, S, S, d, score_scale(a), qkv + at.q(row), row, qkv + at.k(), row, 0, p,
                 S);
       k.causal_softmax(p, S, S);
-      const float* pv = is_half(a) ? rounded_probs(p, scratch, S * S, a.compute) : p;
+      const float* pv = probs_for_pv(p, scratch, at, head_mask(drop, at), drop.scale);
       k.gemm_ld(false, false, S, d, S, 1, pv, S, qkv + at.v(), row, 0, out + at.q(q_width),
                 q_width);
     }
@@ -87,10 +124,11 @@ void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
 namespace {
 
 // Backward of one (sequence, head) under 16-bit compute: dv and dk rounded per head before
-// they are summed over the group, dp rounded, and rowsum(p dp) from the rounded dp (what
-// PyTorch's softmax backward computes from the 16-bit gradient it receives).
+// they are summed over the group, dp rounded (and passed back through the dropout), and
+// rowsum(p dp) from that dp (what PyTorch's softmax backward computes from the 16-bit gradient
+// it receives).
 void head_backward_rounded(const CpuKernels& k, const Head& at, const float* qkv, const float* dO,
-                           float* p, float* dqkv, float* scratch) {
+                           float* p, float* dqkv, const AttentionDropout& drop, float* scratch) {
   const auto& a = at.a;
   const std::int64_t S = a.seq, d = a.head_dim, row = a.row(), q_width = a.heads * d;
   float* square = scratch;
@@ -99,11 +137,13 @@ void head_backward_rounded(const CpuKernels& k, const Head& at, const float* qkv
     round_to(head_grad, S * d, a.compute);
     add_columns(head_grad, into, S, d, row);
   };
-  k.gemm_ld(true, false, S, d, S, 1, rounded_probs(p, square, S * S, a.compute), S, dO, q_width, 0,
-            head_grad, d);
+  const std::uint8_t* mask = head_mask(drop, at);
+  k.gemm_ld(true, false, S, d, S, 1, probs_for_pv(p, square, at, mask, drop.scale), S, dO, q_width,
+            0, head_grad, d);
   add_rounded(dqkv + at.v());
   k.gemm_ld(false, true, S, S, d, 1, dO, q_width, qkv + at.v(), row, 0, square, S);
   round_to(square, S * S, a.compute);
+  if (mask != nullptr) apply_dropout(square, mask, S * S, drop.scale, a.compute);
   const float scale = score_scale(a);
   for (std::int64_t i = 0; i < S; ++i) {
     float* pi = p + i * S;
@@ -123,7 +163,8 @@ void head_backward_rounded(const CpuKernels& k, const Head& at, const float* qkv
 }  // namespace
 
 void attention_backward(const CpuKernels& k, const float* qkv, const float* out, const float* dout,
-                        float* probs, float* dqkv, const AttentionShape& a, float* scratch) {
+                        float* probs, float* dqkv, const AttentionShape& a,
+                        const AttentionDropout& drop, float* scratch) {
   const std::int64_t S = a.seq, d = a.head_dim, row = a.row(), q_width = a.heads * d;
   float* dp = scratch;  // seq x seq
   std::fill(dqkv, dqkv + a.tokens() * row, 0.0f);
@@ -136,15 +177,20 @@ void attention_backward(const CpuKernels& k, const float* qkv, const float* out,
       const float* o = out + at.q(q_width);
       const float* dO = dout + at.q(q_width);
       if (is_half(a)) {
-        head_backward_rounded(k, at, qkv, dO, p, dqkv, scratch);
+        head_backward_rounded(k, at, qkv, dO, p, dqkv, drop, scratch);
         if ((h + 1) % group == 0) {  // the group's key and value gradients are complete
           round_columns(dqkv + at.k(), S, d, row, a.compute);
           round_columns(dqkv + at.v(), S, d, row, a.compute);
         }
         continue;
       }
-      k.gemm_ld(true, false, S, d, S, 1, p, S, dO, q_width, 1, dqkv + at.v(), row);
+      // With dropout dv reads the dropped probabilities (built in dp's square first) and dp
+      // goes back through the mask; rowsum(p dp) = do_i . o_i still holds.
+      const std::uint8_t* mask = head_mask(drop, at);
+      k.gemm_ld(true, false, S, d, S, 1, probs_for_pv(p, dp, at, mask, drop.scale), S, dO, q_width,
+                1, dqkv + at.v(), row);
       k.gemm_ld(false, true, S, S, d, 1, dO, q_width, qkv + at.v(), row, 0, dp, S);
+      if (mask != nullptr) apply_dropout(dp, mask, S * S, drop.scale, a.compute);
       for (std::int64_t i = 0; i < S; ++i) {
         double delta = 0;  // rowsum(p dp) = do_i . o_i
         for (std::int64_t e = 0; e < d; ++e)
@@ -162,46 +208,9 @@ void attention_backward(const CpuKernels& k, const float* qkv, const float* out,
   if (is_half(a)) round_columns(dqkv, a.tokens(), q_width, row, a.compute);
 }
 
-namespace {
-
-// Round to nearest even on the bit pattern, a loop the compiler vectorises: add 0x7fff plus
-// the lowest kept bit, clear the 16 dropped bits. NaNs are kept as they are (the addition could
-// carry one into infinity).
-void round_to_bf16(float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, x + i, 4);
-    const std::uint32_t up = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    bits = nan ? bits : up;
-    std::memcpy(x + i, &bits, 4);
-  }
-}
-
-// fp16 the same way, a branch-free loop: normal values keep 10 of fp32's 23 fraction bits
-// (ties to even on the pattern); below 2^-14 fp16 is subnormal in steps of 2^-24, which adding
-// and taking away 0.5 (whose fp32 step is 2^-24) rounds to; from 65520, halfway past the
-// largest value 65504, it overflows to infinity. NaNs are kept.
-void round_to_fp16(float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i], a = std::fabs(v);
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &v, 4);
-    bits = (bits + 0xfffu + ((bits >> 13) & 1u)) & 0xffffe000u;
-    float normal = 0;
-    std::memcpy(&normal, &bits, 4);
-    const float subnormal = std::copysign((a + 0.5f) - 0.5f, v);
-    const float big = std::copysign(std::numeric_limits<float>::infinity(), v);
-    const float r = a < 0x1p-14f ? subnormal : (a >= 65520.0f ? big : normal);
-    x[i] = std::isnan(v) ? v : r;
-  }
-}
-
-}  // namespace
-
 void round_to(float* x, std::int64_t n, cost::ElementType type) {
-  if (type == cost::ElementType::bf16) round_to_bf16(x, n);
-  if (type == cost::ElementType::fp16) round_to_fp16(x, n);
+  if (type == cost::ElementType::bf16) cpu_kernels().round_bf16(x, n);
+  if (type == cost::ElementType::fp16) cpu_kernels().round_fp16(x, n);
 }
 
 // silu and its derivative in fp32 (the vectorised kernels), each 16-bit intermediate rounded.

@@ -11,9 +11,14 @@
 namespace dtplan::runtime::cpu {
 
 void attention(const CpuKernels& k, const float* qkv, float* probs, float* out,
-               const AttentionShape& a, float* scratch);
+               const AttentionShape& a, const AttentionDropout& drop, float* scratch);
 void attention_backward(const CpuKernels& k, const float* qkv, const float* out, const float* dout,
-                        float* probs, float* dqkv, const AttentionShape& a, float* scratch);
+                        float* probs, float* dqkv, const AttentionShape& a,
+                        const AttentionDropout& drop, float* scratch);
+// Device::dropout_mask and Device::apply_dropout.
+void dropout_mask(std::uint8_t* mask, const DropoutDraw& d);
+void apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                   cost::ElementType type);
 void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
           std::int64_t rows, std::int64_t cols, float eps);
 void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,

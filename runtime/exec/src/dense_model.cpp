@@ -86,7 +86,15 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
     keep(ln1_, T * h);
     keep(st1_, T * 2);
     keep(qkv_, T * s_.qkv_size());
-    if (l == 0 || s_.recompute == Checkpointing::none) keep(probs_, T * s_.heads * s_.seq_len);
+    const bool probs_slot = l == 0 || s_.recompute == Checkpointing::none;
+    if (probs_slot) keep(probs_, T * s_.heads * s_.seq_len);
+    if (probs_slot && s_.attention_dropout > 0) {
+      drop_probs_.push_back(dev_.allocate(T * s_.heads * s_.seq_len, act));
+    }
+    if (s_.hidden_dropout > 0) {
+      drop_attn_out_.push_back(dev_.allocate(T * h, act));
+      drop_mlp_out_.push_back(dev_.allocate(T * h, act));
+    }
     keep(attn_, T * s_.q_size());
     keep(mid_, T * h);
     keep(ln2_, T * h);
@@ -100,6 +108,7 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
     stf_ = dev_.allocate_floats(T * 2, act);
   }
   logits_ = dev_.allocate_floats(T * s_.vocab, act);
+  if (s_.embedding_dropout > 0) drop_emb_ = dev_.allocate(T * h, act);
   const auto buf = MemoryComponent::buffers;
   dx_ = dev_.allocate_floats(T * h, buf);
   dmid_ = dev_.allocate_floats(T * h, buf);
@@ -113,8 +122,51 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
   if (half()) {
     w16_ = dev_.allocate_floats(cost::largest_unit(s_), buf);
     grad16_ = dev_.allocate_floats(cost::largest_matrix(s_), buf);
-    tmp_ = dev_.allocate_floats(T * h, buf);
   }
+  if (half() || s_.hidden_dropout > 0) tmp_ = dev_.allocate_floats(T * h, buf);
+}
+
+void DenseModel::set_samples(std::uint64_t seed, std::int64_t step, std::int64_t first_sample) {
+  seed_ = seed;
+  step_ = step;
+  first_sample_ = first_sample;
+}
+
+DropoutDraw DenseModel::draw(std::int64_t layer, DropoutSite site, double p) const {
+  DropoutDraw d;
+  d.seed = seed_;
+  d.step = step_;
+  d.first_sample = first_sample_;
+  d.samples = s_.batch(tokens_);
+  d.layer = layer;
+  d.site = site;
+  d.p = p;
+  d.per_sample = s_.seq_len * s_.hidden;
+  if (site == DropoutSite::attention) {
+    d.causal_seq = s_.seq_len;
+    d.per_sample = s_.heads * s_.seq_len * s_.seq_len;
+  }
+  return d;
+}
+
+AttentionDropout DenseModel::attention_dropout(std::int64_t l) {
+  if (s_.attention_dropout <= 0) return {};
+  return {drop_probs_[probs_slot(l)].bytes_ptr(), dropout_scale(s_.attention_dropout)};
+}
+
+void DenseModel::draw_attention_mask(std::int64_t l) {
+  if (s_.attention_dropout <= 0) return;
+  dev_.dropout_mask(drop_probs_[probs_slot(l)].bytes_ptr(),
+                    draw(l, DropoutSite::attention, s_.attention_dropout));
+}
+
+const float* DenseModel::dropped_grad(const float* dy, const Buffer& mask) {
+  if (mask.empty()) return rounded_copy(dy, tokens_ * s_.hidden);
+  const std::int64_t n = tokens_ * s_.hidden;
+  dev_.copy(dy, tmp_.f(), n);
+  round(tmp_.f(), n);
+  dev_.apply_dropout(tmp_.f(), mask.bytes_ptr(), n, dropout_scale(s_.hidden_dropout), s_.compute);
+  return tmp_.f();
 }
 
 bool DenseModel::half() const {
@@ -147,8 +199,18 @@ void DenseModel::linear(const float* x, const float* w, const float* b, float* y
 }
 
 void DenseModel::linear_residual(const float* x, const float* w, const float* b,
-                                 const float* residual, float* y, std::int64_t in) {
+                                 const float* residual, float* y, std::int64_t in,
+                                 const Buffer& mask) {
   const std::int64_t T = tokens_, h = s_.hidden;
+  if (!mask.empty()) {
+    // residual + drop(r(x W^T + b)), summed in that order as PyTorch's residual add does.
+    float* proj = half() ? tmp_.f() : y;
+    linear(x, w, b, proj, h, in);
+    dev_.apply_dropout(proj, mask.bytes_ptr(), T * h, dropout_scale(s_.hidden_dropout), s_.compute);
+    if (proj != y) dev_.copy(proj, y, T * h);
+    dev_.axpy(1, residual, y, T * h);
+    return;
+  }
   if (!half()) {
     dev_.copy(residual, y, T * h);
     dev_.gemm(false, true, T, h, in, 1, x, w, 1, y);
@@ -207,7 +269,23 @@ void DenseModel::forward_embedding(const float* table, const std::int32_t* ids) 
   if (s_.positions == cost::StackPositions::learned) {
     dev_.add_positions(x_[0].f(), table + s_.vocab * s_.hidden, tokens_, s_.seq_len, s_.hidden);
   }
+  if (s_.embedding_dropout > 0) {  // on the fp32 sum, outside autocast's 16-bit ops
+    const auto d = draw(0, DropoutSite::embedding, s_.embedding_dropout);
+    dev_.dropout_mask(drop_emb_.bytes_ptr(), d);
+    dev_.apply_dropout(x_[0].f(), drop_emb_.bytes_ptr(), tokens_ * s_.hidden, d.scale(),
+                       cost::ElementType::fp32);
+  }
 }
+
+namespace {
+
+// A slot's mask, or an empty buffer without dropout.
+const Buffer& mask_at(const std::vector<Buffer>& masks, std::size_t i) {
+  static const Buffer none;
+  return masks.empty() ? none : masks[i];
+}
+
+}  // namespace
 
 void DenseModel::forward_block(std::int64_t l, const float* p) {
   const auto o = block_offsets(s_);
@@ -227,8 +305,17 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
     dev_.rotary(qkv, shape(), static_cast<float>(s_.rope_theta), false);
     round(qkv, T * s_.qkv_size());
   }
-  dev_.attention(qkv, probs_[probs_slot(l)].f(), attn_[i].f(), shape(), scratch_.f());
-  linear_residual(attn_[i].f(), w + o.wo, bias(s_.out_bias, o.bo), x, mid_[i].f(), q);
+  if (s_.hidden_dropout > 0) {
+    dev_.dropout_mask(drop_attn_out_[i].bytes_ptr(),
+                      draw(l, DropoutSite::attention_output, s_.hidden_dropout));
+    dev_.dropout_mask(drop_mlp_out_[i].bytes_ptr(),
+                      draw(l, DropoutSite::mlp_output, s_.hidden_dropout));
+  }
+  draw_attention_mask(l);
+  dev_.attention(qkv, probs_[probs_slot(l)].f(), attn_[i].f(), shape(), attention_dropout(l),
+                 scratch_.f());
+  linear_residual(attn_[i].f(), w + o.wo, bias(s_.out_bias, o.bo), x, mid_[i].f(), q,
+                  mask_at(drop_attn_out_, i));
   // MLP: norm, up (and gate), activation, down projection + residual.
   const float* ln2 = ln2_[i].f();
   dev_.norm(mid_[i].f(), n2.gamma, n2.beta, ln2_[i].f(), st2_[i].f(), T, h, eps);
@@ -241,7 +328,8 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
     dev_.gelu(up_[i].f(), act_[i].f(), T * f);
     round(act_[i].f(), T * f);
   }
-  linear_residual(act_[i].f(), w + o.wd, bias(s_.mlp_bias, o.bd), mid_[i].f(), x_[xi + 1].f(), f);
+  linear_residual(act_[i].f(), w + o.wd, bias(s_.mlp_bias, o.bd), mid_[i].f(), x_[xi + 1].f(), f,
+                  mask_at(drop_mlp_out_, i));
 }
 
 const float* DenseModel::head_norm(const float* w) const {
@@ -293,7 +381,8 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   const auto i = slot(l), xi = static_cast<std::size_t>(l);
   float* probs = probs_[probs_slot(l)].f();
   if (s_.recompute == Checkpointing::selective) {
-    dev_.attention(qkv_[i].f(), probs, attn_[i].f(), shape(), scratch_.f());
+    draw_attention_mask(l);
+    dev_.attention(qkv_[i].f(), probs, attn_[i].f(), shape(), attention_dropout(l), scratch_.f());
   }
   const float* w = gemm_weights(p, o.end);
   auto bias_grad = [&](bool has, std::int64_t at) { return has ? dp + at : nullptr; };
@@ -302,7 +391,7 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   const float* ln2 = ln2_[i].f();
   // MLP down projection (its output's gradient as the 16-bit output receives it); dmid starts
   // as the residual gradient.
-  const float* dy = rounded_copy(dx_.f(), T * h);
+  const float* dy = dropped_grad(dx_.f(), mask_at(drop_mlp_out_, i));
   input_grad(dy, w + o.wd, dact_.f(), h, f, false);
   weight_grad(dy, act_[i].f(), dp + o.wd, bias_grad(s_.mlp_bias, o.bd), h, f);
   dev_.copy(dx_.f(), dmid_.f(), T * h);
@@ -321,11 +410,11 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   dev_.norm_backward(mid_[i].f(), n2.gamma, st2_[i].f(), dln_.f(), dmid_.f(), g2.gamma, g2.beta, T,
                      h);
   // Attention output projection, attention, rotary back, QKV projection, first norm.
-  const float* dmid = rounded_copy(dmid_.f(), T * h);
+  const float* dmid = dropped_grad(dmid_.f(), mask_at(drop_attn_out_, i));
   input_grad(dmid, w + o.wo, dattn_.f(), h, q, false);
   weight_grad(dmid, attn_[i].f(), dp + o.wo, bias_grad(s_.out_bias, o.bo), h, q);
   dev_.attention_backward(qkv_[i].f(), attn_[i].f(), dattn_.f(), probs, dqkv_.f(), shape(),
-                          scratch_.f());
+                          attention_dropout(l), scratch_.f());
   if (s_.positions == cost::StackPositions::rotary) {
     dev_.rotary(dqkv_.f(), shape(), static_cast<float>(s_.rope_theta), true);
     round(dqkv_.f(), T * s_.qkv_size());
@@ -338,6 +427,10 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
 }
 
 void DenseModel::backward_embedding(const std::int32_t* ids, float* dtable) {
+  if (s_.embedding_dropout > 0) {
+    dev_.apply_dropout(dx_.f(), drop_emb_.bytes_ptr(), tokens_ * s_.hidden,
+                       dropout_scale(s_.embedding_dropout), cost::ElementType::fp32);
+  }
   dev_.embedding_backward(ids, dx_.f(), dtable, tokens_, s_.hidden);
   if (s_.positions == cost::StackPositions::learned) {
     dev_.positions_backward(dx_.f(), dtable + s_.vocab * s_.hidden, tokens_, s_.seq_len, s_.hidden);

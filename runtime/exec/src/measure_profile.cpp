@@ -137,7 +137,7 @@ std::vector<cost::GemmSample> time_gemms(Device& dev, Timer& timer, bool quick) 
 }
 
 struct Curves {
-  std::vector<std::pair<double, double>> ew, act, act_grad, adam, sgd, softmax;
+  std::vector<std::pair<double, double>> ew, act, act_grad, adam, sgd, softmax, dropout_draw;
 };
 
 void time_rates(Device& dev, Timer& timer, bool quick, Curves& c) {
@@ -160,6 +160,11 @@ void time_rates(Device& dev, Timer& timer, bool quick, Curves& c) {
                                  1);
                       })});
     c.sgd.push_back({d, timer.median([&] { dev.sgd(x.f(), y.f(), m.f(), n, 1e-3f, 0.9f); })});
+    DropoutDraw draw;  // one sample of n elements, p = 0.1
+    draw.samples = 1;
+    draw.per_sample = n;
+    draw.p = 0.1;
+    c.dropout_draw.push_back({d, timer.median([&] { dev.dropout_mask(m.bytes_ptr(), draw); })});
   }
   const std::int64_t vocab = 4096;
   for (std::int64_t tokens :
@@ -192,11 +197,11 @@ std::vector<cost::AttentionSample> time_attention(Device& dev, Timer& timer, boo
       auto scratch = dev.allocate_floats(seq * seq, MemoryComponent::buffers);
       for (auto* b : {&qkv, &d_o})
         randomize(dev, *b);
-      auto forward = [&] { dev.attention(qkv.f(), probs.f(), o.f(), a, scratch.f()); };
+      auto forward = [&] { dev.attention(qkv.f(), probs.f(), o.f(), a, {}, scratch.f()); };
       const double f = timer.median(forward);
       const double fb = timer.median([&] {
         forward();
-        dev.attention_backward(qkv.f(), o.f(), d_o.f(), probs.f(), dqkv.f(), a, scratch.f());
+        dev.attention_backward(qkv.f(), o.f(), d_o.f(), probs.f(), dqkv.f(), a, {}, scratch.f());
       });
       const auto per_head = static_cast<double>(a.batch * a.heads);
       out.push_back({seq, d, f / per_head, std::max(fb - f, 1e-9) / per_head});
@@ -270,6 +275,7 @@ cost::HardwareProfile measure_profile(Device& dev, const CommFactory& make_comm,
   p.adam_s_per_param = cost::rate_curve(c.adam, "adam");
   p.sgd_s_per_param = cost::rate_curve(c.sgd, "sgd");
   p.softmax_s_per_element = cost::rate_curve(c.softmax, "softmax");
+  p.dropout_draw_s_per_element = cost::rate_curve(c.dropout_draw, "dropout draw");
   p.attention = cost::fit_attention(time_attention(dev, timer, o.quick));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     progress(3 + static_cast<int>(i), stages,

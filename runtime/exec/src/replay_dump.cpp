@@ -83,6 +83,7 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["grad_accum"] = r.settings.grad_accum;
   j["no_sync"] = r.settings.no_sync;
   j["steps"] = r.steps;
+  j["seed"] = r.settings.seed;  // the batches' and the dropout masks' (dropout.hpp)
   j["losses"] = r.losses;
   j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
   nlohmann::json memory = nlohmann::json::object();

@@ -2,9 +2,11 @@
 #include "dtplan/runtime/run_job.hpp"
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "dtplan/cost/strategy_traits.hpp"
 #include "dtplan/model/data_dir.hpp"
@@ -192,6 +194,23 @@ std::string workload_of(const cost::DenseStack& s, bool cuda) {
          "), " + (s.gated ? "SwiGLU" : "GELU") + " MLP" + recompute;
 }
 
+// The model's dropouts as dtplan-run executes them, or nothing when it has none.
+std::optional<std::string> dropout_note(const cost::DenseStack& s) {
+  std::string sites;
+  for (const auto& [p, where] : {std::pair{s.attention_dropout, "the attention probabilities"},
+                                 std::pair{s.hidden_dropout, "each projection's output"},
+                                 std::pair{s.embedding_dropout, "the embeddings"}}) {
+    if (p <= 0) continue;
+    std::array<char, 32> text{};
+    std::snprintf(text.data(), text.size(), "%g", p);
+    sites += std::string(sites.empty() ? "" : ", ") + text.data() + " on " + where;
+  }
+  if (sites.empty()) return std::nullopt;
+  return "dropout as torch.nn.Dropout trains: " + sites +
+         "; masks of one byte an element, drawn from (seed, step, sample, layer, site) "
+         "(runtime/exec/include/dtplan/runtime/dropout.hpp), not from PyTorch's generator";
+}
+
 std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {
   std::vector<std::string> n{
       "workload: the plan's decoder blocks (cost/dense_stack.hpp): " + workload_of(j.stack, cuda),
@@ -200,6 +219,7 @@ std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOpti
           std::to_string(j.plan.params)};
   for (const auto& what : j.not_executed)
     n.push_back("not executed: " + what);
+  if (const auto d = dropout_note(j.stack)) n.push_back(*d);
   if (is_mixed(j.plan.training.precision)) {
     const std::string precision(name_of(j.plan.training.precision));
     const std::string scaling =

@@ -112,8 +112,9 @@ StepMeasurement Trainer::step(std::int64_t index) {
 
 void Trainer::micro_step(std::int64_t step, std::int64_t micro, StepMeasurement& m) {
   const std::int64_t n = comm_.size(), mb = set_.micro_batch;
-  const auto batch = make_batch(set_.seed, step, (micro * n + comm_.rank()) * mb, mb,
-                                stack_.seq_len, stack_.vocab);
+  const std::int64_t first_sample = (micro * n + comm_.rank()) * mb;
+  const auto batch = make_batch(set_.seed, step, first_sample, mb, stack_.seq_len, stack_.vocab);
+  model_.set_samples(set_.seed, step, first_sample);  // the micro-step's dropout masks
   dev_.upload(batch.ids.data(), ids_.i(), ids_.bytes());
   dev_.upload(batch.targets.data(), targets_.i(), targets_.bytes());
   comm_.set_phase("forward");

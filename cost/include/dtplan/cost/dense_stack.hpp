@@ -5,8 +5,9 @@
 // eager PyTorch attention keeps them), the output projection and residual add, then norm, the
 // MLP with or without a gate, and the residual add. The token embedding is a lookup (plus
 // learned positions where the model has them), the LM head a GEMM against the (tied or untied)
-// embedding matrix after the final norm, with a softmax cross-entropy loss. What a model has
-// beyond that (dropout, sliding windows, soft-capping, ...) is named by not_executed().
+// embedding matrix after the final norm, with a softmax cross-entropy loss; dropout where the
+// model has it. What a model has beyond that (sliding windows, soft-capping, ...) is named by
+// not_executed().
 // `scale` multiplies the head dimension, the MLP width and the vocabulary, so parameters shrink
 // by about scale^2.
 //
@@ -62,6 +63,12 @@ struct DenseStack {
   // 16-bit result; norms, softmax and the loss in fp32, the residual stream fp32 (see
   // runtime/exec/include/dtplan/runtime/dense_model.hpp for every rounding point).
   ElementType compute = ElementType::fp32;
+  // Dropout probabilities as the model has them (0: none), executed in training mode as
+  // PyTorch's nn.Dropout: kept elements scaled by 1 / (1 - p). On the attention probabilities
+  // (before p v), on the attention and MLP output projections (before the residual adds), on
+  // the embeddings (after positions are added). Masks are one byte an element, drawn from
+  // dropout_keep() (runtime/exec/include/dtplan/runtime/dropout.hpp).
+  double attention_dropout = 0, hidden_dropout = 0, embedding_dropout = 0;
 
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
@@ -72,8 +79,8 @@ struct DenseStack {
   std::int64_t position_params() const;
 };
 
-// What the model has that dtplan-run does not execute (each a short phrase, e.g.
-// "dropout (attention, hidden, embedding)"); empty when it runs the model's blocks as they are.
+// What the model has that dtplan-run does not execute (each a short phrase, e.g. "query/key
+// norms"); empty when it runs the model's blocks as they are.
 std::vector<std::string> not_executed(const TransformerSpec& spec);
 
 // Throws dtplan::Error unless 0 < scale <= 1 and seq_len >= 1, for mixtures of experts and
@@ -103,10 +110,18 @@ double flops_per_token(const DenseStack& s);
 // (The value_only workload: block input, attention output, residual, MLP.)
 std::int64_t stored_elements_per_token(const DenseStack& s);
 
+// Bytes of dropout masks dtplan-run keeps from forward for backward, per token: per block the
+// attention probabilities' (heads x seq) and two hidden-sized ones (attention and MLP outputs),
+// then the embeddings'. Recomputation keeps what it keeps of the probabilities and block
+// activations: full one block's masks, selective one block's probability mask (recomputation
+// redraws the same masks).
+std::int64_t mask_bytes_per_token(const DenseStack& s);
+
 // Scratch elements dtplan-run keeps for one micro-step of `tokens` tokens: backward's
 // temporaries (three hidden-sized, the MLP gradients, the attention-output and fused QKV
 // gradients) and the attention kernels' workspace (attention_scratch_elements); under 16-bit
-// compute also mixed_precision_elements.
+// compute also mixed_precision_elements; with hidden dropout in fp32 one hidden-sized
+// temporary (a projection's gradient through its mask).
 std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens);
 // The attention kernels' workspace: one (sequence, head)'s seq x seq square of probability
 // gradients, before they become score gradients in place of the probabilities; under 16-bit
@@ -130,6 +145,17 @@ struct ElementPass {
   bool backward = false;
 };
 std::vector<ElementPass> mixed_precision_passes(const DenseStack& s, std::int64_t tokens);
+
+// Dropout's work in one micro-step as dtplan-run does it (nothing without dropout): the mask
+// elements drawn (one hash each; the attention's only on and below the diagonal) and the
+// element-wise passes, forward and backward with what recomputation reruns. A pass that drops
+// reads 4 bytes and a mask byte and writes 4 (9 bytes an element), a copy 8, a rounding 8, an
+// add of the residual 12; a square's entries above the diagonal are written as zero (1 byte).
+struct DropoutWork {
+  double forward_draws = 0, backward_draws = 0;  // elements
+  std::vector<ElementPass> passes;
+};
+DropoutWork dropout_work(const DenseStack& s, std::int64_t tokens);
 
 // The GEMMs of one micro-step of `tokens` tokens, forward and backward (each Linear: one
 // forward GEMM, two backward GEMMs for the input and weight gradients).

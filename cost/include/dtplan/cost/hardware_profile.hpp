@@ -142,6 +142,10 @@ struct HardwareProfile {
   RateCurve activation_grad_s_per_element;  // its backward
   RateCurve adam_s_per_param;
   RateCurve sgd_s_per_param;
+  // Dropout mask draws (Device::dropout_mask: one hash an element), by elements a call draws.
+  // Absent in profiles calibrated before the runtime executed dropout: a draw is then priced
+  // as a 9-byte element-wise pass.
+  std::optional<RateCurve> dropout_draw_s_per_element;
   std::vector<CollectiveConstants> collectives;
   // Absent in profiles calibrated before the runtime executed attention: attention is then
   // priced from its GEMMs and the softmax and element-wise rates.

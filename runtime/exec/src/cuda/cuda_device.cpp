@@ -258,20 +258,33 @@ kernels::Heads heads_of(const AttentionShape& a) {
 
 }  // namespace
 
+void CudaDevice::dropout_mask(std::uint8_t* mask, const DropoutDraw& d) {
+  kernels::dropout_mask(stream_, mask, d);
+  check_launch("dropout_mask");
+}
+
+void CudaDevice::apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                               cost::ElementType type) {
+  require_fp32(type, "dropout");
+  kernels::apply_dropout(stream_, x, mask, n, scale);
+  check_launch("apply_dropout");
+}
+
 // The CUDA kernels need no workspace: `scratch` is the CPU device's (the same size on both, so
 // that memory is predicted alike).
 void CudaDevice::attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
-                           float* /*scratch*/) {
+                           const AttentionDropout& drop, float* /*scratch*/) {
   require_fp32(a.compute, "attention");
-  kernels::attention(stream_, qkv, probs, out, heads_of(a));
+  kernels::attention(stream_, qkv, probs, out, heads_of(a), {drop.mask, drop.scale});
   check_launch("attention");
 }
 
 void CudaDevice::attention_backward(const float* qkv, const float* out, const float* dout,
                                     float* probs, float* dqkv, const AttentionShape& a,
-                                    float* /*scratch*/) {
+                                    const AttentionDropout& drop, float* /*scratch*/) {
   require_fp32(a.compute, "attention backward");
-  kernels::attention_backward(stream_, qkv, out, dout, probs, dqkv, heads_of(a));
+  kernels::attention_backward(stream_, qkv, out, dout, probs, dqkv, heads_of(a),
+                              {drop.mask, drop.scale});
   check_launch("attention_backward");
 }
 

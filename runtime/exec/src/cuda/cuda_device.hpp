@@ -41,10 +41,14 @@ class CudaDevice final : public Device {
   void round_to(float* x, std::int64_t n, cost::ElementType type) override;
   void swiglu_backward(const float* g, const float* u, const float* dy, float* dg, float* du,
                        std::int64_t n, cost::ElementType type) override;
+  void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) override;
+  void apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                     cost::ElementType type) override;
   void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
-                 float* scratch) override;
+                 const AttentionDropout& drop, float* scratch) override;
   void attention_backward(const float* qkv, const float* out, const float* dout, float* probs,
-                          float* dqkv, const AttentionShape& a, float* scratch) override;
+                          float* dqkv, const AttentionShape& a, const AttentionDropout& drop,
+                          float* scratch) override;
   void norm(const float* x, const float* gamma, const float* beta, float* y, float* stats,
             std::int64_t rows, std::int64_t cols, float eps) override;
   void norm_backward(const float* x, const float* gamma, const float* stats, const float* dy,

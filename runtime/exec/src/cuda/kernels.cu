@@ -232,6 +232,12 @@ __device__ float dot(const float* a, const float* b, std::int64_t n) {
   return acc;
 }
 
+// x as the dropout leaves element `at` of the probabilities (x itself without dropout).
+__device__ float kept(const ProbsDropout& drop, std::int64_t at, float x) {
+  if (drop.mask == nullptr) return x;
+  return x * (drop.mask[at] != 0 ? drop.scale : 0.0f);
+}
+
 // Over batch x heads x seq x seq: the scaled score q_i . k_j, zero above the diagonal.
 struct Scores {
   const float* qkv;
@@ -275,13 +281,15 @@ struct RowsTimesGroup {
   float* y;
   std::int64_t y_width;
   Geometry g;
+  ProbsDropout drop;  // forward p v: m dropped and scaled where the mask says
   __device__ void operator()(std::int64_t n) const {
     const std::int64_t e = n % g.d, h = (n / g.d) % g.heads, t = n / (g.d * g.heads);
     const std::int64_t b = t / g.seq, i = t % g.seq, kv = g.group(h);
-    const float* p = m + g.p_at(b, h, i);
+    const std::int64_t at = g.p_at(b, h, i);
+    const float* p = m + at;
     float acc = 0;
     for (std::int64_t j = 0; j <= i; ++j)
-      acc += p[j] * qkv[(b * g.seq + j) * g.row() + x_col + kv * g.d + e];
+      acc += kept(drop, at + j, p[j]) * qkv[(b * g.seq + j) * g.row() + x_col + kv * g.d + e];
     y[t * y_width + h * g.d + e] = acc;
   }
 };
@@ -296,13 +304,16 @@ struct GroupTimesRows {
   float* dqkv;
   std::int64_t y_col;
   Geometry g;
+  ProbsDropout drop;  // dv: the dropped probabilities
   __device__ void operator()(std::int64_t n) const {
     const std::int64_t e = n % g.d, kv = (n / g.d) % g.kv_heads, t = n / (g.d * g.kv_heads);
     const std::int64_t b = t / g.seq, j = t % g.seq, per = g.heads / g.kv_heads;
     float acc = 0;
     for (std::int64_t h = kv * per; h < (kv + 1) * per; ++h) {
-      for (std::int64_t i = j; i < g.seq; ++i)
-        acc += m[g.p_at(b, h, i) + j] * x[(b * g.seq + i) * x_width + h * g.d + e];
+      for (std::int64_t i = j; i < g.seq; ++i) {
+        const std::int64_t at = g.p_at(b, h, i) + j;
+        acc += kept(drop, at, m[at]) * x[(b * g.seq + i) * x_width + h * g.d + e];
+      }
     }
     dqkv[t * g.row() + y_col + kv * g.d + e] = acc;
   }
@@ -316,6 +327,7 @@ struct ScoreGrad {
   const float* dout;
   Geometry g;
   float scale;
+  ProbsDropout drop;  // dp passes back through the mask
   __device__ void operator()(std::int64_t n) const {
     const std::int64_t S = g.seq, j = n % S, i = (n / S) % S, bh = n / (S * S);
     const std::int64_t h = bh % g.heads, b = bh / g.heads;
@@ -324,7 +336,7 @@ struct ScoreGrad {
       return;
     }
     const std::int64_t o = ((b * S + i) * g.heads + h) * g.d;
-    const float dp = dot(dout + o, qkv + g.v_at(b * S + j, g.group(h)), g.d);
+    const float dp = kept(drop, n, dot(dout + o, qkv + g.v_at(b * S + j, g.group(h)), g.d));
     probs[n] *= (dp - dot(dout + o, out + o, g.d)) * scale;
   }
 };
@@ -569,7 +581,8 @@ unsigned row_blocks(std::int64_t rows) {
 }
 }  // namespace
 
-void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a) {
+void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a,
+               const ProbsDropout& drop) {
   const Geometry g = geometry(a);
   const std::int64_t rows = a.batch * a.heads * a.seq;
   for_each(stream, rows * a.seq, Scores{qkv, probs, g, score_scale(a)});
@@ -577,21 +590,61 @@ void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, 
     causal_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(probs, rows, a.seq);
   const std::int64_t v_col = (a.heads + a.kv_heads) * a.head_dim, q_width = a.heads * a.head_dim;
   for_each(stream, a.batch * a.seq * a.heads * a.head_dim,
-           RowsTimesGroup{probs, qkv, v_col, out, q_width, g});
+           RowsTimesGroup{probs, qkv, v_col, out, q_width, g, drop});
 }
 
+// rowsum(p dp) = do . o holds with dropout too (o is the dropped probabilities times v).
 void attention_backward(cudaStream_t stream, const float* qkv, const float* out, const float* dout,
-                        float* probs, float* dqkv, const Heads& a) {
+                        float* probs, float* dqkv, const Heads& a, const ProbsDropout& drop) {
   const Geometry g = geometry(a);
   const std::int64_t tokens = a.batch * a.seq, q_width = a.heads * a.head_dim;
   const std::int64_t row = q_width + 2 * a.kv_heads * a.head_dim;
   const std::int64_t k_col = q_width, v_col = q_width + a.kv_heads * a.head_dim;
   const std::int64_t groups = tokens * a.kv_heads * a.head_dim;
-  for_each(stream, groups, GroupTimesRows{probs, dout, q_width, dqkv, v_col, g});
+  const ProbsDropout none{nullptr, 1.0f};
+  for_each(stream, groups, GroupTimesRows{probs, dout, q_width, dqkv, v_col, g, drop});
   for_each(stream, a.batch * a.heads * a.seq * a.seq,
-           ScoreGrad{probs, qkv, out, dout, g, score_scale(a)});
-  for_each(stream, tokens * a.heads * a.head_dim, RowsTimesGroup{probs, qkv, k_col, dqkv, row, g});
-  for_each(stream, groups, GroupTimesRows{probs, qkv, row, dqkv, k_col, g});
+           ScoreGrad{probs, qkv, out, dout, g, score_scale(a), drop});
+  for_each(stream, tokens * a.heads * a.head_dim,
+           RowsTimesGroup{probs, qkv, k_col, dqkv, row, g, none});
+  for_each(stream, groups, GroupTimesRows{probs, qkv, row, dqkv, k_col, g, none});
+}
+
+namespace {
+
+// Over samples x per_sample (dropout.hpp): 1 where the element is kept.
+struct DropoutMask {
+  std::uint8_t* mask;
+  DropoutDraw d;
+  std::uint32_t threshold;
+  __device__ void operator()(std::int64_t n) const {
+    const std::int64_t g = n / d.per_sample, e = n % d.per_sample, S = d.causal_seq;
+    if (S > 0 && e % S > (e / S) % S) {  // above the diagonal: no draw
+      mask[n] = 0;
+      return;
+    }
+    const std::uint64_t stream =
+        dropout_stream(d.seed, d.step, d.first_sample + g, d.layer, d.site);
+    mask[n] = dropout_keep(stream, static_cast<std::uint64_t>(e), threshold) ? 1 : 0;
+  }
+};
+
+struct ApplyDropout {
+  float* x;
+  const std::uint8_t* mask;
+  float scale;
+  __device__ void operator()(std::int64_t i) const { x[i] *= mask[i] != 0 ? scale : 0.0f; }
+};
+
+}  // namespace
+
+void dropout_mask(cudaStream_t stream, std::uint8_t* mask, const DropoutDraw& d) {
+  for_each(stream, d.elements(), DropoutMask{mask, d, d.threshold()});
+}
+
+void apply_dropout(cudaStream_t stream, float* x, const std::uint8_t* mask, std::int64_t n,
+                   float scale) {
+  for_each(stream, n, ApplyDropout{x, mask, scale});
 }
 
 void norm(cudaStream_t stream, const float* x, const float* gamma, const float* beta, float* y,

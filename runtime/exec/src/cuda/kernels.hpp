@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "dtplan/runtime/dropout.hpp"
+
 namespace dtplan::runtime::kernels {
 
 // Reductions write one partial per block into `partials` (kReduceBlocks doubles of device
@@ -28,9 +30,19 @@ void swiglu_backward(cudaStream_t stream, const float* g, const float* u, const 
 struct Heads {
   std::int64_t batch, seq, heads, kv_heads, head_dim;
 };
-void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a);
+// Dropout of the probabilities: mask[batch, heads, seq, seq] (null: none) and the kept
+// elements' factor.
+struct ProbsDropout {
+  const std::uint8_t* mask;
+  float scale;
+};
+void attention(cudaStream_t stream, const float* qkv, float* probs, float* out, const Heads& a,
+               const ProbsDropout& drop);
 void attention_backward(cudaStream_t stream, const float* qkv, const float* out, const float* dout,
-                        float* probs, float* dqkv, const Heads& a);
+                        float* probs, float* dqkv, const Heads& a, const ProbsDropout& drop);
+void dropout_mask(cudaStream_t stream, std::uint8_t* mask, const DropoutDraw& d);
+void apply_dropout(cudaStream_t stream, float* x, const std::uint8_t* mask, std::int64_t n,
+                   float scale);
 void norm(cudaStream_t stream, const float* x, const float* gamma, const float* beta, float* y,
           float* stats, std::int64_t rows, std::int64_t cols, float eps);
 void norm_backward(cudaStream_t stream, const float* x, const float* gamma, const float* stats,

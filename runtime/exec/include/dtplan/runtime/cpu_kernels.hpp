@@ -36,6 +36,11 @@ struct CpuKernels {
   // s = silu(g) = g sigmoid(g); d *= silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g))).
   void (*silu)(const float* g, float* s, std::int64_t n);
   void (*silu_grad)(const float* g, float* d, std::int64_t n);
+  // Each element rounded to the nearest bf16 / fp16 value, kept in fp32 (Device::round_to).
+  void (*round_bf16)(float* x, std::int64_t n);
+  void (*round_fp16)(float* x, std::int64_t n);
+  // x *= mask ? factor : 0 (a dropout, Device::apply_dropout before rounding).
+  void (*drop)(float* x, const std::uint8_t* mask, std::int64_t n, float factor);
 };
 
 // The kernels this process uses: DTPLAN_CPU_KERNELS when set, else the widest the host runs.

@@ -34,6 +34,10 @@ class DenseModel {
  public:
   DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens);
 
+  // The samples the next micro-step computes (numbered as make_batch numbers them), from which
+  // its dropout masks are drawn (dropout.hpp); seed 0, step 0, sample 0 until set.
+  void set_samples(std::uint64_t seed, std::int64_t step, std::int64_t first_sample);
+
   // x0 = E[ids] (+ P[position]).
   void forward_embedding(const float* table, const std::int32_t* ids);
   // x(l+1) = block l (x(l)) with the block's parameters at p.
@@ -64,6 +68,14 @@ class DenseModel {
   const float* head_norm(const float* w) const;  // the final norm inside the head's unit
   float* head_input() const;                     // norm(x(L)), or x(L) without a final norm
 
+  // Dropout: the draw of one mask of the micro-step, and the attention's (no mask when the
+  // model has no attention dropout). dropped_grad: dy (rounded under 16-bit compute) passed
+  // back through a hidden-sized mask into tmp_, or rounded_copy(dy) without one.
+  DropoutDraw draw(std::int64_t layer, DropoutSite site, double p) const;
+  AttentionDropout attention_dropout(std::int64_t l);
+  void draw_attention_mask(std::int64_t l);
+  const float* dropped_grad(const float* dy, const Buffer& mask);
+
   // 16-bit compute (cost::DenseStack::compute): every helper is the plain fp32 operation
   // otherwise. round: in place. gemm_weights: the unit's n parameters rounded into w16_.
   // rounded_copy: x rounded into tmp_.
@@ -72,11 +84,12 @@ class DenseModel {
   const float* gemm_weights(const float* p, std::int64_t n);
   const float* rounded_copy(const float* x, std::int64_t n);
   // A Linear over the micro-step's tokens: y = r(x W^T + b); y = residual + r(x W^T + b)
-  // (out = hidden); dx = r(dy W), or dx += r(dy W); dW += r(dy^T x), db += r(colsum dy).
+  // (out = hidden; the projection dropped first where `mask` is not empty); dx = r(dy W), or dx +=
+  // r(dy W); dW += r(dy^T x), db += r(colsum dy).
   void linear(const float* x, const float* w, const float* b, float* y, std::int64_t out,
               std::int64_t in);
   void linear_residual(const float* x, const float* w, const float* b, const float* residual,
-                       float* y, std::int64_t in);
+                       float* y, std::int64_t in, const Buffer& mask);
   void input_grad(const float* dy, const float* w, float* dx, std::int64_t out, std::int64_t in,
                   bool accumulate);
   void weight_grad(const float* dy, const float* x, float* dw, float* db, std::int64_t out,
@@ -91,9 +104,15 @@ class DenseModel {
   std::vector<Buffer> ln1_, st1_, qkv_, probs_, attn_, mid_, ln2_, st2_, up_, gate_, act_;
   Buffer lnf_, stf_, logits_;
   Buffer dx_, dmid_, dln_, dact_, dup_, dgate_, dattn_, dqkv_, scratch_;
-  // 16-bit compute only: one unit's rounded weights, one weight gradient before rounding,
-  // one hidden-sized temporary (cost::mixed_precision_elements).
+  // 16-bit compute only: one unit's rounded weights, one weight gradient before rounding;
+  // one hidden-sized temporary (cost::mixed_precision_elements), also with hidden dropout.
   Buffer w16_, grad16_, tmp_;
+  // Dropout masks (one byte an element): per slot the probabilities' (per probs slot) and
+  // the two projections'; the embeddings'.
+  std::vector<Buffer> drop_probs_, drop_attn_out_, drop_mlp_out_;
+  Buffer drop_emb_;
+  std::uint64_t seed_ = 0;
+  std::int64_t step_ = 0, first_sample_ = 0;
 };
 
 }  // namespace dtplan::runtime

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "dtplan/cost/numeric_recipe.hpp"
+#include "dtplan/runtime/dropout.hpp"
 
 namespace dtplan::runtime {
 
@@ -38,6 +39,14 @@ struct AttentionShape {
   std::int64_t row() const { return (heads + 2 * kv_heads) * head_dim; }  // qkv's row width
 };
 
+// Dropout of the attention probabilities (Device::attention): mask[batch, heads, seq, seq]
+// (one byte an element, 1 = kept) and the kept elements' factor 1 / (1 - p); none when mask
+// is null.
+struct AttentionDropout {
+  const std::uint8_t* mask = nullptr;
+  float scale = 1;
+};
+
 // A device allocation of `count` elements (float, or int32 for token ids); freed, and its
 // bytes returned to the component's account, on destruction.
 class Buffer {
@@ -54,6 +63,7 @@ class Buffer {
   void reset();
   float* f() const { return static_cast<float*>(data_); }
   std::int32_t* i() const { return static_cast<std::int32_t*>(data_); }
+  std::uint8_t* bytes_ptr() const { return static_cast<std::uint8_t*>(data_); }
   std::int64_t bytes() const { return bytes_; }
   std::int64_t floats() const { return bytes_ / 4; }
   bool empty() const { return data_ == nullptr; }
@@ -102,6 +112,12 @@ class Device {
   // Rounds each element to the nearest value of `type` (bf16 or fp16; ties to even, fp16
   // past 65504 to infinity), kept in fp32: what a 16-bit tensor would hold. fp32: nothing.
   virtual void round_to(float* x, std::int64_t n, cost::ElementType type) = 0;
+  // mask[0 .. d.elements()) = 1 where dropout_keep keeps the element, else 0 (dropout.hpp).
+  virtual void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) = 0;
+  // x = mask ? x * scale : 0, the forward and the backward of a dropout. With a 16-bit `type`
+  // x holds a 16-bit tensor's values: the factor and each product are rounded.
+  virtual void apply_dropout(float* x, const std::uint8_t* mask, std::int64_t n, float scale,
+                             cost::ElementType type) = 0;
   // Causal softmax attention of batch x seq tokens over qkv[tokens x (q + 2 kv)] (queries,
   // keys, values side by side; head h reads key/value group h / (heads / kv_heads)), scores
   // scaled by 1/sqrt(head_dim). probs[batch, heads, seq, seq] receives the probabilities (zero
@@ -110,13 +126,15 @@ class Device {
   // already holding 16-bit values), scores and softmax stay fp32 and what a 16-bit tensor
   // would hold is rounded: the probabilities entering p v (not those kept), the output; in
   // backward dp = r(do v^T), dv and dk per head, then their sum over the group, and dq.
+  // With dropout p v reads the kept probabilities scaled (apply_dropout's rounding under
+  // 16-bit compute), and backward passes dp through the same mask.
   virtual void attention(const float* qkv, float* probs, float* out, const AttentionShape& a,
-                         float* scratch) = 0;
+                         const AttentionDropout& drop, float* scratch) = 0;
   // From dout[tokens x q]: dqkv (overwritten) for the queries, keys and values. `out` is the
   // forward output; `probs` is consumed (it holds scratch values afterwards).
   virtual void attention_backward(const float* qkv, const float* out, const float* dout,
                                   float* probs, float* dqkv, const AttentionShape& a,
-                                  float* scratch) = 0;
+                                  const AttentionDropout& drop, float* scratch) = 0;
   // y = norm(x) * gamma (+ beta) over rows of `cols`: LayerNorm, or RMSNorm when beta is null.
   // stats[rows x 2] keeps each row's mean (0 for RMSNorm) and 1/sqrt(variance (or mean
   // square) + eps) for backward.
