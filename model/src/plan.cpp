@@ -24,6 +24,12 @@ nlohmann::json to_json(const Plan& p) {
           {"global_batch", p.global_batch},
           {"seq_len", t.seq_len},
           {"checkpointing", name_of(t.checkpointing)},
+          {"recompute_modules", text_of(t.recompute_modules)},
+          {"checkpoint_every", t.checkpoint_every},
+          {"optimizer_impl", name_of(t.optimizer_impl)},
+          {"layer_kernels", name_of(t.layer_kernels)},
+          {"zero_grad", name_of(t.zero_grad)},
+          {"fp8", name_of(t.fp8)},
           {"attention", name_of(t.attention)},
           {"attention_kernel", name_of(t.attention_kernel)},
           {"offload", name_of(t.offload)},
@@ -40,6 +46,30 @@ nlohmann::json to_json(const Plan& p) {
 Plan plan_from_json(const std::filesystem::path& path) {
   return plan_from_reader(ObjectReader::root(read_json_file(path)));
 }
+
+namespace {
+
+// What plans record since 2026-11-29; plans written before left them at their defaults (what
+// they were planned with, bar a --recompute-modules, --optimizer-impl, --layer-kernels,
+// --zero-grad or --fp8-recipe that was not recorded then).
+void read_recorded_since_2026_11_29(const ObjectReader& r, TrainingConfig& t) {
+  auto optional = [&r](const char* key, auto parse, auto& into) {
+    if (!r.has(key)) return;
+    try {
+      into = parse(r.string(key));
+    } catch (const Error& e) {
+      r.fail(key, e.what());
+    }
+  };
+  optional("recompute_modules", parse_recompute_modules, t.recompute_modules);
+  optional("optimizer_impl", parse_optimizer_impl, t.optimizer_impl);
+  optional("layer_kernels", parse_layer_kernels, t.layer_kernels);
+  optional("zero_grad", parse_zero_grad, t.zero_grad);
+  optional("fp8", parse_fp8_recipe, t.fp8);
+  if (r.has("checkpoint_every")) t.checkpoint_every = r.integer("checkpoint_every", 1, 1'000'000);
+}
+
+}  // namespace
 
 Plan plan_from_reader(const ObjectReader& r) {
   r.check_schema_version(1);
@@ -61,6 +91,7 @@ Plan plan_from_reader(const ObjectReader& r) {
   t.precision = parsed("precision", parse_precision);
   t.optimizer = parsed("optimizer", parse_optimizer);
   t.checkpointing = parsed("checkpointing", parse_checkpointing);
+  read_recorded_since_2026_11_29(r, t);
   t.attention = parsed("attention", parse_attention);
   // Plans written before the kernel was recorded ran the framework's own.
   if (r.has("attention_kernel"))

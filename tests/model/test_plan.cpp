@@ -54,6 +54,42 @@ TEST_CASE("a plan reads back as written") {
   CHECK(back.predicted.memory_per_gpu_bytes == 60'000'000'000);
 }
 
+TEST_CASE("a plan keeps what selective recomputation rebuilds and how the step runs") {
+  auto p = sample();
+  auto& t = p.training;
+  t.recompute_modules = parse_recompute_modules("core_attn,mlp");
+  t.checkpoint_every = 2;
+  t.optimizer_impl = OptimizerImpl::fused;
+  t.layer_kernels = LayerKernels::eager;
+  t.zero_grad = ZeroGrad::zeros;
+  t.fp8 = Fp8Recipe::delayed;
+  const auto back = plan_from_json(write(to_json(p), "recorded.json")).training;
+  CHECK(back.recompute_modules == t.recompute_modules);
+  CHECK(back.checkpoint_every == 2);
+  CHECK(back.optimizer_impl == OptimizerImpl::fused);
+  CHECK(back.layer_kernels == LayerKernels::eager);
+  CHECK(back.zero_grad == ZeroGrad::zeros);
+  CHECK(back.fp8 == Fp8Recipe::delayed);
+  // Plans written before these were recorded read as planned with the defaults.
+  auto old = to_json(sample());
+  for (const char* key : {"recompute_modules", "checkpoint_every", "optimizer_impl",
+                          "layer_kernels", "zero_grad", "fp8"})
+    old.erase(key);
+  const auto defaults = plan_from_json(write(old, "before.json")).training;
+  CHECK(defaults.recompute_modules.is_default());
+  CHECK(defaults.checkpoint_every == 1);
+  CHECK(defaults.fp8 == Fp8Recipe::none);
+  // A bad value is named with its key.
+  auto bad = to_json(p);
+  bad["recompute_modules"] = "core_attn,everything";
+  CHECK_THROWS_WITH(plan_from_json(write(bad, "bad-modules.json")),
+                    Catch::Contains("recompute_modules") && Catch::Contains("everything"));
+  bad = to_json(p);
+  bad["checkpoint_every"] = 0;
+  CHECK_THROWS_WITH(plan_from_json(write(bad, "bad-every.json")),
+                    Catch::Contains("checkpoint_every"));
+}
+
 TEST_CASE("a plan whose batch does not multiply out, or with unknown keys, is refused") {
   auto j = to_json(sample());
   j["global_batch"] = 500;
