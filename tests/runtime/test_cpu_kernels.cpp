@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dtplan/runtime/cpu_kernels.hpp"
+#include "dtplan/runtime/dropout.hpp"
 #include "gemm_reference.hpp"
 
 using dtplan::runtime::CpuKernels;
@@ -148,6 +149,19 @@ void check_rounding(const CpuKernels& kern) {
   const std::vector<std::uint8_t> mask = {1, 0, 0, 1};
   kern.drop(y.data(), mask.data(), 4, 2.5f);
   CHECK(y == std::vector<float>{2.5f, 0, 0, 10});
+  // Mask draws: the vectorised loop keeps what the scalar dropout_keep keeps.
+  const std::uint64_t stream =
+      dtplan::runtime::dropout_stream(7, 2, 5, 3, dtplan::runtime::DropoutSite::attention);
+  std::vector<std::uint8_t> drawn(1003, 9);
+  kern.dropout_draw(drawn.data(), stream, 17, 1003, 1677722);  // p = 0.1
+  int differ = 0, kept = 0;
+  for (std::size_t j = 0; j < drawn.size(); ++j) {
+    differ += drawn[j] != (dtplan::runtime::dropout_keep(stream, 17 + j, 1677722) ? 1 : 0);
+    kept += drawn[j];
+  }
+  CHECK(differ == 0);
+  CHECK(kept > 850);  // about 903 of 1003 kept
+  CHECK(kept < 950);
 }
 
 // The host's flags as the kernel reports them (Linux), independent of the dispatcher's

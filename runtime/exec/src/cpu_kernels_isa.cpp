@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "dtplan/runtime/cpu_kernels.hpp"
+#include "dtplan/runtime/dropout.hpp"
 
 #ifndef DTPLAN_CPU_ISA
 #error "compile with DTPLAN_CPU_ISA=<name> (runtime/exec/CMakeLists.txt)"
@@ -173,6 +174,14 @@ void round_fp16(float* x, std::int64_t n) {
   }
 }
 
+// mask[j] = 1 where dropout_keep keeps element first + j of the stream (dropout.hpp).
+void dropout_draw(std::uint8_t* mask, std::uint64_t stream, std::uint64_t first, std::int64_t n,
+                  std::uint32_t threshold) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    mask[j] = dropout_keep(stream, first + static_cast<std::uint64_t>(j), threshold) ? 1 : 0;
+  }
+}
+
 // x times 0 or the factor, as PyTorch multiplies by its dropout noise tensor.
 void drop(float* x, const std::uint8_t* mask, std::int64_t n, float factor) {
   for (std::int64_t i = 0; i < n; ++i)
@@ -197,6 +206,7 @@ const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){DTPLAN_CPU_ISA_NAME,
                                                           &silu_grad,
                                                           &round_bf16,
                                                           &round_fp16,
-                                                          &drop};
+                                                          &drop,
+                                                          &dropout_draw};
 
 }  // namespace dtplan::runtime

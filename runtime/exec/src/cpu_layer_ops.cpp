@@ -87,9 +87,8 @@ void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) {
     for (std::int64_t row = 0; row < d.per_sample / width; ++row) {
       const std::int64_t last = S > 0 ? row % S : width - 1;
       std::uint8_t* r = m + row * width;
-      const auto first = static_cast<std::uint64_t>(row * width);
-      for (std::int64_t j = 0; j <= last; ++j)
-        r[j] = dropout_keep(stream, first + static_cast<std::uint64_t>(j), threshold) ? 1 : 0;
+      cpu_kernels().dropout_draw(r, stream, static_cast<std::uint64_t>(row * width), last + 1,
+                                 threshold);
       std::fill(r + last + 1, r + width, std::uint8_t{0});
     }
   }

@@ -41,6 +41,9 @@ struct CpuKernels {
   void (*round_fp16)(float* x, std::int64_t n);
   // x *= mask ? factor : 0 (a dropout, Device::apply_dropout before rounding).
   void (*drop)(float* x, const std::uint8_t* mask, std::int64_t n, float factor);
+  // mask[j] = dropout_keep(stream, first + j, threshold) for j < n (dropout.hpp).
+  void (*dropout_draw)(std::uint8_t* mask, std::uint64_t stream, std::uint64_t first,
+                       std::int64_t n, std::uint32_t threshold);
 };
 
 // The kernels this process uses: DTPLAN_CPU_KERNELS when set, else the widest the host runs.

@@ -10,7 +10,9 @@
 // whose entries above the diagonal (probabilities that are zero) are dropped without a draw.
 // Kept elements are scaled by 1 / (1 - p), as torch.nn.Dropout scales them.
 //
-// Header-only and usable in CUDA device code.
+// Header-only and usable in CUDA device code. The functions are static: every translation
+// unit keeps its own copy, so the per-instruction-set builds of the CPU kernels
+// (cpu_kernels_isa.cpp) never share one through the linker.
 #pragma once
 
 #include <cmath>
@@ -31,16 +33,17 @@ enum class DropoutSite : std::uint64_t {
   mlp_output = 3,        // the MLP down projection
 };
 
-DTPLAN_HOST_DEVICE inline std::uint64_t dropout_mix(std::uint64_t x) {
+DTPLAN_HOST_DEVICE static inline std::uint64_t dropout_mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
 
-DTPLAN_HOST_DEVICE inline std::uint64_t dropout_stream(std::uint64_t seed, std::int64_t step,
-                                                       std::int64_t sample, std::int64_t layer,
-                                                       DropoutSite site) {
+DTPLAN_HOST_DEVICE static inline std::uint64_t dropout_stream(std::uint64_t seed, std::int64_t step,
+                                                              std::int64_t sample,
+                                                              std::int64_t layer,
+                                                              DropoutSite site) {
   const std::uint64_t key = dropout_mix(dropout_mix(seed ^ static_cast<std::uint64_t>(step)) +
                                         static_cast<std::uint64_t>(sample));
   const std::uint64_t stream =
@@ -48,8 +51,8 @@ DTPLAN_HOST_DEVICE inline std::uint64_t dropout_stream(std::uint64_t seed, std::
   return dropout_mix(key + (stream << 32));
 }
 
-DTPLAN_HOST_DEVICE inline bool dropout_keep(std::uint64_t stream, std::uint64_t element,
-                                            std::uint32_t threshold) {
+DTPLAN_HOST_DEVICE static inline bool dropout_keep(std::uint64_t stream, std::uint64_t element,
+                                                   std::uint32_t threshold) {
   return (dropout_mix(stream + element) >> 40) >= threshold;
 }
 
