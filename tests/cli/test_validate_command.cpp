@@ -110,8 +110,8 @@ TEST_CASE("validate: an empty phase on both sides has no error, a real one has")
     }
     if (f["name"] == "step time") {
       saw_step = true;
-      // 80.470 ms predicted against 83.217 ms measured (data/measurements/cpu-2ranks/README.md).
-      CHECK(f["error"].get<double>() == Approx(80.470 / 83.217 - 1).margin(1e-4));
+      // 73.458 ms predicted against 76.931 ms measured (data/measurements/cpu-2ranks/README.md).
+      CHECK(f["error"].get<double>() == Approx(73.458 / 76.931 - 1).margin(1e-4));
     }
   }
   CHECK(saw_wait);
