@@ -46,6 +46,8 @@ runtime::AutotuneRequest request_of(const AutotuneOptions& o) {
   for (const auto& name : o.strategies)
     r.strategies.push_back(parse_strategy(name));
   r.micro_batches = o.micro_batches;
+  for (const auto& name : o.checkpointing)
+    r.checkpointings.push_back(parse_flag("--checkpointing", name, parse_checkpointing));
   r.topology_name = o.topology;
   r.gpu_name = o.gpu;
   r.max_trials = o.max_trials;
@@ -130,6 +132,10 @@ Command register_autotune_command(CLI::App& app) {
   sub->add_option("--gpu", o->gpu, "the planner's GPU")->capture_default_str();
   sub->add_option("--strategy", o->strategies, "only these strategies")->delimiter(',');
   sub->add_option("--micro-batch", o->micro_batches, "only these micro-batches")->delimiter(',');
+  sub->add_option("--checkpointing", o->checkpointing,
+                  "recomputation to search: none, selective (the attention core), full "
+                  "(default: none)")
+      ->delimiter(',');
   sub->add_option("--precision", o->precision, "the plan's precision")->capture_default_str();
   sub->add_option("--optimizer", o->optimizer, "adamw, adam, sgd, ...")->capture_default_str();
   sub->add_option("--work-dir", o->work_dir, "keep the runs here (default: a temporary folder)");

@@ -82,6 +82,19 @@ Exports export_best(const AutotuneOptions& o, const runtime::TuneSpace& sp,
   return e;
 }
 
+namespace {
+
+// "no recomputation", or the list searched: "recomputation none, full".
+std::string recomputation_searched(const AutotuneOptions& o) {
+  if (o.checkpointing.empty()) return "no recomputation";
+  std::string list;
+  for (const auto& c : o.checkpointing)
+    list += (list.empty() ? "" : ", ") + c;
+  return "recomputation " + list;
+}
+
+}  // namespace
+
 void print_report(std::ostream& out, const AutotuneOptions& o, const runtime::TuneSpace& sp,
                   const runtime::TuneOutcome& r, std::size_t resumed,
                   const cost::HardwareProfile& p, const Exports& ex) {
@@ -89,7 +102,7 @@ void print_report(std::ostream& out, const AutotuneOptions& o, const runtime::Tu
       << o.global_batch << ", " << o.np << " ranks (" << o.backend
       << ")\n  candidates: " << sp.candidates.size()
       << " distinct executions of the planner's configurations for " << o.np << " x " << o.gpu
-      << " (" << o.precision << ", no checkpointing or offload)\n"
+      << " (" << o.precision << ", " << recomputation_searched(o) << ", no offload)\n"
       << "  profile: " << o.profile << " (" << p.hardware << ")\n  results: " << o.results;
   if (resumed) out << " (" << resumed << " trials resumed)";
   out << "\n\nstopped after " << r.trials.size() << " of " << sp.candidates.size()

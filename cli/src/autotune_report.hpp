@@ -35,6 +35,7 @@ struct AutotuneOptions {
   std::string gpu = "A100-80GB";
   std::vector<std::string> strategies;
   std::vector<std::int64_t> micro_batches;
+  std::vector<std::string> checkpointing;  // recomputation to search; empty: none
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::string work_dir;

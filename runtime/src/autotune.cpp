@@ -33,6 +33,9 @@ std::string key_of(const planner::Candidate& c) {
   std::string k = mode_name(cost::runtime_mode(c.strategy)) + " mb " +
                   std::to_string(c.micro_batch) + " x " + std::to_string(c.grad_accum);
   if (c.grad_accum > 1) k += cost::runtime_no_sync(c.strategy, c.no_sync) ? " no_sync" : " sync";
+  if (c.checkpointing != Checkpointing::none) {
+    k += " " + std::string(name_of(c.checkpointing)) + " recompute";
+  }
   return k;
 }
 
@@ -44,7 +47,8 @@ planner::PlanRequest plan_request_of(const AutotuneRequest& r) {
   p.exact_batch = true;
   p.top_k = 100000;
   p.precisions = {r.precision};
-  p.checkpointing = {Checkpointing::none};
+  p.checkpointing =
+      r.checkpointings.empty() ? std::vector<Checkpointing>{Checkpointing::none} : r.checkpointings;
   p.offloads = {Offload::none};
   p.optimizer = r.optimizer;
   p.micro_batches = r.micro_batches;
@@ -156,7 +160,7 @@ TuneSpace search_space(const AutotuneRequest& r, const PlannerInputs& in, const 
     TuneCandidate t;
     t.key = key;
     t.config = {r.model_name, r.scale,       r.seq_len,    c.strategy, r.optimizer,
-                c.precision,  c.micro_batch, c.grad_accum, c.no_sync};
+                c.precision,  c.micro_batch, c.grad_accum, c.no_sync,  c.checkpointing};
     t.run = runtime_run_of(t.config, s);
     sp.candidates.push_back(t);
   }
@@ -170,23 +174,32 @@ TuneSpace search_space(const AutotuneRequest& r, const PlannerInputs& in, const 
 }
 
 nlohmann::json results_header(const AutotuneRequest& r, const std::string& created) {
-  return {{"type", "autotune"},
-          {"schema_version", 1},
-          {"model", r.model_name},
-          {"scale", r.scale},
-          {"seq_len", r.seq_len},
-          {"global_batch", r.global_batch},
-          {"np", r.np},
-          {"backend", r.backend},
-          {"steps", r.steps},
-          {"warmup", r.warmup},
-          {"precision", std::string(name_of(r.precision))},
-          {"optimizer", std::string(name_of(r.optimizer))},
-          {"topology", r.topology_name},
-          {"gpu", r.gpu_name},
-          {"strategies", names_of(r.strategies)},
-          {"micro_batches", r.micro_batches},
-          {"created", created}};
+  nlohmann::json header{{"type", "autotune"},
+                        {"schema_version", 1},
+                        {"model", r.model_name},
+                        {"scale", r.scale},
+                        {"seq_len", r.seq_len},
+                        {"global_batch", r.global_batch},
+                        {"np", r.np},
+                        {"backend", r.backend},
+                        {"steps", r.steps},
+                        {"warmup", r.warmup},
+                        {"precision", std::string(name_of(r.precision))},
+                        {"optimizer", std::string(name_of(r.optimizer))},
+                        {"topology", r.topology_name},
+                        {"gpu", r.gpu_name},
+                        {"strategies", names_of(r.strategies)},
+                        {"micro_batches", r.micro_batches},
+                        {"created", created}};
+  // Only when recomputation is searched, so that files of runs without it still resume.
+  if (!r.checkpointings.empty() &&
+      r.checkpointings != std::vector<Checkpointing>{Checkpointing::none}) {
+    auto names = nlohmann::json::array();
+    for (const auto c : r.checkpointings)
+      names.push_back(std::string(name_of(c)));
+    header["checkpointing"] = names;
+  }
+  return header;
 }
 
 TuneOutcome autotune(const AutotuneRequest& r, const TuneSpace& space,

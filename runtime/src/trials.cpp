@@ -19,6 +19,7 @@ std::string RuntimeConfig::label() const {
   s << model << "@" << scale << " " << name_of(strategy) << " mb " << micro_batch;
   if (grad_accum > 1) s << " x " << grad_accum << (no_sync ? " no_sync" : " sync");
   if (optimizer != Optimizer::adamw) s << " " << name_of(optimizer);
+  if (checkpointing != Checkpointing::none) s << ", " << name_of(checkpointing) << " recompute";
   return s.str();
 }
 
@@ -36,6 +37,7 @@ Plan plan_of(const RuntimeConfig& c, std::int64_t np, const std::string& data_di
   p.training.gpus_per_node = np;
   p.training.micro_batch = c.micro_batch;
   p.training.seq_len = c.seq_len;
+  p.training.checkpointing = c.checkpointing;
   p.training.grad_accum = c.grad_accum;
   p.training.no_sync = c.no_sync;
   p.grad_accum = c.grad_accum;

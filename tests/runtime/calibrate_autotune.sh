@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README walk-through of calibration and autotuning on the CPU backend (2 ranks):
 # dtplan calibrate (quick microbenchmarks + calibration steps), dtplan accuracy (two held-out
-# configurations), dtplan autotune (2 trials, then --resume to 3 without redoing any), and the
-# errors a user meets: an existing results file, a resume of a different job, a bad backend.
+# configurations), dtplan autotune (2 trials, then --resume to 3 without redoing any; then
+# recomputation searched), and the errors a user meets: an existing results file, a resume of a
+# different job, a bad backend or checkpointing.
 set -euo pipefail
 bin="$1"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -65,6 +66,30 @@ lines = [json.loads(l) for l in open("default_seq.jsonl")]
 assert lines[0]["seq_len"] == 1024, lines[0]
 assert len(lines) == 2 and "failure" not in lines[1] and lines[1]["measured_step_s"] > 0, lines[1]
 PY
+# Recomputation searched on request: one strategy and micro-batch under none, selective and
+# full are three distinct executions, each run with the recomputation its key names (the
+# measurement's workload says what it reran), and the header records the search.
+"$bin/dtplan" autotune --model gpt2 --global-batch 4 --seq-len 64 --np 2 --scale 0.05 \
+  --profile profile.json --results recompute.jsonl --steps 1 --warmup 0 --exhaustive \
+  --strategy zero2 --micro-batch 2 --checkpointing none,selective,full --work-dir at3 \
+  > recompute.txt
+grep -q "recomputation none, selective, full" recompute.txt
+python3 - <<'PY'
+import glob, json
+lines = [json.loads(l) for l in open("recompute.jsonl")]
+assert lines[0]["checkpointing"] == ["none", "selective", "full"], lines[0]
+keys = sorted(l["key"] for l in lines[1:])
+assert keys == ["zero2 mb 2 x 1", "zero2 mb 2 x 1 full recompute",
+                "zero2 mb 2 x 1 selective recompute"], keys
+ran = set()
+for l in lines[1:]:
+    assert "failure" not in l and l["measured_step_s"] > 0, l
+    ran.add(json.load(open(l["measurement"]))["workload"]["recompute"])
+assert ran == {"none", "selective", "full"}, ran
+PY
+if "$bin/dtplan" autotune --model gpt2 --global-batch 4 --np 2 --checkpointing some \
+     --results x.jsonl 2> bad_ckpt.txt; then exit 1; fi
+grep -q -- "--checkpointing" bad_ckpt.txt
 # Four ranks: collectives are swept for communicator sizes 2 and 4.
 mpirun -np 4 --oversubscribe "$bin/dtplan-run" --measure-profile --quick --out p4.json > /dev/null 2>&1
 python3 - <<'PY'

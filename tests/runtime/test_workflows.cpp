@@ -151,6 +151,12 @@ TEST_CASE("autotune requests: fields checked, the sequence resolved, the header 
   CHECK(h["precision"] == "bf16");
   CHECK(h["seq_len"] == 1024);
   CHECK(h["created"] == "now");
+  // Recomputation is recorded only when searched, so results files without it still resume.
+  CHECK_FALSE(h.contains("checkpointing"));
+  auto with = ok;
+  with.checkpointings = {Checkpointing::none, Checkpointing::full};
+  CHECK(runtime::results_header(with, "now")["checkpointing"] ==
+        nlohmann::json::array({"none", "full"}));
 }
 
 TEST_CASE("request_interrupt from another thread stops a workflow as SIGINT does") {

@@ -33,9 +33,12 @@ struct AutotuneRequest {
   Optimizer optimizer = Optimizer::adamw;
   std::vector<Strategy> strategies;         // empty: all
   std::vector<std::int64_t> micro_batches;  // empty: all
-  std::string topology_name, gpu_name;      // the planner's cluster, as the header records it
-  std::int64_t max_trials = 0;              // 0: no limit
-  double time_budget_s = 0;                 // 0: none
+  // Activation recomputation to search (dtplan-run executes none, selective -- the attention
+  // core -- and full); empty: none only, layouts that fit without recomputation.
+  std::vector<Checkpointing> checkpointings;
+  std::string topology_name, gpu_name;  // the planner's cluster, as the header records it
+  std::int64_t max_trials = 0;          // 0: no limit
+  double time_budget_s = 0;             // 0: none
   bool exhaustive = false;
   std::string work_dir;  // empty: a fresh temporary directory
   std::string data_dir;

@@ -26,7 +26,8 @@ struct RuntimeConfig {
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   bool no_sync = true;
-  std::string label() const;  // "gpt2@0.05 ddp mb 4 x 2 no_sync"
+  Checkpointing checkpointing = Checkpointing::none;  // selective: the attention core
+  std::string label() const;  // "gpt2@0.05 ddp mb 4 x 2 no_sync", "..., full recompute"
 };
 
 struct TrialSettings {
