@@ -104,6 +104,8 @@ std::optional<AutotuneChoice> ask_autotune(QWidget* parent, const Session& s) {
   trials->setSpecialValueText("no limit");
   auto* results = new QLineEdit("autotune.jsonl", &dialog);
   auto* resume = new QCheckBox("continue this results file, skipping its trials", &dialog);
+  auto* recompute = new QCheckBox(
+      "also measure selective (attention core) and full activation recomputation", &dialog);
   form->addRow("backend", backend);
   form->addRow("ranks", ranks);
   form->addRow("model width", scale);
@@ -111,6 +113,7 @@ std::optional<AutotuneChoice> ask_autotune(QWidget* parent, const Session& s) {
   form->addRow("sequence length", seq);
   form->addRow("measured steps per trial", steps);
   form->addRow("at most trials", trials);
+  form->addRow("", recompute);
   form->addRow("results file", save_path_row(&dialog, results, "JSON lines (*.jsonl)"));
   form->addRow("", resume);
   form->addRow(ok_cancel(&dialog, "Autotune"));
@@ -124,6 +127,7 @@ std::optional<AutotuneChoice> ask_autotune(QWidget* parent, const Session& s) {
   d.max_trials = trials->value();
   d.results = results->text().toStdString();
   d.resume = resume->isChecked();
+  d.recompute = recompute->isChecked();
   return d;
 }
 

@@ -157,6 +157,9 @@ std::string autotune_session(const Session& s, const AutotuneChoice& c,
   r.topology_name = s.topology;
   r.gpu_name = s.gpu;
   r.max_trials = c.max_trials;
+  if (c.recompute) {
+    r.checkpointings = {Checkpointing::none, Checkpointing::selective, Checkpointing::full};
+  }
   r = runtime::checked(r);
   const auto profile = runtime::autotune_profile(s.profile, r);
   const auto settings = runtime::trial_settings(r, runtime::work_dir_of("", "autotune"));

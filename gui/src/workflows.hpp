@@ -57,6 +57,7 @@ struct AutotuneChoice {
   std::int64_t max_trials = 0;  // 0: no limit
   std::string results;          // JSON-lines file every trial is appended to
   bool resume = false;
+  bool recompute = false;  // also measure selective and full activation recomputation
 };
 
 // Autotunes the session's model (its GPU and topology for the planner's checks, its precision

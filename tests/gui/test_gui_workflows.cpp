@@ -135,6 +135,7 @@ void TestGuiWorkflows::autotune_measures_trials_and_logs_them() {
   a.seq_len = 64;
   a.steps = 2;
   a.max_trials = 2;
+  a.recompute = true;  // none, selective and full: the header records the search
   a.results = dir.filePath("trials.jsonl").toStdString();
   int updates = 0;
   const auto r = w.autotune(a, [&](QProgressDialog&, const runtime::WorkProgress&) { ++updates; });
@@ -144,7 +145,9 @@ void TestGuiWorkflows::autotune_measures_trials_and_logs_them() {
   std::string line;
   int trials = 0;
   std::getline(in, line);
-  QCOMPARE(nlohmann::json::parse(line)["type"].get<std::string>(), std::string("autotune"));
+  const auto header = nlohmann::json::parse(line);
+  QCOMPARE(header["type"].get<std::string>(), std::string("autotune"));
+  QCOMPARE(header["checkpointing"].dump(), std::string(R"(["none","selective","full"])"));
   while (std::getline(in, line)) {
     const auto t = nlohmann::json::parse(line);
     QVERIFY(t.contains("key"));
