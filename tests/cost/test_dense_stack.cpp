@@ -71,6 +71,50 @@ TEST_CASE("dropout masks kept for backward, by hand, with and without recomputat
   CHECK(cost::mask_bytes_per_token(cost::dense_stack_of(*llama.transformer, 1.0, 2048)) == 0);
 }
 
+TEST_CASE("dropout's draws and passes in one micro-step, by hand") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  // 2 sequences of 1024 tokens (T = 2048), 12 heads, hidden 768, 12 layers, p = 0.1 everywhere.
+  const double T = 2048, h = 768, S = 1024, heads = 2 * 12, L = 12;
+  const double squares = heads * S * (S + 1) / 2;  // drawn on and below the diagonal
+  auto sum = [](const cost::DropoutWork& w, bool backward) {
+    double bytes = 0;
+    for (const auto& p : w.passes)
+      bytes += p.backward == backward ? p.bytes * p.count : 0;
+    return bytes;
+  };
+  auto w = cost::dropout_work(s, 2048);
+  // Per layer two hidden masks and the probabilities' squares; then the embeddings'.
+  CHECK(w.forward_draws == L * (2 * T * h + squares) + T * h);
+  CHECK(w.backward_draws == 0);
+  // fp32 forward, per layer: two projections dropped (9 B) and added to the residual (12 B);
+  // each square copied (8 B) and dropped (9 B), the rest of it zeroed (1 B above the diagonal).
+  // Then the embeddings dropped (9 B).
+  const double square_fwd = 17 * S * S + S * (S - 1) / 2;
+  CHECK(sum(w, false) == Approx(L * (2 * 21 * T * h + heads * square_fwd) + 9 * T * h));
+  // fp32 backward: two gradients copied and dropped (17 B); each square copied and dropped
+  // for dv (17 B), dp dropped (9 B); the embeddings' gradient dropped.
+  CHECK(sum(w, true) == Approx(L * (2 * 17 * T * h + heads * 26 * S * S) + 9 * T * h));
+  // Full recomputation redraws every block's masks in backward and reruns its passes;
+  // selective only the squares.
+  s.recompute = Checkpointing::full;
+  CHECK(cost::dropout_work(s, 2048).backward_draws == L * (2 * T * h + squares));
+  s.recompute = Checkpointing::selective;
+  CHECK(cost::dropout_work(s, 2048).backward_draws == L * squares);
+  // 16-bit compute rounds after each drop (8 B) where fp32 copied or added.
+  s.recompute = Checkpointing::none;
+  s.compute = cost::ElementType::bf16;
+  w = cost::dropout_work(s, 2048);
+  CHECK(sum(w, false) ==
+        Approx(L * (2 * 17 * T * h + heads * (17 * S * S + S * (S - 1) / 2)) + 9 * T * h));
+  CHECK(sum(w, true) == Approx(L * (2 * 17 * T * h + heads * 34 * S * S) + 9 * T * h));
+  // No dropout, no work.
+  s.attention_dropout = s.hidden_dropout = s.embedding_dropout = 0;
+  w = cost::dropout_work(s, 2048);
+  CHECK(w.forward_draws == 0);
+  CHECK(w.passes.empty());
+}
+
 TEST_CASE("dropout probabilities travel with the workload, and older files ran without") {
   const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
   auto s = cost::dense_stack_of(*m.transformer, 0.05, 64);
