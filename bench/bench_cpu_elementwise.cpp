@@ -30,22 +30,13 @@ std::vector<float> values(std::int64_t n) {
   return x;
 }
 
-void round_bf16(benchmark::State& state, const CpuKernels* k) {
-  const std::int64_t n = state.range(0);
-  const auto source = values(n);
-  auto x = source;
-  for (auto _ : state) {
-    k->round_bf16(x.data(), n);
-    benchmark::DoNotOptimize(x.data());
-  }
-  set_rate(state, n);
-}
-
-void round_fp16(benchmark::State& state, const CpuKernels* k) {
+// One of the rounding kernels (rounding is idempotent, so every call does the same work).
+template <void (*CpuKernels::*Round)(float*, std::int64_t)>
+void round_to(benchmark::State& state, const CpuKernels* k) {
   const std::int64_t n = state.range(0);
   auto x = values(n);
   for (auto _ : state) {
-    k->round_fp16(x.data(), n);
+    (k->*Round)(x.data(), n);
     benchmark::DoNotOptimize(x.data());
   }
   set_rate(state, n);
@@ -80,10 +71,11 @@ void dropout_draw(benchmark::State& state, const CpuKernels* k) {
 int main(int argc, char** argv) try {
   const auto& chosen = dtplan::runtime::cpu_kernels();
   using Fn = void (*)(benchmark::State&, const CpuKernels*);
-  const std::vector<std::pair<const char*, Fn>> kernels{{"BM_RoundBf16", round_bf16},
-                                                        {"BM_RoundFp16", round_fp16},
-                                                        {"BM_Drop", drop},
-                                                        {"BM_DropoutDraw", dropout_draw}};
+  const std::vector<std::pair<const char*, Fn>> kernels{
+      {"BM_RoundBf16", round_to<&CpuKernels::round_bf16>},
+      {"BM_RoundFp16", round_to<&CpuKernels::round_fp16>},
+      {"BM_Drop", drop},
+      {"BM_DropoutDraw", dropout_draw}};
   for (const auto& [label, fn] : kernels) {
     for (const auto* k : dtplan::runtime::cpu_kernels_runnable()) {
       const std::string name =
