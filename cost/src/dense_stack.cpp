@@ -115,6 +115,35 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
   return s;
 }
 
+DenseStack tensor_parallel_share(const DenseStack& whole, std::int64_t tp) {
+  if (tp < 1) throw Error("tensor-parallel ranks " + std::to_string(tp) + ": not a positive count");
+  if (whole.tp != 1) throw Error("tensor_parallel_share: the stack is already a share");
+  auto divide = [tp](const char* field, std::int64_t n) {
+    if (n % tp != 0) {
+      throw Error(std::to_string(tp) + " tensor-parallel ranks do not divide " + field + " " +
+                  std::to_string(n) + " (the split needs whole " + field + " on each rank)");
+    }
+    return n / tp;
+  };
+  DenseStack s = whole;
+  s.tp = tp;
+  s.heads = divide("heads", whole.heads);
+  s.kv_heads = divide("kv_heads", whole.kv_heads);
+  s.ffn = divide("ffn", whole.ffn);
+  s.vocab = (whole.vocab + tp - 1) / tp;
+  return s;
+}
+
+DenseStack whole_of(const DenseStack& share) {
+  DenseStack s = share;
+  s.tp = 1;
+  s.heads *= share.tp;
+  s.kv_heads *= share.tp;
+  s.ffn *= share.tp;
+  s.vocab *= share.tp;
+  return s;
+}
+
 std::vector<DenseUnit> units_of(const DenseStack& s) {
   // The final norm travels with the head's matrix: in the embedding unit when tied.
   const std::int64_t table = s.vocab * s.hidden;
@@ -193,11 +222,13 @@ std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
   if (s.attention == StackAttention::value_only) {
     return tokens * (s.qkv_size() + 2 * s.hidden + mlp + s.q_size());
   }
-  // Hidden dropout in fp32 keeps the dropped gradient in the hidden-sized temporary that
+  // Hidden dropout and row-parallel projections in fp32 use the hidden-sized temporary that
   // 16-bit compute has anyway.
-  const bool dropout_temporary = s.hidden_dropout > 0 && s.compute == ElementType::fp32;
+  const bool temporary = (s.hidden_dropout > 0 || s.tp > 1) && s.compute == ElementType::fp32;
+  const std::int64_t vocab_parallel_loss = s.tp > 1 ? 3 * tokens : 0;
   return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s) +
-         mixed_precision_elements(s, tokens) + (dropout_temporary ? tokens * s.hidden : 0);
+         mixed_precision_elements(s, tokens) + (temporary ? tokens * s.hidden : 0) +
+         vocab_parallel_loss;
 }
 
 namespace {
@@ -414,6 +445,7 @@ nlohmann::json to_json(const DenseStack& s) {
                    {"scale", s.scale},
                    {"params", params_of(s)},
                    {"flops_per_token", flops_per_token(s)}};
+  if (s.tp > 1) j["tp"] = s.tp;
   if (s.attention == StackAttention::value_only) {
     j["attention"] = "value_only";
     j["bias"] = s.qkv_bias;
@@ -517,9 +549,10 @@ DenseStack dense_stack_from_json(const ObjectReader& r) {
   s.seq_len = r.positive_integer("seq_len");
   s.gated = r.boolean("gated");
   s.tied = r.boolean("tied");
+  if (r.has("tp")) s.tp = r.positive_integer("tp");  // files before tensor parallelism: 1
   read_layer_kinds(r, s);
   s.scale = r.number("scale", NumberRange::positive(1.0));  // dtplan-run --scale, (0, 1]
-  if (s.hidden != s.heads * s.head_dim) r.fail("hidden", "is not heads x head_dim");
+  if (s.hidden != s.heads * s.head_dim * s.tp) r.fail("hidden", "is not heads x head_dim x tp");
   if (s.heads % s.kv_heads != 0) r.fail("kv_heads", "does not divide heads");
   if (r.integer("params") != params_of(s)) r.fail("params", "does not match the shape");
   (void)r.number("flops_per_token");

@@ -168,6 +168,16 @@ ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const Har
   }
   x.forward_s += draw_time_s(dropout.forward_draws, s, tokens, p);
   x.backward_s += draw_time_s(dropout.backward_draws, s, tokens, p);
+  // Tensor parallelism in fp32 without hidden dropout: a row-parallel projection's summed
+  // output is added to the residual in a pass of its own (12 bytes an element), where one
+  // process accumulates the GEMM onto the residual.
+  if (s.tp > 1 && s.compute == ElementType::fp32 && s.hidden_dropout == 0) {
+    const double t = 2 * static_cast<double>(s.layers) *
+                     p.elementwise_s_per_byte.time_s(12.0 * static_cast<double>(tokens * s.hidden),
+                                                     "element-wise");
+    x.forward_s += t;
+    if (s.recompute == Checkpointing::full) x.backward_s += t;
+  }
   return x;
 }
 
@@ -190,6 +200,24 @@ struct Schedule {
     return t * static_cast<double>(count);
   }
 };
+
+// Tensor parallelism's all-reduces in one micro-step over the tp ranks (dense_model.hpp), in
+// the phases the runtime labels them: forward sums the embedding lookup, each block's two
+// row-parallel outputs, and the loss's row maxima (tokens floats) and sums (2 x tokens);
+// backward sums the head's and each block's two column-parallel input gradients, and reruns
+// forward's block sums under full recomputation. Returns {forward, backward} time.
+std::pair<double, double> tensor_parallel_collectives(Schedule& sched, const DenseStack& s,
+                                                      std::int64_t tokens, std::int64_t A) {
+  if (s.tp <= 1) return {0, 0};
+  const std::int64_t hidden_bytes = tokens * s.hidden * 4, L = s.layers;
+  const std::string fwd = "tensor-parallel forward", bwd = "tensor-parallel backward";
+  double f = sched.add("all_reduce", fwd, hidden_bytes, (1 + 2 * L) * A);
+  f += sched.add("all_reduce", fwd, tokens * 4, A);
+  f += sched.add("all_reduce", fwd, 2 * tokens * 4, A);
+  const std::int64_t rerun = s.recompute == Checkpointing::full ? 2 * L : 0;
+  const double b = sched.add("all_reduce", bwd, hidden_bytes, (1 + 2 * L + rerun) * A);
+  return {f, b};
+}
 
 std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
   const auto& s = r.stack;
@@ -300,6 +328,10 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
       bwd_comm += sched.add("all_gather", "backward", units[1] * 4, L * A);
     }
   }
+  Schedule tp_sched{out, p, s.tp};
+  const auto [tp_fwd, tp_bwd] = tensor_parallel_collectives(tp_sched, s, tokens, A);
+  fwd_comm += tp_fwd;
+  bwd_comm += tp_bwd;
   auto& raw = out.parts;
   raw.compute_s = static_cast<double>(A) * (fwd + bwd);
   raw.collectives_s = fwd_comm + bwd_comm;

@@ -49,6 +49,24 @@ HardwareProfile flat_profile() {
   return p;
 }
 
+// The tiny stack of the runtime tests (vocab 37, 4 heads of 3, MLP 20, 2 layers, 8 tokens a
+// sample), 2 micro-steps of 2 samples on 2 ranks.
+RuntimeRun tiny_run() {
+  RuntimeRun run;
+  auto& s = run.stack;
+  s.vocab = 37;
+  s.heads = s.kv_heads = 4;
+  s.head_dim = 3;
+  s.hidden = 12;
+  s.ffn = 20;
+  s.layers = 2;
+  s.seq_len = 8;
+  run.ranks = 2;
+  run.micro_batch = 2;
+  run.grad_accum = 2;
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("GEMM fit recovers per-FLOP, per-byte and per-call constants") {
@@ -138,18 +156,8 @@ TEST_CASE("a part too small to see keeps its scale at 1") {
 }
 
 TEST_CASE("the step correction scales the predicted parts of a runtime step") {
-  RuntimeRun run;
-  run.stack.vocab = 37;
-  run.stack.heads = run.stack.kv_heads = 4;
-  run.stack.head_dim = 3;
-  run.stack.hidden = 12;
-  run.stack.ffn = 20;
-  run.stack.layers = 2;
-  run.stack.seq_len = 8;
+  auto run = tiny_run();
   run.strategy = Strategy::zero1;
-  run.ranks = 2;
-  run.micro_batch = 2;
-  run.grad_accum = 2;
   auto p = flat_profile();
   const auto raw = predict_runtime_step(run, p);
   const auto& r = raw.parts;
@@ -194,18 +202,7 @@ TEST_CASE("attention fit recovers its per-call, per-score and per-product consta
 }
 
 TEST_CASE("a runtime step prices attention from the profile's fit when it has one") {
-  RuntimeRun run;
-  auto& s = run.stack;
-  s.vocab = 37;
-  s.heads = s.kv_heads = 4;
-  s.head_dim = 3;
-  s.hidden = 12;
-  s.ffn = 20;
-  s.layers = 2;
-  s.seq_len = 8;
-  run.ranks = 2;
-  run.micro_batch = 2;
-  run.grad_accum = 2;
+  auto run = tiny_run();
   auto p = flat_profile();
   p.attention = AttentionFit{{1e-6, 0, 0}, {2e-6, 0, 0}, 0, {}};
   const auto one = predict_runtime_step(run, p);
@@ -310,4 +307,32 @@ TEST_CASE("collectives hidden behind compute fit to (almost) nothing, not to 1")
   CHECK(k.compute_scale == Approx(1.1).epsilon(1e-6));
   CHECK(k.collective_scale == Approx(1e-3));
   CHECK(k.rms_relative_error < 0.01);
+}
+
+TEST_CASE("a tensor-parallel runtime step lists the all-reduces of Megatron's split") {
+  auto run = tiny_run();
+  auto& s = run.stack;
+  s = tensor_parallel_share(s, 2);  // the vocabulary padded to 38, 19 a rank
+  run.ranks = 1;  // one data-parallel rank: its gradient all-reduces cost nothing
+  run.grad_accum = 3;
+  auto count = [](const RuntimePrediction& p, const std::string& phase, std::int64_t bytes) {
+    for (const auto& c : p.collectives) {
+      if (c.kind == "all_reduce" && c.phase == phase && c.bytes == bytes) return c.count_per_step;
+    }
+    return std::int64_t{0};
+  };
+  // 16 tokens a micro-step: hidden-sized sums of 16 x 12 x 4 = 768 B. Forward: the embedding
+  // and 2 per block = 5, the loss's maxima (64 B) and sums (128 B) once; backward: the head's
+  // and 2 per block = 5. Three micro-steps.
+  auto p = predict_runtime_step(run, flat_profile());
+  CHECK(count(p, "tensor-parallel forward", 768) == 15);
+  CHECK(count(p, "tensor-parallel forward", 64) == 3);
+  CHECK(count(p, "tensor-parallel forward", 128) == 3);
+  CHECK(count(p, "tensor-parallel backward", 768) == 15);
+  // 36 calls, each at the 2-rank fit: 20 us + 1 ns a byte.
+  CHECK(p.parts.collectives_s == Approx(36 * 2e-5 + 1e-9 * (30 * 768 + 3 * 64 + 3 * 128)));
+  // Full recomputation reruns each block's two forward sums in backward.
+  s.recompute = Checkpointing::full;
+  p = predict_runtime_step(run, flat_profile());
+  CHECK(count(p, "tensor-parallel backward", 768) == 27);
 }

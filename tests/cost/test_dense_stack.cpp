@@ -50,6 +50,38 @@ TEST_CASE("stored and scratch elements of the causal workload, by hand") {
         2048 * (2304 + 3 * 768 + 6144 + 768 + 768) + 1024 * 1024);
 }
 
+TEST_CASE("a tensor-parallel share, by hand, and the dimensions it must divide") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  const auto whole = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  const auto s = cost::tensor_parallel_share(whole, 4);
+  // 12 heads, 3,072 MLP columns and 50,257 tokens (padded to 50,260) over 4 ranks.
+  CHECK(s.heads == 3);
+  CHECK(s.kv_heads == 3);
+  CHECK(s.ffn == 768);
+  CHECK(s.vocab == 12565);
+  CHECK(s.hidden == 768);
+  CHECK(cost::whole_of(s).vocab == 50260);
+  CHECK(cost::whole_of(s).heads == 12);
+  // A block on one rank: norms 2 x 1,536, QKV 576 x 768 + 576, output 768 x 192 + 768 (whole
+  // bias), MLP 768 x 768 + 768 and 768 x 768 + 768 (whole bias).
+  const std::int64_t block = 2 * 1536 + 576 * 769 + 768 * 192 + 768 + 768 * 769 + 768 * 769;
+  CHECK(cost::units_of(s)[1].params == block);
+  // Scratch of 2,048 tokens: dQKV 576, three of 768, MLP 2 x 768, attention output 192, the
+  // hidden-sized temporary 768 (GPT-2's hidden dropout needs it anyway), the 1024 x 1024
+  // attention square, and the vocab-parallel loss's 3 per token.
+  CHECK(cost::scratch_elements(s, 2048) ==
+        2048 * (576 + 3 * 768 + 2 * 768 + 192 + 768) + 1024 * 1024 + 3 * 2048);
+  CHECK_THROWS_WITH(cost::tensor_parallel_share(whole, 5), Catch::Contains("heads 12"));
+  auto odd_mlp = whole;
+  odd_mlp.ffn = 3070;
+  CHECK_THROWS_WITH(cost::tensor_parallel_share(odd_mlp, 4), Catch::Contains("ffn 3070"));
+  CHECK_THROWS_WITH(cost::tensor_parallel_share(s, 2), Catch::Contains("already a share"));
+  // The share travels with its JSON (measurements record it).
+  const auto j = cost::to_json(s);
+  CHECK(cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "share.json"))).tp ==
+        4);
+}
+
 TEST_CASE("dropout masks kept for backward, by hand, with and without recomputation") {
   const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
   auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);

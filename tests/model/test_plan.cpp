@@ -90,6 +90,19 @@ TEST_CASE("a plan keeps what selective recomputation rebuilds and how the step r
                     Catch::Contains("checkpoint_every"));
 }
 
+TEST_CASE("a plan records its tensor-parallel ranks, and older plans had one") {
+  auto p = sample();
+  p.tp = 4;
+  CHECK(plan_from_json(write(to_json(p), "tp.json")).tp == 4);
+  auto j = to_json(sample());
+  j.erase("tp");
+  CHECK(plan_from_json(write(j, "tp-absent.json")).tp == 1);
+  j["tp"] = 0;
+  CHECK_THROWS_WITH(plan_from_json(write(j, "tp-zero.json")), Catch::Contains("tp"));
+  j["tp"] = "two";
+  CHECK_THROWS_WITH(plan_from_json(write(j, "tp-text.json")), Catch::Contains("tp"));
+}
+
 TEST_CASE("a plan whose batch does not multiply out, or with unknown keys, is refused") {
   auto j = to_json(sample());
   j["global_batch"] = 500;

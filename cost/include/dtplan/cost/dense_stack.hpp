@@ -34,7 +34,7 @@ enum class StackAttention { value_only, causal };
 
 struct DenseStack {
   std::int64_t vocab = 0;
-  std::int64_t hidden = 0;  // = heads x head_dim
+  std::int64_t hidden = 0;  // = heads x head_dim x tp
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
   std::int64_t head_dim = 0;
@@ -69,6 +69,14 @@ struct DenseStack {
   // the embeddings (after positions are added). Masks are one byte an element, drawn from
   // dropout_keep() (runtime/exec/include/dtplan/runtime/dropout.hpp).
   double attention_dropout = 0, hidden_dropout = 0, embedding_dropout = 0;
+  // Tensor parallelism as Megatron-LM splits a block (without sequence parallelism): the stack
+  // is what one of `tp` ranks holds. vocab, heads, kv_heads and ffn are then the rank's shares:
+  // the QKV, gate and up projections split by output rows (column-parallel), the attention
+  // output and down projections by input columns (row-parallel, their partial outputs summed by
+  // an all-reduce before the bias), the embedding and the head by vocabulary rows (a
+  // vocab-parallel lookup and loss). hidden, the norms, positions and the row-parallel
+  // projections' biases are whole on every rank. 1: the whole model.
+  std::int64_t tp = 1;
 
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
@@ -86,6 +94,14 @@ std::vector<std::string> not_executed(const TransformerSpec& spec);
 // Throws dtplan::Error unless 0 < scale <= 1 and seq_len >= 1, for mixtures of experts and
 // latent attention (estimated, not run), and when learned positions are fewer than seq_len.
 DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_t seq_len);
+
+// The share of `whole` (tp 1) each of `tp` ranks holds (DenseStack::tp). The vocabulary is
+// padded up to a multiple of tp first, as Megatron-LM pads it (the padded rows are ordinary
+// tokens of the model it trains). Throws naming the dimension tp does not divide: heads,
+// kv_heads (Megatron-LM replicates key/value heads past their count; dtplan-run does not) or ffn.
+DenseStack tensor_parallel_share(const DenseStack& whole, std::int64_t tp);
+// The whole model (tp 1, the padded vocabulary) a share belongs to.
+DenseStack whole_of(const DenseStack& share);
 
 // A unit is what ZeRO-3 gathers at once and what gradients are bucketed by: the embedding,
 // each block, and the untied head.
@@ -120,8 +136,10 @@ std::int64_t mask_bytes_per_token(const DenseStack& s);
 // Scratch elements dtplan-run keeps for one micro-step of `tokens` tokens: backward's
 // temporaries (three hidden-sized, the MLP gradients, the attention-output and fused QKV
 // gradients) and the attention kernels' workspace (attention_scratch_elements); under 16-bit
-// compute also mixed_precision_elements; with hidden dropout in fp32 one hidden-sized
-// temporary (a projection's gradient through its mask).
+// compute also mixed_precision_elements; in fp32 with hidden dropout or tensor parallelism one
+// hidden-sized temporary (a projection's gradient through its mask, a row-parallel
+// projection's partial output); with tensor parallelism the vocab-parallel loss's three values
+// per token (the row maximum, the sum of exponentials, the target's logit).
 std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens);
 // The attention kernels' workspace: one (sequence, head)'s seq x seq square of probability
 // gradients, before they become score gradients in place of the probabilities; under 16-bit

@@ -29,7 +29,7 @@ struct RuntimeRun {
   DenseStack stack;
   Strategy strategy = Strategy::ddp;
   Optimizer optimizer = Optimizer::adamw;
-  std::int64_t ranks = 1;
+  std::int64_t ranks = 1;  // data-parallel; the job has ranks x stack.tp processes
   std::int64_t micro_batch = 1;
   std::int64_t grad_accum = 1;
   bool no_sync = true;  // as the runtime executes it

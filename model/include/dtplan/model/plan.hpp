@@ -28,6 +28,10 @@ struct Plan {
   std::int64_t nodes = 1;
   std::string gpu;
   TrainingConfig training;  // strategy, precision, optimizer, dp_size, micro_batch, ...
+  // Tensor-parallel ranks per data-parallel replica (Megatron-LM's split of each block,
+  // cost::DenseStack::tp): the job runs dp x tp processes, consecutive ranks forming a
+  // tensor-parallel group. dtplan-run executes it on the CPU backend.
+  std::int64_t tp = 1;
   std::int64_t grad_accum = 1;
   std::int64_t global_batch = 0;
   bool no_sync = true;
