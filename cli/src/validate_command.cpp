@@ -116,26 +116,56 @@ nlohmann::json opt(std::optional<double> v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
-int run_validate(const ValidateOptions& o, const RunContext& ctx) {
-  const auto plan = plan_from_json(o.plan);
-  // What is wrong with the plan itself comes before any comparison with the measurement.
+// The plan fields in which `measured` differs from `given`: "tp 2 (--plan: 1), ...".
+std::string plan_differences(const nlohmann::json& measured, const nlohmann::json& given) {
+  std::string out;
+  for (const auto& [key, value] : measured.items()) {
+    const auto other = given.contains(key) ? given.at(key).dump() : std::string("absent");
+    if (other == value.dump()) continue;
+    if (!out.empty()) out += ", ";
+    out += key;
+    out += " " + value.dump();
+    out += " (--plan: " + other + ")";
+  }
+  return out;
+}
+
+// --plan, read and checked, when given.
+std::optional<Plan> given_plan(const ValidateOptions& o) {
+  if (o.plan.empty()) return std::nullopt;
+  auto plan = plan_from_json(o.plan);
   try {
     (void)runtime::runtime_run_of(plan, 1.0, o.data_dir);
   } catch (const Error& e) {
     throw Error("--plan " + o.plan + ": " + e.what());
   }
-  const auto m = runtime::measurement_from_json(o.measured);
-  if (to_json(plan) != to_json(m.plan)) {
+  return plan;
+}
+
+// The plan the measurement records must be --plan's, when one is given.
+void check_same_plan(const ValidateOptions& o, const std::optional<Plan>& plan,
+                     const runtime::Measurement& m) {
+  if (!plan) return;
+  if (to_json(*plan) != to_json(m.plan)) {
     throw Error("--measured " + o.measured + ": it was made from a different plan than --plan " +
-                o.plan + " (compare its \"plan\" object)");
+                o.plan + ": " + plan_differences(to_json(m.plan), to_json(*plan)) +
+                " (a dtplan-run flag such as --tp overrides the plan; omit --plan to validate the "
+                "plan the measurement records)");
   }
+}
+
+int run_validate(const ValidateOptions& o, const RunContext& ctx) {
+  // What is wrong with the plan itself comes before any comparison with the measurement.
+  const auto plan = given_plan(o);
+  const auto m = runtime::measurement_from_json(o.measured);
+  check_same_plan(o, plan, m);
   const auto path = profile_path(o, m);
   const auto profile = cost::load_profile(path);
   const auto figures =
       figures_of(m, cost::predict_runtime_step(runtime::runtime_run_of(m), profile));
   if (o.json) {
     auto j = report_preamble("validate", ctx.args);
-    j["plan"] = o.plan;
+    j["plan"] = o.plan.empty() ? nlohmann::json() : nlohmann::json(o.plan);
     j["measured"] = o.measured;
     j["profile"] = path.string();
     j["notes"] = m.notes;
@@ -151,9 +181,11 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     ctx.out << report_text(j);
     return 0;
   }
+  const std::string tp =
+      m.workload.tp > 1 ? " x " + std::to_string(m.workload.tp) + " tensor-parallel" : "";
   ctx.out << "dtplan validate: " << m.plan.model << ", " << name_of(m.executed.strategy) << " on "
-          << m.world_size << " ranks (" << m.backend << ", scale " << m.scale << ": "
-          << cost::params_of(m.workload) << " parameters), measured " << m.created << "\n"
+          << m.world_size / m.workload.tp << tp << " ranks (" << m.backend << ", scale " << m.scale
+          << ": " << cost::params_of(m.workload) << " parameters), measured " << m.created << "\n"
           << "  hardware: " << m.device << "\n  profile: " << path.string() << " ("
           << profile.hardware << ")\n\n";
   TextTable table({"figure", "predicted", "measured", "error"});
@@ -178,7 +210,9 @@ Command register_validate_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "validate", "Predicted vs measured, figure by figure, for a dtplan-run measurement");
   auto o = std::make_shared<ValidateOptions>();
-  sub->add_option("--plan", o->plan, "the plan (dtplan plan --save-plan)")->required();
+  sub->add_option("--plan", o->plan,
+                  "the plan (dtplan plan --save-plan), checked against the one the measurement "
+                  "records; default: that one");
   sub->add_option("--measured", o->measured, "measurement JSON (dtplan-run --out)")->required();
   sub->add_option("--profile", o->profile,
                   "hardware profile (dtplan-run --measure-profile); default: the bundled one "

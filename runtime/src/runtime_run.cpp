@@ -63,6 +63,13 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
       static_cast<double>(cost::params_of(r.stack)) / static_cast<double>(plan.params);
   r.bucket_cap_bytes = std::max<std::int64_t>(
       4, static_cast<std::int64_t>(static_cast<double>(t.bucket_cap_bytes) * ratio));
+  if (plan.tp > 1) {
+    try {
+      r.stack = cost::tensor_parallel_share(r.stack, plan.tp);
+    } catch (const Error& e) {
+      throw Error("/tp: " + std::string(e.what()) + " (model " + plan.model + ")");
+    }
+  }
   return r;
 }
 

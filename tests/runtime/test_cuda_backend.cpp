@@ -320,11 +320,11 @@ TEST_CASE("cuda bias, embedding and the vector operations", "[cuda]") {
   auto table = to_device(*dev, std::vector<float>{0, 1, 10, 11, 20, 21});
   auto ids = to_device(*dev, std::vector<std::int32_t>{2, 1, 1});
   auto out = dev->allocate_floats(6, rt::MemoryComponent::activations);
-  dev->embedding(ids.i(), table.f(), out.f(), 3, 2);
+  dev->embedding(ids.i(), table.f(), out.f(), 3, 2, 0, 3);
   require_near(to_host(*dev, out), {20, 21, 10, 11, 10, 11});
   auto grad = dev->allocate_floats(6, rt::MemoryComponent::gradients);
   auto dout = to_device(*dev, std::vector<float>{1, 2, 3, 4, 5, 6});
-  dev->embedding_backward(ids.i(), dout.f(), grad.f(), 3, 2);
+  dev->embedding_backward(ids.i(), dout.f(), grad.f(), 3, 2, 0, 3);
   require_near(to_host(*dev, grad), {0, 0, 8, 10, 1, 2});
   // axpy, scale, fill, copy, sum of squares, non-finite check.
   auto a = to_device(*dev, std::vector<float>{1, 2, 3});

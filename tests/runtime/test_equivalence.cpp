@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "dtplan/cost/profile_step.hpp"
 #include "dtplan/runtime/cpu_device.hpp"
@@ -170,6 +172,99 @@ TEST_CASE("equivalence: no_sync accumulation communicates once per optimizer ste
   CHECK(count(Strategy::zero2, true, "reduce_scatter").first == 16);
 }
 
+namespace {
+
+// Megatron-LM's split over `tp` consecutive ranks of the world, the rest data-parallel.
+struct TpGroups {
+  MpiGroup world = MpiGroup::world();
+  std::optional<MpiGroup> tp_host;
+  MpiGroup dp_host;
+  std::unique_ptr<Communicator> tp, dp;
+  explicit TpGroups(int tp_size)
+      : tp_host(world.split_consecutive(tp_size)), dp_host(world.split_strided(tp_size)) {
+    tp = tp_host->make_communicator();
+    dp = dp_host.make_communicator();
+  }
+};
+
+std::vector<float> train_tp(const cost::DenseStack& whole, TrainerSettings set, int tp) {
+  TpGroups g(tp);
+  const auto share = cost::tensor_parallel_share(whole, tp);
+  auto dev = make_cpu_device(1LL << 30, 1);
+  Trainer t(share, set, *dev, *g.dp, g.world, g.tp.get(), &*g.tp_host);
+  for (int i = 0; i < steps_of(share); ++i)
+    t.step(i);
+  return t.gather_parameters();
+}
+
+// The whole model (its vocabulary padded as the split pads it) trained in one process on the
+// same global batch must end with the weights the tp x dp ranks reassemble.
+void check_tensor_parallel(Strategy strategy, int tp, std::int64_t accum, cost::DenseStack s,
+                           double dropout = 0, float clip = 1.0f,
+                           Optimizer opt = Optimizer::adamw) {
+  const auto world = MpiGroup::world();
+  if (world.size() % tp != 0) return;
+  s.attention_dropout = s.hidden_dropout = s.embedding_dropout = dropout;
+  TrainerSettings set;
+  set.strategy = strategy;
+  set.micro_batch = 2;
+  set.grad_accum = accum;
+  set.bucket_cap_bytes = 700 * 4;
+  set.max_grad_norm = clip;
+  set.optimizer = opt;
+  if (opt == Optimizer::sgd_momentum) set.lr = 1.0f;  // steps as large as Adam's
+  const auto got = train_tp(s, set, tp);
+  const auto whole = cost::whole_of(cost::tensor_parallel_share(s, tp));
+  const auto want = reference(whole, set, world.size() / tp);
+  TrainerSettings none = set;
+  none.lr = 0;
+  const auto start = train(whole, none, MpiGroup::self());
+  INFO(name_of(strategy) << " tp " << tp << " x dp " << world.size() / tp << ", accum " << accum);
+  CHECK(max_diff(got, want) < kTolerance);
+  CHECK(max_diff(want, start) > 100 * kTolerance);
+}
+
+// The tiny stack with as many key/value heads as query heads, for tp 4.
+cost::DenseStack full_heads(bool gated, bool tied) {
+  auto s = test::tiny_stack(gated, tied);
+  s.kv_heads = s.heads;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("equivalence: tensor parallelism over 2 ranks matches single-process training") {
+  // vocab 37 is padded to 38 on 2 ranks; the reference trains the padded model.
+  check_tensor_parallel(Strategy::ddp, 2, 1, test::tiny_stack(false, true));
+  check_tensor_parallel(Strategy::ddp, 2, 2, test::tiny_stack(true, false));
+}
+
+TEST_CASE("equivalence: tensor parallelism with dropout draws each head's mask once") {
+  // A rank drawing its heads' attention masks from its own position (not the heads' place in
+  // the whole model) drops other probabilities than one process does.
+  check_tensor_parallel(Strategy::ddp, 2, 1, test::tiny_stack(true, true), 0.3);
+  // SGD: at -np 4 one value-projection weight's gradient cancels to 7e-9 (the others ~1e-3),
+  // where the sum order moves it by 2.6%; Adam's update g / (|g| + 1e-8) turns that into 6e-6
+  // of weight. SGD's update is linear in the gradient, so the tolerance's reasoning holds.
+  check_tensor_parallel(Strategy::zero2, 2, 2, test::tiny_stack(false, false), 0.3, 1.0f,
+                        Optimizer::sgd_momentum);
+}
+
+TEST_CASE("equivalence: tensor parallelism counts replicated gradients once in the norm") {
+  // A clip of 1e-3 bites every step: a norm that counted the norms' and the row-parallel
+  // biases' gradients on both ranks would scale every update differently.
+  check_tensor_parallel(Strategy::ddp, 2, 1, test::tiny_stack(true, false), 0, 1e-3f);
+  check_tensor_parallel(Strategy::zero1, 2, 2, test::tiny_stack(false, true), 0, 1e-3f);
+}
+
+TEST_CASE("equivalence: tensor x data parallelism, each strategy over the data-parallel ranks") {
+  // At -np 4: 2 tensor-parallel ranks x 2 data-parallel ranks (skipped at -np 2 for tp 4).
+  check_tensor_parallel(Strategy::zero3, 2, 2, test::tiny_stack(true, false), 0, 1e-3f);
+  check_tensor_parallel(Strategy::zero1, 2, 1, test::tiny_stack(false, true), 0.3);
+  check_tensor_parallel(Strategy::ddp, 4, 2, full_heads(true, true), 0.3);
+  check_tensor_parallel(Strategy::zero2, 4, 1, full_heads(false, false));
+}
+
 TEST_CASE("equivalence: memory the runtime allocates is what the cost model predicts") {
   // Model states come from the memory model (estimate_memory, fp32), activations and buffers
   // from the stack's shapes: every component must agree to the byte on rank 0.
@@ -212,6 +307,48 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
           CHECK(p.memory.at(std::string(name_of(comp))) == dev->at_peak()[comp]);
       }
       CHECK(p.peak_bytes == static_cast<std::int64_t>(measured.front()));
+    }
+  }
+}
+
+TEST_CASE("equivalence: a tensor-parallel rank allocates what the cost model predicts") {
+  // The share's states, activations and buffers (the row-parallel temporary and the
+  // vocab-parallel loss's three values per token included) on each of 2 tensor-parallel ranks,
+  // the strategy over the data-parallel rest; the same byte for byte.
+  const auto world = MpiGroup::world();
+  const int dp = world.size() / 2;
+  cost::HardwareProfile profile;  // the data-parallel group's collectives and the tp pair's
+  for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
+    profile.collectives.push_back({k, dp, 1e-5, 1e-9, 0});
+    if (dp != 2) profile.collectives.push_back({k, 2, 1e-5, 1e-9, 0});
+  }
+  for (auto* c : {&profile.elementwise_s_per_byte, &profile.softmax_s_per_element,
+                  &profile.activation_s_per_element, &profile.activation_grad_s_per_element,
+                  &profile.adam_s_per_param, &profile.sgd_s_per_param}) {
+    c->points = {{1, 1e-9}};
+  }
+  for (auto strategy : {Strategy::ddp, Strategy::zero1, Strategy::zero3}) {
+    for (bool gated : {true, false}) {
+      auto whole = test::tiny_stack(gated, !gated);
+      if (gated) whole.compute = cost::ElementType::bf16;
+      const auto share = cost::tensor_parallel_share(whole, 2);
+      TrainerSettings set;
+      set.strategy = strategy;
+      set.micro_batch = 2;
+      TpGroups g(2);
+      auto dev = make_cpu_device(1LL << 30, 1);
+      Trainer t(share, set, *dev, *g.dp, world, g.tp.get(), &*g.tp_host);
+      t.step(0);
+      cost::RuntimeRun run{share, strategy, set.optimizer,         dp,
+                           2,     1,        t.no_sync_effective(), set.bucket_cap_bytes,
+                           {}};
+      const auto p = cost::predict_runtime_step(run, profile);
+      INFO(name_of(strategy) << (gated ? " gated, bf16" : " GELU, fp32") << ", dp " << dp);
+      for (int c = 0; c < kMemoryComponents; ++c) {
+        const auto comp = static_cast<MemoryComponent>(c);
+        INFO(name_of(comp));
+        CHECK(p.memory.at(std::string(name_of(comp))) == dev->at_peak()[comp]);
+      }
     }
   }
 }

@@ -111,16 +111,24 @@ class CpuDevice final : public Device {
     cpu::positions_backward(dx, dtable, tokens, seq, dim);
   }
   void embedding(const std::int32_t* ids, const float* table, float* out, std::int64_t tokens,
-                 std::int64_t dim) override {
+                 std::int64_t dim, std::int64_t first_id, std::int64_t held) override {
     for (std::int64_t t = 0; t < tokens; ++t) {
-      std::memcpy(out + t * dim, table + std::int64_t{ids[t]} * dim,
-                  static_cast<std::size_t>(dim) * 4);
+      const std::int64_t row = std::int64_t{ids[t]} - first_id;
+      float* o = out + t * dim;
+      if (row < 0 || row >= held) {
+        std::fill(o, o + dim, 0.0f);
+      } else {
+        std::memcpy(o, table + row * dim, static_cast<std::size_t>(dim) * 4);
+      }
     }
   }
   void embedding_backward(const std::int32_t* ids, const float* dout, float* grad,
-                          std::int64_t tokens, std::int64_t dim) override {
+                          std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                          std::int64_t held) override {
     for (std::int64_t t = 0; t < tokens; ++t) {
-      float* g = grad + std::int64_t{ids[t]} * dim;
+      const std::int64_t row = std::int64_t{ids[t]} - first_id;
+      if (row < 0 || row >= held) continue;
+      float* g = grad + row * dim;
       for (std::int64_t i = 0; i < dim; ++i)
         g[i] += dout[t * dim + i];
     }
@@ -128,6 +136,21 @@ class CpuDevice final : public Device {
   double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
                                std::int64_t vocab, float grad_scale) override {
     return k_.softmax_cross_entropy(logits, targets, tokens, vocab, grad_scale);
+  }
+
+  void row_max(const float* logits, float* top, std::int64_t tokens, std::int64_t vocab) override {
+    k_.row_max(logits, top, tokens, vocab);
+  }
+  void cross_entropy_sums(const float* logits, const std::int32_t* targets, const float* top,
+                          float* sums, std::int64_t tokens, std::int64_t vocab,
+                          std::int64_t first_id) override {
+    cpu::cross_entropy_sums(k_, logits, targets, top, sums, tokens, vocab, first_id);
+  }
+  double cross_entropy_finish(float* logits, const std::int32_t* targets, const float* top,
+                              const float* sums, std::int64_t tokens, std::int64_t vocab,
+                              std::int64_t first_id, float grad_scale) override {
+    return cpu::cross_entropy_finish(k_, logits, targets, top, sums, tokens, vocab, first_id,
+                                     grad_scale);
   }
 
   void axpy(float alpha, const float* x, float* y, std::int64_t n) override {

@@ -122,6 +122,25 @@ double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::in
   return loss;
 }
 
+void row_max(const float* logits, float* top, std::int64_t tokens, std::int64_t vocab) {
+  for (std::int64_t t = 0; t < tokens; ++t)
+    top[t] = ConstVec(logits + t * vocab, vocab).maxCoeff();
+}
+
+void row_exp_sums(const float* logits, const float* top, float* sums, std::int64_t tokens,
+                  std::int64_t vocab) {
+  for (std::int64_t t = 0; t < tokens; ++t)
+    sums[t] = (ConstVec(logits + t * vocab, vocab) - top[t]).exp().sum();
+}
+
+void softmax_rows(float* logits, const float* top, const float* sums, std::int64_t tokens,
+                  std::int64_t vocab, float grad_scale) {
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    Vec row(logits + t * vocab, vocab);
+    row = (row - top[t]).exp() * (grad_scale / sums[t]);
+  }
+}
+
 // Row r of each seq x seq square keeps its first r + 1 entries: softmax over them, zeros after.
 void causal_softmax(float* p, std::int64_t rows, std::int64_t seq) {
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -200,6 +219,9 @@ const CpuKernels DTPLAN_CAT(kCpuKernels_, DTPLAN_CPU_ISA){DTPLAN_CPU_ISA_NAME,
                                                           &swiglu,
                                                           &swiglu_backward,
                                                           &softmax_cross_entropy,
+                                                          &row_max,
+                                                          &row_exp_sums,
+                                                          &softmax_rows,
                                                           &causal_softmax,
                                                           &gemm_ld,
                                                           &silu,

@@ -87,8 +87,9 @@ void dropout_mask(std::uint8_t* mask, const DropoutDraw& d) {
     for (std::int64_t row = 0; row < d.per_sample / width; ++row) {
       const std::int64_t last = S > 0 ? row % S : width - 1;
       std::uint8_t* r = m + row * width;
-      cpu_kernels().dropout_draw(r, stream, static_cast<std::uint64_t>(row * width), last + 1,
-                                 threshold);
+      cpu_kernels().dropout_draw(r, stream,
+                                 static_cast<std::uint64_t>(d.element_offset + row * width),
+                                 last + 1, threshold);
       std::fill(r + last + 1, r + width, std::uint8_t{0});
     }
   }
@@ -320,6 +321,41 @@ void positions_backward(const float* dx, float* dtable, std::int64_t tokens, std
     for (std::int64_t e = 0; e < dim; ++e)
       p[e] += dx[t * dim + e];
   }
+}
+
+namespace {
+
+// The row's target column on this rank, or -1 when another rank holds it.
+std::int64_t target_column(const std::int32_t* targets, std::int64_t t, std::int64_t vocab,
+                           std::int64_t first_id) {
+  const std::int64_t c = std::int64_t{targets[t]} - first_id;
+  return c >= 0 && c < vocab ? c : -1;
+}
+
+}  // namespace
+
+void cross_entropy_sums(const CpuKernels& k, const float* logits, const std::int32_t* targets,
+                        const float* top, float* sums, std::int64_t tokens, std::int64_t vocab,
+                        std::int64_t first_id) {
+  k.row_exp_sums(logits, top, sums, tokens, vocab);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const std::int64_t c = target_column(targets, t, vocab, first_id);
+    sums[tokens + t] = c >= 0 ? logits[t * vocab + c] - top[t] : 0.0f;
+  }
+}
+
+double cross_entropy_finish(const CpuKernels& k, float* logits, const std::int32_t* targets,
+                            const float* top, const float* sums, std::int64_t tokens,
+                            std::int64_t vocab, std::int64_t first_id, float grad_scale) {
+  double loss = 0;
+  for (std::int64_t t = 0; t < tokens; ++t)
+    loss += std::log(double{sums[t]}) - double{sums[tokens + t]};
+  k.softmax_rows(logits, top, sums, tokens, vocab, grad_scale);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const std::int64_t c = target_column(targets, t, vocab, first_id);
+    if (c >= 0) logits[t * vocab + c] -= grad_scale;
+  }
+  return loss;
 }
 
 }  // namespace dtplan::runtime::cpu

@@ -29,6 +29,14 @@ void swiglu_rounded(const CpuKernels& k, const float* g, const float* u, float* 
                     cost::ElementType type);
 void swiglu_rounded_backward(const CpuKernels& k, const float* g, const float* u, const float* dy,
                              float* dg, float* du, std::int64_t n, cost::ElementType type);
+// The vocab-parallel loss's second and third passes (Device::cross_entropy_sums and
+// cross_entropy_finish).
+void cross_entropy_sums(const CpuKernels& k, const float* logits, const std::int32_t* targets,
+                        const float* top, float* sums, std::int64_t tokens, std::int64_t vocab,
+                        std::int64_t first_id);
+double cross_entropy_finish(const CpuKernels& k, float* logits, const std::int32_t* targets,
+                            const float* top, const float* sums, std::int64_t tokens,
+                            std::int64_t vocab, std::int64_t first_id, float grad_scale);
 void rotary(float* qkv, const AttentionShape& a, float theta, bool inverse);
 void add_positions(float* x, const float* table, std::int64_t tokens, std::int64_t seq,
                    std::int64_t dim);

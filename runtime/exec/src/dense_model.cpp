@@ -8,44 +8,11 @@
 #include <cmath>
 
 #include "dtplan/model/error.hpp"
+#include "dtplan/runtime/block_layout.hpp"
 
 namespace dtplan::runtime {
 
 namespace {
-
-// Offsets of one block's tensors inside the block's unit.
-struct BlockOffsets {
-  std::int64_t n1 = 0, wqkv = 0, bqkv = 0, wo = 0, bo = 0, n2 = 0, wg = 0, bg = 0, wu = 0, bu = 0,
-               wd = 0, bd = 0, end = 0;
-};
-
-BlockOffsets block_offsets(const cost::DenseStack& s) {
-  const std::int64_t h = s.hidden, f = s.ffn;
-  BlockOffsets o;
-  std::int64_t at = 0;
-  auto take = [&at](std::int64_t n) {
-    const auto here = at;
-    at += n;
-    return here;
-  };
-  auto bias = [](bool has, std::int64_t n) { return has ? n : 0; };
-  o.n1 = take(s.norm_params());
-  o.wqkv = take(s.qkv_size() * h);
-  o.bqkv = take(bias(s.qkv_bias, s.qkv_size()));
-  o.wo = take(h * s.q_size());
-  o.bo = take(bias(s.out_bias, h));
-  o.n2 = take(s.norm_params());
-  if (s.gated) {
-    o.wg = take(f * h);
-    o.bg = take(bias(s.mlp_bias, f));
-  }
-  o.wu = take(f * h);
-  o.bu = take(bias(s.mlp_bias, f));
-  o.wd = take(h * f);
-  o.bd = take(bias(s.mlp_bias, h));
-  o.end = at;
-  return o;
-}
 
 // A norm's scale and shift inside a unit (shift null for RMSNorm).
 struct NormParams {
@@ -65,8 +32,16 @@ NormGrads norm_grads_at(const cost::DenseStack& s, float* p) {
 
 }  // namespace
 
-DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens)
-    : s_(stack), dev_(device), tokens_(tokens) {
+DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens,
+                       Communicator* tp)
+    : s_(stack), dev_(device), tokens_(tokens), tp_(tp) {
+  const std::int64_t group = tp != nullptr ? tp->size() : 1;
+  if (group != s_.tp) {
+    throw Error("dense stack: a share for " + std::to_string(s_.tp) +
+                " tensor-parallel ranks run on a group of " + std::to_string(group));
+  }
+  if (s_.tp == 1) tp_ = nullptr;
+  if (tp_ != nullptr) tp_rank_ = tp_->rank();
   if (s_.attention != cost::StackAttention::causal || s_.norm == cost::StackNorm::none) {
     throw Error("dense stack: the value_only workload of older measurements is not executed");
   }
@@ -123,7 +98,11 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
     w16_ = dev_.allocate_floats(cost::largest_unit(s_), buf);
     grad16_ = dev_.allocate_floats(cost::largest_matrix(s_), buf);
   }
-  if (half() || s_.hidden_dropout > 0) tmp_ = dev_.allocate_floats(T * h, buf);
+  if (half() || s_.hidden_dropout > 0 || tp_ != nullptr) tmp_ = dev_.allocate_floats(T * h, buf);
+  if (tp_ != nullptr) {
+    top_ = dev_.allocate_floats(T, buf);
+    sums_ = dev_.allocate_floats(2 * T, buf);
+  }
 }
 
 void DenseModel::set_samples(std::uint64_t seed, std::int64_t step, std::int64_t first_sample) {
@@ -145,6 +124,7 @@ DropoutDraw DenseModel::draw(std::int64_t layer, DropoutSite site, double p) con
   if (site == DropoutSite::attention) {
     d.causal_seq = s_.seq_len;
     d.per_sample = s_.heads * s_.seq_len * s_.seq_len;
+    d.element_offset = tp_rank_ * d.per_sample;  // this rank's heads come after the others'
   }
   return d;
 }
@@ -252,6 +232,44 @@ void DenseModel::weight_grad(const float* dy, const float* x, float* dw, float* 
   dev_.axpy(1, g, db, out);
 }
 
+void DenseModel::tp_sum(float* x, std::int64_t n) {
+  if (tp_ == nullptr) return;
+  tp_->wait(tp_->all_reduce(x, n));
+  round(x, n);
+}
+
+void DenseModel::row_parallel_residual(const float* x, const float* w, const float* b,
+                                       const float* residual, float* y, std::int64_t in,
+                                       const Buffer& mask) {
+  if (tp_ == nullptr) {
+    linear_residual(x, w, b, residual, y, in, mask);
+    return;
+  }
+  const std::int64_t T = tokens_, h = s_.hidden;
+  float* proj = tmp_.f();
+  linear(x, w, nullptr, proj, h, in);
+  tp_sum(proj, T * h);
+  if (b != nullptr) {
+    dev_.add_bias(proj, b, T, h);
+    round(proj, T * h);
+  }
+  if (!mask.empty()) {
+    dev_.apply_dropout(proj, mask.bytes_ptr(), T * h, dropout_scale(s_.hidden_dropout), s_.compute);
+  }
+  dev_.copy(residual, y, T * h);
+  dev_.axpy(1, proj, y, T * h);
+}
+
+double DenseModel::vocab_parallel_loss(const std::int32_t* targets, float grad_scale) {
+  const std::int64_t T = tokens_, V = s_.vocab;
+  dev_.row_max(logits_.f(), top_.f(), T, V);
+  tp_->wait(tp_->all_reduce_max(top_.f(), T));
+  dev_.cross_entropy_sums(logits_.f(), targets, top_.f(), sums_.f(), T, V, first_id());
+  tp_->wait(tp_->all_reduce(sums_.f(), 2 * T));  // both halves in one call
+  return dev_.cross_entropy_finish(logits_.f(), targets, top_.f(), sums_.f(), T, V, first_id(),
+                                   grad_scale);
+}
+
 std::size_t DenseModel::slot(std::int64_t l) const {
   return s_.recompute == Checkpointing::full ? 0 : static_cast<std::size_t>(l);
 }
@@ -265,7 +283,8 @@ AttentionShape DenseModel::shape() const {
 }
 
 void DenseModel::forward_embedding(const float* table, const std::int32_t* ids) {
-  dev_.embedding(ids, table, x_[0].f(), tokens_, s_.hidden);
+  dev_.embedding(ids, table, x_[0].f(), tokens_, s_.hidden, first_id(), s_.vocab);
+  if (tp_ != nullptr) tp_->wait(tp_->all_reduce(x_[0].f(), tokens_ * s_.hidden));
   if (s_.positions == cost::StackPositions::learned) {
     dev_.add_positions(x_[0].f(), table + s_.vocab * s_.hidden, tokens_, s_.seq_len, s_.hidden);
   }
@@ -314,8 +333,8 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
   draw_attention_mask(l);
   dev_.attention(qkv, probs_[probs_slot(l)].f(), attn_[i].f(), shape(), attention_dropout(l),
                  scratch_.f());
-  linear_residual(attn_[i].f(), w + o.wo, bias(s_.out_bias, o.bo), x, mid_[i].f(), q,
-                  mask_at(drop_attn_out_, i));
+  row_parallel_residual(attn_[i].f(), w + o.wo, bias(s_.out_bias, o.bo), x, mid_[i].f(), q,
+                        mask_at(drop_attn_out_, i));
   // MLP: norm, up (and gate), activation, down projection + residual.
   const float* ln2 = ln2_[i].f();
   dev_.norm(mid_[i].f(), n2.gamma, n2.beta, ln2_[i].f(), st2_[i].f(), T, h, eps);
@@ -328,8 +347,8 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
     dev_.gelu(up_[i].f(), act_[i].f(), T * f);
     round(act_[i].f(), T * f);
   }
-  linear_residual(act_[i].f(), w + o.wd, bias(s_.mlp_bias, o.bd), mid_[i].f(), x_[xi + 1].f(), f,
-                  mask_at(drop_mlp_out_, i));
+  row_parallel_residual(act_[i].f(), w + o.wd, bias(s_.mlp_bias, o.bd), mid_[i].f(), x_[xi + 1].f(),
+                        f, mask_at(drop_mlp_out_, i));
 }
 
 const float* DenseModel::head_norm(const float* w) const {
@@ -353,6 +372,7 @@ double DenseModel::forward_head(const float* w, const std::int32_t* targets, flo
   // place is the 16-bit copy the head reads.
   round(head_input(), T * h);
   linear(head_input(), gemm_weights(w, s_.vocab * h), nullptr, logits_.f(), s_.vocab, h);
+  if (tp_ != nullptr) return vocab_parallel_loss(targets, grad_scale);
   return dev_.softmax_cross_entropy(logits_.f(), targets, T, s_.vocab, grad_scale);
 }
 
@@ -365,6 +385,7 @@ void DenseModel::backward_head(const float* w, float* dw) {
   const float* w16 = half() ? w16_.f() : w;
   float* d_input = s_.final_norm ? dln_.f() : dx_.f();
   input_grad(logits_.f(), w16, d_input, s_.vocab, h, false);
+  tp_sum(d_input, T * h);  // each rank's vocabulary slice gives part of it
   weight_grad(logits_.f(), head_input(), dw, nullptr, s_.vocab, h);
   if (s_.final_norm) {
     const auto n = norm_at(s_, head_norm(w));
@@ -407,6 +428,7 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   }
   input_grad(dup_.f(), w + o.wu, dln_.f(), f, h, s_.gated);
   weight_grad(dup_.f(), ln2, dp + o.wu, bias_grad(s_.mlp_bias, o.bu), f, h);
+  tp_sum(dln_.f(), T * h);  // column-parallel: each rank's MLP columns give part of it
   dev_.norm_backward(mid_[i].f(), n2.gamma, st2_[i].f(), dln_.f(), dmid_.f(), g2.gamma, g2.beta, T,
                      h);
   // Attention output projection, attention, rotary back, QKV projection, first norm.
@@ -422,6 +444,7 @@ void DenseModel::backward_block(std::int64_t l, const float* p, float* dp) {
   input_grad(dqkv_.f(), w + o.wqkv, dln_.f(), s_.qkv_size(), h, false);
   weight_grad(dqkv_.f(), ln1_[i].f(), dp + o.wqkv, bias_grad(s_.qkv_bias, o.bqkv), s_.qkv_size(),
               h);
+  tp_sum(dln_.f(), T * h);  // column-parallel: each rank's heads give part of it
   dev_.copy(dmid_.f(), dx_.f(), T * h);
   dev_.norm_backward(x_[xi].f(), n1.gamma, st1_[i].f(), dln_.f(), dx_.f(), g1.gamma, g1.beta, T, h);
 }
@@ -431,7 +454,7 @@ void DenseModel::backward_embedding(const std::int32_t* ids, float* dtable) {
     dev_.apply_dropout(dx_.f(), drop_emb_.bytes_ptr(), tokens_ * s_.hidden,
                        dropout_scale(s_.embedding_dropout), cost::ElementType::fp32);
   }
-  dev_.embedding_backward(ids, dx_.f(), dtable, tokens_, s_.hidden);
+  dev_.embedding_backward(ids, dx_.f(), dtable, tokens_, s_.hidden, first_id(), s_.vocab);
   if (s_.positions == cost::StackPositions::learned) {
     dev_.positions_backward(dx_.f(), dtable + s_.vocab * s_.hidden, tokens_, s_.seq_len, s_.hidden);
   }

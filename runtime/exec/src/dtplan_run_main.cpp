@@ -34,6 +34,10 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
                  "in (0, 1]: head dimension, MLP width and vocabulary multiplied by it")
       ->capture_default_str()
       ->check(dtplan::number_check(dtplan::runtime::kModelScale));
+  app.add_option("--tp", o.tp,
+                 "tensor-parallel ranks per replica, overriding the plan's (CPU backend; "
+                 "mpirun -np dp x tp)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   app.add_option("--out", o.out_path, "measurement JSON to write (rank 0)");
   app.add_option("--data-dir", o.data_dir, "dtplan data directory (presets)");
   app.add_option("--dump", o.dump_dir,
@@ -72,12 +76,16 @@ int finish_output(int rank) {
 
 void print_summary(const nlohmann::json& m) {
   const auto& s = m["summary"];
-  std::printf("dtplan-run: %s, %s on %lld ranks (%s), scale %g: %lld parameters\n",
+  const auto& w = m["workload"];
+  const std::int64_t tp = w.contains("tp") ? w["tp"].get<std::int64_t>() : 1;
+  const std::string ranks = tp > 1 ? std::to_string(m["world_size"].get<std::int64_t>() / tp) +
+                                         " x " + std::to_string(tp) + " tensor-parallel ranks"
+                                   : std::to_string(m["world_size"].get<std::int64_t>()) + " ranks";
+  std::printf("dtplan-run: %s, %s on %s (%s), scale %g: %lld parameters%s\n",
               m["plan"]["model"].get<std::string>().c_str(),
-              m["executed"]["strategy"].get<std::string>().c_str(),
-              static_cast<long long>(m["world_size"].get<std::int64_t>()),
+              m["executed"]["strategy"].get<std::string>().c_str(), ranks.c_str(),
               m["backend"].get<std::string>().c_str(), m["scale"].get<double>(),
-              static_cast<long long>(m["workload"]["params"].get<std::int64_t>()));
+              static_cast<long long>(w["params"].get<std::int64_t>()), tp > 1 ? " per rank" : "");
   std::printf(
       "step %.4f s (forward %.4f, backward %.4f, waiting for gradients %.4f, optimizer "
       "%.4f); %.2f samples/s, %.0f tokens/s; peak %.1f MiB per rank\n",

@@ -60,6 +60,11 @@ class MpiCommunicator final : public Communicator {
     return run(Collective::all_reduce, count * 4,
                [&] { return MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm_); });
   }
+  CommHandle all_reduce_max(float* data, std::int64_t count) override {
+    const int n = mpi_count(count, Collective::all_reduce);
+    return run(Collective::all_reduce, count * 4,
+               [&] { return MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_MAX, comm_); });
+  }
   CommHandle reduce_scatter(const float* in, float* out, std::int64_t count) override {
     const int n = mpi_count(count * size_, Collective::reduce_scatter) / size_;
     return run(Collective::reduce_scatter, count * size_ * 4,

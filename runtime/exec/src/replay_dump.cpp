@@ -86,12 +86,16 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["seed"] = r.settings.seed;  // the batches' and the dropout masks' (dropout.hpp)
   j["losses"] = r.losses;
   j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
-  nlohmann::json memory = nlohmann::json::object();
-  for (int c = 0; c < kMemoryComponents; ++c) {
-    const auto comp = static_cast<MemoryComponent>(c);
-    memory[std::string(name_of(comp))] = r.memory[comp];
+  if (r.tp > 1) {
+    j["tensor_parallel"] = r.tp;
+  } else {
+    nlohmann::json memory = nlohmann::json::object();
+    for (int c = 0; c < kMemoryComponents; ++c) {
+      const auto comp = static_cast<MemoryComponent>(c);
+      memory[std::string(name_of(comp))] = r.memory[comp];
+    }
+    j["memory"] = memory;
   }
-  j["memory"] = memory;
   // Together or not at all: a replay never reads weights of one run with batches of another.
   write_files_together({raw_file(dir / "initial.f32", r.initial),
                         raw_file(dir / "final.f32", r.final),

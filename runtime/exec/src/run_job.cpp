@@ -67,12 +67,20 @@ namespace {
 Job prepare(const RunOptions& o, const MpiGroup& world) {
   Job j;
   j.plan = plan_from_json(o.plan_path);
+  if (o.tp > 0) j.plan.tp = o.tp;
   const auto& t = j.plan.training;
-  if (t.dp_size != world.size()) {
-    throw Error(o.plan_path + ": the plan is for " + std::to_string(t.dp_size) +
-                " data-parallel ranks but mpirun started " + std::to_string(world.size()) +
-                " (run mpirun -np " + std::to_string(t.dp_size) +
+  const std::int64_t ranks = t.dp_size * j.plan.tp;
+  if (ranks != world.size()) {
+    const std::string tp =
+        j.plan.tp > 1 ? " x " + std::to_string(j.plan.tp) + " tensor-parallel" : "";
+    throw Error(o.plan_path + ": the plan is for " + std::to_string(t.dp_size) + " data-parallel" +
+                tp + " ranks but mpirun started " + std::to_string(world.size()) +
+                " (run mpirun -np " + std::to_string(ranks) +
                 ", or make a plan with dtplan plan --gpus " + std::to_string(world.size()) + ")");
+  }
+  if (j.plan.tp > 1 && o.backend == "cuda") {
+    throw Error(o.plan_path + ": tp " + std::to_string(j.plan.tp) +
+                ": dtplan-run executes tensor parallelism on the CPU backend only (--backend cpu)");
   }
   cost::RuntimeRun run;
   try {
@@ -211,12 +219,24 @@ std::optional<std::string> dropout_note(const cost::DenseStack& s) {
          "(runtime/exec/include/dtplan/runtime/dropout.hpp), not from PyTorch's generator";
 }
 
+std::string tensor_parallel_note(const cost::DenseStack& s) {
+  const auto tp = std::to_string(s.tp);
+  return "tensor parallel over " + tp + " ranks as Megatron-LM splits a block (no sequence " +
+         "parallelism): each rank holds " + std::to_string(s.heads) + " query and " +
+         std::to_string(s.kv_heads) + " key/value heads, " + std::to_string(s.ffn) +
+         " MLP columns and " + std::to_string(s.vocab) + " vocabulary rows (the vocabulary " +
+         "padded to a multiple of " + tp + "); all-reduces sum the embedding lookup, the " +
+         "row-parallel outputs, the column-parallel input gradients and the vocab-parallel loss; " +
+         std::to_string(cost::params_of(s)) + " parameters per rank";
+}
+
 std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {
   std::vector<std::string> n{
       "workload: the plan's decoder blocks (cost/dense_stack.hpp): " + workload_of(j.stack, cuda),
       "scale " + std::to_string(o.scale) + ": head dimension, MLP width and vocabulary x scale; " +
-          std::to_string(cost::params_of(j.stack)) + " parameters executed for the plan's " +
-          std::to_string(j.plan.params)};
+          std::to_string(cost::params_of(cost::whole_of(j.stack))) +
+          " parameters executed for the plan's " + std::to_string(j.plan.params)};
+  if (j.stack.tp > 1) n.push_back(tensor_parallel_note(j.stack));
   for (const auto& what : j.not_executed)
     n.push_back("not executed: " + what);
   if (const auto d = dropout_note(j.stack)) n.push_back(*d);
@@ -294,11 +314,26 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   const bool cuda = o.backend == "cuda";
   const Job job = prepare(o, world);
   auto device = make_device(o, world);
-  auto comm = make_comm(o, world, *device);
+  // Consecutive ranks form a tensor-parallel group; every tp-th rank a data-parallel one.
+  const int tp = static_cast<int>(job.plan.tp);
+  const auto tp_host = tp > 1 ? world.split_consecutive(tp) : std::nullopt;
+  const auto dp_host = world.split_strided(tp);
+  auto comm = make_comm(o, tp > 1 ? dp_host : world, *device);
+  auto tp_comm = tp_host ? tp_host->make_communicator() : nullptr;
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("setting up");
-  Trainer trainer(job.stack, job.settings, *device, *comm, world);
-  ReplayRecord replay{job.stack, job.settings, world.size(), o.warmup + o.steps, {}, {}, {}, {}};
+  Trainer trainer(job.stack, job.settings, *device, *comm, world, tp_comm.get(),
+                  tp_host ? &*tp_host : nullptr);
+  // The replay is of the whole model over the data-parallel ranks (the same arithmetic).
+  ReplayRecord replay{cost::whole_of(job.stack),
+                      job.settings,
+                      comm->size(),
+                      o.warmup + o.steps,
+                      {},
+                      {},
+                      {},
+                      {},
+                      job.stack.tp};
   if (!o.dump_dir.empty()) replay.initial = trainer.gather_parameters();
   std::vector<StepMeasurement> measured;
   for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {

@@ -1,6 +1,7 @@
 // The training loop of one rank under DDP, DP or ZeRO-1/2/3 (see trainer.hpp).
 #include "dtplan/runtime/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -23,16 +24,23 @@ bool is_adam(Optimizer o) {
 }  // namespace
 
 Trainer::Trainer(const cost::DenseStack& stack, const TrainerSettings& settings, Device& device,
-                 Communicator& comm, const MpiGroup& host)
+                 Communicator& comm, const MpiGroup& host, Communicator* tp,
+                 const MpiGroup* tp_host)
     : stack_(stack),
       set_(settings),
       dev_(device),
       comm_(comm),
       host_(host),
+      tp_(stack.tp > 1 ? tp : nullptr),
+      tp_host_(stack.tp > 1 ? tp_host : nullptr),
       mode_(cost::runtime_mode(settings.strategy)),
       layout_(stack, comm.size()),
       buckets_(layout_.buckets(settings.bucket_cap_bytes)),
-      model_(stack, device, settings.micro_batch * stack.seq_len) {
+      model_(stack, device, settings.micro_batch * stack.seq_len, tp) {
+  if (stack.tp > 1 && (tp_host_ == nullptr || tp_host_->size() != stack.tp)) {
+    throw Error("tensor parallelism over " + std::to_string(stack.tp) +
+                " ranks needs their host group");
+  }
   if (set_.optimizer == Optimizer::adam8bit) {
     throw Error("optimizer adam8bit: not executed by dtplan-run (no 8-bit kernels); use adam");
   }
@@ -72,7 +80,11 @@ void Trainer::initialise_weights() {
   const int r = comm_.rank();
   for (std::size_t u = 0; u < layout_.units().size(); ++u) {
     const auto& unit = layout_.units()[u];
-    auto values = DenseModel::initial_unit(stack_, static_cast<std::int64_t>(u), set_.seed);
+    const auto index = static_cast<std::int64_t>(u);
+    auto values = DenseModel::initial_unit(cost::whole_of(stack_), index, set_.seed);
+    if (tp_ != nullptr) {
+      values = cut_share(tensor_pieces(stack_, index, tp_->rank()), values.data());
+    }
     values.resize(static_cast<std::size_t>(unit.padded), 0.0f);
     if (mode_ == Mode::zero3) {
       dev_.upload(values.data() + r * unit.slice, weights_.f() + unit.shard_offset, unit.slice * 4);
@@ -86,6 +98,7 @@ StepMeasurement Trainer::step(std::int64_t index) {
   StepMeasurement m;
   m.step = index;
   comm_.clear_records();
+  if (tp_ != nullptr) tp_->clear_records();
   loss_sum_ = 0;
   dev_.synchronize();
   const double start = now_s();
@@ -104,25 +117,34 @@ StepMeasurement Trainer::step(std::int64_t index) {
   m.time_s = now_s() - start;
   const double tokens =
       static_cast<double>(set_.micro_batch * set_.grad_accum * comm_.size() * stack_.seq_len);
-  m.loss = host_.sum(loss_sum_) / tokens;
+  // Every rank of a tensor-parallel group computed the same loss.
+  m.loss = host_.sum(loss_sum_) / tokens / static_cast<double>(stack_.tp);
   m.loss_scale = loss_scale_;
   m.collectives = comm_.records();
+  if (tp_ != nullptr) {
+    const auto& tp = tp_->records();
+    m.collectives.insert(m.collectives.end(), tp.begin(), tp.end());
+  }
   return m;
 }
 
 void Trainer::micro_step(std::int64_t step, std::int64_t micro, StepMeasurement& m) {
   const std::int64_t n = comm_.size(), mb = set_.micro_batch;
   const std::int64_t first_sample = (micro * n + comm_.rank()) * mb;
-  const auto batch = make_batch(set_.seed, step, first_sample, mb, stack_.seq_len, stack_.vocab);
+  // Tokens of the whole vocabulary (a tensor-parallel share holds a slice of it).
+  const auto batch =
+      make_batch(set_.seed, step, first_sample, mb, stack_.seq_len, stack_.vocab * stack_.tp);
   model_.set_samples(set_.seed, step, first_sample);  // the micro-step's dropout masks
   dev_.upload(batch.ids.data(), ids_.i(), ids_.bytes());
   dev_.upload(batch.targets.data(), targets_.i(), targets_.bytes());
   comm_.set_phase("forward");
+  if (tp_ != nullptr) tp_->set_phase("tensor-parallel forward");
   double t = now_s();
   forward(m);
   dev_.synchronize();
   m.forward_s += now_s() - t;
   comm_.set_phase("backward");
+  if (tp_ != nullptr) tp_->set_phase("tensor-parallel backward");
   t = now_s();
   backward(micro == set_.grad_accum - 1 || !no_sync_effective());
   dev_.synchronize();
@@ -257,15 +279,16 @@ void Trainer::optimizer_step(StepMeasurement& m) {
       regions.push_back({w, g, u.shard_offset, u.slice});
     }
   }
-  // Replicated DDP gradients are identical on every rank: no reduction needed for the norm.
-  const bool each_rank_whole = mode_ == Mode::ddp;
+  // Replicated DDP gradients are identical on every data-parallel rank: the norm sums over
+  // the tensor-parallel group only.
   bool bad = false;
-  double sum_sq = 0;
-  for (const auto& g : regions) {
+  for (const auto& g : regions)
     bad = bad || dev_.any_non_finite(g.g, g.n);
-    sum_sq += dev_.sum_squares(g.g, g.n);
-  }
-  if (!each_rank_whole) {
+  double sum_sq = local_sum_squares();
+  if (mode_ == Mode::ddp) {
+    if (tp_host_ != nullptr) sum_sq = tp_host_->sum(sum_sq);
+    if (tp_host_ != nullptr) bad = tp_host_->max(static_cast<double>(bad)) > 0;
+  } else {
     bad = host_.max(static_cast<double>(bad)) > 0;
     sum_sq = host_.sum(sum_sq);
   }
@@ -295,6 +318,30 @@ void Trainer::optimizer_step(StepMeasurement& m) {
     comm_.wait(comm_.broadcast(weights_.f(), layout_.flat_elements(), 0));
   }
   zero_gradients();
+}
+
+double Trainer::local_sum_squares() {
+  const int r = comm_.rank();
+  const bool whole_units = mode_ == Mode::ddp || mode_ == Mode::dp;
+  if (mode_ == Mode::dp && r != 0) return 0;
+  double sum = 0;
+  for (std::size_t i = 0; i < layout_.units().size(); ++i) {
+    const auto& u = layout_.units()[i];
+    // The unit's elements [begin, begin + n) this rank holds the gradient of, at g.
+    const std::int64_t begin = whole_units ? 0 : r * u.slice;
+    const std::int64_t n = whole_units ? u.params : u.slice;
+    const float* g = mode_ == Mode::zero2 || mode_ == Mode::zero3
+                         ? grads_.f() + u.shard_offset
+                         : grads_.f() + u.flat_offset + begin;
+    sum += dev_.sum_squares(g, n);
+    if (tp_ == nullptr || tp_->rank() == 0) continue;
+    for (const auto& p : tensor_pieces(stack_, static_cast<std::int64_t>(i), tp_->rank())) {
+      const std::int64_t a = std::max(begin, p.local_at);
+      const std::int64_t b = std::min(begin + n, p.local_at + p.elements());
+      if (p.replicated && a < b) sum -= dev_.sum_squares(g + (a - begin), b - a);
+    }
+  }
+  return sum;
 }
 
 void Trainer::update_region(float* w, float* g, std::int64_t state_offset, std::int64_t n) {
@@ -333,8 +380,27 @@ std::vector<float> Trainer::gather_parameters() {
     } else {
       dev_.download(weights_.f() + u.flat_offset, unit.data(), u.padded * 4);
     }
-    out.insert(out.end(), unit.begin(), unit.begin() + u.params);
+    unit.resize(static_cast<std::size_t>(u.params));
+    const auto whole = whole_unit(static_cast<std::int64_t>(&u - layout_.units().data()), unit);
+    out.insert(out.end(), whole.begin(), whole.end());
   }
+  return out;
+}
+
+std::vector<float> Trainer::whole_unit(std::int64_t u, const std::vector<float>& share) {
+  if (tp_ == nullptr) return share;
+  const auto n = static_cast<std::int64_t>(share.size());
+  auto mine = dev_.allocate_floats(n, MemoryComponent::buffers);
+  auto all = dev_.allocate_floats(n * stack_.tp, MemoryComponent::buffers);
+  dev_.upload(share.data(), mine.f(), n * 4);
+  tp_->wait(tp_->all_gather(mine.f(), all.f(), n));
+  std::vector<float> shares(static_cast<std::size_t>(n * stack_.tp));
+  dev_.download(all.f(), shares.data(), n * stack_.tp * 4);
+  const auto whole = cost::whole_of(stack_);
+  std::vector<float> out(
+      static_cast<std::size_t>(cost::units_of(whole)[static_cast<std::size_t>(u)].params));
+  for (std::int64_t q = 0; q < stack_.tp; ++q)
+    place_share(tensor_pieces(stack_, u, q), shares.data() + q * n, out.data());
   return out;
 }
 

@@ -319,15 +319,39 @@ void CudaDevice::positions_backward(const float* dx, float* dtable, std::int64_t
 }
 
 void CudaDevice::embedding(const std::int32_t* ids, const float* table, float* out,
-                           std::int64_t tokens, std::int64_t dim) {
-  kernels::embedding(stream_, ids, table, out, tokens, dim);
+                           std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                           std::int64_t held) {
+  kernels::embedding(stream_, ids, table, out, tokens, dim, first_id, held);
   check_launch("embedding");
 }
 
 void CudaDevice::embedding_backward(const std::int32_t* ids, const float* dout, float* grad_table,
-                                    std::int64_t tokens, std::int64_t dim) {
-  kernels::embedding_backward(stream_, ids, dout, grad_table, tokens, dim);
+                                    std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                                    std::int64_t held) {
+  kernels::embedding_backward(stream_, ids, dout, grad_table, tokens, dim, first_id, held);
   check_launch("embedding_backward");
+}
+
+namespace {
+
+Error no_vocab_parallel_loss() {
+  return Error("the vocab-parallel loss of tensor parallelism runs on the CPU backend only");
+}
+
+}  // namespace
+
+void CudaDevice::row_max(const float*, float*, std::int64_t, std::int64_t) {
+  throw no_vocab_parallel_loss();
+}
+
+void CudaDevice::cross_entropy_sums(const float*, const std::int32_t*, const float*, float*,
+                                    std::int64_t, std::int64_t, std::int64_t) {
+  throw no_vocab_parallel_loss();
+}
+
+double CudaDevice::cross_entropy_finish(float*, const std::int32_t*, const float*, const float*,
+                                        std::int64_t, std::int64_t, std::int64_t, float) {
+  throw no_vocab_parallel_loss();
 }
 
 double CudaDevice::softmax_cross_entropy(float* logits, const std::int32_t* targets,

@@ -60,9 +60,19 @@ class CudaDevice final : public Device {
   void positions_backward(const float* dx, float* dtable, std::int64_t tokens, std::int64_t seq,
                           std::int64_t dim) override;
   void embedding(const std::int32_t* ids, const float* table, float* out, std::int64_t tokens,
-                 std::int64_t dim) override;
+                 std::int64_t dim, std::int64_t first_id, std::int64_t held) override;
   void embedding_backward(const std::int32_t* ids, const float* dout, float* grad_table,
-                          std::int64_t tokens, std::int64_t dim) override;
+                          std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                          std::int64_t held) override;
+  // The vocab-parallel loss is not implemented here: dtplan-run refuses tensor parallelism
+  // on the CUDA backend before a device is made; these throw if reached.
+  void row_max(const float* logits, float* top, std::int64_t tokens, std::int64_t vocab) override;
+  void cross_entropy_sums(const float* logits, const std::int32_t* targets, const float* top,
+                          float* sums, std::int64_t tokens, std::int64_t vocab,
+                          std::int64_t first_id) override;
+  double cross_entropy_finish(float* logits, const std::int32_t* targets, const float* top,
+                              const float* sums, std::int64_t tokens, std::int64_t vocab,
+                              std::int64_t first_id, float grad_scale) override;
   double softmax_cross_entropy(float* logits, const std::int32_t* targets, std::int64_t tokens,
                                std::int64_t vocab, float grad_scale) override;
   void axpy(float alpha, const float* x, float* y, std::int64_t n) override;

@@ -456,10 +456,15 @@ struct Embedding {
   const std::int32_t* ids;
   const float* table;
   float* out;
-  std::int64_t dim;
+  std::int64_t dim, first_id, held;
   __device__ void operator()(std::int64_t i) const {
     const std::int64_t id = ids[i / dim];
-    out[i] = id >= 0 ? table[id * dim + i % dim] : NAN;
+    if (id < 0) {
+      out[i] = NAN;
+      return;
+    }
+    const std::int64_t row = id - first_id;
+    out[i] = row >= 0 && row < held ? table[row * dim + i % dim] : 0.0f;
   }
 };
 
@@ -467,10 +472,10 @@ struct EmbeddingBackward {
   const std::int32_t* ids;
   const float* dout;
   float* grad_table;
-  std::int64_t dim;
+  std::int64_t dim, first_id, held;
   __device__ void operator()(std::int64_t i) const {
-    const std::int64_t id = ids[i / dim];
-    if (id >= 0) atomicAdd(grad_table + id * dim + i % dim, dout[i]);
+    const std::int64_t row = std::int64_t{ids[i / dim]} - first_id;
+    if (row >= 0 && row < held) atomicAdd(grad_table + row * dim + i % dim, dout[i]);
   }
 };
 
@@ -625,7 +630,8 @@ struct DropoutMask {
     }
     const std::uint64_t stream =
         dropout_stream(d.seed, d.step, d.first_sample + g, d.layer, d.site);
-    mask[n] = dropout_keep(stream, static_cast<std::uint64_t>(e), threshold) ? 1 : 0;
+    mask[n] =
+        dropout_keep(stream, static_cast<std::uint64_t>(d.element_offset + e), threshold) ? 1 : 0;
   }
 };
 
@@ -679,13 +685,14 @@ void positions_backward(cudaStream_t stream, const float* dx, float* dtable, std
 }
 
 void embedding(cudaStream_t stream, const std::int32_t* ids, const float* table, float* out,
-               std::int64_t tokens, std::int64_t dim) {
-  for_each(stream, tokens * dim, Embedding{ids, table, out, dim});
+               std::int64_t tokens, std::int64_t dim, std::int64_t first_id, std::int64_t held) {
+  for_each(stream, tokens * dim, Embedding{ids, table, out, dim, first_id, held});
 }
 
 void embedding_backward(cudaStream_t stream, const std::int32_t* ids, const float* dout,
-                        float* grad_table, std::int64_t tokens, std::int64_t dim) {
-  for_each(stream, tokens * dim, EmbeddingBackward{ids, dout, grad_table, dim});
+                        float* grad_table, std::int64_t tokens, std::int64_t dim,
+                        std::int64_t first_id, std::int64_t held) {
+  for_each(stream, tokens * dim, EmbeddingBackward{ids, dout, grad_table, dim, first_id, held});
 }
 
 void softmax_cross_entropy(cudaStream_t stream, float* logits, const std::int32_t* targets,

@@ -54,9 +54,10 @@ void add_positions(cudaStream_t stream, float* x, const float* table, std::int64
 void positions_backward(cudaStream_t stream, const float* dx, float* dtable, std::int64_t tokens,
                         std::int64_t seq, std::int64_t dim);
 void embedding(cudaStream_t stream, const std::int32_t* ids, const float* table, float* out,
-               std::int64_t tokens, std::int64_t dim);
+               std::int64_t tokens, std::int64_t dim, std::int64_t first_id, std::int64_t held);
 void embedding_backward(cudaStream_t stream, const std::int32_t* ids, const float* dout,
-                        float* grad_table, std::int64_t tokens, std::int64_t dim);
+                        float* grad_table, std::int64_t tokens, std::int64_t dim,
+                        std::int64_t first_id, std::int64_t held);
 // Summed loss into *result (device double); logits become (softmax - onehot) * grad_scale.
 void softmax_cross_entropy(cudaStream_t stream, float* logits, const std::int32_t* targets,
                            std::int64_t tokens, std::int64_t vocab, float grad_scale,

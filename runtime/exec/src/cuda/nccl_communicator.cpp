@@ -149,6 +149,13 @@ CommHandle NcclCommunicator::all_reduce(float* data, std::int64_t count) {
   });
 }
 
+CommHandle NcclCommunicator::all_reduce_max(float* data, std::int64_t count) {
+  return issue(Collective::all_reduce, count * 4, "ncclAllReduce (max)", [&] {
+    return ncclAllReduce(data, data, static_cast<std::size_t>(count), ncclFloat, ncclMax, comm_,
+                         stream_);
+  });
+}
+
 CommHandle NcclCommunicator::reduce_scatter(const float* in, float* out, std::int64_t count) {
   return issue(Collective::reduce_scatter, count * 4 * size_, "ncclReduceScatter", [&] {
     return ncclReduceScatter(in, out, static_cast<std::size_t>(count), ncclFloat, ncclSum, comm_,

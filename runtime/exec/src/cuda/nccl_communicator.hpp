@@ -36,6 +36,7 @@ class NcclCommunicator final : public Communicator {
   std::string description() const override;
 
   CommHandle all_reduce(float* data, std::int64_t count) override;
+  CommHandle all_reduce_max(float* data, std::int64_t count) override;
   CommHandle reduce_scatter(const float* in, float* out, std::int64_t count) override;
   CommHandle all_gather(const float* in, float* out, std::int64_t count) override;
   CommHandle broadcast(float* data, std::int64_t count, int root) override;

@@ -42,6 +42,8 @@ class Communicator {
 
   // data[count] summed over ranks, in place.
   virtual CommHandle all_reduce(float* data, std::int64_t count) = 0;
+  // data[count] the element-wise maximum over ranks, in place (recorded as an all-reduce).
+  virtual CommHandle all_reduce_max(float* data, std::int64_t count) = 0;
   // in[size x count] summed over ranks; rank r receives block r in out[count].
   virtual CommHandle reduce_scatter(const float* in, float* out, std::int64_t count) = 0;
   // in[count] from every rank gathered into out[size x count] in rank order. `in` may be

@@ -25,6 +25,14 @@ struct CpuKernels {
   // Mean-free loss sum over tokens; the logits become their gradient times grad_scale.
   double (*softmax_cross_entropy)(float* logits, const std::int32_t* targets, std::int64_t tokens,
                                   std::int64_t vocab, float grad_scale);
+  // The vocab-parallel loss's passes over rows of `vocab` logits (Device::row_max ...):
+  // top[t] = the row's maximum; sums[t] = sum of exp(logit - top[t]); the row becomes
+  // exp(logit - top[t]) x grad_scale / sums[t].
+  void (*row_max)(const float* logits, float* top, std::int64_t tokens, std::int64_t vocab);
+  void (*row_exp_sums)(const float* logits, const float* top, float* sums, std::int64_t tokens,
+                       std::int64_t vocab);
+  void (*softmax_rows)(float* logits, const float* top, const float* sums, std::int64_t tokens,
+                       std::int64_t vocab, float grad_scale);
   // Attention's probabilities in place: `rows` rows of `seq` scores, row r of a square
   // keeping entries 0 .. r mod seq (softmax over them) and zero after.
   void (*causal_softmax)(float* p, std::int64_t rows, std::int64_t seq);

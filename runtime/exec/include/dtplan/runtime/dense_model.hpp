@@ -20,19 +20,31 @@
 //   block:     norm1 (gamma, beta), Wqkv, bqkv, Wo, bo, norm2, [Wgate, bgate], Wup, bup,
 //              Wdown, bdown
 //   head (untied): W[vocab x hidden], [final norm]
+//
+// Under tensor parallelism (DenseStack::tp > 1) the stack is one rank's share and the model
+// runs Megatron-LM's split (tensor_parallel.hpp) over the `tp` communicator: the embedding
+// looks up the rank's vocabulary slice and the slices are summed (all-reduce); a row-parallel
+// projection's partial output is summed before its bias, dropout and residual add; the input
+// gradients of the column-parallel projections (QKV; gate and up) and of the head are summed
+// before the norms' backward; the loss is vocab-parallel (Device::row_max, two all-reduces).
+// Norms, the residual stream and the hidden dropout masks are whole and equal on every rank;
+// a rank draws the attention-probability masks of its own heads.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "dtplan/cost/dense_stack.hpp"
+#include "dtplan/runtime/communicator.hpp"
 #include "dtplan/runtime/device.hpp"
 
 namespace dtplan::runtime {
 
 class DenseModel {
  public:
-  DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens);
+  // `tp`: the tensor-parallel group, of stack.tp ranks (null when stack.tp is 1).
+  DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens,
+             Communicator* tp = nullptr);
 
   // The samples the next micro-step computes (numbered as make_batch numbers them), from which
   // its dropout masks are drawn (dropout.hpp); seed 0, step 0, sample 0 until set.
@@ -94,10 +106,20 @@ class DenseModel {
                   bool accumulate);
   void weight_grad(const float* dy, const float* x, float* dw, float* db, std::int64_t out,
                    std::int64_t in);
+  // Tensor parallelism (nothing at tp 1): x[n] summed over the group (then rounded under
+  // 16-bit compute, as a 16-bit all-reduce leaves it); a row-parallel projection, y = residual
+  // + drop(r(r(sum of the ranks' r(x W^T)) + b)); the vocab-parallel loss.
+  void tp_sum(float* x, std::int64_t n);
+  void row_parallel_residual(const float* x, const float* w, const float* b, const float* residual,
+                             float* y, std::int64_t in, const Buffer& mask);
+  double vocab_parallel_loss(const std::int32_t* targets, float grad_scale);
+  std::int64_t first_id() const { return tp_rank_ * s_.vocab; }  // of this rank's slice
 
   const cost::DenseStack& s_;
   Device& dev_;
   std::int64_t tokens_;
+  Communicator* tp_;
+  std::int64_t tp_rank_ = 0;
   std::vector<Buffer> x_;  // x(0) .. x(L)
   // Per block (per slot): norm outputs and statistics, QKV after rotary, probabilities,
   // attention output, residual after attention, MLP pre-activations and activated output.
@@ -107,6 +129,8 @@ class DenseModel {
   // 16-bit compute only: one unit's rounded weights, one weight gradient before rounding;
   // one hidden-sized temporary (cost::mixed_precision_elements), also with hidden dropout.
   Buffer w16_, grad16_, tmp_;
+  // Tensor parallelism only: the loss's row maxima and sums (tokens, 2 x tokens).
+  Buffer top_, sums_;
   // Dropout masks (one byte an element): per slot the probabilities' (per probs slot) and
   // the two projections'; the embeddings'.
   std::vector<Buffer> drop_probs_, drop_attn_out_, drop_mlp_out_;

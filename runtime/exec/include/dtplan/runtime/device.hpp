@@ -153,16 +153,37 @@ class Device {
                              std::int64_t dim) = 0;
   virtual void positions_backward(const float* dx, float* dtable, std::int64_t tokens,
                                   std::int64_t seq, std::int64_t dim) = 0;
-  // out[t] = table[ids[t]] (rows of `dim`); grad_table[ids[t]] += dout[t].
+  // out[t] = table[ids[t] - first_id] (rows of `dim`); grad_table[ids[t] - first_id] += dout[t].
+  // The table holds the `held` ids from first_id (a tensor-parallel rank's vocabulary slice): a
+  // token outside them gives a zero row and no gradient.
   virtual void embedding(const std::int32_t* ids, const float* table, float* out,
-                         std::int64_t tokens, std::int64_t dim) = 0;
+                         std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                         std::int64_t held) = 0;
   virtual void embedding_backward(const std::int32_t* ids, const float* dout, float* grad_table,
-                                  std::int64_t tokens, std::int64_t dim) = 0;
+                                  std::int64_t tokens, std::int64_t dim, std::int64_t first_id,
+                                  std::int64_t held) = 0;
   // Softmax cross-entropy over logits[tokens x vocab] in place: logits become
   // (softmax - onehot(target)) * grad_scale; returns the summed loss (natural log).
   virtual double softmax_cross_entropy(float* logits, const std::int32_t* targets,
                                        std::int64_t tokens, std::int64_t vocab,
                                        float grad_scale) = 0;
+  // The same loss with the vocabulary split over tensor-parallel ranks (Megatron-LM's
+  // vocab-parallel cross-entropy): logits[tokens x vocab] are this rank's ids from first_id.
+  // Three passes around two collectives over the ranks:
+  //   row_max:               top[t] = max of the row               -> all-reduce max
+  //   cross_entropy_sums:    sums[t] = sum of exp(logit - top[t]); sums[tokens + t] = the
+  //                          target's logit - top[t] if the target is here, else 0
+  //                                                                -> all-reduce sum
+  //   cross_entropy_finish:  logits become (softmax - onehot(target)) * grad_scale; returns
+  //                          the summed loss, log(sum) - (target logit - top), over all tokens
+  virtual void row_max(const float* logits, float* top, std::int64_t tokens,
+                       std::int64_t vocab) = 0;
+  virtual void cross_entropy_sums(const float* logits, const std::int32_t* targets,
+                                  const float* top, float* sums, std::int64_t tokens,
+                                  std::int64_t vocab, std::int64_t first_id) = 0;
+  virtual double cross_entropy_finish(float* logits, const std::int32_t* targets, const float* top,
+                                      const float* sums, std::int64_t tokens, std::int64_t vocab,
+                                      std::int64_t first_id, float grad_scale) = 0;
   // y += alpha * x; x *= alpha; fill.
   virtual void axpy(float alpha, const float* x, float* y, std::int64_t n) = 0;
   virtual void scale(float* x, float alpha, std::int64_t n) = 0;

@@ -70,6 +70,9 @@ struct DropoutDraw {
   DropoutSite site = DropoutSite::embedding;
   std::int64_t per_sample = 0;
   std::int64_t causal_seq = 0;
+  // Where the drawn elements start within each sample's stream: a tensor-parallel rank draws
+  // only its heads' squares of the attention probabilities (first head x seq x seq).
+  std::int64_t element_offset = 0;
   double p = 0;
 
   std::int64_t elements() const { return samples * per_sample; }

@@ -47,6 +47,9 @@ class MpiGroup {
   // Consecutive ranks in groups of `size` (ranks 0..size-1, size..2 size-1, ...); ranks past
   // the last whole group get nullopt. Collective over this group.
   std::optional<MpiGroup> split_consecutive(int size) const;
+  // Every `stride`-th rank together (ranks r, r + stride, ...: the data-parallel group of
+  // tensor-parallel rank r). stride must divide the size. Collective over this group.
+  MpiGroup split_strided(int stride) const;
 
   // The CPU backend's data communicator over this group.
   std::unique_ptr<Communicator> make_communicator() const;

@@ -42,6 +42,7 @@ struct RunOptions {
   bool measure_profile = false;
   bool quick_profile = false;  // fewer microbenchmark shapes and sizes
   std::string dump_dir;        // non-empty: write a replay dump there (replay_dump.hpp)
+  std::int64_t tp = 0;         // tensor-parallel ranks; 0: the plan's
 };
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0

@@ -15,6 +15,13 @@
 // allows), gradients are synchronised in the last micro-step only. fp16 plans use dynamic loss
 // scaling: gradients are unscaled before the global-norm clip, and a step with inf/NaN gradients is
 // skipped and the scale halved.
+//
+// With tensor parallelism (stack.tp > 1, the stack a rank's share) `comm` is the rank's
+// data-parallel group and `tp` its tensor-parallel group (consecutive world ranks, as Megatron-LM
+// orders them): the strategy shards and reduces the share's units over the data-parallel group,
+// the model's activations and gradients are summed over the tensor-parallel one (dense_model.hpp).
+// Every rank of a tensor-parallel group trains on the same samples. The gradient norm counts the
+// replicated parameters (norms, positions, row-parallel biases) once.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +37,7 @@
 #include "dtplan/runtime/device.hpp"
 #include "dtplan/runtime/mpi_group.hpp"
 #include "dtplan/runtime/param_layout.hpp"
+#include "dtplan/runtime/tensor_parallel.hpp"
 
 namespace dtplan::runtime {
 
@@ -63,12 +71,16 @@ struct StepMeasurement {
 
 class Trainer {
  public:
+  // `host`: every rank of the job; `tp` and `tp_host`: the tensor-parallel group (both null
+  // when stack.tp is 1).
   Trainer(const cost::DenseStack& stack, const TrainerSettings& settings, Device& device,
-          Communicator& comm, const MpiGroup& host);
+          Communicator& comm, const MpiGroup& host, Communicator* tp = nullptr,
+          const MpiGroup* tp_host = nullptr);
 
   StepMeasurement step(std::int64_t index);
 
-  // Every parameter, unpadded, in flat order, on every rank (collective).
+  // Every parameter of the whole model (the tensor-parallel shares reassembled), unpadded, in
+  // flat order, on every rank (collective).
   std::vector<float> gather_parameters();
   const ParamLayout& layout() const { return layout_; }
   std::int64_t buckets() const { return static_cast<std::int64_t>(buckets_.size()); }
@@ -91,6 +103,10 @@ class Trainer {
   void synchronise_gradients();
   void optimizer_step(StepMeasurement& m);
   void update_region(float* w, float* g, std::int64_t state_offset, std::int64_t n);
+  // This rank's part of the squared gradient norm: its gradients, less the replicated elements
+  // on tensor-parallel ranks other than 0.
+  double local_sum_squares();
+  std::vector<float> whole_unit(std::int64_t u, const std::vector<float>& share);
   void zero_gradients();
   void average(float* data, std::int64_t n);
 
@@ -99,6 +115,8 @@ class Trainer {
   Device& dev_;
   Communicator& comm_;
   const MpiGroup& host_;
+  Communicator* tp_;
+  const MpiGroup* tp_host_;
   Mode mode_;
   ParamLayout layout_;
   std::vector<Bucket> buckets_;
