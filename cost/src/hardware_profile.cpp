@@ -109,11 +109,15 @@ double HardwareProfile::collective_time_s(const std::string& kind, std::int64_t 
       return c.latency_s + c.s_per_byte * static_cast<double>(bytes);
     }
   }
-  // A profile of more ranks has no one-rank fit (one-rank profiles measure one): over one rank
-  // nothing moves and the call returns at once (Open MPI's in-place all-reduce on one rank:
+  // A profile of more ranks has no one-rank fit (one-rank profiles measure one). Over one rank
+  // nothing crosses a link: an in-place call returns at once (Open MPI's all-reduce on one rank:
   // 30-40 ns in dtplan-run's records of a data-parallel group of one beside 2 tensor-parallel
-  // ranks).
-  if (ranks == 1) return 0;
+  // ranks), a reduce-scatter copies its input to its output (27 us for 328,752 B in the same
+  // records), priced as an element-wise pass reading and writing the buffer.
+  if (ranks == 1) {
+    const auto b = static_cast<double>(bytes);
+    return kind == "reduce_scatter" ? elementwise_s_per_byte.time_s(2 * b, "element-wise") : 0;
+  }
   throw Error("hardware profile (" + hardware + "): no measured " + kind + " over " +
               std::to_string(ranks) + " ranks; calibrate a profile over them ({np} " +
               std::to_string(ranks) + ")");

@@ -145,3 +145,25 @@ TEST_CASE("validate: a profile from other hardware or kernels is named beside th
   REQUIRE(notes.is_array());
   CHECK_THAT(notes.back().get<std::string>(), Contains("the profile was measured on"));
 }
+
+TEST_CASE("validate: a tensor-parallel measurement validates against the plan it records") {
+  // data/measurements/cpu-2ranks/README.md: 79.108 ms predicted against 94.548 ms measured,
+  // memory to the byte; its plan file says tp 1 and dtplan-run --tp 2 overrode it.
+  const auto measured = (kMeasured / "measurement-tp2.json").string();
+  const auto r = dtplan::test::run_dtplan({"validate", "--measured", measured, "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  int tp_rows = 0;
+  for (const auto& f : j["figures"]) {
+    const auto name = f["name"].get<std::string>();
+    if (name == "step time") {
+      CHECK(f["error"].get<double>() == Approx(79.108 / 94.548 - 1).margin(1e-4));
+    }
+    if (name.rfind("memory", 0) == 0) CHECK(f["error"].get<double>() == 0.0);
+    tp_rows += name.find("tensor-parallel") != std::string::npos;
+  }
+  CHECK(tp_rows == 4);  // hidden-sized sums forward and backward, the loss's two forward
+  const auto differs = validate(kMeasured / "plan-tp2.json", measured);
+  CHECK(differs.code == 1);
+  CHECK_THAT(differs.err, Contains("tp 2 (--plan: 1)"));
+}

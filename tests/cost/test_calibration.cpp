@@ -313,7 +313,7 @@ TEST_CASE("a tensor-parallel runtime step lists the all-reduces of Megatron's sp
   auto run = tiny_run();
   auto& s = run.stack;
   s = tensor_parallel_share(s, 2);  // the vocabulary padded to 38, 19 a rank
-  run.ranks = 1;  // one data-parallel rank: its gradient all-reduces cost nothing
+  run.ranks = 1;                    // one data-parallel rank: its gradient all-reduces cost nothing
   run.grad_accum = 3;
   auto count = [](const RuntimePrediction& p, const std::string& phase, std::int64_t bytes) {
     for (const auto& c : p.collectives) {

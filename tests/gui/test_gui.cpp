@@ -491,6 +491,18 @@ class TestGui : public QObject {
     QCOMPARE(view.rows(), 1);
   }
 
+  void validation_labels_a_tensor_parallel_run() {
+    // data/measurements/cpu-2ranks/README.md: GPT-2 over 1 data-parallel x 2 tensor-parallel
+    // ranks, memory predicted to the byte.
+    Session s;
+    s.measurements = {std::string(DTPLAN_DATA_DIR) +
+                      "/measurements/cpu-2ranks/measurement-tp2.json"};
+    const auto a = analyse(s);
+    QCOMPARE(a.validation.size(), std::size_t{1});
+    QCOMPARE(a.validation[0].label, std::string("gpt2 zero1 x1 cpu, tp 2, bf16"));
+    QCOMPARE(a.validation[0].predicted_peak_bytes, a.validation[0].measured_peak_bytes);
+  }
+
   void validation_names_a_profile_from_other_hardware() {
     // The bundled CPU measurement against its own profile relabelled as another machine's:
     // the comparison is still drawn, and the difference is named beside it.

@@ -163,7 +163,7 @@ struct HardwareProfile {
   double gemm_ratio(std::int64_t m, std::int64_t n, std::int64_t k,
                     bool leave_out_shape = false) const;
   // Throws naming the kind and ranks when the profile has no fit for them (over one rank
-  // without a fit: 0).
+  // without a fit: nothing, or a reduce-scatter's copy of its buffer).
   double collective_time_s(const std::string& kind, std::int64_t ranks, std::int64_t bytes) const;
 };
 
