@@ -66,6 +66,11 @@ void runtime_call(Communicator& c, Collective kind, Buffers& b) {
     case Collective::reduce:
       h = c.reduce(in, n, 0);
       break;
+    case Collective::send_recv: {  // a ring shift
+      const int r = c.rank(), size = c.size();
+      h = c.send_recv(in, n, (r + 1) % size, out, n, (r + size - 1) % size);
+      break;
+    }
   }
   c.wait(h);
 }
@@ -91,6 +96,10 @@ void mpi_call(MPI_Comm comm, int rank, int size, Collective kind, Buffers& b) {
     case Collective::reduce:
       MPI_Reduce(rank == 0 ? MPI_IN_PLACE : in, rank == 0 ? in : nullptr, n, MPI_FLOAT, MPI_SUM, 0,
                  comm);
+      break;
+    case Collective::send_recv:
+      MPI_Sendrecv(in, n, MPI_FLOAT, (rank + 1) % size, 17, out, n, MPI_FLOAT,
+                   (rank + size - 1) % size, 17, comm, MPI_STATUS_IGNORE);
       break;
   }
 }

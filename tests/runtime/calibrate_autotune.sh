@@ -14,7 +14,7 @@ python3 - <<'PY'
 import json
 p = json.load(open("profile.json"))
 assert p["schema_version"] == 2 and p["backend"] == "cpu"
-assert {c["kind"] for c in p["collectives"]} == {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}
+assert {c["kind"] for c in p["collectives"]} == {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv"}
 assert all(c["ranks"] == 2 for c in p["collectives"])
 assert len(p["residuals"]["steps"]) == 3 and len(p["residuals"]["gemm"]) > 0
 k = p["step_correction"]
@@ -96,7 +96,7 @@ python3 - <<'PY'
 import json
 p = json.load(open("p4.json"))
 sizes = {(c["kind"], c["ranks"]) for c in p["collectives"]}
-kinds = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}
+kinds = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv"}
 assert sizes == {(k, n) for k in kinds for n in (2, 4)}, sizes
 PY
 echo "calibrate -> accuracy -> autotune -> resume: ok"

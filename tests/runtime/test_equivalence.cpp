@@ -396,6 +396,29 @@ TEST_CASE("CPU collectives: each kind's result, by hand from every rank's input"
   CHECK(rec[4].bytes == kCount * 4);
 }
 
+TEST_CASE("CPU point to point: a pipeline's exchanges, by hand") {
+  const auto world = MpiGroup::world();
+  auto comm = world.make_communicator();
+  const int n = world.size(), r = world.rank();
+  // Forward: rank r sends 100 r + i to r + 1 and receives from r - 1 (the ends skip a half).
+  std::vector<float> act{100.0f * static_cast<float>(r), 100.0f * static_cast<float>(r) + 1},
+      got(2, -1.0f);
+  const int next = r + 1 < n ? r + 1 : -1, prev = r > 0 ? r - 1 : -1;
+  comm->wait(comm->send_recv(act.data(), 2, next, got.data(), 2, prev));
+  CHECK(got[0] == (prev < 0 ? -1.0f : 100.0f * static_cast<float>(prev)));
+  CHECK(got[1] == (prev < 0 ? -1.0f : 100.0f * static_cast<float>(prev) + 1));
+  // Backward at once the other way, 3 elements: what each rank gets is its next rank's.
+  std::vector<float> grad(3, static_cast<float>(r)), back(3, -1.0f);
+  comm->wait(comm->send_recv(grad.data(), 3, prev, back.data(), 3, next));
+  CHECK(back[2] == (next < 0 ? -1.0f : static_cast<float>(next)));
+  const auto& rec = comm->records();
+  REQUIRE(rec.size() == 2);
+  CHECK(rec[0].kind == Collective::send_recv);
+  CHECK(rec[1].bytes == (n == 1 ? 0 : 12));  // the larger half that moved
+  CHECK_THROWS_WITH(comm->send_recv(act.data(), 2, r, got.data(), 2, -1),
+                    Catch::Contains("not another rank"));
+}
+
 TEST_CASE("CPU collectives: a record is the collective's duration, not the compute after it") {
   // The old CPU backend timed a collective from issue to the wait that noticed its end, so
   // compute between the two was counted as communication (16.7 ms for a 66 KB bucket).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "dtplan/cost/calibration.hpp"
@@ -219,14 +220,17 @@ std::vector<int> communicator_sizes(int world) {
   return sizes;
 }
 
-constexpr const char* kKinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                  "reduce"};
+// send_recv: every rank sends `bytes` to the next and receives as much from the previous (a
+// ring shift; two ranks exchange), the traffic of neighbouring pipeline stages.
+constexpr const char* kKinds[] = {"all_reduce", "reduce_scatter", "all_gather",
+                                  "broadcast",  "reduce",         "send_recv"};
 
 // The group of `ranks` with a communicator sweeps its collectives; the slowest rank's times.
 // Ranks without one (comm null) make the same timing calls with nothing to time.
 void time_collectives(Communicator* comm, std::int64_t n, Device& dev, Timer& timer, bool quick,
                       std::vector<cost::CollectiveSample>& out) {
   for (const char* kind : kKinds) {
+    if (n < 2 && std::string_view(kind) == "send_recv") continue;  // no neighbour
     for (std::int64_t bytes = 4096; bytes <= (quick ? (1 << 20) : (16 << 20)); bytes *= 4) {
       const std::int64_t count = bytes / 4 / n * n;  // divisible by the ranks
       auto in = dev.allocate_floats(count, MemoryComponent::buffers);
@@ -240,6 +244,10 @@ void time_collectives(Communicator* comm, std::int64_t n, Device& dev, Timer& ti
         if (k == "all_gather") h = comm->all_gather(in.f(), res.f(), count / n);
         if (k == "broadcast") h = comm->broadcast(in.f(), count, 0);
         if (k == "reduce") h = comm->reduce(in.f(), count, 0);
+        if (k == "send_recv") {
+          const int r = comm->rank(), size = static_cast<int>(n);
+          h = comm->send_recv(in.f(), count, (r + 1) % size, res.f(), count, (r + size - 1) % size);
+        }
         comm->wait(h);
         (void)comm->records();
         comm->clear_records();

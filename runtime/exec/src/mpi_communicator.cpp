@@ -7,6 +7,7 @@
 // Run at issue, a collective uses Open MPI's tuned algorithms and its record is its duration.
 // wait() then has nothing left to do, which is a valid order for every caller: a caller issues
 // a collective only once its input is final and reads the output only after wait().
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -29,6 +30,8 @@ std::string_view name_of(Collective c) {
       return "broadcast";
     case Collective::reduce:
       return "reduce";
+    case Collective::send_recv:
+      return "send_recv";
   }
   return "?";
 }
@@ -90,6 +93,20 @@ class MpiCommunicator final : public Communicator {
     });
   }
 
+  CommHandle send_recv(const float* send, std::int64_t send_count, int to, float* recv,
+                       std::int64_t recv_count, int from) override {
+    const int n_send = to < 0 ? 0 : mpi_count(send_count, Collective::send_recv);
+    const int n_recv = from < 0 ? 0 : mpi_count(recv_count, Collective::send_recv);
+    check_peer(to, "to");
+    check_peer(from, "from");
+    const std::int64_t bytes = 4 * std::max<std::int64_t>(n_send, n_recv);
+    return run(Collective::send_recv, bytes, [&] {
+      return MPI_Sendrecv(send, n_send, MPI_FLOAT, to < 0 ? MPI_PROC_NULL : to, kP2pTag, recv,
+                          n_recv, MPI_FLOAT, from < 0 ? MPI_PROC_NULL : from, kP2pTag, comm_,
+                          MPI_STATUS_IGNORE);
+    });
+  }
+
   // The collective completed when it was issued; only the handle is checked.
   void wait(CommHandle h) override {
     if (h < 0 || h >= issued_) {
@@ -99,6 +116,16 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  static constexpr int kP2pTag = 17;
+
+  void check_peer(int peer, const char* which) const {
+    if (peer < -1 || peer >= size_ || peer == rank_) {
+      throw Error("send_recv " + std::string(which) + " rank " + std::to_string(peer) +
+                  ": not another rank of the " + std::to_string(size_) + " (rank " +
+                  std::to_string(rank_) + ")");
+    }
+  }
+
   template <class Call>
   CommHandle run(Collective kind, std::int64_t bytes, Call call) {
     const auto& clock = DurationClock::instance();

@@ -6,6 +6,7 @@
 //   comm stream:               wait ────┘ [start] ncclXxx [end] ───┘
 #include "nccl_communicator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -153,6 +154,22 @@ CommHandle NcclCommunicator::all_reduce_max(float* data, std::int64_t count) {
   return issue(Collective::all_reduce, count * 4, "ncclAllReduce (max)", [&] {
     return ncclAllReduce(data, data, static_cast<std::size_t>(count), ncclFloat, ncclMax, comm_,
                          stream_);
+  });
+}
+
+CommHandle NcclCommunicator::send_recv(const float* send, std::int64_t send_count, int to,
+                                       float* recv, std::int64_t recv_count, int from) {
+  const std::int64_t bytes = 4 * std::max(to < 0 ? 0 : send_count, from < 0 ? 0 : recv_count);
+  return issue(Collective::send_recv, bytes, "ncclSend/ncclRecv", [&] {
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess && to >= 0) {
+      r = ncclSend(send, static_cast<std::size_t>(send_count), ncclFloat, to, comm_, stream_);
+    }
+    if (r == ncclSuccess && from >= 0) {
+      r = ncclRecv(recv, static_cast<std::size_t>(recv_count), ncclFloat, from, comm_, stream_);
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    return r != ncclSuccess ? r : end;
   });
 }
 

@@ -41,6 +41,8 @@ class NcclCommunicator final : public Communicator {
   CommHandle all_gather(const float* in, float* out, std::int64_t count) override;
   CommHandle broadcast(float* data, std::int64_t count, int root) override;
   CommHandle reduce(float* data, std::int64_t count, int root) override;
+  CommHandle send_recv(const float* send, std::int64_t send_count, int to, float* recv,
+                       std::int64_t recv_count, int from) override;
   void wait(CommHandle h) override;
   const std::vector<CollectiveRecord>& records() override;
 

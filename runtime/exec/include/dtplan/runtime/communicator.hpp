@@ -15,12 +15,13 @@
 
 namespace dtplan::runtime {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce };
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, send_recv };
 std::string_view name_of(Collective c);
 
 // One collective as issued. bytes is the message size as nccl-tests counts it: the buffer
 // for all-reduce, broadcast and reduce; the whole (gathered / unscattered) buffer for
-// all-gather and reduce-scatter.
+// all-gather and reduce-scatter; for a point-to-point exchange the larger of what it sent and
+// what it received.
 struct CollectiveRecord {
   Collective kind = Collective::all_reduce;
   std::int64_t bytes = 0;
@@ -52,6 +53,12 @@ class Communicator {
   virtual CommHandle broadcast(float* data, std::int64_t count, int root) = 0;
   // data[count] summed into root's data (other ranks' buffers are left as they were).
   virtual CommHandle reduce(float* data, std::int64_t count, int root) = 0;
+  // Point to point, as pipeline stages exchange activations and their gradients: send[send_count]
+  // to rank `to` and recv[recv_count] from rank `from` at once (a peer of -1: that half is
+  // skipped), so that neighbours sending to each other never deadlock (MPI_Sendrecv; NCCL's
+  // grouped ncclSend and ncclRecv).
+  virtual CommHandle send_recv(const float* send, std::int64_t send_count, int to, float* recv,
+                               std::int64_t recv_count, int from) = 0;
   // Completes `h`: afterwards the compute side may read and write its buffers.
   virtual void wait(CommHandle h) = 0;
   // Lets queued collectives advance while the caller computes (NCCL notes completed ones).
