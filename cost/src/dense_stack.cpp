@@ -144,16 +144,56 @@ DenseStack whole_of(const DenseStack& share) {
   return s;
 }
 
-std::vector<DenseUnit> units_of(const DenseStack& s) {
-  // The final norm travels with the head's matrix: in the embedding unit when tied.
-  const std::int64_t table = s.vocab * s.hidden;
-  std::vector<DenseUnit> u{
-      {"embedding", table + s.position_params() + (s.tied ? final_norm_params(s) : 0)}};
-  for (std::int64_t l = 0; l < s.layers; ++l) {
-    u.push_back({"block " + std::to_string(l), block_params(s)});
+DenseStack pipeline_stage(const DenseStack& whole, std::int64_t pp, std::int64_t stage) {
+  if (whole.pp != 1) throw Error("pipeline_stage: the stack is already a stage");
+  if (pp < 1 || whole.layers % pp != 0) {
+    throw Error(std::to_string(pp) + " pipeline stages do not divide layers " +
+                std::to_string(whole.layers) + " (each stage runs as many blocks)");
   }
-  if (!s.tied) u.push_back({"head", table + final_norm_params(s)});
+  if (stage < 0 || stage >= pp) {
+    throw Error("pipeline stage " + std::to_string(stage) + " of " + std::to_string(pp));
+  }
+  DenseStack s = whole;
+  s.pp = pp;
+  s.stage = stage;
+  s.layers = whole.layers / pp;
+  s.first_layer = stage * s.layers;
+  return s;
+}
+
+DenseStack pipeline_whole_of(const DenseStack& stage) {
+  DenseStack s = stage;
+  s.layers = stage.layers * stage.pp;
+  s.pp = 1;
+  s.stage = s.first_layer = 0;
+  return s;
+}
+
+std::vector<DenseUnit> units_of(const DenseStack& s) {
+  const std::int64_t table = s.vocab * s.hidden;
+  std::vector<DenseUnit> u;
+  // The final norm travels with the head's matrix: in the embedding unit when tied, unless the
+  // head is on another stage (which then keeps its own copy of the tied matrix).
+  const bool tied_here = s.tied && s.pp == 1;
+  if (s.has_embedding()) {
+    u.push_back(
+        {"embedding", table + s.position_params() + (tied_here ? final_norm_params(s) : 0)});
+  }
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    u.push_back({"block " + std::to_string(s.first_layer + l), block_params(s)});
+  }
+  if (s.has_head() && !tied_here) u.push_back({"head", table + final_norm_params(s)});
   return u;
+}
+
+UnitKind unit_kind(const DenseStack& s, std::int64_t unit) {
+  const std::int64_t first_block = s.has_embedding() ? 1 : 0;
+  const auto count = static_cast<std::int64_t>(units_of(s).size());
+  if (unit < 0 || unit >= count) {
+    throw Error("unit " + std::to_string(unit) + " of " + std::to_string(count));
+  }
+  if (unit < first_block) return UnitKind::embedding;
+  return unit < first_block + s.layers ? UnitKind::block : UnitKind::head;
 }
 
 std::int64_t params_of(const DenseStack& s) {
@@ -184,7 +224,8 @@ std::int64_t stored_elements_per_token(const DenseStack& s) {
   const std::int64_t norm = s.norm == StackNorm::none ? 0 : h + 2;  // output, mean, 1/rms
   const std::int64_t probs = s.heads * s.seq_len;
   const std::int64_t per_block = h + norm + s.qkv_size() + probs + s.q_size() + h + norm + mlp;
-  const std::int64_t head_side = h + (s.final_norm ? norm : 0) + s.vocab;
+  // The last block's output, then on the last stage the final norm and the logits.
+  const std::int64_t head_side = h + (s.has_head() ? (s.final_norm ? norm : 0) + s.vocab : 0);
   switch (s.recompute) {
     case Checkpointing::full:
       return s.layers * h + (per_block - h) + head_side;
@@ -200,7 +241,7 @@ std::int64_t mask_bytes_per_token(const DenseStack& s) {
   if (s.attention == StackAttention::value_only) return 0;
   const std::int64_t probs = s.attention_dropout > 0 ? s.heads * s.seq_len : 0;
   const std::int64_t hidden = s.hidden_dropout > 0 ? 2 * s.hidden : 0;
-  const std::int64_t embedding = s.embedding_dropout > 0 ? s.hidden : 0;
+  const std::int64_t embedding = s.embedding_dropout > 0 && s.has_embedding() ? s.hidden : 0;
   switch (s.recompute) {
     case Checkpointing::full:
       return probs + hidden + embedding;
@@ -225,7 +266,7 @@ std::int64_t scratch_elements(const DenseStack& s, std::int64_t tokens) {
   // Hidden dropout and row-parallel projections in fp32 use the hidden-sized temporary that
   // 16-bit compute has anyway.
   const bool temporary = (s.hidden_dropout > 0 || s.tp > 1) && s.compute == ElementType::fp32;
-  const std::int64_t vocab_parallel_loss = s.tp > 1 ? 3 * tokens : 0;
+  const std::int64_t vocab_parallel_loss = s.tp > 1 && s.has_head() ? 3 * tokens : 0;
   return tokens * (s.qkv_size() + 3 * s.hidden + mlp + s.q_size()) + attention_scratch_elements(s) +
          mixed_precision_elements(s, tokens) + (temporary ? tokens * s.hidden : 0) +
          vocab_parallel_loss;
@@ -290,7 +331,7 @@ BlockPasses block_passes(const DenseStack& s, std::int64_t tokens) {
 
 std::int64_t largest_matrix(const DenseStack& s) {
   const std::int64_t h = s.hidden;
-  return std::max({s.vocab * h, s.qkv_size() * h, s.q_size() * h, s.ffn * h});
+  return std::max({s.has_head() ? s.vocab * h : 0, s.qkv_size() * h, s.q_size() * h, s.ffn * h});
 }
 
 std::int64_t largest_unit(const DenseStack& s) {
@@ -446,6 +487,7 @@ nlohmann::json to_json(const DenseStack& s) {
                    {"params", params_of(s)},
                    {"flops_per_token", flops_per_token(s)}};
   if (s.tp > 1) j["tp"] = s.tp;
+  if (s.pp > 1) j["pipeline"] = {{"pp", s.pp}, {"stage", s.stage}, {"first_layer", s.first_layer}};
   if (s.attention == StackAttention::value_only) {
     j["attention"] = "value_only";
     j["bias"] = s.qkv_bias;
@@ -549,7 +591,13 @@ DenseStack dense_stack_from_json(const ObjectReader& r) {
   s.seq_len = r.positive_integer("seq_len");
   s.gated = r.boolean("gated");
   s.tied = r.boolean("tied");
-  if (r.has("tp")) s.tp = r.positive_integer("tp");  // files before tensor parallelism: 1
+  if (r.has("tp")) s.tp = r.positive_integer("tp");    // files before tensor parallelism: 1
+  if (const auto p = r.optional_object("pipeline")) {  // files before pipelines: one stage
+    s.pp = p->positive_integer("pp");
+    s.stage = p->integer("stage", 0, s.pp - 1);
+    s.first_layer = p->integer("first_layer", 0, 1'000'000);
+    p->reject_unknown_keys();
+  }
   read_layer_kinds(r, s);
   s.scale = r.number("scale", NumberRange::positive(1.0));  // dtplan-run --scale, (0, 1]
   if (s.hidden != s.heads * s.head_dim * s.tp) r.fail("hidden", "is not heads x head_dim x tp");

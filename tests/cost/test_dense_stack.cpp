@@ -82,6 +82,42 @@ TEST_CASE("a tensor-parallel share, by hand, and the dimensions it must divide")
         4);
 }
 
+TEST_CASE("pipeline stages, by hand: who holds the embedding, the head and the tied copy") {
+  const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
+  const auto whole = cost::dense_stack_of(*m.transformer, 1.0, 1024);
+  const std::int64_t table = 50257 * 768, positions = 1024 * 768, norm = 2 * 768;
+  const std::int64_t block = cost::units_of(whole)[1].params;
+  // The whole tied model: one embedding unit with the final norm, 12 blocks.
+  REQUIRE(cost::units_of(whole).size() == 13u);
+  const auto first = cost::pipeline_stage(whole, 4, 0);
+  const auto middle = cost::pipeline_stage(whole, 4, 1);
+  const auto last = cost::pipeline_stage(whole, 4, 3);
+  CHECK(first.layers == 3);
+  CHECK(last.first_layer == 9);
+  // Stage 0: the embedding (matrix and positions; the final norm is the head's) and 3 blocks.
+  CHECK(cost::units_of(first).size() == 4u);
+  CHECK(cost::units_of(first)[0].params == table + positions);
+  CHECK(cost::params_of(middle) == 3 * block);
+  // The last stage: 3 blocks and its copy of the tied matrix with the final norm.
+  CHECK(cost::units_of(last).back().params == table + norm);
+  CHECK(cost::unit_kind(last, 3) == cost::UnitKind::head);
+  CHECK(cost::unit_kind(middle, 0) == cost::UnitKind::block);
+  CHECK(cost::unit_kind(first, 0) == cost::UnitKind::embedding);
+  // Activations per token: a middle stage keeps its blocks and its output, no logits.
+  auto one = cost::pipeline_stage(whole, 12, 5);
+  one.attention_dropout = one.hidden_dropout = one.embedding_dropout = 0;
+  const std::int64_t per_block = 768 + 770 + 2304 + 12288 + 768 + 768 + 770 + 6144;
+  CHECK(cost::stored_elements_per_token(one) == per_block + 768);
+  CHECK(cost::pipeline_whole_of(last).layers == 12);
+  CHECK_THROWS_WITH(cost::pipeline_stage(whole, 5, 0), Catch::Contains("layers 12"));
+  CHECK_THROWS_WITH(cost::pipeline_stage(whole, 4, 4), Catch::Contains("stage 4 of 4"));
+  const auto j = cost::to_json(last);
+  const auto back = cost::dense_stack_from_json(ObjectReader::root(parse_json(j.dump(), "s.json")));
+  CHECK(back.stage == 3);
+  CHECK(back.first_layer == 9);
+  CHECK(cost::params_of(back) == cost::params_of(last));
+}
+
 TEST_CASE("dropout masks kept for backward, by hand, with and without recomputation") {
   const auto m = load_model("gpt2", std::string(DTPLAN_DATA_DIR) + "/models");
   auto s = cost::dense_stack_of(*m.transformer, 1.0, 1024);

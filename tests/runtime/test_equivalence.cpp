@@ -15,6 +15,7 @@
 #include "dtplan/cost/profile_step.hpp"
 #include "dtplan/runtime/cpu_device.hpp"
 #include "dtplan/runtime/mpi_group.hpp"
+#include "dtplan/runtime/parallel_groups.hpp"
 #include "dtplan/runtime/trainer.hpp"
 #include "tiny_stack.hpp"
 
@@ -174,36 +175,31 @@ TEST_CASE("equivalence: no_sync accumulation communicates once per optimizer ste
 
 namespace {
 
-// Megatron-LM's split over `tp` consecutive ranks of the world, the rest data-parallel.
-struct TpGroups {
-  MpiGroup world = MpiGroup::world();
-  std::optional<MpiGroup> tp_host;
-  MpiGroup dp_host;
-  std::unique_ptr<Communicator> tp, dp;
-  explicit TpGroups(int tp_size)
-      : tp_host(world.split_consecutive(tp_size)), dp_host(world.split_strided(tp_size)) {
-    tp = tp_host->make_communicator();
-    dp = dp_host.make_communicator();
-  }
-};
+// The rank's part of a tp x dp x pp job over the world: its tensor-parallel share of its stage.
+cost::DenseStack part_of(const cost::DenseStack& whole, int tp, int pp, int stage) {
+  auto s = cost::tensor_parallel_share(whole, tp);
+  return pp > 1 ? cost::pipeline_stage(s, pp, stage) : s;
+}
 
-std::vector<float> train_tp(const cost::DenseStack& whole, TrainerSettings set, int tp) {
-  TpGroups g(tp);
-  const auto share = cost::tensor_parallel_share(whole, tp);
+std::vector<float> train_parallel(const cost::DenseStack& whole, TrainerSettings set, int tp,
+                                  int pp) {
+  const auto world = MpiGroup::world();
+  ParallelGroups g(world, tp, pp, whole.tied,
+                   [](const MpiGroup& h) { return h.make_communicator(); });
   auto dev = make_cpu_device(1LL << 30, 1);
-  Trainer t(share, set, *dev, *g.dp, g.world, g.tp.get(), &*g.tp_host);
-  for (int i = 0; i < steps_of(share); ++i)
+  Trainer t(part_of(whole, tp, pp, g.stage()), set, *dev, g.data_parallel(), world,
+            g.model_parallel());
+  for (int i = 0; i < steps_of(whole); ++i)
     t.step(i);
   return t.gather_parameters();
 }
 
-// The whole model (its vocabulary padded as the split pads it) trained in one process on the
-// same global batch must end with the weights the tp x dp ranks reassemble.
-void check_tensor_parallel(Strategy strategy, int tp, std::int64_t accum, cost::DenseStack s,
-                           double dropout = 0, float clip = 1.0f,
-                           Optimizer opt = Optimizer::adamw) {
+// The whole model trained in one process on the same global batch must end with the weights
+// the stages (and their tensor-parallel shares) reassemble.
+void check_pipeline(Strategy strategy, int tp, int pp, std::int64_t accum, cost::DenseStack s,
+                    double dropout = 0, float clip = 1.0f, Optimizer opt = Optimizer::adamw) {
   const auto world = MpiGroup::world();
-  if (world.size() % tp != 0) return;
+  if (world.size() % (tp * pp) != 0) return;
   s.attention_dropout = s.hidden_dropout = s.embedding_dropout = dropout;
   TrainerSettings set;
   set.strategy = strategy;
@@ -213,15 +209,23 @@ void check_tensor_parallel(Strategy strategy, int tp, std::int64_t accum, cost::
   set.max_grad_norm = clip;
   set.optimizer = opt;
   if (opt == Optimizer::sgd_momentum) set.lr = 1.0f;  // steps as large as Adam's
-  const auto got = train_tp(s, set, tp);
+  const auto got = train_parallel(s, set, tp, pp);
   const auto whole = cost::whole_of(cost::tensor_parallel_share(s, tp));
-  const auto want = reference(whole, set, world.size() / tp);
+  const auto want = reference(whole, set, world.size() / (tp * pp));
   TrainerSettings none = set;
   none.lr = 0;
   const auto start = train(whole, none, MpiGroup::self());
-  INFO(name_of(strategy) << " tp " << tp << " x dp " << world.size() / tp << ", accum " << accum);
+  INFO(name_of(strategy) << " tp " << tp << " x pp " << pp << " x dp " << world.size() / (tp * pp)
+                         << ", " << accum << " micro-batches");
   CHECK(max_diff(got, want) < kTolerance);
   CHECK(max_diff(want, start) > 100 * kTolerance);
+}
+
+// Tensor parallelism alone: tp consecutive ranks, the rest data-parallel.
+void check_tensor_parallel(Strategy strategy, int tp, std::int64_t accum, cost::DenseStack s,
+                           double dropout = 0, float clip = 1.0f,
+                           Optimizer opt = Optimizer::adamw) {
+  check_pipeline(strategy, tp, 1, accum, std::move(s), dropout, clip, opt);
 }
 
 // The tiny stack with as many key/value heads as query heads, for tp 4.
@@ -311,6 +315,48 @@ TEST_CASE("equivalence: memory the runtime allocates is what the cost model pred
   }
 }
 
+namespace {
+
+cost::DenseStack four_layers(bool gated, bool tied) {
+  auto s = test::tiny_stack(gated, tied);
+  s.layers = 4;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("equivalence: a 2-stage pipeline matches single-process training") {
+  // 4 micro-batches: stage 0 runs 1 forward ahead, then alternates. Tied: the last stage's
+  // copy of the embedding learns from the sum of both stages' gradients.
+  check_pipeline(Strategy::ddp, 1, 2, 4, test::tiny_stack(false, true));
+  check_pipeline(Strategy::zero1, 1, 2, 3, test::tiny_stack(true, false), 0.3);
+  // One micro-batch: nothing to overlap; a clip that bites counts the tied copy once.
+  check_pipeline(Strategy::ddp, 1, 2, 1, test::tiny_stack(true, true), 0, 1e-3f);
+  check_pipeline(Strategy::zero3, 1, 2, 2, test::tiny_stack(false, false), 0.3, 1e-3f);
+}
+
+TEST_CASE("equivalence: pipeline stages with tensor and data parallelism") {
+  // At -np 4: 2 stages x 2 data-parallel ranks, 2 stages x 2 tensor-parallel ranks, 4 stages
+  // with more micro-batches than stages and with fewer.
+  check_pipeline(Strategy::ddp, 1, 2, 3, test::tiny_stack(true, true), 0.3);
+  check_pipeline(Strategy::zero1, 2, 2, 4, test::tiny_stack(false, true), 0, 1e-3f);
+  check_pipeline(Strategy::zero2, 2, 2, 2, test::tiny_stack(true, false), 0.3);
+  check_pipeline(Strategy::ddp, 1, 4, 6, four_layers(false, false), 0.3, 1e-3f);
+  check_pipeline(Strategy::zero1, 1, 4, 2, four_layers(true, true));
+}
+
+TEST_CASE("equivalence: tied embeddings across stages refuse sharded gradients") {
+  const auto world = MpiGroup::world();
+  ParallelGroups g(world, 1, 2, true, [](const MpiGroup& h) { return h.make_communicator(); });
+  TrainerSettings set;
+  set.strategy = Strategy::zero3;
+  auto dev = make_cpu_device(1LL << 30, 1);
+  const auto s = part_of(test::tiny_stack(false, true), 1, 2, g.stage());
+  CHECK_THROWS_WITH(Trainer(s, set, *dev, g.data_parallel(), world, g.model_parallel()),
+                    Catch::Contains("tied embeddings across pipeline stages") &&
+                        Catch::Contains("use ddp or zero1"));
+}
+
 TEST_CASE("equivalence: a tensor-parallel rank allocates what the cost model predicts") {
   // The share's states, activations and buffers (the row-parallel temporary and the
   // vocab-parallel loss's three values per token included) on each of 2 tensor-parallel ranks,
@@ -335,9 +381,10 @@ TEST_CASE("equivalence: a tensor-parallel rank allocates what the cost model pre
       TrainerSettings set;
       set.strategy = strategy;
       set.micro_batch = 2;
-      TpGroups g(2);
+      ParallelGroups g(world, 2, 1, whole.tied,
+                       [](const MpiGroup& h) { return h.make_communicator(); });
       auto dev = make_cpu_device(1LL << 30, 1);
-      Trainer t(share, set, *dev, *g.dp, world, g.tp.get(), &*g.tp_host);
+      Trainer t(share, set, *dev, g.data_parallel(), world, g.model_parallel());
       t.step(0);
       cost::RuntimeRun run{share, strategy, set.optimizer,         dp,
                            2,     1,        t.no_sync_effective(), set.bucket_cap_bytes,

@@ -78,12 +78,12 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
     if (s_.gated) keep(gate_, T * f);
     keep(act_, T * f);
   }
-  if (s_.final_norm) {
+  if (s_.final_norm && s_.has_head()) {
     lnf_ = dev_.allocate_floats(T * h, act);
     stf_ = dev_.allocate_floats(T * 2, act);
   }
-  logits_ = dev_.allocate_floats(T * s_.vocab, act);
-  if (s_.embedding_dropout > 0) drop_emb_ = dev_.allocate(T * h, act);
+  if (s_.has_head()) logits_ = dev_.allocate_floats(T * s_.vocab, act);
+  if (s_.embedding_dropout > 0 && s_.has_embedding()) drop_emb_ = dev_.allocate(T * h, act);
   const auto buf = MemoryComponent::buffers;
   dx_ = dev_.allocate_floats(T * h, buf);
   dmid_ = dev_.allocate_floats(T * h, buf);
@@ -99,7 +99,7 @@ DenseModel::DenseModel(const cost::DenseStack& stack, Device& device, std::int64
     grad16_ = dev_.allocate_floats(cost::largest_matrix(s_), buf);
   }
   if (half() || s_.hidden_dropout > 0 || tp_ != nullptr) tmp_ = dev_.allocate_floats(T * h, buf);
-  if (tp_ != nullptr) {
+  if (tp_ != nullptr && s_.has_head()) {
     top_ = dev_.allocate_floats(T, buf);
     sums_ = dev_.allocate_floats(2 * T, buf);
   }
@@ -117,7 +117,7 @@ DropoutDraw DenseModel::draw(std::int64_t layer, DropoutSite site, double p) con
   d.step = step_;
   d.first_sample = first_sample_;
   d.samples = s_.batch(tokens_);
-  d.layer = layer;
+  d.layer = layer + s_.first_layer;  // the block's place in the whole model
   d.site = site;
   d.p = p;
   d.per_sample = s_.seq_len * s_.hidden;
@@ -352,7 +352,9 @@ void DenseModel::forward_block(std::int64_t l, const float* p) {
 }
 
 const float* DenseModel::head_norm(const float* w) const {
-  const std::int64_t after = s_.vocab * s_.hidden + (s_.tied ? s_.position_params() : 0);
+  // The tied head is the embedding unit (with the positions) unless it has a stage of its own.
+  const bool in_embedding = s_.tied && s_.pp == 1;
+  const std::int64_t after = s_.vocab * s_.hidden + (in_embedding ? s_.position_params() : 0);
   return w + after;
 }
 

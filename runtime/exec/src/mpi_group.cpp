@@ -81,6 +81,15 @@ MpiGroup MpiGroup::split_strided(int stride) const {
   return MpiGroup(sub);
 }
 
+std::optional<MpiGroup> MpiGroup::split(int color) const {
+  MPI_Comm sub = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, rank_, &sub),
+            "MPI_Comm_split");
+  if (color < 0) return std::nullopt;
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  return MpiGroup(sub);
+}
+
 MpiGroup MpiGroup::world() {
   return MpiGroup(MPI_COMM_WORLD);
 }

@@ -322,8 +322,10 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   auto tp_comm = tp_host ? tp_host->make_communicator() : nullptr;
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("setting up");
-  Trainer trainer(job.stack, job.settings, *device, *comm, world, tp_comm.get(),
-                  tp_host ? &*tp_host : nullptr);
+  ModelParallel mp;
+  mp.tp = tp_comm.get();
+  mp.host = tp_host ? &*tp_host : nullptr;
+  Trainer trainer(job.stack, job.settings, *device, *comm, world, mp);
   // The replay is of the whole model over the data-parallel ranks (the same arithmetic).
   ReplayRecord replay{cost::whole_of(job.stack),
                       job.settings,

@@ -76,7 +76,7 @@ std::vector<TensorPiece> tensor_pieces(const cost::DenseStack& share, std::int64
   }
   Pieces p(rank);
   const std::int64_t params = units[static_cast<std::size_t>(unit)].params;
-  if (unit >= 1 && unit <= share.layers) {
+  if (cost::unit_kind(share, unit) == cost::UnitKind::block) {
     block_pieces(p, share);
     return p.take();
   }

@@ -77,7 +77,15 @@ struct DenseStack {
   // vocab-parallel lookup and loss). hidden, the norms, positions and the row-parallel
   // projections' biases are whole on every rank. 1: the whole model.
   std::int64_t tp = 1;
+  // Pipeline parallelism (Megatron-LM's stages of consecutive blocks): the stack is stage
+  // `stage` of `pp`, `layers` its own blocks from block `first_layer` of the whole model; the
+  // first stage holds the embedding, the last the final norm and the head -- with tied
+  // embeddings its own copy of the embedding matrix, whose gradient is summed with the first
+  // stage's (Megatron-LM's embedding group). 1: the whole model.
+  std::int64_t pp = 1, stage = 0, first_layer = 0;
 
+  bool has_embedding() const { return stage == 0; }
+  bool has_head() const { return stage == pp - 1; }
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }
   std::int64_t qkv_size() const { return q_size() + 2 * kv_size(); }
@@ -100,8 +108,15 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
 // tokens of the model it trains). Throws naming the dimension tp does not divide: heads,
 // kv_heads (Megatron-LM replicates key/value heads past their count; dtplan-run does not) or ffn.
 DenseStack tensor_parallel_share(const DenseStack& whole, std::int64_t tp);
-// The whole model (tp 1, the padded vocabulary) a share belongs to.
+// The whole model (tp 1, the padded vocabulary) a share belongs to; pipeline stages stay as
+// they are (pipeline_whole_of joins them).
 DenseStack whole_of(const DenseStack& share);
+
+// Stage `stage` of `pp` (DenseStack::pp), each of layers / pp blocks; throws naming layers when
+// pp does not divide them, or the stage outside 0 .. pp - 1.
+DenseStack pipeline_stage(const DenseStack& whole, std::int64_t pp, std::int64_t stage);
+// The whole model a stage belongs to (pp 1, every block).
+DenseStack pipeline_whole_of(const DenseStack& stage);
 
 // A unit is what ZeRO-3 gathers at once and what gradients are bucketed by: the embedding,
 // each block, and the untied head.
@@ -110,6 +125,9 @@ struct DenseUnit {
   std::int64_t params = 0;
 };
 std::vector<DenseUnit> units_of(const DenseStack& s);
+// What unit `unit` of units_of(s) is (pipeline stages hold some of them).
+enum class UnitKind { embedding, block, head };
+UnitKind unit_kind(const DenseStack& s, std::int64_t unit);
 std::int64_t params_of(const DenseStack& s);
 
 // Forward + backward FLOPs per token of every GEMM: 6 x (every matrix's elements, the head

@@ -65,6 +65,15 @@ class DenseModel {
   // dE[ids] += d x(0) (and dP[position] += d x(0)).
   void backward_embedding(const std::int32_t* ids, float* dtable);
 
+  // A pipeline stage (DenseStack::pp > 1) without the embedding receives x(0) into input(); one
+  // without the head sends output(), x(L), and receives its gradient into output_grad() before
+  // backward; after backward input_grad() holds d x(0) for the stage before.
+  float* input() const { return x_.front().f(); }
+  const float* output() const { return x_.back().f(); }
+  float* output_grad() const { return dx_.f(); }
+  const float* input_grad() const { return dx_.f(); }
+  std::int64_t activation_elements() const { return tokens_ * s_.hidden; }
+
   // Deterministic initial values of unit `unit` (the layout of ParamLayout/units_of):
   // weights uniform with standard deviation 0.02 (output projections / sqrt(2 layers), as
   // GPT-2 does), biases and norm shifts zero, norm scales one; the same for any world size.

@@ -50,6 +50,9 @@ class MpiGroup {
   // Every `stride`-th rank together (ranks r, r + stride, ...: the data-parallel group of
   // tensor-parallel rank r). stride must divide the size. Collective over this group.
   MpiGroup split_strided(int stride) const;
+  // The ranks giving the same colour together, in rank order; a negative colour joins none
+  // (nullopt). Collective over this group.
+  std::optional<MpiGroup> split(int color) const;
 
   // The CPU backend's data communicator over this group.
   std::unique_ptr<Communicator> make_communicator() const;

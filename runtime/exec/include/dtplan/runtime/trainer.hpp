@@ -22,6 +22,16 @@
 // the model's activations and gradients are summed over the tensor-parallel one (dense_model.hpp).
 // Every rank of a tensor-parallel group trains on the same samples. The gradient norm counts the
 // replicated parameters (norms, positions, row-parallel biases) once.
+//
+// With pipeline parallelism (stack.pp > 1, the stack a rank's stage) the step runs Megatron-LM's
+// one-forward-one-backward schedule over the grad_accum micro-batches: stage s runs pp - s - 1
+// forwards first, then alternates a forward with a backward, then finishes the backwards,
+// exchanging activations and their gradients with its neighbours (Communicator::send_recv) and
+// keeping at most pp - s micro-batches' activations, each in a model of its own. With tied
+// embeddings the last stage keeps a copy of the embedding matrix, whose gradient is summed with
+// the first stage's before the optimizer (the copy counted once in the norm). The strategy runs
+// over the data-parallel group as before; ZeRO-2 and ZeRO-3 with tied embeddings across stages
+// are refused.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +65,14 @@ struct TrainerSettings {
   std::uint64_t seed = 1234;
 };
 
+// The groups beyond the data-parallel one that a rank trains in (none: data parallelism only).
+struct ModelParallel {
+  Communicator* tp = nullptr;         // the stack.tp ranks splitting each block
+  Communicator* pp = nullptr;         // the stack.pp stages of the rank's pipeline, in order
+  Communicator* embedding = nullptr;  // tied embeddings across stages: the first and last stage
+  const MpiGroup* host = nullptr;     // every rank of the replica (tp x pp), for gradient norms
+};
+
 struct StepMeasurement {
   std::int64_t step = 0;
   double time_s = 0;
@@ -71,11 +89,9 @@ struct StepMeasurement {
 
 class Trainer {
  public:
-  // `host`: every rank of the job; `tp` and `tp_host`: the tensor-parallel group (both null
-  // when stack.tp is 1).
+  // `host`: every rank of the job; `mp`: the model-parallel groups stack.tp and stack.pp ask for.
   Trainer(const cost::DenseStack& stack, const TrainerSettings& settings, Device& device,
-          Communicator& comm, const MpiGroup& host, Communicator* tp = nullptr,
-          const MpiGroup* tp_host = nullptr);
+          Communicator& comm, const MpiGroup& host, const ModelParallel& mp = {});
 
   StepMeasurement step(std::int64_t index);
 
@@ -94,8 +110,16 @@ class Trainer {
   void allocate_states();
   void initialise_weights();
   void micro_step(std::int64_t step, std::int64_t micro, StepMeasurement& m);
-  void forward(StepMeasurement& m);
-  void backward(bool sync);
+  void pipeline_step(std::int64_t step, StepMeasurement& m);
+  void load_batch(std::int64_t step, std::int64_t micro, std::size_t slot);
+  void forward(std::size_t slot);
+  void backward(std::size_t slot, bool sync);
+  // The stage's units (units_of(stack)): the embedding's, block l's, the head's.
+  std::int64_t block_unit(std::int64_t l) const { return (stack_.has_embedding() ? 1 : 0) + l; }
+  std::int64_t head_unit() const;
+  std::vector<float> initial_values(std::int64_t u) const;
+  void tie_embedding_gradients();
+  std::int64_t shared_table(std::int64_t u) const;  // elements of unit u counted on stage 0
   const float* unit_params(std::int64_t u);
   void release_params(std::int64_t u);
   float* unit_grads(std::int64_t u);
@@ -107,6 +131,7 @@ class Trainer {
   // on tensor-parallel ranks other than 0.
   double local_sum_squares();
   std::vector<float> whole_unit(std::int64_t u, const std::vector<float>& share);
+  std::vector<float> join_stages(const std::vector<float>& mine);
   void zero_gradients();
   void average(float* data, std::int64_t n);
 
@@ -116,16 +141,19 @@ class Trainer {
   Communicator& comm_;
   const MpiGroup& host_;
   Communicator* tp_;
-  const MpiGroup* tp_host_;
+  Communicator* pp_;
+  Communicator* emb_;
+  const MpiGroup* mp_host_;
   Mode mode_;
   ParamLayout layout_;
   std::vector<Bucket> buckets_;
   std::vector<CommHandle> in_flight_;
-  DenseModel model_;
+  // One model (its activations) per micro-batch a pipeline stage keeps in flight.
+  std::vector<std::unique_ptr<DenseModel>> models_;
   Buffer weights_, grads_, moment1_, moment2_;
   Buffer slice_tmp_;
   std::map<std::int64_t, Buffer> gathered_, unit_grad_;
-  Buffer ids_, targets_;
+  std::vector<Buffer> ids_, targets_;  // per model
   float loss_scale_ = 1;
   std::int64_t adam_steps_ = 0;
   double loss_sum_ = 0;
