@@ -560,9 +560,14 @@ def print_report(r, report):
     print(f"torch_replay: {r['strategy']} on {r['ranks']} ranks, {r['steps']} steps, "
           f"{report['parameters']} parameters, {report['compute']}, PyTorch {torch.__version__} "
           "(DDP over gloo)")
+    split = []
     if r.get("tensor_parallel", 1) > 1:
-        print(f"  dtplan-run split each block over {r['tensor_parallel']} tensor-parallel ranks; "
-              "PyTorch trains the whole model (static memory: a share's, not compared)")
+        split.append(f"each block over {r['tensor_parallel']} tensor-parallel ranks")
+    if r.get("pipeline_stages", 1) > 1:
+        split.append(f"the blocks over {r['pipeline_stages']} pipeline stages")
+    if split:
+        print(f"  dtplan-run split {' and '.join(split)}; PyTorch trains the whole model "
+              "(static memory: rank 0's part, not compared)")
     for i, (a, b) in enumerate(zip(report["losses"]["dtplan"], report["losses"]["torch"])):
         print(f"  step {i}: loss dtplan {a:.7f}, torch {b:.7f}")
     print(f"  loss: largest relative difference {report['losses']['max_relative_error']:.2e} "

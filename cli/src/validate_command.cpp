@@ -181,11 +181,14 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     ctx.out << report_text(j);
     return 0;
   }
-  const std::string tp =
-      m.workload.tp > 1 ? " x " + std::to_string(m.workload.tp) + " tensor-parallel" : "";
+  const auto& w = m.workload;
+  std::string layout;
+  if (w.tp > 1) layout += " x " + std::to_string(w.tp) + " tensor-parallel";
+  if (w.pp > 1) layout += " x " + std::to_string(w.pp) + " pipeline-stage";
   ctx.out << "dtplan validate: " << m.plan.model << ", " << name_of(m.executed.strategy) << " on "
-          << m.world_size / m.workload.tp << tp << " ranks (" << m.backend << ", scale " << m.scale
-          << ": " << cost::params_of(m.workload) << " parameters), measured " << m.created << "\n"
+          << m.world_size / w.replica_ranks() << layout << " ranks (" << m.backend << ", scale "
+          << m.scale << ": " << cost::params_of(m.workload) << " parameters), measured "
+          << m.created << "\n"
           << "  hardware: " << m.device << "\n  profile: " << path.string() << " ("
           << profile.hardware << ")\n\n";
   TextTable table({"figure", "predicted", "measured", "error"});

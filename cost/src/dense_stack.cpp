@@ -363,6 +363,7 @@ std::vector<ElementPass> mixed_precision_passes(const DenseStack& s, std::int64_
   times(b.backward, L, true);
   if (s.recompute == Checkpointing::full) times(b.forward, L, true);
   if (s.recompute == Checkpointing::selective) times(b.attention_forward, L, true);
+  if (!s.has_head()) return out;  // a pipeline stage before the last
   // Head: its matrix copied and rounded, the final norm's output and the logits rounded;
   // backward: the logits' and the input's gradients, the weight gradient rounded and added.
   out.insert(out.end(), {{8 * V * h, 2, false},
@@ -436,7 +437,7 @@ DropoutWork dropout_work(const DenseStack& s, std::int64_t tokens) {
     w.backward_draws = L * b.attention_draws;
     times(b.attention_forward, true);
   }
-  if (s.embedding_dropout > 0) {  // drawn and dropped forward, dropped backward
+  if (s.embedding_dropout > 0 && s.has_embedding()) {  // drawn and dropped forward and back
     const double e = static_cast<double>(tokens * s.hidden);
     w.forward_draws += e;
     w.passes.push_back({9 * e, 1, false});
@@ -459,7 +460,7 @@ std::vector<Gemm> gemms_of(const DenseStack& s, std::int64_t tokens) {
   linear(s.q_size(), s.hidden, L);
   linear(s.hidden, s.ffn, (s.gated ? 2 : 1) * L);
   linear(s.ffn, s.hidden, L);
-  linear(s.hidden, s.vocab, 1);  // the LM head
+  if (s.has_head()) linear(s.hidden, s.vocab, 1);  // the LM head, last
   return g;
 }
 

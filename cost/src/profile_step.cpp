@@ -72,11 +72,11 @@ ForwardBackward layer_extras(const DenseStack& s, std::int64_t tokens, const Har
   const double layers = static_cast<double>(s.layers);
   x.forward_s = x.blocks_forward_s = layers * (2 * bytes(12 * T * h) + rotary);
   x.backward_s = layers * (2 * bytes(16 * T * h) + rotary);
-  if (s.final_norm) {
+  if (s.final_norm && s.has_head()) {
     x.forward_s += bytes(12 * T * h);
     x.backward_s += bytes(16 * T * h);
   }
-  if (s.positions == StackPositions::learned) {
+  if (s.positions == StackPositions::learned && s.has_embedding()) {
     x.forward_s += bytes(12 * T * h);
     x.backward_s += bytes(12 * T * h);
   }
@@ -130,7 +130,8 @@ double draw_time_s(double draws, const DenseStack& s, std::int64_t tokens,
 // the attention core (selective).
 ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const HardwareProfile& p) {
   const auto gemms = gemms_of(s, tokens);
-  const std::size_t head_first = gemms.size() - 3;  // the LM head's three GEMMs come last
+  // The LM head's three GEMMs come last (a pipeline stage before the last has none).
+  const std::size_t head_first = gemms.size() - (s.has_head() ? 3 : 0);
   double block_gemms = 0, head_gemm = 0, backward_gemms = 0;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const double t = p.gemm_time_s(gemms[i]);
@@ -149,8 +150,10 @@ ForwardBackward compute_time(const DenseStack& s, std::int64_t tokens, const Har
                         layers * p.activation_s_per_element.time_s(act_elements, "MLP activation");
   ForwardBackward x;
   x.blocks_forward_s = blocks;
-  x.forward_s = blocks + head_gemm + (extras.forward_s - extras.blocks_forward_s) +
-                p.softmax_s_per_element.time_s(static_cast<double>(tokens * s.vocab), "softmax");
+  const double loss = s.has_head() ? p.softmax_s_per_element.time_s(
+                                         static_cast<double>(tokens * s.vocab), "softmax")
+                                   : 0;
+  x.forward_s = blocks + head_gemm + (extras.forward_s - extras.blocks_forward_s) + loss;
   x.backward_s =
       backward_gemms + attention.backward_s + extras.backward_s + 2 * ew +
       layers * p.activation_grad_s_per_element.time_s(act_elements, "MLP activation backward");
@@ -205,18 +208,56 @@ struct Schedule {
 // the phases the runtime labels them: forward sums the embedding lookup, each block's two
 // row-parallel outputs, and the loss's row maxima (tokens floats) and sums (2 x tokens);
 // backward sums the head's and each block's two column-parallel input gradients, and reruns
-// forward's block sums under full recomputation. Returns {forward, backward} time.
+// forward's block sums under full recomputation (on a pipeline stage: the embedding's sum on
+// the first, the loss's and the head's on the last). Returns {forward, backward} time.
 std::pair<double, double> tensor_parallel_collectives(Schedule& sched, const DenseStack& s,
                                                       std::int64_t tokens, std::int64_t A) {
   if (s.tp <= 1) return {0, 0};
   const std::int64_t hidden_bytes = tokens * s.hidden * 4, L = s.layers;
   const std::string fwd = "tensor-parallel forward", bwd = "tensor-parallel backward";
-  double f = sched.add("all_reduce", fwd, hidden_bytes, (1 + 2 * L) * A);
-  f += sched.add("all_reduce", fwd, tokens * 4, A);
-  f += sched.add("all_reduce", fwd, 2 * tokens * 4, A);
+  const std::int64_t embedding = s.has_embedding() ? 1 : 0, head = s.has_head() ? 1 : 0;
+  double f = sched.add("all_reduce", fwd, hidden_bytes, (embedding + 2 * L) * A);
+  f += sched.add("all_reduce", fwd, tokens * 4, head * A);
+  f += sched.add("all_reduce", fwd, 2 * tokens * 4, head * A);
   const std::int64_t rerun = s.recompute == Checkpointing::full ? 2 * L : 0;
-  const double b = sched.add("all_reduce", bwd, hidden_bytes, (1 + 2 * L + rerun) * A);
+  const double b = sched.add("all_reduce", bwd, hidden_bytes, (head + 2 * L + rerun) * A);
   return {f, b};
+}
+
+// A pipeline stage's exchanges with its neighbours in one step (Trainer::pipeline_step: warmup
+// W = min(pp - 1 - stage, A) forwards, A - W alternations, W backwards), each one activation
+// (or its gradient) of the micro-batch, at the profile's 2-rank send_recv fit, in the phase that
+// waits on it. Returns {forward, backward} time.
+std::pair<double, double> pipeline_exchanges(Schedule& sched, const DenseStack& s,
+                                             std::int64_t tokens, std::int64_t A) {
+  if (s.pp <= 1) return {0, 0};
+  const std::int64_t prev = s.has_embedding() ? 0 : 1, next = s.has_head() ? 0 : 1;
+  const std::int64_t W = std::min(s.pp - 1 - s.stage, A), S = A - W, bytes = tokens * s.hidden * 4;
+  const double f = sched.add("send_recv", "pipeline forward", bytes, W * (prev + next) + S * prev);
+  const double b = sched.add("send_recv", "pipeline backward", bytes,
+                             S * next + (S > 0 ? prev : 0) + W * (next + prev));
+  return {f, b};
+}
+
+// What a stage waits for other stages in one-forward-one-backward over A micro-batches: the
+// pipeline takes the sum of every stage's forward and backward of one micro-batch plus A - 1
+// times the slowest stage's, of which this stage computes A of its own. A stage before the last
+// waits in backward, for gradients to come back; the last waits in forward, for activations.
+// Returns {forward, backward}.
+std::pair<double, double> pipeline_idle(const DenseStack& s, std::int64_t tokens, std::int64_t A,
+                                        const ForwardBackward& own, const HardwareProfile& p) {
+  if (s.pp <= 1) return {0, 0};
+  const auto whole = pipeline_whole_of(s);
+  double sum = 0, slowest = 0;
+  for (std::int64_t q = 0; q < s.pp; ++q) {
+    const auto t = compute_time(pipeline_stage(whole, s.pp, q), tokens, p);
+    sum += t.forward_s + t.backward_s;
+    slowest = std::max(slowest, t.forward_s + t.backward_s);
+  }
+  const double mine = own.forward_s + own.backward_s;
+  const double idle =
+      std::max(0.0, sum + static_cast<double>(A - 1) * slowest - static_cast<double>(A) * mine);
+  return s.has_head() ? std::pair{idle, 0.0} : std::pair{0.0, idle};
 }
 
 std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
@@ -234,22 +275,28 @@ std::map<std::string, std::int64_t> memory_of(const RuntimeRun& r, Mode mode) {
   const auto units = padded_units(s, r.ranks);
   const std::int64_t largest = *std::max_element(units.begin(), units.end());
   const std::int64_t tokens = r.micro_batch * s.seq_len;
-  std::int64_t buffers = scratch_elements(s, tokens);
+  // A pipeline stage keeps a model (activations, scratch, batch) per micro-batch in flight.
+  const std::int64_t models = std::min(s.pp - s.stage, r.grad_accum);
+  std::int64_t buffers = models * scratch_elements(s, tokens);
   if (mode != Mode::ddp && mode != Mode::dp) buffers += largest / r.ranks;  // reduce-scatter out
   if (mode == Mode::zero2 || mode == Mode::zero3) {
-    // Backward holds one unit's gradient at a time -- and, with tied embeddings, the
-    // embedding's from the head to the end; ZeRO-3 also holds the gathered unit.
-    const std::int64_t emb = units.front(), block = units[1], head = units.back();
+    // Backward holds one unit's gradient at a time -- and, with tied embeddings on one stage,
+    // the embedding's from the head to the end; ZeRO-3 also holds the gathered unit.
+    const std::int64_t block = units[s.has_embedding() ? 1 : 0];
+    const std::int64_t emb = s.has_embedding() ? units.front() : 0;
+    const std::int64_t head = s.has_head() ? units.back() : 0;
     const std::int64_t held = mode == Mode::zero3 ? 2 : 1;
-    buffers += s.tied ? emb + std::max(held == 2 ? emb : 0, held * block)
-                      : std::max({held * head, held * block, emb});
+    buffers += s.tied && s.pp == 1 ? emb + std::max(held == 2 ? emb : 0, held * block)
+                                   : std::max({held * head, held * block, emb});
   }
+  const std::int64_t activations =
+      (stored_elements_per_token(s) * 4 + mask_bytes_per_token(s)) * tokens;
   return {{"weights", states.gpu.weights.value},
           {"gradients", states.gpu.gradients.value},
           {"optimizer_states", states.gpu.optimizer_states.value},
-          {"activations", (stored_elements_per_token(s) * 4 + mask_bytes_per_token(s)) * tokens},
+          {"activations", models * activations},
           {"buffers", buffers * 4},
-          {"data", 2 * tokens * 4}};
+          {"data", models * 2 * tokens * 4}};
 }
 
 }  // namespace
@@ -320,20 +367,34 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
       if (mode != Mode::zero3) opt_comm += sched.add("all_gather", "optimizer", bytes, 1);
     }
     if (mode == Mode::zero3) {
-      // Forward gathers every unit (the tied embedding twice: lookup and head); backward
-      // re-gathers the blocks, the head's weights being kept from forward.
-      fwd_comm += sched.add("all_gather", "forward", units.front() * 4, s.tied ? 2 * A : A);
-      if (!s.tied) fwd_comm += sched.add("all_gather", "forward", units.back() * 4, A);
-      fwd_comm += sched.add("all_gather", "forward", units[1] * 4, L * A);
-      bwd_comm += sched.add("all_gather", "backward", units[1] * 4, L * A);
+      // Forward gathers every unit of the stage (the tied embedding twice: lookup and head);
+      // backward re-gathers the blocks, the head's weights being kept from forward.
+      const bool tied_here = s.tied && s.pp == 1;
+      if (s.has_embedding()) {
+        fwd_comm += sched.add("all_gather", "forward", units.front() * 4, tied_here ? 2 * A : A);
+      }
+      if (s.has_head() && !tied_here) {
+        fwd_comm += sched.add("all_gather", "forward", units.back() * 4, A);
+      }
+      const auto block = units[s.has_embedding() ? 1 : 0];
+      fwd_comm += sched.add("all_gather", "forward", block * 4, L * A);
+      bwd_comm += sched.add("all_gather", "backward", block * 4, L * A);
     }
   }
   Schedule tp_sched{out, p, s.tp};
   const auto [tp_fwd, tp_bwd] = tensor_parallel_collectives(tp_sched, s, tokens, A);
   fwd_comm += tp_fwd;
   bwd_comm += tp_bwd;
+  Schedule pair_sched{out, p, 2};  // stage neighbours; the tied embedding's two stages
+  const auto [pp_fwd, pp_bwd] = pipeline_exchanges(pair_sched, s, tokens, A);
+  fwd_comm += pp_fwd;
+  bwd_comm += pp_bwd;
+  if (s.pp > 1 && s.tied && (s.has_embedding() || s.has_head())) {
+    wait += pair_sched.add("all_reduce", "gradient sync", s.vocab * s.hidden * 4, 1);
+  }
+  const auto [idle_fwd, idle_bwd] = pipeline_idle(s, tokens, A, compute, p);
   auto& raw = out.parts;
-  raw.compute_s = static_cast<double>(A) * (fwd + bwd);
+  raw.compute_s = static_cast<double>(A) * (fwd + bwd) + idle_fwd + idle_bwd;
   raw.collectives_s = fwd_comm + bwd_comm;
   raw.optimizer_collectives_s = wait + opt_comm;
   // The slowest rank updates as the runtime calls it: one region of every parameter under
@@ -356,8 +417,8 @@ RuntimePrediction predict_runtime_step(const RuntimeRun& r, const HardwareProfil
   }
   const auto& corr = p.correction;
   const double fb = raw.compute_s * corr.compute_scale + raw.collectives_s * corr.collective_scale;
-  out.forward_s =
-      static_cast<double>(A) * fwd * corr.compute_scale + fwd_comm * corr.collective_scale;
+  out.forward_s = (static_cast<double>(A) * fwd + idle_fwd) * corr.compute_scale +
+                  fwd_comm * corr.collective_scale;
   out.backward_s = fb - out.forward_s;
   out.comm_wait_s = wait * corr.collective_scale;
   out.optimizer_s = raw.optimizer_s * corr.optimizer_scale + opt_comm * corr.collective_scale;

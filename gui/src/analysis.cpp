@@ -247,8 +247,9 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
       ValidationRow row;
       row.file = file;
       row.label = m.plan.model + " " + std::string(name_of(m.executed.strategy)) + " x" +
-                  std::to_string(m.world_size / m.workload.tp) + " " + m.backend;
+                  std::to_string(m.world_size / m.workload.replica_ranks()) + " " + m.backend;
       if (m.workload.tp > 1) row.label += ", tp " + std::to_string(m.workload.tp);
+      if (m.workload.pp > 1) row.label += ", pp " + std::to_string(m.workload.pp);
       // What the run computed in and recomputed, where it is not the default.
       if (m.workload.compute != cost::ElementType::fp32) {
         row.label += ", " + std::string(cost::name_of(m.workload.compute));

@@ -36,6 +36,7 @@ nlohmann::json to_json(const Plan& p) {
           {"bucket_cap_bytes", t.bucket_cap_bytes},
           {"no_sync", p.no_sync},
           {"tp", p.tp},
+          {"pp", p.pp},
           {"predicted",
            {{"step_time_s", p.predicted.step_time_s},
             {"samples_per_s", p.predicted.samples_per_s},
@@ -70,9 +71,10 @@ void read_recorded_since_2026_11_29(const ObjectReader& r, TrainingConfig& t) {
   if (r.has("checkpoint_every")) t.checkpoint_every = r.integer("checkpoint_every", 1, 1'000'000);
 }
 
-// Plans written before dtplan-run executed tensor parallelism were data-parallel only.
-std::int64_t read_tensor_parallel(const ObjectReader& r) {
-  return r.has("tp") ? r.integer("tp", 1, 1'000'000) : 1;
+// Plans written before dtplan-run executed tensor or pipeline parallelism were data-parallel
+// only.
+std::int64_t read_model_parallel(const ObjectReader& r, const char* key) {
+  return r.has(key) ? r.integer(key, 1, 1'000'000) : 1;
 }
 
 }  // namespace
@@ -111,7 +113,8 @@ Plan plan_from_reader(const ObjectReader& r) {
   t.seq_len = r.integer("seq_len", 0, 100'000'000);  // 0: a model without a sequence
   t.bucket_cap_bytes = r.positive_integer("bucket_cap_bytes");
   p.no_sync = r.boolean("no_sync");
-  p.tp = read_tensor_parallel(r);
+  p.tp = read_model_parallel(r, "tp");
+  p.pp = read_model_parallel(r, "pp");
   t.grad_accum = p.grad_accum;
   t.no_sync = p.no_sync;
   if (p.global_batch != t.micro_batch * p.grad_accum * t.dp_size) {

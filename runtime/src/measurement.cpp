@@ -135,7 +135,7 @@ StepRow Measurement::median() const {
 }
 
 std::int64_t Measurement::global_batch() const {
-  return executed.micro_batch * executed.grad_accum * world_size / workload.tp;
+  return executed.micro_batch * executed.grad_accum * world_size / workload.replica_ranks();
 }
 
 double Measurement::samples_per_s() const {
@@ -241,8 +241,8 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
     m.collectives.push_back(collective_from(c));
   for (const auto& mem : r.objects("memory"))
     m.memory.push_back(memory_from(mem));
-  if (m.world_size % m.workload.tp != 0) {
-    r.fail("world_size", "is not a multiple of the workload's tensor-parallel ranks");
+  if (m.world_size % m.workload.replica_ranks() != 0) {
+    r.fail("world_size", "is not a multiple of the workload's tensor-parallel x pipeline ranks");
   }
   if (static_cast<std::int64_t>(m.memory.size()) != m.world_size) {
     r.fail("memory", "does not have one entry per rank");
@@ -280,7 +280,7 @@ cost::RuntimeRun runtime_run_of(const Measurement& m) {
   r.stack = m.workload;
   r.strategy = m.executed.strategy;
   r.optimizer = m.executed.optimizer;
-  r.ranks = m.world_size / m.workload.tp;  // data-parallel ranks
+  r.ranks = m.world_size / m.workload.replica_ranks();  // data-parallel ranks
   r.micro_batch = m.executed.micro_batch;
   r.grad_accum = m.executed.grad_accum;
   r.no_sync = m.executed.no_sync;

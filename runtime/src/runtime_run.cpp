@@ -70,6 +70,13 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
       throw Error("/tp: " + std::string(e.what()) + " (model " + plan.model + ")");
     }
   }
+  if (plan.pp > 1) {  // the first stage's: what rank 0 runs
+    try {
+      r.stack = cost::pipeline_stage(r.stack, plan.pp, 0);
+    } catch (const Error& e) {
+      throw Error("/pp: " + std::string(e.what()) + " (model " + plan.model + ")");
+    }
+  }
   return r;
 }
 

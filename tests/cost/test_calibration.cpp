@@ -44,7 +44,8 @@ HardwareProfile flat_profile() {
                   &p.activation_grad_s_per_element, &p.adam_s_per_param, &p.sgd_s_per_param}) {
     c->points = {{1, 1e-9}};
   }
-  for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
+  for (const char* k :
+       {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv"})
     p.collectives.push_back({k, 2, 2e-5, 1e-9, 0});
   return p;
 }
@@ -335,4 +336,40 @@ TEST_CASE("a tensor-parallel runtime step lists the all-reduces of Megatron's sp
   s.recompute = Checkpointing::full;
   p = predict_runtime_step(run, flat_profile());
   CHECK(count(p, "tensor-parallel backward", 768) == 27);
+}
+
+TEST_CASE("a pipeline stage's step: its exchanges by hand, the 1F1B total on every stage") {
+  auto run = tiny_run();
+  run.ranks = 1;
+  run.grad_accum = 3;
+  const auto whole = run.stack;
+  auto stage = [&](std::int64_t q, std::int64_t micro_batches) {
+    auto r = run;
+    r.stack = pipeline_stage(whole, 2, q);
+    r.grad_accum = micro_batches;
+    return predict_runtime_step(r, flat_profile());
+  };
+  auto count = [](const RuntimePrediction& p, const std::string& phase) {
+    for (const auto& c : p.collectives) {
+      if (c.kind == "send_recv" && c.phase == phase) return c.count_per_step;
+    }
+    return std::int64_t{0};
+  };
+  // 3 micro-batches over 2 stages. Stage 0 sends 1 activation ahead (forward), then 2 steady
+  // exchanges and 1 in cooldown wait for gradients (backward). Stage 1 receives an activation
+  // before each forward (3) and returns its last gradient alone (backward).
+  const auto first = stage(0, 3), last = stage(1, 3);
+  CHECK(count(first, "pipeline forward") == 1);
+  CHECK(count(first, "pipeline backward") == 3);
+  CHECK(count(last, "pipeline forward") == 3);
+  CHECK(count(last, "pipeline backward") == 1);
+  // Both stages compute for the pipeline's whole span: every stage's micro-batch once, plus
+  // each further micro-batch at the slower stage's pace (linear in the micro-batches).
+  CHECK(first.parts.compute_s == Approx(last.parts.compute_s));
+  const double one = stage(0, 1).parts.compute_s, two = stage(0, 2).parts.compute_s;
+  CHECK(stage(1, 1).parts.compute_s == Approx(one));
+  CHECK(first.parts.compute_s - two == Approx(two - one));
+  // The slower stage's pace lies between half the pair's and all of it.
+  CHECK(two - one >= one / 2);
+  CHECK(two - one <= one);
 }

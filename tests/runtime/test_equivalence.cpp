@@ -9,8 +9,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "dtplan/cost/profile_step.hpp"
 #include "dtplan/runtime/cpu_device.hpp"
@@ -357,44 +359,64 @@ TEST_CASE("equivalence: tied embeddings across stages refuse sharded gradients")
                         Catch::Contains("use ddp or zero1"));
 }
 
-TEST_CASE("equivalence: a tensor-parallel rank allocates what the cost model predicts") {
-  // The share's states, activations and buffers (the row-parallel temporary and the
-  // vocab-parallel loss's three values per token included) on each of 2 tensor-parallel ranks,
-  // the strategy over the data-parallel rest; the same byte for byte.
+TEST_CASE("equivalence: a model-parallel rank allocates what the cost model predicts") {
+  // Every rank's states, activations and buffers -- its tensor-parallel share (the row-parallel
+  // temporary and the vocab-parallel loss's three values per token included) of its pipeline
+  // stage (a model per micro-batch in flight: 2 on the first of 2 stages, 1 on the last), the
+  // strategy over the data-parallel rest -- the same byte for byte.
   const auto world = MpiGroup::world();
-  const int dp = world.size() / 2;
-  cost::HardwareProfile profile;  // the data-parallel group's collectives and the tp pair's
-  for (const char* k : {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"}) {
-    profile.collectives.push_back({k, dp, 1e-5, 1e-9, 0});
-    if (dp != 2) profile.collectives.push_back({k, 2, 1e-5, 1e-9, 0});
+  cost::HardwareProfile profile;  // times are irrelevant; every group size is known
+  for (const char* k :
+       {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "send_recv"}) {
+    for (int n : {2, 4})
+      profile.collectives.push_back({k, n, 1e-5, 1e-9, 0});
   }
   for (auto* c : {&profile.elementwise_s_per_byte, &profile.softmax_s_per_element,
                   &profile.activation_s_per_element, &profile.activation_grad_s_per_element,
                   &profile.adam_s_per_param, &profile.sgd_s_per_param}) {
     c->points = {{1, 1e-9}};
   }
-  for (auto strategy : {Strategy::ddp, Strategy::zero1, Strategy::zero3}) {
-    for (bool gated : {true, false}) {
-      auto whole = test::tiny_stack(gated, !gated);
-      if (gated) whole.compute = cost::ElementType::bf16;
-      const auto share = cost::tensor_parallel_share(whole, 2);
-      TrainerSettings set;
-      set.strategy = strategy;
-      set.micro_batch = 2;
-      ParallelGroups g(world, 2, 1, whole.tied,
-                       [](const MpiGroup& h) { return h.make_communicator(); });
-      auto dev = make_cpu_device(1LL << 30, 1);
-      Trainer t(share, set, *dev, g.data_parallel(), world, g.model_parallel());
-      t.step(0);
-      cost::RuntimeRun run{share, strategy, set.optimizer,         dp,
-                           2,     1,        t.no_sync_effective(), set.bucket_cap_bytes,
-                           {}};
-      const auto p = cost::predict_runtime_step(run, profile);
-      INFO(name_of(strategy) << (gated ? " gated, bf16" : " GELU, fp32") << ", dp " << dp);
-      for (int c = 0; c < kMemoryComponents; ++c) {
-        const auto comp = static_cast<MemoryComponent>(c);
-        INFO(name_of(comp));
-        CHECK(p.memory.at(std::string(name_of(comp))) == dev->at_peak()[comp]);
+  for (const auto& [tp, pp] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+    if (world.size() % (tp * pp) != 0) continue;
+    const int dp = world.size() / (tp * pp);
+    for (auto strategy : {Strategy::ddp, Strategy::zero1, Strategy::zero3}) {
+      for (bool gated : {true, false}) {
+        auto whole = test::tiny_stack(gated, !gated);
+        if (gated) whole.compute = cost::ElementType::bf16;
+        TrainerSettings set;
+        set.strategy = strategy;
+        set.micro_batch = 2;
+        set.grad_accum = 3;
+        ParallelGroups g(world, tp, pp, whole.tied,
+                         [](const MpiGroup& h) { return h.make_communicator(); });
+        if (pp > 1 && whole.tied && strategy == Strategy::zero3) continue;  // refused
+        const auto part = part_of(whole, tp, pp, g.stage());
+        auto dev = make_cpu_device(1LL << 30, 1);
+        Trainer t(part, set, *dev, g.data_parallel(), world, g.model_parallel());
+        const auto measured = t.step(0);
+        cost::RuntimeRun run{part, strategy, set.optimizer,         dp,
+                             2,    3,        t.no_sync_effective(), set.bucket_cap_bytes,
+                             {}};
+        const auto p = cost::predict_runtime_step(run, profile);
+        INFO(name_of(strategy) << (gated ? " gated, bf16" : " GELU, fp32") << ", tp " << tp
+                               << " x pp " << pp << " x dp " << dp << ", stage " << g.stage());
+        for (int c = 0; c < kMemoryComponents; ++c) {
+          const auto comp = static_cast<MemoryComponent>(c);
+          INFO(name_of(comp));
+          CHECK(p.memory.at(std::string(name_of(comp))) == dev->at_peak()[comp]);
+        }
+        // And every collective and exchange the step made is one the prediction lists, as
+        // often (a data-parallel group of one issues its all-reduces too).
+        std::map<std::tuple<std::string, std::string, std::int64_t>, std::int64_t> made;
+        for (const auto& c : measured.collectives)
+          ++made[{std::string(name_of(c.kind)), c.phase, c.bytes}];
+        std::int64_t listed = 0;
+        for (const auto& c : p.collectives) {
+          INFO(c.kind << " " << c.phase << " " << c.bytes);
+          CHECK(made[{c.kind, c.phase, c.bytes}] == c.count_per_step);
+          listed += c.count_per_step;
+        }
+        CHECK(listed == static_cast<std::int64_t>(measured.collectives.size()));
       }
     }
   }

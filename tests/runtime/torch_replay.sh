@@ -10,10 +10,13 @@
 #   Llama 2 kind (untied head, no biases), ZeRO-3 with 2 micro-steps, 2 ranks, full
 #     recomputation
 # (Recomputation changes what is kept, not the arithmetic: PyTorch keeps everything.)
-# Two fp32 jobs split each block over 2 tensor-parallel ranks (Megatron-LM's split, dtplan-run
-# --tp 2) and must end where PyTorch trains the whole model (the vocabulary padded to even):
-#   GPT-2 kind with its dropout, DDP on 1 data-parallel rank, 2 micro-steps
-#   Llama 3.2 kind, ZeRO-1 on 2 data-parallel ranks (4 processes), full recomputation
+# Four fp32 jobs split the model as Megatron-LM does (dtplan-run --tp, --pp) and must end where
+# PyTorch trains the whole model (under tp the vocabulary padded to even):
+#   GPT-2 kind with its dropout, 2 tensor-parallel ranks, DDP on 1 data-parallel rank
+#   Llama 3.2 kind, 2 tensor-parallel x 2 data-parallel ranks, ZeRO-1, full recomputation
+#   GPT-2 kind with its dropout, 2 pipeline stages (tied: the last stage's copy of the
+#     embedding), 8 micro-batches under one-forward-one-backward, DDP
+#   Llama 3.2 kind, 2 tensor-parallel ranks x 2 pipeline stages, ZeRO-1, 4 micro-batches
 # Two bf16 jobs (one-block GPT-2 and Llama 3.2 shapes, one SGD step at learning rate 1 without
 # clipping, so that the weights move by the gradient) must give the gradient PyTorch's bf16
 # autocast gives, element by element (torch_replay.py says how closely):
@@ -50,12 +53,14 @@ replay() {  # name model strategy ranks micro seq scale checkpointing
   "$python" "$tools/torch_replay.py" "$work/$1"
 }
 
-replay_tp() {  # name model strategy dp micro seq scale checkpointing: tp 2 x dp ranks
+replay_mp() {  # name model strategy dp micro seq scale checkpointing global tp pp
   topology=pcie-1switch-4
-  plan "$1" "$2" "$3" "$4" $((4 * $4)) "$5" "$6" "$8" fp32 adamw
-  "$mpirun" -np $((2 * $4)) --oversubscribe "$bin/dtplan-run" --plan "$work/$1.json" --tp 2 \
-    --backend cpu --steps 2 --warmup 1 --scale "$7" --dump "$work/$1" > /dev/null
-  grep -q '"tensor_parallel": 2' "$work/$1/replay.json"
+  plan "$1" "$2" "$3" "$4" "$9" "$5" "$6" "$8" fp32 adamw
+  "$mpirun" -np $(($4 * ${10} * ${11})) --oversubscribe "$bin/dtplan-run" --plan "$work/$1.json" \
+    --tp "${10}" --pp "${11}" --backend cpu --steps 2 --warmup 1 --scale "$7" \
+    --dump "$work/$1" > /dev/null
+  if [[ "${10}" -gt 1 ]]; then grep -q "\"tensor_parallel\": ${10}" "$work/$1/replay.json"; fi
+  if [[ "${11}" -gt 1 ]]; then grep -q "\"pipeline_stages\": ${11}" "$work/$1/replay.json"; fi
   "$python" "$tools/torch_replay.py" "$work/$1"
 }
 
@@ -81,8 +86,10 @@ gradient() {  # name model strategy global micro: one bf16 SGD step on 2 ranks
 replay gpt2 gpt2 fsdp-grad-op 2 2 128 0.05 selective
 replay llama32 llama-3.2-1b ddp 1 2 32 0.05 none
 replay llama2 llama-2-7b zero3 2 2 64 0.02 full
-replay_tp gpt2-tp gpt2 ddp 1 2 64 0.05 none
-replay_tp llama32-tp llama-3.2-1b zero1 2 2 64 0.05 full
+replay_mp gpt2-tp gpt2 ddp 1 2 64 0.05 none 4 2 1
+replay_mp llama32-tp llama-3.2-1b zero1 2 2 64 0.05 full 8 2 1
+replay_mp gpt2-pp gpt2 ddp 1 2 64 0.05 none 16 1 2
+replay_mp llama32-tp-pp llama-3.2-1b zero1 1 2 64 0.05 none 8 2 2
 
 one_block gpt2
 one_block llama-3.2-1b

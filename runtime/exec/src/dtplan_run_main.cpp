@@ -38,6 +38,9 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
                  "tensor-parallel ranks per replica, overriding the plan's (CPU backend; "
                  "mpirun -np dp x tp)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
+  app.add_option("--pp", o.pp,
+                 "pipeline stages, overriding the plan's (CPU backend; mpirun -np dp x tp x pp)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   app.add_option("--out", o.out_path, "measurement JSON to write (rank 0)");
   app.add_option("--data-dir", o.data_dir, "dtplan data directory (presets)");
   app.add_option("--dump", o.dump_dir,
@@ -78,14 +81,17 @@ void print_summary(const nlohmann::json& m) {
   const auto& s = m["summary"];
   const auto& w = m["workload"];
   const std::int64_t tp = w.contains("tp") ? w["tp"].get<std::int64_t>() : 1;
-  const std::string ranks = tp > 1 ? std::to_string(m["world_size"].get<std::int64_t>() / tp) +
-                                         " x " + std::to_string(tp) + " tensor-parallel ranks"
-                                   : std::to_string(m["world_size"].get<std::int64_t>()) + " ranks";
+  const std::int64_t pp = w.contains("pipeline") ? w["pipeline"]["pp"].get<std::int64_t>() : 1;
+  std::string ranks = std::to_string(m["world_size"].get<std::int64_t>() / (tp * pp));
+  if (tp > 1) ranks += " x " + std::to_string(tp) + " tensor-parallel";
+  if (pp > 1) ranks += " x " + std::to_string(pp) + " pipeline-stage";
+  ranks += " ranks";
   std::printf("dtplan-run: %s, %s on %s (%s), scale %g: %lld parameters%s\n",
               m["plan"]["model"].get<std::string>().c_str(),
               m["executed"]["strategy"].get<std::string>().c_str(), ranks.c_str(),
               m["backend"].get<std::string>().c_str(), m["scale"].get<double>(),
-              static_cast<long long>(w["params"].get<std::int64_t>()), tp > 1 ? " per rank" : "");
+              static_cast<long long>(w["params"].get<std::int64_t>()),
+              tp * pp > 1 ? " on rank 0" : "");
   std::printf(
       "step %.4f s (forward %.4f, backward %.4f, waiting for gradients %.4f, optimizer "
       "%.4f); %.2f samples/s, %.0f tokens/s; peak %.1f MiB per rank\n",

@@ -86,9 +86,9 @@ void write_replay(const std::filesystem::path& dir, const ReplayRecord& r) {
   j["seed"] = r.settings.seed;  // the batches' and the dropout masks' (dropout.hpp)
   j["losses"] = r.losses;
   j["files"] = {{"initial", "initial.f32"}, {"final", "final.f32"}, {"batches", "batches.i32"}};
-  if (r.tp > 1) {
-    j["tensor_parallel"] = r.tp;
-  } else {
+  if (r.tp > 1) j["tensor_parallel"] = r.tp;
+  if (r.pp > 1) j["pipeline_stages"] = r.pp;
+  if (r.tp * r.pp == 1) {
     nlohmann::json memory = nlohmann::json::object();
     for (int c = 0; c < kMemoryComponents; ++c) {
       const auto comp = static_cast<MemoryComponent>(c);

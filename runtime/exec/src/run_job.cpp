@@ -19,6 +19,7 @@
 #include "dtplan/runtime/host_info.hpp"
 #include "dtplan/runtime/measure_profile.hpp"
 #include "dtplan/runtime/measurement.hpp"
+#include "dtplan/runtime/parallel_groups.hpp"
 #include "dtplan/runtime/replay_dump.hpp"
 #include "dtplan/runtime/runtime_run.hpp"
 #include "dtplan/runtime/trainer.hpp"
@@ -68,19 +69,23 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
   Job j;
   j.plan = plan_from_json(o.plan_path);
   if (o.tp > 0) j.plan.tp = o.tp;
+  if (o.pp > 0) j.plan.pp = o.pp;
   const auto& t = j.plan.training;
-  const std::int64_t ranks = t.dp_size * j.plan.tp;
+  const std::int64_t ranks = t.dp_size * j.plan.tp * j.plan.pp;
   if (ranks != world.size()) {
-    const std::string tp =
-        j.plan.tp > 1 ? " x " + std::to_string(j.plan.tp) + " tensor-parallel" : "";
+    std::string layout;
+    if (j.plan.tp > 1) layout += " x " + std::to_string(j.plan.tp) + " tensor-parallel";
+    if (j.plan.pp > 1) layout += " x " + std::to_string(j.plan.pp) + " pipeline-stage";
     throw Error(o.plan_path + ": the plan is for " + std::to_string(t.dp_size) + " data-parallel" +
-                tp + " ranks but mpirun started " + std::to_string(world.size()) +
+                layout + " ranks but mpirun started " + std::to_string(world.size()) +
                 " (run mpirun -np " + std::to_string(ranks) +
                 ", or make a plan with dtplan plan --gpus " + std::to_string(world.size()) + ")");
   }
-  if (j.plan.tp > 1 && o.backend == "cuda") {
-    throw Error(o.plan_path + ": tp " + std::to_string(j.plan.tp) +
-                ": dtplan-run executes tensor parallelism on the CPU backend only (--backend cpu)");
+  if (j.plan.tp * j.plan.pp > 1 && o.backend == "cuda") {
+    throw Error(o.plan_path + ": tp " + std::to_string(j.plan.tp) + " x pp " +
+                std::to_string(j.plan.pp) +
+                ": dtplan-run executes tensor and pipeline parallelism on the CPU backend only "
+                "(--backend cpu)");
   }
   cost::RuntimeRun run;
   try {
@@ -227,16 +232,34 @@ std::string tensor_parallel_note(const cost::DenseStack& s) {
          " MLP columns and " + std::to_string(s.vocab) + " vocabulary rows (the vocabulary " +
          "padded to a multiple of " + tp + "); all-reduces sum the embedding lookup, the " +
          "row-parallel outputs, the column-parallel input gradients and the vocab-parallel loss; " +
-         std::to_string(cost::params_of(s)) + " parameters per rank";
+         std::to_string(cost::params_of(s)) + " parameters on rank 0";
+}
+
+std::string pipeline_note(const cost::DenseStack& s, std::int64_t micro_batches) {
+  const auto blocks = std::to_string(s.layers);
+  std::string n = "pipeline of " + std::to_string(s.pp) + " stages of " + blocks +
+                  " blocks under Megatron-LM's one-forward-one-backward schedule over the " +
+                  std::to_string(micro_batches) + " micro-batches: neighbours exchange each " +
+                  "micro-batch's activations and their gradients (send_recv); rank 0 runs the " +
+                  "embedding and blocks 0-" + std::to_string(s.layers - 1) + " and keeps " +
+                  std::to_string(std::min(s.pp, micro_batches)) +
+                  " micro-batches' activations; its memory and times are predicted for that " +
+                  "stage, the other stages' compute entering as its wait";
+  if (s.tied) {
+    n += "; the last stage keeps a copy of the tied embedding matrix, the two stages' gradients "
+         "summed before the optimizer";
+  }
+  return n;
 }
 
 std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOptions& o, bool cuda) {
   std::vector<std::string> n{
       "workload: the plan's decoder blocks (cost/dense_stack.hpp): " + workload_of(j.stack, cuda),
       "scale " + std::to_string(o.scale) + ": head dimension, MLP width and vocabulary x scale; " +
-          std::to_string(cost::params_of(cost::whole_of(j.stack))) +
+          std::to_string(cost::params_of(cost::pipeline_whole_of(cost::whole_of(j.stack)))) +
           " parameters executed for the plan's " + std::to_string(j.plan.params)};
   if (j.stack.tp > 1) n.push_back(tensor_parallel_note(j.stack));
+  if (j.stack.pp > 1) n.push_back(pipeline_note(j.stack, j.settings.grad_accum));
   for (const auto& what : j.not_executed)
     n.push_back("not executed: " + what);
   if (const auto d = dropout_note(j.stack)) n.push_back(*d);
@@ -314,28 +337,35 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   const bool cuda = o.backend == "cuda";
   const Job job = prepare(o, world);
   auto device = make_device(o, world);
-  // Consecutive ranks form a tensor-parallel group; every tp-th rank a data-parallel one.
-  const int tp = static_cast<int>(job.plan.tp);
-  const auto tp_host = tp > 1 ? world.split_consecutive(tp) : std::nullopt;
-  const auto dp_host = world.split_strided(tp);
-  auto comm = make_comm(o, tp > 1 ? dp_host : world, *device);
-  auto tp_comm = tp_host ? tp_host->make_communicator() : nullptr;
+  // Data parallelism alone: the world's communicator (NCCL on CUDA). With tensor or pipeline
+  // parallelism (CPU only): Megatron-LM's groups, each rank running its stage.
+  const int tp = static_cast<int>(job.plan.tp), pp = static_cast<int>(job.plan.pp);
+  std::unique_ptr<Communicator> world_comm;
+  std::optional<ParallelGroups> groups;
+  auto stack = job.stack;
+  if (tp * pp == 1) {
+    world_comm = make_comm(o, world, *device);
+  } else {
+    groups.emplace(world, tp, pp, stack.tied,
+                   [&](const MpiGroup& g) { return make_comm(o, g, *device); });
+    if (pp > 1) stack = cost::pipeline_stage(cost::pipeline_whole_of(stack), pp, groups->stage());
+  }
+  Communicator& comm = groups ? groups->data_parallel() : *world_comm;
   Watchdog watchdog(o.timeout_s, world.rank());
   watchdog.kick("setting up");
-  ModelParallel mp;
-  mp.tp = tp_comm.get();
-  mp.host = tp_host ? &*tp_host : nullptr;
-  Trainer trainer(job.stack, job.settings, *device, *comm, world, mp);
+  Trainer trainer(stack, job.settings, *device, comm, world,
+                  groups ? groups->model_parallel() : ModelParallel{});
   // The replay is of the whole model over the data-parallel ranks (the same arithmetic).
-  ReplayRecord replay{cost::whole_of(job.stack),
+  ReplayRecord replay{cost::pipeline_whole_of(cost::whole_of(stack)),
                       job.settings,
-                      comm->size(),
+                      comm.size(),
                       o.warmup + o.steps,
                       {},
                       {},
                       {},
                       {},
-                      job.stack.tp};
+                      job.stack.tp,
+                      job.stack.pp};
   if (!o.dump_dir.empty()) replay.initial = trainer.gather_parameters();
   std::vector<StepMeasurement> measured;
   for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {
@@ -371,7 +401,7 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   out.device_capacity_bytes = device->capacity_bytes();
   out.versions = {{"mpi", MpiSession::library_version()},
                   {"eigen", eigen_version()},
-                  {"communicator", comm->description()}};
+                  {"communicator", comm.description()}};
   if (cuda) out.versions["cuda"] = cuda_versions();
   if (!cuda) out.versions["cpu_kernels"] = cpu_kernels().name;  // the instruction-set build
   out.scale = o.scale;

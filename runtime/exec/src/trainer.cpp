@@ -233,6 +233,7 @@ void Trainer::pipeline_step(std::int64_t step, StepMeasurement& m) {
   const std::int64_t n = model(0).activation_elements();
   auto exchange = [&](double& into, const float* send, int to, float* recv, int from) {
     if (to < 0 && from < 0) return;
+    pp_->set_phase(&into == &m.forward_s ? "pipeline forward" : "pipeline backward");
     const double t = now_s();
     pp_->wait(pp_->send_recv(send, n, to, recv, n, from));
     into += now_s() - t;
@@ -246,13 +247,11 @@ void Trainer::pipeline_step(std::int64_t step, StepMeasurement& m) {
   auto fwd = [&](std::int64_t i) {
     load_batch(step, i, static_cast<std::size_t>(i % k));
     comm_.set_phase("forward");
-    pp_->set_phase("pipeline forward");
     if (tp_ != nullptr) tp_->set_phase("tensor-parallel forward");
     run(m.forward_s, [&] { forward(static_cast<std::size_t>(i % k)); });
   };
   auto bwd = [&](std::int64_t i) {
     comm_.set_phase("backward");
-    pp_->set_phase("pipeline backward");
     if (tp_ != nullptr) tp_->set_phase("tensor-parallel backward");
     const bool sync = i == M - 1 || !no_sync_effective();
     run(m.backward_s, [&] { backward(static_cast<std::size_t>(i % k), sync); });

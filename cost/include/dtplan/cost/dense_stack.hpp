@@ -85,6 +85,7 @@ struct DenseStack {
   std::int64_t pp = 1, stage = 0, first_layer = 0;
 
   bool has_embedding() const { return stage == 0; }
+  std::int64_t replica_ranks() const { return tp * pp; }  // ranks holding one model replica
   bool has_head() const { return stage == pp - 1; }
   std::int64_t q_size() const { return heads * head_dim; }
   std::int64_t kv_size() const { return kv_heads * head_dim; }

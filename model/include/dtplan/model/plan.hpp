@@ -32,6 +32,9 @@ struct Plan {
   // cost::DenseStack::tp): the job runs dp x tp processes, consecutive ranks forming a
   // tensor-parallel group. dtplan-run executes it on the CPU backend.
   std::int64_t tp = 1;
+  // Pipeline stages (Megatron-LM's one-forward-one-backward over grad_accum micro-batches):
+  // the job runs dp x tp x pp processes, stages outermost. CPU backend.
+  std::int64_t pp = 1;
   std::int64_t grad_accum = 1;
   std::int64_t global_batch = 0;
   bool no_sync = true;

@@ -13,7 +13,8 @@ namespace dtplan::runtime {
 // What dtplan-run executes for `plan` at `scale` (the scaled stack, the runtime's strategy
 // settings, the bucket cap shrunk with the model), as the cost model's RuntimeRun: predicting a
 // run before starting it. Throws naming the plan's field (/model, /seq_len) when
-// the model is unknown or not a transformer, or the sequence length is missing.
+// the model is unknown or not a transformer, or the sequence length is missing. Under tensor
+// or pipeline parallelism the stack is rank 0's: its share of the first stage.
 cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::string& data_dir);
 
 }  // namespace dtplan::runtime

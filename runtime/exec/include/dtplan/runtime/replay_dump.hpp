@@ -30,9 +30,10 @@ struct ReplayRecord {
   std::vector<float> initial, final;
   std::vector<double> losses;
   MemoryUse memory;  // rank 0's, by component, at its peak
-  // Tensor-parallel ranks of the run: `stack` is then the whole model the shares make up and
-  // `ranks` the data-parallel ones; rank 0's memory is its share's and is not written.
-  std::int64_t tp = 1;
+  // Tensor-parallel ranks and pipeline stages of the run: `stack` is then the whole model the
+  // shares and stages make up and `ranks` the data-parallel ones; rank 0's memory is its part's
+  // and is not written.
+  std::int64_t tp = 1, pp = 1;
 };
 
 // Before the run: creates `dir` and checks its files can be written; throws dtplan::Error

@@ -43,6 +43,7 @@ struct RunOptions {
   bool quick_profile = false;  // fewer microbenchmark shapes and sizes
   std::string dump_dir;        // non-empty: write a replay dump there (replay_dump.hpp)
   std::int64_t tp = 0;         // tensor-parallel ranks; 0: the plan's
+  std::int64_t pp = 0;         // pipeline stages; 0: the plan's
 };
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0
