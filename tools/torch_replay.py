@@ -135,6 +135,7 @@ class Layout:
         self.f, self.vocab = w["ffn"], w["vocab"]
         self.layernorm = w["norm"] == "layernorm"
         self.learned = w["positions"] == "learned"
+        self.tp = 1  # set from the dump (build_model)
 
     def norm(self, name):
         shapes = [(f"{name}.weight", (self.h,))]
@@ -229,6 +230,63 @@ def build_model(r):
         def linear(self, x, name):
             return F.linear(x, self.p(name + ".weight"), self.p(name + ".bias"))
 
+        # A dump of a tensor-parallel run (its "tensor_parallel" ranks) is replayed with each
+        # split Linear computed as Megatron-LM's ranks compute it, from the same weights: a
+        # column-parallel one as one GEMM per rank over the rank's output rows (`segments`: the
+        # widths the rows split within, as QKV's queries, keys and values), so that backward's
+        # input gradient is the sum of the ranks' rounded partial products (autograd adds them);
+        # a row-parallel one as the sum of the ranks' partial products over their input columns,
+        # each rounded under autocast, the bias added after. In fp32 only the order of the sums
+        # moves; under bf16 these are the roundings a 16-bit tensor-parallel run makes.
+        def split_rows(self, x, weight, bias, segments):
+            tp = self.layout.tp
+            if tp == 1:
+                return F.linear(x, weight, bias)
+            shards = [[] for _ in range(tp)]
+            at = 0
+            for width in segments:
+                part = width // tp
+                for r in range(tp):
+                    shards[r].append((at + r * part, part))
+                at += width
+            outs = []
+            for r in range(tp):
+                rows = torch.cat([torch.arange(a, a + n) for a, n in shards[r]])
+                outs.append(F.linear(x, weight[rows], None if bias is None else bias[rows]))
+            # Each rank's outputs back in the whole model's order, segment by segment.
+            pieces = []
+            for s in range(len(segments)):
+                for r in range(tp):
+                    start = sum(n for _, n in shards[r][:s])
+                    pieces.append(outs[r][..., start:start + shards[r][s][1]])
+            return torch.cat(pieces, dim=-1)
+
+        def shared_input(self, x):
+            """Under tensor parallelism and autocast, a column-parallel Linear's input as the one
+            16-bit tensor every rank reads, so that autograd sums the ranks' input gradients in
+            16 bits, as a 16-bit all-reduce does (autocast alone would cast it once per rank and
+            sum in fp32)."""
+            if self.layout.tp > 1 and torch.is_autocast_cpu_enabled():
+                return x.to(torch.get_autocast_cpu_dtype())
+            return x
+
+        def column_linear(self, x, name, segments):
+            return self.split_rows(x, self.p(name + ".weight"), self.p(name + ".bias"), segments)
+
+        def row_linear(self, x, name):
+            tp = self.layout.tp
+            weight, bias = self.p(name + ".weight"), self.p(name + ".bias")
+            if tp == 1:
+                return F.linear(x, weight, bias)
+            part = x.shape[-1] // tp
+            y = None
+            for r in range(tp):
+                partial = F.linear(x[..., r * part:(r + 1) * part], weight[:, r * part:(r + 1) * part])
+                y = partial if y is None else y + partial
+            # The bias joins the summed output in its type (a bf16 add under autocast, as the
+            # rank adds it to its 16-bit all-reduced output).
+            return y if bias is None else y + bias.to(y.dtype)
+
         def rotary(self, x, seq):
             # Pair i with i + d/2 (Llama's rotate_half), angle position x theta^(-2i/d).
             d = self.layout.d
@@ -251,7 +309,8 @@ def build_model(r):
 
         def attention(self, x, prefix, batch, seq, masks=None, layer=0):
             L = self.layout
-            qkv = self.linear(x, prefix + "qkv")
+            x = self.shared_input(x)
+            qkv = self.column_linear(x, prefix + "qkv", [L.q, L.kv * L.d, L.kv * L.d])
             q = qkv[..., :L.q].view(batch, seq, L.heads, L.d)
             k = qkv[..., L.q:L.q + L.kv * L.d].view(batch, seq, L.kv, L.d)
             v = qkv[..., L.q + L.kv * L.d:].view(batch, seq, L.kv, L.d)
@@ -270,17 +329,19 @@ def build_model(r):
                                        L.w["dropout"]["attention"])
                 out = torch.einsum("bhij,bjhd->bihd", dropped, v)
             out = out.reshape(batch, seq, L.q)
-            return self.linear(out, prefix + "out")
+            return self.row_linear(out, prefix + "out")
 
         def mlp(self, x, prefix):
             # The activation in fp32, rounded once to its input's type.
+            f = [self.layout.f]
+            x = self.shared_input(x)
             if self.layout.w["gated"]:
-                g = self.linear(x, prefix + "gate")
-                a = F.silu(g.float()).to(g.dtype) * self.linear(x, prefix + "up")
+                g = self.column_linear(x, prefix + "gate", f)
+                a = F.silu(g.float()).to(g.dtype) * self.column_linear(x, prefix + "up", f)
             else:
-                up = self.linear(x, prefix + "up")
+                up = self.column_linear(x, prefix + "up", f)
                 a = F.gelu(up.float(), approximate="tanh").to(up.dtype)
-            return self.linear(a, prefix + "down")
+            return self.row_linear(a, prefix + "down")
 
         def forward(self, ids, targets, masks=None):
             L = self.layout
@@ -299,11 +360,14 @@ def build_model(r):
             if L.w["final_norm"]:
                 x = self.norm(x, "final_norm")
             head = self.p("tok") if L.w["tied"] else self.p("head")
-            logits = F.linear(x, head).float()  # bf16 under autocast; the loss in fp32
+            x = self.shared_input(x)
+            logits = self.split_rows(x, head, None, [L.vocab]).float()  # the loss in fp32
             return F.cross_entropy(logits.reshape(-1, L.vocab), targets.reshape(-1),
                                    reduction="sum")
 
-    return Blocks(Layout(r["workload"]))
+    layout = Layout(r["workload"])
+    layout.tp = r.get("tensor_parallel", 1)
+    return Blocks(layout)
 
 
 # dtplan-run's dropout masks, rebuilt (runtime/exec/include/dtplan/runtime/dropout.hpp): element

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "dtplan/model/data_dir.hpp"
@@ -13,6 +15,7 @@
 #include "dtplan/model/model_desc.hpp"
 #include "dtplan/model/plan.hpp"
 #include "dtplan/runtime/launcher.hpp"
+#include "dtplan/runtime/runtime_run.hpp"
 
 namespace dtplan::cli {
 namespace {
@@ -23,23 +26,50 @@ struct RunCommandOptions {
   std::vector<std::string> forwarded;  // passed to dtplan-run unchanged
 };
 
+// A dtplan-run flag's value as forwarded ("--tp 2" or "--tp=2"), if it is.
+std::optional<std::string> forwarded_value(const std::vector<std::string>& forwarded,
+                                           const std::string& flag) {
+  for (std::size_t i = 0; i < forwarded.size(); ++i) {
+    if (forwarded[i] == flag && i + 1 < forwarded.size()) return forwarded[i + 1];
+    if (forwarded[i].rfind(flag + "=", 0) == 0) return forwarded[i].substr(flag.size() + 1);
+  }
+  return std::nullopt;
+}
+
 // The data directory dtplan-run will use: its --data-dir flag, if forwarded.
 std::string forwarded_data_dir(const std::vector<std::string>& forwarded) {
-  for (std::size_t i = 0; i + 1 < forwarded.size(); ++i)
-    if (forwarded[i] == "--data-dir") return forwarded[i + 1];
-  return "";
+  return forwarded_value(forwarded, "--data-dir").value_or("");
+}
+
+// A forwarded --tp or --pp: a whole number >= 1, or absent.
+std::optional<std::int64_t> forwarded_ranks(const std::vector<std::string>& forwarded,
+                                            const std::string& flag) {
+  const auto text = forwarded_value(forwarded, flag);
+  if (!text) return std::nullopt;
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (ec != std::errc() || end != text->data() + text->size() || n < 1) {
+    throw Error(flag + " " + *text + ": expected a whole number of ranks >= 1");
+  }
+  return n;
 }
 
 // What dtplan-run would refuse after mpirun has started every rank is refused here, once:
 // a plan that does not read, a model it cannot execute.
 void check_runnable(const RunCommandOptions& o) {
-  const auto plan = plan_from_json(o.plan);
+  auto plan = plan_from_json(o.plan);
   const auto model =
       load_model(plan.model, resolve_data_dir(forwarded_data_dir(o.forwarded)) / "models");
   if (model.transformer && model.transformer->moe.active()) {
     throw Error("plan " + o.plan + ": model " + model.name +
                 " is a mixture of experts; dtplan-run executes dense blocks only (estimate "
                 "and plan it instead)");
+  }
+  // The split as dtplan-run will take it: the plan's, or the forwarded flags'.
+  if (const auto tp = forwarded_ranks(o.forwarded, "--tp")) plan.tp = *tp;
+  if (const auto pp = forwarded_ranks(o.forwarded, "--pp")) plan.pp = *pp;
+  if (const auto problem = runtime::rank_count_problem(plan, o.np)) {
+    throw Error("plan " + o.plan + ": " + *problem);
   }
 }
 

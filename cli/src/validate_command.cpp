@@ -2,6 +2,7 @@
 // measurement. Predictions come from the cost model with the hardware profile of the machine
 // measured (memory model for model states; dense-stack shapes for activations and buffers;
 // fitted GEMM, element-wise, optimizer and collective constants for time).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -116,18 +117,49 @@ nlohmann::json opt(std::optional<double> v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
-// The plan fields in which `measured` differs from `given`: "tp 2 (--plan: 1), ...".
-std::string plan_differences(const nlohmann::json& measured, const nlohmann::json& given) {
-  std::string out;
+// The plan fields in which `measured` differs from `given`, nested ones by their path:
+// "tp 2 (--plan: 1), predicted/step_time_s 0.08 (--plan: 0.09)". Values are printed bare (no
+// braces, which error messages reserve for flag names).
+void plan_differences(const nlohmann::json& measured, const nlohmann::json& given,
+                      const std::string& path, std::string& out) {
   for (const auto& [key, value] : measured.items()) {
-    const auto other = given.contains(key) ? given.at(key).dump() : std::string("absent");
-    if (other == value.dump()) continue;
+    std::string at = path;
+    if (!at.empty()) at += "/";
+    at += key;
+    const bool has = given.contains(key);
+    if (value.is_object() && has && given.at(key).is_object()) {
+      plan_differences(value, given.at(key), at, out);
+      continue;
+    }
+    if (has && given.at(key) == value) continue;
+    auto bare = [](const nlohmann::json& v) {
+      return v.is_string()   ? v.get<std::string>()
+             : v.is_object() ? std::string("an object")
+                             : v.dump();
+    };
     if (!out.empty()) out += ", ";
-    out += key;
-    out += " " + value.dump();
-    out += " (--plan: " + other + ")";
+    out += at;
+    out += " " + bare(value);
+    out += " (--plan: " + (has ? bare(given.at(key)) : std::string("absent")) + ")";
   }
-  return out;
+}
+
+// A note when the measured steps spread more than runs on a quiet machine do (the bundled CPU
+// measurements' steps lie within 3% of each other, data/measurements/cpu-2ranks/README.md): the
+// medians compared are then the machine's load as much as the run's.
+std::optional<std::string> step_spread_note(const runtime::Measurement& m) {
+  constexpr double kBusySpread = 0.2;
+  if (m.steps.size() < 2) return std::nullopt;
+  double low = m.steps.front().time_s, high = low;
+  for (const auto& s : m.steps) {
+    low = std::min(low, s.time_s);
+    high = std::max(high, s.time_s);
+  }
+  if (!(low > 0) || high / low - 1 <= kBusySpread) return std::nullopt;
+  return "the measured steps spread " + fixed(100 * (high / low - 1), 0) + "% (" +
+         fixed(low * 1e3, 1) + " to " + fixed(high * 1e3, 1) +
+         " ms): the machine was probably busy; the time errors include that (measure again, "
+         "or with more steps)";
 }
 
 // --plan, read and checked, when given.
@@ -147,8 +179,10 @@ void check_same_plan(const ValidateOptions& o, const std::optional<Plan>& plan,
                      const runtime::Measurement& m) {
   if (!plan) return;
   if (to_json(*plan) != to_json(m.plan)) {
+    std::string differences;
+    plan_differences(to_json(m.plan), to_json(*plan), "", differences);
     throw Error("--measured " + o.measured + ": it was made from a different plan than --plan " +
-                o.plan + ": " + plan_differences(to_json(m.plan), to_json(*plan)) +
+                o.plan + ": " + differences +
                 " (a dtplan-run flag such as --tp overrides the plan; omit --plan to validate the "
                 "plan the measurement records)");
   }
@@ -170,6 +204,7 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     j["profile"] = path.string();
     j["notes"] = m.notes;
     if (const auto other = runtime::profile_mismatch(m, profile)) j["notes"].push_back(*other);
+    if (const auto busy = step_spread_note(m)) j["notes"].push_back(*busy);
     j["figures"] = nlohmann::json::array();
     for (const auto& f : figures) {
       j["figures"].push_back({{"name", f.name},
@@ -204,6 +239,7 @@ int run_validate(const ValidateOptions& o, const RunContext& ctx) {
     ctx.out << "note: " << n << "\n";
   if (const auto other = runtime::profile_mismatch(m, profile))
     ctx.out << "note: " << *other << "\n";
+  if (const auto busy = step_spread_note(m)) ctx.out << "note: " << *busy << "\n";
   return 0;
 }
 

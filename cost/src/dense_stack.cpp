@@ -2,7 +2,9 @@
 #include "dtplan/cost/dense_stack.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 
 #include "dtplan/model/error.hpp"
 
@@ -115,13 +117,29 @@ DenseStack dense_stack_of(const TransformerSpec& spec, double scale, std::int64_
   return s;
 }
 
+namespace {
+
+// Where a dimension was scaled (dtplan-run --scale), so an error about it is not taken for the
+// model's own.
+std::string scaled_note(const DenseStack& s) {
+  if (s.scale == 1) return "";
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%g", s.scale);
+  return std::string(" at --scale ") + text.data();
+}
+
+}  // namespace
+
 DenseStack tensor_parallel_share(const DenseStack& whole, std::int64_t tp) {
   if (tp < 1) throw Error("tensor-parallel ranks " + std::to_string(tp) + ": not a positive count");
   if (whole.tp != 1) throw Error("tensor_parallel_share: the stack is already a share");
-  auto divide = [tp](const char* field, std::int64_t n) {
+  auto divide = [&](const char* field, std::int64_t n) {
     if (n % tp != 0) {
+      // The MLP width shrinks with --scale; the heads do not.
+      const std::string scaled = std::string(field) == "ffn" ? scaled_note(whole) : "";
       throw Error(std::to_string(tp) + " tensor-parallel ranks do not divide " + field + " " +
-                  std::to_string(n) + " (the split needs whole " + field + " on each rank)");
+                  std::to_string(n) + scaled + " (the split needs whole " + field +
+                  " on each rank)");
     }
     return n / tp;
   };

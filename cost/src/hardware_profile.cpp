@@ -141,7 +141,7 @@ std::filesystem::path bundled_profile(const std::filesystem::path& data_dir,
   auto p = data_dir / "profiles" / (backend + "-" + n + "ranks.json");
   if (!std::filesystem::exists(p)) {
     throw Error("no bundled hardware profile " + p.string() + " for " + backend + " with " + n +
-                " ranks; calibrate one ({backend} " + backend + " {np} " + n +
+                " ranks; calibrate one (dtplan calibrate {backend} " + backend + " {np} " + n +
                 " {out} profile.json) and pass it as {profile}");
   }
   return p;

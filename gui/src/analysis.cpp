@@ -246,10 +246,16 @@ void validate(const Session& s, const std::filesystem::path& data, Analysis& a) 
       const auto p = cost::predict_runtime_step(runtime::runtime_run_of(m), profile);
       ValidationRow row;
       row.file = file;
+      // x the processes; a tensor or pipeline split says how they divide the model.
       row.label = m.plan.model + " " + std::string(name_of(m.executed.strategy)) + " x" +
-                  std::to_string(m.world_size / m.workload.replica_ranks()) + " " + m.backend;
-      if (m.workload.tp > 1) row.label += ", tp " + std::to_string(m.workload.tp);
-      if (m.workload.pp > 1) row.label += ", pp " + std::to_string(m.workload.pp);
+                  std::to_string(m.world_size) + " " + m.backend;
+      const auto& w = m.workload;
+      if (w.replica_ranks() > 1) {
+        row.label += " (dp " + std::to_string(m.world_size / w.replica_ranks());
+        if (w.tp > 1) row.label += " x tp " + std::to_string(w.tp);
+        if (w.pp > 1) row.label += " x pp " + std::to_string(w.pp);
+        row.label += ")";
+      }
       // What the run computed in and recomputed, where it is not the default.
       if (m.workload.compute != cost::ElementType::fp32) {
         row.label += ", " + std::string(cost::name_of(m.workload.compute));

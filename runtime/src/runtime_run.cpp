@@ -80,4 +80,21 @@ cost::RuntimeRun runtime_run_of(const Plan& plan, double scale, const std::strin
   return r;
 }
 
+std::optional<std::string> rank_count_problem(const Plan& plan, std::int64_t ranks) {
+  const std::int64_t dp = plan.training.dp_size, replica = plan.tp * plan.pp;
+  if (dp * replica == ranks) return std::nullopt;
+  std::string layout = std::to_string(dp) + " data-parallel";
+  if (plan.tp > 1) layout += " x " + std::to_string(plan.tp) + " tensor-parallel";
+  if (plan.pp > 1) layout += " x " + std::to_string(plan.pp) + " pipeline-stage";
+  const auto want = std::to_string(dp * replica);
+  std::string text = "the plan is for " + layout + " ranks (" + want + " processes), not " +
+                     std::to_string(ranks) + ": start " + want + " (dtplan run --np " + want +
+                     ", or mpirun -np " + want + ")";
+  if (ranks % replica == 0) {
+    text += ", or make a plan for " + std::to_string(ranks / replica) +
+            " data-parallel ranks (dtplan plan --gpus " + std::to_string(ranks / replica) + ")";
+  }
+  return text;
+}
+
 }  // namespace dtplan::runtime

@@ -63,9 +63,11 @@ TEST_CASE("validate: without a bundled profile, says how to calibrate one in the
   const auto r = validate(kMeasured / "plan.json", path);
   std::filesystem::remove(path);
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("no bundled hardware profile") &&
-                        Contains("calibrate one (--backend cuda --np 2 --out profile.json) and "
-                                 "pass it as --profile"));
+  CHECK_THAT(
+      r.err,
+      Contains("no bundled hardware profile") &&
+          Contains("calibrate one (dtplan calibrate --backend cuda --np 2 --out profile.json) and "
+                   "pass it as --profile"));
 }
 
 TEST_CASE("validate: absurd numbers in a profile name the field") {
@@ -166,4 +168,22 @@ TEST_CASE("validate: a tensor-parallel measurement validates against the plan it
   const auto differs = validate(kMeasured / "plan-tp2.json", measured);
   CHECK(differs.code == 1);
   CHECK_THAT(differs.err, Contains("tp 2 (--plan: 1)"));
+}
+
+TEST_CASE("validate: steps that spread like a busy machine's are noted") {
+  // The bundled pipeline run's three steps lie within 2% (data/measurements/cpu-2ranks); one
+  // made 50% slower spreads them past the 20% that quiet runs stay under.
+  const auto original = kMeasured / "measurement-pp2.json";
+  auto quiet = dtplan::test::run_dtplan({"validate", "--measured", original.string()});
+  REQUIRE(quiet.code == 0);
+  CHECK_THAT(quiet.out, !Contains("probably busy"));
+  nlohmann::json m;
+  std::ifstream(original) >> m;
+  m["steps"][1]["time_s"] = m["steps"][1]["time_s"].get<double>() * 1.5;
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-busy-measurement.json";
+  std::ofstream(path) << m.dump();
+  const auto busy = dtplan::test::run_dtplan({"validate", "--measured", path.string()});
+  std::filesystem::remove(path);
+  REQUIRE(busy.code == 0);
+  CHECK_THAT(busy.out, Contains("the measured steps spread 49%") && Contains("probably busy"));
 }

@@ -499,7 +499,7 @@ class TestGui : public QObject {
                       "/measurements/cpu-2ranks/measurement-tp2.json"};
     const auto a = analyse(s);
     QCOMPARE(a.validation.size(), std::size_t{1});
-    QCOMPARE(a.validation[0].label, std::string("gpt2 zero1 x1 cpu, tp 2, bf16"));
+    QCOMPARE(a.validation[0].label, std::string("gpt2 zero1 x2 cpu (dp 1 x tp 2), bf16"));
     QCOMPARE(a.validation[0].predicted_peak_bytes, a.validation[0].measured_peak_bytes);
   }
 

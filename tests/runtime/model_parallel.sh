@@ -48,8 +48,13 @@ refused() {  # expected-text command...: the command fails and says so
   grep -qF -- "$want" "$work/out.txt" || { cat "$work/out.txt"; echo "FAIL: no '$want'"; exit 1; }
 }
 refused "tp 2 (--plan: 1)" "$bin/dtplan" validate --plan "$work/one.json" --measured "$work/tp.json"
-refused "the plan is for 1 data-parallel x 2 tensor-parallel ranks but mpirun started 3 (run mpirun -np 2" \
+refused "the plan is for 1 data-parallel x 2 tensor-parallel ranks (2 processes), not 3: start 2" \
   "$bin/dtplan" run --np 3 --plan "$work/one.json" --tp 2 --backend cpu --steps 1 --scale 0.05
+refused "--tp 0: expected a whole number of ranks >= 1" \
+  "$bin/dtplan" run --np 2 --plan "$work/one.json" --tp 0 --backend cpu --steps 1 --scale 0.05
+if grep -q "mpirun" "$work/out.txt"; then echo "FAIL: mpirun started before the refusal"; exit 1; fi
+refused "/tp: 3 tensor-parallel ranks do not divide ffn 154 at --scale 0.05" \
+  "$bin/dtplan" run --np 3 --plan "$work/one.json" --tp 3 --backend cpu --steps 1 --scale 0.05
 refused "/tp: 5 tensor-parallel ranks do not divide heads 12" \
   "$bin/dtplan" run --np 5 --plan "$work/one.json" --tp 5 --backend cpu --steps 1 --scale 0.05
 refused "/pp: 5 pipeline stages do not divide layers 12" \

@@ -21,6 +21,10 @@
 # clipping, so that the weights move by the gradient) must give the gradient PyTorch's bf16
 # autocast gives, element by element (torch_replay.py says how closely):
 #   GPT-2 kind, ZeRO-3 on 2 ranks, 2 micro-steps;  Llama 3.2 kind, DDP on 2 ranks, 2 micro-steps
+# Two more bf16 steps split each block over 2 tensor-parallel ranks (one-block GPT-2 with its
+# dropout and Llama 3.2 shapes, DDP on 1 data-parallel rank, 2 micro-steps): their partial
+# outputs and input gradients are rounded before they are summed, as a 16-bit all-reduce
+# leaves them, and the replay computes each split Linear rank by rank the same way.
 # The GPT-2 jobs run GPT-2's dropout (p = 0.1 on the attention probabilities, both projections
 # and the embeddings); the replay rebuilds dtplan-run's masks with numpy. Four disturbed dumps
 # must be reported as disagreeing: an fp32 job with one final weight nudged, one with four
@@ -75,11 +79,13 @@ json.dump(m, open(sys.argv[2], "w"))
 PY
 }
 
-gradient() {  # name model strategy global micro: one bf16 SGD step on 2 ranks
+gradient() {  # name model strategy global micro [tp]: one bf16 SGD step on 2 ranks
+  local tp="${6:-1}"
   topology=dgx-a100
-  plan "$1" "$2" "$3" 2 "$4" "$5" 128 none bf16 sgd
+  plan "$1" "$2" "$3" $((2 / tp)) "$4" "$5" 128 none bf16 sgd
   "$mpirun" -np 2 --oversubscribe "$bin/dtplan-run" --plan "$work/$1.json" --backend cpu \
-    --steps 1 --warmup 0 --lr 1 --max-grad-norm 0 --scale 0.05 --dump "$work/$1" > /dev/null
+    --tp "$tp" --steps 1 --warmup 0 --lr 1 --max-grad-norm 0 --scale 0.05 \
+    --dump "$work/$1" > /dev/null
   "$python" "$tools/torch_replay.py" "$work/$1"
 }
 
@@ -95,6 +101,8 @@ one_block gpt2
 one_block llama-3.2-1b
 gradient gpt2-bf16 "$work/gpt2-1-block.json" zero3 8 2
 gradient llama32-bf16 "$work/llama-3.2-1b-1-block.json" ddp 4 1
+gradient gpt2-bf16-tp "$work/gpt2-1-block.json" ddp 4 2 2
+gradient llama32-bf16-tp "$work/llama-3.2-1b-1-block.json" ddp 4 2 2
 
 expect_disagreement() {  # name: torch_replay must report the dump as disagreeing
   if "$python" "$tools/torch_replay.py" "$work/$1" > "$work/$1.txt"; then

@@ -71,15 +71,8 @@ Job prepare(const RunOptions& o, const MpiGroup& world) {
   if (o.tp > 0) j.plan.tp = o.tp;
   if (o.pp > 0) j.plan.pp = o.pp;
   const auto& t = j.plan.training;
-  const std::int64_t ranks = t.dp_size * j.plan.tp * j.plan.pp;
-  if (ranks != world.size()) {
-    std::string layout;
-    if (j.plan.tp > 1) layout += " x " + std::to_string(j.plan.tp) + " tensor-parallel";
-    if (j.plan.pp > 1) layout += " x " + std::to_string(j.plan.pp) + " pipeline-stage";
-    throw Error(o.plan_path + ": the plan is for " + std::to_string(t.dp_size) + " data-parallel" +
-                layout + " ranks but mpirun started " + std::to_string(world.size()) +
-                " (run mpirun -np " + std::to_string(ranks) +
-                ", or make a plan with dtplan plan --gpus " + std::to_string(world.size()) + ")");
+  if (const auto problem = rank_count_problem(j.plan, world.size())) {
+    throw Error(o.plan_path + ": " + *problem);
   }
   if (j.plan.tp * j.plan.pp > 1 && o.backend == "cuda") {
     throw Error(o.plan_path + ": tp " + std::to_string(j.plan.tp) + " x pp " +
