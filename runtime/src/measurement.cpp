@@ -265,6 +265,15 @@ std::optional<std::string> profile_mismatch(const Measurement& m, const cost::Ha
            "on the older workload, so the time errors include that (" +
            calibrate + ")";
   }
+  std::int64_t calibrated = 0;  // the ranks of the calibration run: its largest collective group
+  for (const auto& c : p.collectives)
+    calibrated = std::max(calibrated, c.ranks);
+  if (calibrated > 0 && calibrated != m.world_size) {
+    return "the profile was calibrated over " + std::to_string(calibrated) +
+           " ranks and this run " + "had " + std::to_string(m.world_size) +
+           ": ranks share the machine's cores and memory " +
+           "differently, so its compute rates do not hold (" + calibrate + ")";
+  }
   const auto& w = m.workload;
   if (!p.dropout_draw_s_per_element &&
       w.attention_dropout + w.hidden_dropout + w.embedding_dropout > 0) {

@@ -209,4 +209,11 @@ TEST_CASE("a profile without an attention fit is named as older than the causal 
   CHECK_THAT(*dropout, Catch::Contains("predates the runtime's dropout"));
   p.dropout_draw_s_per_element = cost::RateCurve{{{1, 1e-9}}};
   CHECK_FALSE(runtime::profile_mismatch(m, p).has_value());
+  // The bundled profile was calibrated over 2 ranks (its largest collective group); a run of 4
+  // on the same 2 cores computes at other rates.
+  m.world_size = 4;
+  const auto ranks = runtime::profile_mismatch(m, p);
+  REQUIRE(ranks.has_value());
+  CHECK_THAT(*ranks, Catch::Contains("calibrated over 2 ranks and this run had 4") &&
+                         Catch::Contains("dtplan calibrate --np 4"));
 }
