@@ -72,7 +72,7 @@ Trainer::Trainer(const cost::DenseStack& stack, const TrainerSettings& settings,
   }
   const std::int64_t tokens = set_.micro_batch * stack.seq_len;
   for (std::int64_t i = 0; i < in_flight(stack, set_.grad_accum); ++i) {
-    models_.push_back(std::make_unique<DenseModel>(stack, device, tokens, tp_));
+    models_.push_back(std::make_unique<DenseModel>(stack_, device, tokens, tp_));
     ids_.push_back(dev_.allocate(tokens * 4, MemoryComponent::data));
     targets_.push_back(dev_.allocate(tokens * 4, MemoryComponent::data));
   }

@@ -42,7 +42,8 @@ namespace dtplan::runtime {
 
 class DenseModel {
  public:
-  // `tp`: the tensor-parallel group, of stack.tp ranks (null when stack.tp is 1).
+  // `tp`: the tensor-parallel group, of stack.tp ranks (null when stack.tp is 1). The model
+  // keeps a reference to `stack`, which must outlive it.
   DenseModel(const cost::DenseStack& stack, Device& device, std::int64_t tokens,
              Communicator* tp = nullptr);
 

@@ -135,7 +135,7 @@ class Trainer {
   void zero_gradients();
   void average(float* data, std::int64_t n);
 
-  const cost::DenseStack& stack_;
+  const cost::DenseStack stack_;  // a copy: the models keep a reference to it
   TrainerSettings set_;
   Device& dev_;
   Communicator& comm_;
