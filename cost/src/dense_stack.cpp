@@ -187,6 +187,10 @@ DenseStack pipeline_whole_of(const DenseStack& stage) {
   return s;
 }
 
+DenseStack whole_model_of(const DenseStack& part) {
+  return pipeline_whole_of(whole_of(part));
+}
+
 std::vector<DenseUnit> units_of(const DenseStack& s) {
   const std::int64_t table = s.vocab * s.hidden;
   std::vector<DenseUnit> u;

@@ -70,17 +70,6 @@ std::optional<MpiGroup> MpiGroup::split_consecutive(int size) const {
   return MpiGroup(sub);
 }
 
-MpiGroup MpiGroup::split_strided(int stride) const {
-  if (stride < 1 || size_ % stride != 0) {
-    throw Error("stride " + std::to_string(stride) + " does not divide the " +
-                std::to_string(size_) + " ranks");
-  }
-  MPI_Comm sub = MPI_COMM_NULL;
-  mpi_check(MPI_Comm_split(comm_, rank_ % stride, rank_, &sub), "MPI_Comm_split");
-  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
-  return MpiGroup(sub);
-}
-
 std::optional<MpiGroup> MpiGroup::split(int color) const {
   MPI_Comm sub = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, rank_, &sub),

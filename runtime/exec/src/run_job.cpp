@@ -249,7 +249,7 @@ std::vector<std::string> notes_for(const Job& j, const Trainer& t, const RunOpti
   std::vector<std::string> n{
       "workload: the plan's decoder blocks (cost/dense_stack.hpp): " + workload_of(j.stack, cuda),
       "scale " + std::to_string(o.scale) + ": head dimension, MLP width and vocabulary x scale; " +
-          std::to_string(cost::params_of(cost::pipeline_whole_of(cost::whole_of(j.stack)))) +
+          std::to_string(cost::params_of(cost::whole_model_of(j.stack))) +
           " parameters executed for the plan's " + std::to_string(j.plan.params)};
   if (j.stack.tp > 1) n.push_back(tensor_parallel_note(j.stack));
   if (j.stack.pp > 1) n.push_back(pipeline_note(j.stack, j.settings.grad_accum));
@@ -349,7 +349,7 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   Trainer trainer(stack, job.settings, *device, comm, world,
                   groups ? groups->model_parallel() : ModelParallel{});
   // The replay is of the whole model over the data-parallel ranks (the same arithmetic).
-  ReplayRecord replay{cost::pipeline_whole_of(cost::whole_of(stack)),
+  ReplayRecord replay{cost::whole_model_of(stack),
                       job.settings,
                       comm.size(),
                       o.warmup + o.steps,

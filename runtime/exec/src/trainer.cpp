@@ -110,7 +110,7 @@ std::int64_t Trainer::head_unit() const {
 // whole model's block; a stage's own embedding unit drops the final norm the whole model's tied
 // embedding unit carries, and the last stage's tied head takes the matrix and that norm from it.
 std::vector<float> Trainer::initial_values(std::int64_t u) const {
-  const auto whole = cost::pipeline_whole_of(cost::whole_of(stack_));
+  const auto whole = cost::whole_model_of(stack_);
   const auto kind = cost::unit_kind(stack_, u);
   if (kind == cost::UnitKind::block) {
     return DenseModel::initial_unit(whole, 1 + stack_.first_layer + u - block_unit(0), set_.seed);

@@ -118,6 +118,8 @@ DenseStack whole_of(const DenseStack& share);
 DenseStack pipeline_stage(const DenseStack& whole, std::int64_t pp, std::int64_t stage);
 // The whole model a stage belongs to (pp 1, every block).
 DenseStack pipeline_whole_of(const DenseStack& stage);
+// The whole model any rank's part belongs to: its share and its stage joined (tp 1, pp 1).
+DenseStack whole_model_of(const DenseStack& part);
 
 // A unit is what ZeRO-3 gathers at once and what gradients are bucketed by: the embedding,
 // each block, and the untied head.

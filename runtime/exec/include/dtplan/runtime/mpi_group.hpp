@@ -47,9 +47,6 @@ class MpiGroup {
   // Consecutive ranks in groups of `size` (ranks 0..size-1, size..2 size-1, ...); ranks past
   // the last whole group get nullopt. Collective over this group.
   std::optional<MpiGroup> split_consecutive(int size) const;
-  // Every `stride`-th rank together (ranks r, r + stride, ...: the data-parallel group of
-  // tensor-parallel rank r). stride must divide the size. Collective over this group.
-  MpiGroup split_strided(int stride) const;
   // The ranks giving the same colour together, in rank order; a negative colour joins none
   // (nullopt). Collective over this group.
   std::optional<MpiGroup> split(int color) const;
