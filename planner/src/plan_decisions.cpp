@@ -36,13 +36,15 @@ ExportChoice deepspeed_choice(const PlanResult& result, Objective objective) {
                  behind_word(objective)};
 }
 
-std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective) {
+std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective,
+                                                     bool plan_file) {
   const auto* best = p.best();
   if (!best || best->data_parallel || !p.data_parallel.best) return std::nullopt;
   const auto& dp = *p.data_parallel.best;
   const auto framework = best->layout->layout.framework;
   return "the best plan is a layout (" + cost::describe(best->layout->layout) +
-         "); the DeepSpeed, Accelerate and Plan files and launch lines hold the best "
+         "); the DeepSpeed, Accelerate" + (plan_file ? " and Plan files" : " files") +
+         " and launch lines hold the best "
          "data-parallel plan, " +
          std::string(name_of(dp.strategy)) + " on " + std::to_string(dp.dp) + " GPUs, " +
          one_decimal(p.behind_pct(dp.objective)) + "% " + behind_word(objective) + "; " +

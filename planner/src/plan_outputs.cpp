@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "dtplan/cost/layout_text.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/planner/export_accelerate_fsdp2.hpp"
 #include "dtplan/planner/export_megatron.hpp"
 #include "dtplan/planner/export_torchtitan.hpp"
+#include "dtplan/planner/layout_plan.hpp"
 #include "dtplan/planner/plan_decisions.hpp"
 
 namespace dtplan::planner {
@@ -38,6 +40,25 @@ const Candidate3D* accelerate_layout(const UnifiedPlan& plan, const ExportReques
   if (e.export_accelerate.empty() || !plan.best() || !plan.best()->layout) return nullptr;
   if (accelerate_fsdp2_problem(plan.best()->layout->layout)) return nullptr;
   return &*plan.best()->layout;
+}
+
+// The Plan file of the best plan when that is a layout: the layout itself, if dtplan-run
+// executes it, else why not (the file then holds the best data-parallel plan, if any).
+struct SavedLayout {
+  std::optional<Plan> plan;
+  std::string problem;
+};
+
+SavedLayout saved_layout(const UnifiedPlan& plan, const PlanInputs& in, const ExportRequest& e) {
+  SavedLayout s;
+  if (e.save_plan.empty() || !plan.best() || !plan.best()->layout) return s;
+  auto file = layout_plan_file(*plan.best()->layout, in.request, in.model, e.target);
+  if (auto* p = std::get_if<Plan>(&file)) {
+    s.plan = std::move(*p);
+  } else {
+    s.problem = std::get<std::string>(file);
+  }
+  return s;
 }
 
 // The data-parallel plan and the configuration DeepSpeed runs.
@@ -97,7 +118,7 @@ void export_data_parallel(const ExportRequest& e, bool accelerate, const DataPar
 
 // The estimates and exports of the best data-parallel configuration, if there is one.
 void data_parallel_outputs(const UnifiedPlan& plan, const PlanInputs& in, const ExportRequest& e,
-                           bool accelerate, PlanOutputs& out) {
+                           bool accelerate, bool layout_saved, PlanOutputs& out) {
   const auto& result = plan.data_parallel;
   if (!result.best) return;
   const auto& best = *result.best;
@@ -114,7 +135,7 @@ void data_parallel_outputs(const UnifiedPlan& plan, const PlanInputs& in, const 
   const bool data_parallel_exports =
       !e.save_plan.empty() || !e.export_deepspeed.empty() || accelerate || e.export_launch;
   if (data_parallel_exports) {
-    if (const auto note = layout_beats_exports_note(plan, in.request.objective))
+    if (const auto note = layout_beats_exports_note(plan, in.request.objective, !layout_saved))
       out.notes.push_back(*note);
   }
 }
@@ -202,18 +223,27 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
   PlanOutputs out;
   const auto* fsdp2_accelerate = accelerate_layout(plan, e);
   const bool accelerate = !e.export_accelerate.empty() && !fsdp2_accelerate;
+  const auto layout = saved_layout(plan, in, e);
+  auto dp_exports = e;  // what the data-parallel plan is written out as
+  if (layout.plan) dp_exports.save_plan.clear();
   const bool data_parallel_exports =
-      !e.save_plan.empty() || !e.export_deepspeed.empty() || accelerate || e.export_launch;
+      !dp_exports.save_plan.empty() || !e.export_deepspeed.empty() || accelerate || e.export_launch;
   if (!plan.data_parallel.best && plan.best() && data_parallel_exports) {
-    // The saved plan and the DeepSpeed/Accelerate exports describe data-parallel plans.
-    const char* field = !e.save_plan.empty()          ? "save_plan"
+    // The DeepSpeed/Accelerate exports (and the Plan file, unless it holds the layout)
+    // describe data-parallel plans.
+    const char* field = !dp_exports.save_plan.empty() ? "save_plan"
                         : !e.export_deepspeed.empty() ? "export_deepspeed"
                         : accelerate                  ? "export_accelerate"
                                                       : "export_launch";
-    throw FieldError(field,
-                     "describes a data-parallel plan, and only tensor x context x pipeline "
-                     "layouts fit ({export_megatron} or {export_torchtitan} writes the best); "
-                     "nothing was written");
+    const std::string why =
+        std::string(field) == "save_plan"
+            ? "the best layout (" + cost::describe(plan.best()->layout->layout) +
+                  ") cannot be saved as a plan: " + layout.problem +
+                  "; and no data-parallel plan fits"
+            : "describes a data-parallel plan, and only tensor x context x pipeline layouts fit";
+    throw FieldError(field, why +
+                                " ({export_megatron} or {export_torchtitan} writes the best); "
+                                "nothing was written");
   }
   if (plan.best() && (e.schedule.given() || e.schedule.base_lr)) {
     const auto& chosen = *plan.best();
@@ -222,7 +252,15 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
                                                       : chosen.layout->layout.micro_batches,
                                  chosen.step_s());
   }
-  data_parallel_outputs(plan, in, e, accelerate, out);
+  data_parallel_outputs(plan, in, dp_exports, accelerate, layout.plan.has_value(), out);
+  if (layout.plan) {
+    out.files.push_back({e.save_plan, to_json(*layout.plan).dump(2) + "\n", "{save_plan}"});
+    out.written.emplace_back(
+        "plan (the best layout, " + cost::describe(plan.best()->layout->layout) + ")", e.save_plan);
+  } else if (!layout.problem.empty()) {
+    out.notes.push_back("{save_plan}: the best layout cannot be saved as a plan: " +
+                        layout.problem);
+  }
   if (const auto note = expert_layout_note(plan, in.request.objective)) out.notes.push_back(*note);
   if (const auto note = recompute_note(plan, in.request.objective)) out.notes.push_back(*note);
   if (const auto note = idle_gpus_note(plan.data_parallel, in.request.global_batch);

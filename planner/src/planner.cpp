@@ -166,16 +166,21 @@ TrainingConfig training_config(const Candidate& c, const PlanRequest& r, std::in
   return cfg;
 }
 
-Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,
-               const PlanTarget& target) {
+Plan plan_for(const ModelDesc& m, const PlanTarget& target, const TrainingConfig& training) {
   Plan p;
   p.model = target.model;
   p.params = m.params;
   p.topology = target.topology;
   p.nodes = target.nodes;
   p.gpu = target.gpu;
-  p.training = training_config(c, r, target.gpus_per_node);
+  p.training = training;
   if (m.transformer && p.training.seq_len == 0) p.training.seq_len = m.transformer->max_positions;
+  return p;
+}
+
+Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,
+               const PlanTarget& target) {
+  auto p = plan_for(m, target, training_config(c, r, target.gpus_per_node));
   p.grad_accum = c.grad_accum;
   p.global_batch = c.global_batch;
   p.no_sync = c.no_sync;

@@ -562,10 +562,59 @@ TEST_CASE("plan at 128K tokens: context-parallel layouts fit, --export-megatron 
   args.insert(args.end(), {"--save-plan", saved.string()});
   const auto refused = run(args);
   CHECK(refused.code == 1);
-  CHECK_THAT(refused.err, Contains("--save-plan: describes a data-parallel plan, and only tensor "
-                                   "x context x pipeline layouts fit"));
+  // The Plan file could hold the layout, were it one dtplan-run executes: it says what is not.
+  CHECK_THAT(refused.err, Contains("--save-plan: the best layout (tp 4 x cp 4 (p2p) x pp 1 x dp "
+                                   "2, sequence parallel,"));
+  CHECK_THAT(refused.err, Contains("cannot be saved as a plan: it has context parallelism (cp 4; "
+                                   "--cp 1) and sequence parallelism (--sp off), which dtplan-run "
+                                   "does not execute; and no data-parallel plan fits"));
   CHECK_FALSE(std::filesystem::exists(saved));
   CHECK_FALSE(std::filesystem::exists(megatron));
+  args.pop_back();
+  args.pop_back();
+  const auto ds = temp("long-context-ds.json");
+  args.insert(args.end(), {"--export-deepspeed", ds.string()});
+  const auto no_ds = run(args);
+  CHECK(no_ds.code == 1);
+  CHECK_THAT(no_ds.err, Contains("--export-deepspeed: describes a data-parallel plan, and only "
+                                 "tensor x context x pipeline layouts fit"));
+}
+
+TEST_CASE("plan --save-plan writes the best layout when dtplan-run executes it") {
+  const auto saved = temp("layout-plan.json");
+  std::filesystem::remove(saved);
+  // The README's CPU example: GPT-2 on 2 GPUs, 16 samples of 128 tokens.
+  std::vector<std::string> gpt2;
+  std::istringstream words(
+      "plan --model gpt2 --topology pcie-1switch-4 --gpu A100-80GB --gpus 2 --global-batch 16 "
+      "--seq-len 128 --exact-batch --save-plan");
+  for (std::string w; words >> w;)
+    gpt2.push_back(w);
+  gpt2.push_back(saved.string());
+  auto tp2 = gpt2;
+  tp2.insert(tp2.end(), {"--strategy", "megatron", "--tp", "2", "--sp", "off"});
+  const auto r = run(tp2);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("best: megatron, bf16, tp 2 x pp 1 x dp 1, micro-batch 16 x 1"));
+  CHECK_THAT(r.out, Contains("wrote plan (the best layout, tp 2 x pp 1 x dp 1, micro-batch 16 x 1, "
+                             "recompute none): " +
+                             saved.string()));
+  const auto p = dtplan::plan_from_json(saved);
+  CHECK(p.tp == 2);
+  CHECK(p.pp == 1);
+  CHECK(p.training.dp_size == 1);
+  CHECK(p.training.micro_batch == 16);
+  CHECK(p.grad_accum == 1);
+  CHECK(p.training.strategy == dtplan::Strategy::zero1);  // Megatron-LM's distributed optimizer
+  // The plan's prediction is the layout's, as the ranking printed it (16 samples a step).
+  CHECK(p.predicted.samples_per_s == Approx(16 / p.predicted.step_time_s));
+  // With the default search the best is an interleaved pipeline: the Plan file keeps the best
+  // data-parallel plan and says why.
+  const auto d = run(gpt2);
+  REQUIRE(d.code == 0);
+  CHECK_THAT(d.out, Contains("note: --save-plan: the best layout cannot be saved as a plan: it has "
+                             "an interleaved pipeline (4 chunks per GPU; --interleave 1)"));
+  CHECK(dtplan::plan_from_json(saved).tp == 1);
 }
 
 TEST_CASE("plan --export-accelerate writes the best plan with FSDP2 when it is an FSDP2 layout") {

@@ -5,7 +5,8 @@
 # of rank 0 exactly as predicted, the split's all-reduces and the stages' exchanges listed by
 # phase. The refusals name the problem: --plan differing from the measurement's (by its tp), a
 # rank count that is not dp x tp x pp, a tp that does not divide the heads, a pp that does not
-# divide the layers, model parallelism on the CUDA backend.
+# divide the layers, model parallelism on the CUDA backend. A layout the planner saves as the
+# plan (dtplan plan --save-plan) runs as it is.
 set -euo pipefail
 bin="$1"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -42,6 +43,19 @@ grep -q "send_recv .* (pipeline forward, 1/step)" "$work/pp.txt"
 grep -q "send_recv .* (pipeline backward, 4/step)" "$work/pp.txt"
 grep -q "note: pipeline of 2 stages of 6 blocks" "$work/pp.txt"
 
+# The planner's own layout: with --strategy megatron --tp 2 --sp off its best is tp 2 under the
+# distributed optimizer (ZeRO-1), which --save-plan writes and dtplan run executes, no --tp.
+"$bin/dtplan" plan --model gpt2 --topology pcie-1switch-4 --gpu A100-80GB --gpus 2 \
+  --global-batch 4 --seq-len 64 --exact-batch --strategy megatron --tp 2 \
+  --sp off --save-plan "$work/layout.json" > "$work/plan.txt"
+grep -q "wrote plan (the best layout, tp 2 x pp 1 x dp 1" "$work/plan.txt"
+"$bin/dtplan" run --np 2 --plan "$work/layout.json" --backend cpu --steps 2 --scale 0.05 \
+  --out "$work/layout-m.json" > "$work/run.txt" 2> /dev/null
+grep -q "zero1 on 1 x 2 tensor-parallel ranks (cpu)" "$work/run.txt"
+"$bin/dtplan" validate --measured "$work/layout-m.json" > "$work/layout.txt"
+grep -q "memory peak (rank 0) .* +0.0%$" "$work/layout.txt" || { echo "FAIL: layout peak"; exit 1; }
+grep -q "(tensor-parallel forward, [0-9]*/step)" "$work/layout.txt"
+
 refused() {  # expected-text command...: the command fails and says so
   local want="$1"; shift
   if "$@" > "$work/out.txt" 2>&1; then echo "FAIL: ran: $*"; exit 1; fi
@@ -59,6 +73,7 @@ refused "/tp: 5 tensor-parallel ranks do not divide heads 12" \
   "$bin/dtplan" run --np 5 --plan "$work/one.json" --tp 5 --backend cpu --steps 1 --scale 0.05
 refused "/pp: 5 pipeline stages do not divide layers 12" \
   "$bin/dtplan" run --np 5 --plan "$work/one.json" --pp 5 --backend cpu --steps 1 --scale 0.05
+if grep -q "mpirun" "$work/out.txt"; then echo "FAIL: mpirun started before /pp's refusal"; exit 1; fi
 refused "tensor and pipeline parallelism on the CPU backend only" \
   "$bin/dtplan" run --np 2 --plan "$work/one.json" --pp 2 --backend cuda --steps 1 --scale 0.05
 echo "PASS"

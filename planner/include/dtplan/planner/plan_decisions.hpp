@@ -26,7 +26,9 @@ ExportChoice deepspeed_choice(const PlanResult& best, Objective objective);
 
 // When the plan's best is a tensor x context x pipeline layout but data-parallel exports were
 // asked for (DeepSpeed, Accelerate, the Plan file, launch lines): what they hold instead.
-std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective);
+// `plan_file` false: the Plan file holds the layout itself (dtplan-run executes it).
+std::optional<std::string> layout_beats_exports_note(const UnifiedPlan& p, Objective objective,
+                                                     bool plan_file = true);
 
 // When the best is a mixture of experts' layout: why its expert layout (ep x etp) won, each
 // other expert layout the search priced at its best (slower by how much, or over memory).

@@ -210,6 +210,10 @@ struct PlanTarget {
   std::string gpu;
 };
 
+// A Plan of `m` on `target` training as `training` says, its shape and prediction left to the
+// caller. A zero sequence length becomes the model's maximum.
+Plan plan_for(const ModelDesc& m, const PlanTarget& target, const TrainingConfig& training);
+
 // The Plan file of a candidate (dtplan-run executes it; the exports read it). A zero sequence
 // length becomes the model's maximum.
 Plan plan_file(const Candidate& c, const PlanRequest& r, const ModelDesc& m,

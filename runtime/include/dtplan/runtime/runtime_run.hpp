@@ -1,4 +1,4 @@
-// The workload dtplan-run executes for a Plan, as the cost model describes it: what the
+// The workload dtplan-run executes for a Plan (cost/runtime_run.hpp maps it), loaded: what the
 // launcher side (validate, trials, calibration) predicts before a run starts, without the
 // execution backends (MPI, CUDA) that dtplan-run links.
 #pragma once
