@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "dtplan/cost/runtime_run.hpp"
 #include "dtplan/model/data_dir.hpp"
 #include "dtplan/model/error.hpp"
 #include "dtplan/model/model_desc.hpp"
@@ -54,8 +55,22 @@ std::optional<std::int64_t> forwarded_ranks(const std::vector<std::string>& forw
   return n;
 }
 
+// A forwarded --scale, if it reads as a positive number (dtplan-run names a bad one itself);
+// else dtplan-run's default, 1.
+double forwarded_scale(const std::vector<std::string>& forwarded) {
+  const auto text = forwarded_value(forwarded, "--scale");
+  if (!text) return 1.0;
+  try {
+    std::size_t used = 0;
+    const double scale = std::stod(*text, &used);
+    return used == text->size() && scale > 0 && scale <= 1 ? scale : 1.0;
+  } catch (const std::exception&) {
+    return 1.0;
+  }
+}
+
 // What dtplan-run would refuse after mpirun has started every rank is refused here, once:
-// a plan that does not read, a model it cannot execute.
+// a plan that does not read, a model it cannot execute, a split its blocks do not take.
 void check_runnable(const RunCommandOptions& o) {
   auto plan = plan_from_json(o.plan);
   const auto model =
@@ -70,6 +85,11 @@ void check_runnable(const RunCommandOptions& o) {
   if (const auto pp = forwarded_ranks(o.forwarded, "--pp")) plan.pp = *pp;
   if (const auto problem = runtime::rank_count_problem(plan, o.np)) {
     throw Error("plan " + o.plan + ": " + *problem);
+  }
+  try {
+    (void)cost::runtime_run_of(plan, model, forwarded_scale(o.forwarded));
+  } catch (const Error& e) {
+    throw Error("plan " + o.plan + ": " + e.what());
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dtplan run`: one rank starts dtplan-run itself (no mpirun); a plan dtplan-run cannot
-# execute (a mixture of experts) is refused before any process starts.
+# execute (a mixture of experts, ZeRO-2 over tied stages) is refused before any process starts;
+# dtplan-run's own exit codes.
 set -euo pipefail
 bin="$1"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -22,4 +23,29 @@ if "$bin/dtplan" run --np 2 --plan "$work/moe.json" --backend cpu > "$work/out.t
 fi
 grep -q "is a mixture of experts; dtplan-run executes dense blocks only" "$work/out.txt"
 if grep -q "mpirun" "$work/out.txt"; then echo "FAIL: mpirun started before the refusal"; exit 1; fi
+# A ZeRO-2 plan split into stages would shard the tied embedding's summed gradient: refused
+# before any process starts, naming the plan's field.
+sed 's/"strategy": "[a-z0-9-]*"/"strategy": "zero2"/' "$work/one.json" > "$work/zero2.json"
+if "$bin/dtplan" run --np 2 --pp 2 --plan "$work/zero2.json" --backend cpu > "$work/out.txt" 2>&1
+then
+  echo "FAIL: a ZeRO-2 plan over tied stages ran"; exit 1
+fi
+grep -q "/strategy: zero2 with a tied embedding across pipeline stages" "$work/out.txt"
+if grep -q "mpirun" "$work/out.txt"; then echo "FAIL: mpirun started before the refusal"; exit 1; fi
+# dtplan-run alone, as one process: a command line that does not parse exits 2, as dtplan's do;
+# a plan it refuses exits 1 with its one line and no MPI abort report.
+set +e
+"$bin/dtplan-run" --plan "$work/one.json" --steps 0 > "$work/out.txt" 2>&1
+rc=$?
+set -e
+test "$rc" -eq 2 || { cat "$work/out.txt"; echo "FAIL: --steps 0 exited $rc, not 2"; exit 1; }
+grep -q "^dtplan-run: error: --steps: must be at least 1, got 0 (see dtplan-run --help)" \
+  "$work/out.txt"
+set +e
+"$bin/dtplan-run" --plan "$work/zero2.json" --pp 2 --backend cpu > "$work/out.txt" 2>&1
+rc=$?
+set -e
+test "$rc" -eq 1 || { cat "$work/out.txt"; echo "FAIL: a refused plan exited $rc, not 1"; exit 1; }
+grep -q "not 1: start 2" "$work/out.txt"
+if grep -qi "MPI_ABORT" "$work/out.txt"; then echo "FAIL: one process printed MPI's abort"; exit 1; fi
 echo "PASS"

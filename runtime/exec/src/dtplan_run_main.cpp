@@ -1,6 +1,7 @@
 // dtplan-run: one process per device, started by mpirun. Parses flags, starts MPI, runs the
 // job, writes the measurement on rank 0. An error ends the whole job (MPI_Abort) after a
-// one-line message, so no rank is left waiting in a collective.
+// one-line message, so no rank is left waiting in a collective; a job of one process exits 1
+// without the abort, and a command line that does not parse exits 2 (as dtplan does).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -118,8 +119,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = world.rank() == 0 ? app.exit(e) : (e.get_exit_code() != 0 ? 1 : 0);
-    return code;
+    // --help is a success; a command line that does not parse exits 2, as dtplan's do.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return world.rank() == 0 ? app.exit(e) : 0;
+    }
+    if (world.rank() == 0) {
+      std::fprintf(stderr, "dtplan-run: error: %s (see dtplan-run --help)\n", e.what());
+    }
+    return 2;
   }
   try {
     for (int i = 0; i < argc; ++i)
@@ -149,6 +156,8 @@ int main(int argc, char** argv) {
     const auto message = dtplan::rendered(e, [](const std::string& f) { return f; });
     std::fprintf(stderr, "dtplan-run: rank %d: %s\n", world.rank(), message.c_str());
     std::fflush(stderr);
+    // One process has no peers waiting on it: exit without Open MPI's abort report.
+    if (world.size() == 1) return 1;
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return finish_output(world.rank());
