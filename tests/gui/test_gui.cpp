@@ -669,13 +669,13 @@ class TestGui : public QObject {
     auto no_recipe = layout_session();
     no_recipe.layout.fp8_param_gather = true;
     const auto recipe = window_error(no_recipe);
-    QVERIFY2(recipe.find("\"dtplan-gui --fp8-param-gather\" needs an FP8 recipe (\"FP8 recipe "
+    QVERIFY2(recipe.find("dtplan-gui --fp8-param-gather needs an FP8 recipe (\"FP8 recipe "
                          "(dtplan-gui --fp8-recipe)\")") != std::string::npos,
              recipe.c_str());
     // A Megatron-LM flag alone is named as the GUI's command line takes it.
     bad.layout = {};
     bad.layout.overlap_grad_reduce = true;
-    QVERIFY2(window_error(bad).find("\"dtplan-gui --overlap-grad-reduce\" belongs to a layout") !=
+    QVERIFY2(window_error(bad).find("dtplan-gui --overlap-grad-reduce belongs to a layout") !=
                  std::string::npos,
              window_error(bad).c_str());
     bad = layout_session();
@@ -725,7 +725,7 @@ class TestGui : public QObject {
     QCOMPARE(with_labels("{global_batch}"), std::string("\"global batch (plan)\""));
     // An export the GUI has no button for points at the command that writes it.
     QCOMPARE(with_labels("{export_torchtitan} writes the layout"),
-             std::string("\"dtplan plan --export-torchtitan\" writes the layout"));
+             std::string("dtplan plan --export-torchtitan writes the layout"));
   }
 
   // dtplan-gui takes dtplan estimate's layout flags and --attention; layout flags alone make
