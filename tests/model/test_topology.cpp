@@ -47,14 +47,22 @@ TEST_CASE("every preset builds with the GPUs it names") {
       {"pcie-1switch-4", 4}, {"pcie-1switch-8", 8}, {"pcie-split-8", 8}, {"dgx1-v100", 8},
       {"dgx-a100", 8},       {"dgx-h100", 8},       {"dgx-b200", 8},     {"hgx-a800", 8},
       {"hgx-h800", 8},       {"hgx-b300", 8},       {"mi300x-8", 8},     {"mi355x-8", 8},
-      {"abci-a100", 8},      {"gb200-nvl72", 72},   {"gb300-nvl72", 72}};
+      {"abci-a100", 8},      {"gb200-nvl72", 72},   {"gb300-nvl72", 72}, {"oci-bm-gpu4-8", 8}};
   for (const auto& [name, gpus] : presets) {
     INFO(name);
     const auto t = build(name);
     CHECK(t.gpu_count() == gpus);
     CHECK(t.gpus_per_node() == gpus);
   }
-  CHECK(list_topology_presets(kData / "topologies").size() == 15);
+  CHECK(list_topology_presets(kData / "topologies").size() == 16);
+}
+
+TEST_CASE("OCI BM.GPU4.8: DGX A100's GPUs with 16 RoCE 100 Gb/s ports, four per PCIe switch") {
+  const auto t = build("oci-bm-gpu4-8");
+  CHECK(count(t, DeviceKind::nic) == 16);        // 8 x 2 x 100 Gb/s (OCI's shape table)
+  CHECK(t.node().cpu_vendor == CpuVendor::amd);  // 2 x AMD EPYC 7542
+  REQUIRE(t.node().network);
+  CHECK(t.node().network->link_class == "roce_100g");
 }
 
 TEST_CASE("DGX A100: NVSwitch with 12 NVLinks per GPU, 8 NICs") {
