@@ -61,8 +61,6 @@ E parse_named(const std::array<std::pair<E, std::string_view>, N>& table, std::s
 
 }  // namespace
 
-constexpr std::int64_t kMaxAllToAllGpus = 1024;
-
 std::string_view name_of(Collective c) {
   for (const auto& [value, name] : kCollectives) {
     if (value == c) return name;

@@ -372,6 +372,18 @@ std::optional<std::string> recompute_problem(const TransformerSpec& m, const Lay
   return std::nullopt;
 }
 
+std::optional<std::string> expert_exchange_problem(const Layout3D& l, std::int64_t gpus_per_node) {
+  if (l.ep <= 1 || gpus_per_node < 1) return std::nullopt;
+  const std::int64_t span = l.expert_tp() * l.ep;
+  const std::int64_t priced =
+      span <= gpus_per_node ? l.ep : (span + gpus_per_node - 1) / gpus_per_node * gpus_per_node;
+  if (priced <= kMaxAllToAllGpus) return std::nullopt;
+  return "the experts' all-to-all over etp x ep = " + std::to_string(span) + " GPUs is priced on " +
+         std::to_string(priced) + " GPUs of whole nodes, beyond the " +
+         std::to_string(kMaxAllToAllGpus) +
+         " an all-to-all is modelled on (pair by pair); take a smaller ep or etp";
+}
+
 void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus_per_node) {
   const auto fail = [&](const std::string& why) {
     throw Error("tp " + std::to_string(l.tp) + (l.cp > 1 ? " x cp " + std::to_string(l.cp) : "") +
@@ -390,6 +402,7 @@ void check_layout(const TransformerSpec& m, const Layout3D& l, std::int64_t gpus
          "key/value heads");
   }
   if (const auto why = expert_layout_problem(m, l)) fail(*why);
+  if (const auto why = expert_exchange_problem(l, gpus_per_node)) fail(*why);
   if (const auto why = recompute_problem(m, l)) fail(*why);
   if (const auto why = overlap_problem(l)) fail(*why);
   if (m.moe.active() && m.moe.expert_ffn_size % l.expert_tp() != 0)

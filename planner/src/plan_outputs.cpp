@@ -262,6 +262,11 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
                         layout.problem);
   }
   if (const auto note = expert_layout_note(plan, in.request.objective)) out.notes.push_back(*note);
+  if (plan.layouts && plan.layouts->exchange_unpriced > 0) {
+    out.notes.push_back(std::to_string(plan.layouts->exchange_unpriced) +
+                        " expert layouts were left out unpriced, the first because " +
+                        plan.layouts->exchange_unpriced_why);
+  }
   if (const auto note = recompute_note(plan, in.request.objective)) out.notes.push_back(*note);
   if (const auto note = idle_gpus_note(plan.data_parallel, in.request.global_batch);
       note && plan.best() && plan.best()->data_parallel) {

@@ -636,6 +636,10 @@ Result3D search_3d(const ModelDesc& m, const Topology& t, const InterconnectTabl
     batch.clear();
   };
   auto add = [&](const cost::Layout3D& l) {
+    if (auto why = cost::expert_exchange_problem(l, t.gpus_per_node())) {
+      if (out.exchange_unpriced++ == 0) out.exchange_unpriced_why = std::move(*why);
+      return;
+    }
     batch.push_back(l);
     if (batch.size() == kMemoryBatch) flush();
   };

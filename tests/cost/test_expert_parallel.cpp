@@ -531,3 +531,24 @@ TEST_CASE("recomputing the mixture's layer repeats its token exchange, moe_act d
   l.etp = 0;
   CHECK_THAT(*recompute_problem(*dense.transformer, l), Contains("a mixture of experts"));
 }
+
+TEST_CASE("expert exchange: the all-to-all is priced on whole nodes, up to 1024 GPUs") {
+  Layout3D l;
+  l.tp = 8;
+  l.ep = 256;
+  l.etp = 4;  // 4 x 256 = 1024 GPUs: 128 whole nodes of 8
+  CHECK_FALSE(expert_exchange_problem(l, 8));
+  l.etp = 8;  // 2048 GPUs
+  const auto why = expert_exchange_problem(l, 8);
+  REQUIRE(why);
+  CHECK_THAT(*why, Contains("etp x ep = 2048 GPUs is priced on 2048 GPUs of whole nodes"));
+  // An NVL72 rack is one node of 72 GPUs: 1,024 GPUs take 15 racks, 1,080 GPUs.
+  l.ep = 128;
+  CHECK_THAT(*expert_exchange_problem(l, 72), Contains("priced on 1080 GPUs"));
+  // Inside one node the all-to-all runs over the ep ranks alone.
+  l.ep = 16;
+  l.etp = 1;
+  CHECK_FALSE(expert_exchange_problem(l, 72));
+  l.ep = 1;  // no experts split: nothing exchanged
+  CHECK_FALSE(expert_exchange_problem(l, 8));
+}

@@ -390,3 +390,30 @@ TEST_CASE("3D search: the same result on any number of threads, and a bad count 
   r.threads = -1;
   CHECK_THROWS_WITH(f.search(r), Catch::Contains("threads: -1"));
 }
+
+TEST_CASE("3D search: expert layouts whose all-to-all spans more than 1024 GPUs are left out") {
+  // DeepSeek-V3 (256 routed experts) on 2,048 H800: ep 256 x etp 8 lays each expert-parallel
+  // group one GPU per node over all 256 nodes, an all-to-all priced on 2,048 GPUs of whole
+  // nodes, past what cost::kMaxAllToAllGpus allows. The search skips those layouts (it used to
+  // end the whole plan with the all-to-all's error) and says why.
+  const test::Cluster f("deepseek-v3", "hgx-h800", 256, "H800");
+  planner::Request3D r;
+  r.global_batch = 15360;
+  r.seq_len = 4096;
+  r.tps = {8};
+  r.pps = {1};
+  r.cps = {1};
+  r.eps = {128, 256};
+  r.etps = {8};
+  r.frameworks = {cost::Framework::megatron};
+  r.sequence_parallel = {true};
+  const auto res = f.search(r);
+  CHECK(res.exchange_unpriced > 0);
+  CHECK_THAT(res.exchange_unpriced_why,
+             Catch::Matchers::Contains("etp x ep = 2048 GPUs is priced on 2048 GPUs of whole nodes"));
+  // ep 128 x etp 8 spans 1,024 GPUs, 128 nodes: priced.
+  for (const auto& c : res.ranked) {
+    CHECK(c.layout.ep == 128);
+  }
+  CHECK(res.evaluated > 0);
+}

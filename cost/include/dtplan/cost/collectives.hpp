@@ -94,6 +94,9 @@ class CommContext {
   const InterconnectTable* table_ = nullptr;
 };
 
+// The most GPUs an all-to-all is priced over: it is routed pair by pair (n (n - 1) flows).
+inline constexpr std::int64_t kMaxAllToAllGpus = 1024;
+
 // Collectives among the first `gpus` GPUs of a topology. Uses the routes and ring plans of
 // its context (its own when none is given), computed once; estimates are cheap after that.
 class CommModel {

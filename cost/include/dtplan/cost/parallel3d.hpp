@@ -286,6 +286,11 @@ std::optional<std::string> stage_split_problem(const TransformerSpec& m, const L
 // dividing over ep, etp x ep dividing tp x cp x dp; torchtitan's own rule), or nullopt.
 std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const Layout3D& l);
 
+// Why the token exchange of `l` cannot be priced, or nullopt: its all-to-all runs over the whole
+// nodes its etp x ep ranks span (Model3D::token_exchange_s), and an all-to-all is priced over at
+// most kMaxAllToAllGpus GPUs.
+std::optional<std::string> expert_exchange_problem(const Layout3D& l, std::int64_t gpus_per_node);
+
 // Why the layout's recompute modules cannot run so, or nullopt: modules only under selective
 // recomputation and Megatron-LM; mla_up_proj needs latent attention, moe and moe_act a
 // mixture of experts, shared_experts a shared expert, mlp a dense MLP somewhere; moe not with

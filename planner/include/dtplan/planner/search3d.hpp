@@ -146,6 +146,10 @@ struct Result3D {
   std::int64_t out_of_memory = 0;
   std::int64_t host_out_of_memory = 0;  // offloaded states over the node's host memory
   std::int64_t past_deadline = 0;
+  // Expert layouts not priced: their all-to-all spans more GPUs than it is modelled on
+  // (cost::expert_exchange_problem); the first one's reason.
+  std::int64_t exchange_unpriced = 0;
+  std::string exchange_unpriced_why;
   // Every priced layout but the best, as Request3D::rejected_kept keeps them, in the order
   // rejected (those over memory or past the deadline as priced, then the slower ones best
   // first): evaluated = rejected.size() + the omitted + (1 if one fits). UnifiedPlan::rejected
