@@ -409,8 +409,9 @@ TEST_CASE("3D search: expert layouts whose all-to-all spans more than 1024 GPUs 
   r.sequence_parallel = {true};
   const auto res = f.search(r);
   CHECK(res.exchange_unpriced > 0);
-  CHECK_THAT(res.exchange_unpriced_why,
-             Catch::Matchers::Contains("etp x ep = 2048 GPUs is priced on 2048 GPUs of whole nodes"));
+  CHECK_THAT(
+      res.exchange_unpriced_why,
+      Catch::Matchers::Contains("etp x ep = 2048 GPUs is priced on 2048 GPUs of whole nodes"));
   // ep 128 x etp 8 spans 1,024 GPUs, 128 nodes: priced.
   for (const auto& c : res.ranked) {
     CHECK(c.layout.ep == 128);
