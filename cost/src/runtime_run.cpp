@@ -39,10 +39,25 @@ void check_tied_stages(const Plan& plan, const DenseStack& stack) {
   }
 }
 
+// What the plan asks for that dtplan-run does not execute: refused, so that a measurement is
+// never read as confirming a plan it did not run.
+void check_executed(const TrainingConfig& t) {
+  if (t.offload != Offload::none) {
+    throw Error("/offload: " + std::string(name_of(t.offload)) +
+                ": dtplan-run keeps every state on the device and steps the optimizer there; it "
+                "does not execute offloaded states (plan with --offload none)");
+  }
+  if (t.fp8 != Fp8Recipe::none) {
+    throw Error("/fp8: " + std::string(name_of(t.fp8)) +
+                ": dtplan-run has no FP8 GEMMs; it runs plans in fp32, bf16 or fp16");
+  }
+}
+
 }  // namespace
 
 RuntimeRun runtime_run_of(const Plan& plan, const ModelDesc& model, double scale) {
   const auto& t = plan.training;
+  check_executed(t);
   if (!model.transformer) {
     throw Error("/model: " + plan.model +
                 " is not a transformer; dtplan-run executes transformer plans only");

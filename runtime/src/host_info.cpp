@@ -42,6 +42,12 @@ double load_average_1min() {
   return load;
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 std::string cpu_model_name() {
   auto name = proc_field("/proc/cpuinfo", "model name");
   return name.empty() ? "unknown CPU" : name;

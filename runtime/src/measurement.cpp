@@ -178,7 +178,8 @@ nlohmann::json to_json(const Measurement& m) {
             {"cpu", m.cpu},
             {"cores", m.cores},
             {"host_memory_bytes", m.host_memory_bytes},
-            {"device_capacity_bytes", m.device_capacity_bytes}}},
+            {"device_capacity_bytes", m.device_capacity_bytes},
+            {"cpu_share", m.cpu_share ? nlohmann::json(*m.cpu_share) : nlohmann::json()}}},
           {"versions", m.versions},
           {"scale", m.scale},
           {"workload", cost::to_json(m.workload)},
@@ -224,6 +225,7 @@ Measurement measurement_from_json(const std::filesystem::path& path) {
   m.cores = hw.integer("cores");
   m.host_memory_bytes = hw.integer("host_memory_bytes");
   m.device_capacity_bytes = hw.integer("device_capacity_bytes");
+  m.cpu_share = hw.optional_number("cpu_share", NumberRange::non_negative(1e3));
   hw.reject_unknown_keys();
   const auto v = r.object("versions");
   for (const auto& [key, value] : r.value("versions").items())

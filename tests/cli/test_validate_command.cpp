@@ -187,3 +187,31 @@ TEST_CASE("validate: steps that spread like a busy machine's are noted") {
   REQUIRE(busy.code == 0);
   CHECK_THAT(busy.out, Contains("the measured steps spread 49%") && Contains("probably busy"));
 }
+
+TEST_CASE("validate: a rank that did not have its core to itself is noted") {
+  // Steps slowed evenly by another process on the cores do not spread; the ranks' CPU time over
+  // wall time shows it: 0.99 on the quiet build machine, 0.70 beside one busy process
+  // (validate_command.cpp). Files before the field was recorded have no note.
+  const auto original = kMeasured / "measurement.json";
+  nlohmann::json m;
+  std::ifstream(original) >> m;
+  REQUIRE_FALSE(m["hardware"].contains("cpu_share"));
+  const auto path = std::filesystem::temp_directory_path() / "dtplan-shared-measurement.json";
+  const auto note_for = [&](double share) {
+    m["hardware"]["cpu_share"] = share;
+    std::ofstream(path) << m.dump();
+    const auto r = dtplan::test::run_dtplan({"validate", "--measured", path.string()});
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  CHECK_THAT(note_for(0.7), Contains("note: a rank ran on 70% of a core during the measured "
+                                     "steps") &&
+                                Contains("other work shared the machine's cores"));
+  CHECK_THAT(note_for(0.99), !Contains("of a core"));
+  m["hardware"]["cpu_share"] = -1;
+  std::ofstream(path) << m.dump();
+  const auto bad = dtplan::test::run_dtplan({"validate", "--measured", path.string()});
+  CHECK(bad.code != 0);
+  CHECK_THAT(bad.err, Contains("/hardware/cpu_share"));
+  std::filesystem::remove(path);
+}

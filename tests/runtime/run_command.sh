@@ -32,6 +32,20 @@ then
 fi
 grep -q "/strategy: zero2 with a tied embedding across pipeline stages" "$work/out.txt"
 if grep -q "mpirun" "$work/out.txt"; then echo "FAIL: mpirun started before the refusal"; exit 1; fi
+# What dtplan-run does not execute is refused, not run without it (a measurement would then seem
+# to confirm the plan): offloaded states, FP8.
+sed 's/"offload": "none"/"offload": "optimizer"/' "$work/one.json" > "$work/offload.json"
+if "$bin/dtplan" run --np 1 --plan "$work/offload.json" --backend cpu > "$work/out.txt" 2>&1; then
+  echo "FAIL: an offloaded plan ran"; exit 1
+fi
+grep -q "/offload: optimizer: dtplan-run keeps every state on the device" "$work/out.txt"
+sed 's/"fp8": "none"/"fp8": "delayed"/' "$work/one.json" > "$work/fp8.json"
+if "$bin/dtplan" run --np 1 --plan "$work/fp8.json" --backend cpu > "$work/out.txt" 2>&1; then
+  echo "FAIL: an FP8 plan ran"; exit 1
+fi
+grep -q "/fp8: delayed: dtplan-run has no FP8 GEMMs" "$work/out.txt"
+# The measurement records how much of a core each rank had (validate notes less than 0.9).
+python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['hardware']['cpu_share']; sys.exit(0 if 0 < s <= 4 else 1)" "$work/m.json"
 # dtplan-run alone, as one process: a command line that does not parse exits 2, as dtplan's do;
 # a plan it refuses exits 1 with its one line and no MPI abort report.
 set +e

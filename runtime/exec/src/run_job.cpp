@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -112,6 +113,27 @@ void inject(const InjectedFault& f, int rank, std::int64_t step) {
   int never = 0;
   MPI_Recv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 0x7fff, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
+
+// A rank's CPU time over wall time from start() on, the lowest over the ranks: under 1 when the
+// machine's other work took cores from the run (validate notes it).
+class CpuShare {
+ public:
+  void start() {
+    cpu_s_ = process_cpu_seconds();
+    wall_ = std::chrono::steady_clock::now();
+  }
+  double lowest(const MpiGroup& world) const {
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    const double mine = wall_s > 0 ? (process_cpu_seconds() - cpu_s_) / wall_s : 1.0;
+    const auto all = world.all_gather(std::vector<double>{mine});
+    return *std::min_element(all.begin(), all.end());
+  }
+
+ private:
+  double cpu_s_ = 0;
+  std::chrono::steady_clock::time_point wall_;
+};
 
 // Per measured step, the slowest rank's times (a step ends when its slowest rank does).
 std::vector<StepRow> slowest_rank_steps(const std::vector<StepMeasurement>& mine,
@@ -361,9 +383,11 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
                       job.stack.pp};
   if (!o.dump_dir.empty()) replay.initial = trainer.gather_parameters();
   std::vector<StepMeasurement> measured;
+  CpuShare share;
   for (std::int64_t i = 0; i < o.warmup + o.steps; ++i) {
     watchdog.kick("step " + std::to_string(i));
     if (o.fault) inject(*o.fault, world.rank(), i);
+    if (i == o.warmup) share.start();
     auto m = trainer.step(i);
     replay.losses.push_back(m.loss);
     if (i >= o.warmup) measured.push_back(std::move(m));
@@ -377,6 +401,8 @@ nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
   watchdog.kick("gathering the measurement");
   Measurement out;
   out.steps = slowest_rank_steps(measured, world);
+  const double lowest_share = share.lowest(world);
+  if (!cuda) out.cpu_share = lowest_share;
   out.memory = gather_memory(*device, world);
   if (world.rank() != 0) return nullptr;
   out.version = DTPLAN_VERSION;

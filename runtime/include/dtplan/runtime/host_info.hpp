@@ -11,7 +11,9 @@ int cpu_cores();                      // online logical CPUs
 std::int64_t host_memory_bytes();     // MemTotal
 std::int64_t host_available_bytes();  // MemAvailable
 std::int64_t peak_rss_bytes();        // VmHWM of this process
-double load_average_1min();   // /proc/loadavg, first field (runnable threads); 0 if unreadable
+double load_average_1min();  // /proc/loadavg, first field (runnable threads); 0 if unreadable
+double
+process_cpu_seconds();  // CPU time of this process, all its threads (CLOCK_PROCESS_CPUTIME_ID)
 std::string utc_timestamp();  // "2026-11-23T01:02:03Z"
 
 }  // namespace dtplan::runtime

@@ -73,6 +73,10 @@ struct Measurement {
   std::int64_t cores = 0;
   std::int64_t host_memory_bytes = 0;
   std::int64_t device_capacity_bytes = 0;
+  // CPU backend: the lowest of the ranks' CPU time over wall time during the measured steps
+  // (a rank alone on a core stays near 1: MPI's waits spin or yield to nothing); none when not
+  // recorded (the CUDA backend, files before 2026-11-29).
+  std::optional<double> cpu_share;
   std::map<std::string, std::string> versions;  // mpi, eigen, cuda...
   double scale = 1;
   cost::DenseStack workload;
