@@ -53,7 +53,8 @@ std::string unknown_option_message(const std::vector<std::string>& args, const C
   if (args.empty()) return "";
   const auto subs =
       app.get_subcommands([&](const CLI::App* c) { return c->get_name() == args.front(); });
-  if (subs.empty()) return "";
+  // A command that forwards the options it does not know (dtplan run) has none unknown.
+  if (subs.empty() || subs.front()->get_allow_extras()) return "";
   std::vector<std::string> known;
   for (const auto* command : {&app, subs.front()}) {
     for (const auto* o : command->get_options()) {

@@ -241,6 +241,12 @@ void check_fp8_exports(const PlanOptions& o) {
                      : o.launch                  ? "--export-launch"
                                                  : nullptr;
   if (flag == nullptr) return;
+  if (flag == std::string("--save-plan")) {
+    throw Error(
+        "--save-plan: dtplan-run has no FP8 GEMMs, and FP8 is planned for layouts only, so an "
+        "FP8 search has no plan dtplan run executes; --export-megatron or --export-torchtitan "
+        "writes the best layout");
+  }
   throw Error(std::string(flag) +
               ": FP8 is planned for Megatron-LM and torchtitan layouts only, and " + flag +
               " describes a data-parallel plan; --export-megatron or --export-torchtitan "
@@ -360,6 +366,10 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   }
   write_files_together(files);
   ctx.out << text.str();
+  if (!plan.best() && planner::counts_of(plan).evaluated == 0) {
+    ctx.err << "dtplan: error: the request leaves nothing to search; see why above\n";
+    return 1;
+  }
   if (!plan.best()) {
     ctx.err << "dtplan: error: no configuration fits " << gpu.name << " with "
             << static_cast<int>(100.0 * request.headroom) << "% headroom"

@@ -37,7 +37,7 @@ std::string describe(const Layout3D& l) {
     if (l.overlap_ep_comm) s << " (all-to-alls overlapped)";
   }
   if (l.framework == Framework::fsdp2) {
-    s << ", FSDP2 over " << l.shard_ranks() << " ranks ("
+    s << ", FSDP2 over " << l.shard_ranks() << (l.shard_ranks() == 1 ? " rank (" : " ranks (")
       << (l.sharding == DpSharding::gradients ? "blocks kept gathered from forward to backward"
                                               : "resharded after forward")
       << ")";

@@ -239,7 +239,10 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
         std::string(field) == "save_plan"
             ? "the best layout (" + cost::describe(plan.best()->layout->layout) +
                   ") cannot be saved as a plan: " + layout.problem +
-                  "; and no data-parallel plan fits"
+                  (plan.data_parallel_searched
+                       ? "; and no data-parallel plan fits"
+                       : "; and the data-parallel strategies were not searched ({strategy} or "
+                         "{tp} left them out)")
             : "describes a data-parallel plan, and only tensor x context x pipeline layouts fit";
     throw FieldError(field, why +
                                 " ({export_megatron} or {export_torchtitan} writes the best); "

@@ -359,6 +359,14 @@ std::string experts_reason(const TransformerSpec& s, const Request3D& r) {
          (r.etps.empty() ? std::string("any") : join(r.etps)) + ")";
 }
 
+// FSDP2 alone: it shards over dp x cp, so a layout whose tp x pp takes every GPU has nothing to
+// shard (torchtitan applies fully_shard only with data or context parallel ranks).
+std::string fsdp2_reason(const Request3D& r) {
+  if (r.frameworks.size() != 1 || r.frameworks.front() != cost::Framework::fsdp2) return "";
+  return "; FSDP2 layouts need dp x cp > 1, something to shard (torchtitan shards over the "
+         "data and context ranks only; with tp x pp on every GPU {framework} megatron runs it)";
+}
+
 std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::int64_t gpus,
                              std::int64_t per_node, std::int64_t seq) {
   std::vector<std::int64_t> tps, pps, cps;
@@ -386,7 +394,7 @@ std::string no_layout_reason(const TransformerSpec& s, const Request3D& r, std::
          sizes_text(cps.size() > 8 ? std::vector<std::int64_t>(cps.begin(), cps.begin() + 8) : cps,
                     r.cps) +
          "), and " + std::to_string(gpus) + " GPUs / (tp x cp x pp) must divide the global batch " +
-         std::to_string(r.global_batch) + experts_reason(s, r);
+         std::to_string(r.global_batch) + experts_reason(s, r) + fsdp2_reason(r);
 }
 
 // Module sets the request names must run on the model as Megatron-LM runs them: refused here,

@@ -677,7 +677,9 @@ TEST_CASE("plan: FP8 with a data-parallel export is refused before the search") 
   args.insert(args.end(), {"--precision", "fp8", "--save-plan", "/tmp/dtplan-fp8-plan.json"});
   r = run(args);
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("--save-plan: FP8 is planned"));
+  // The Plan file may hold a layout, but dtplan-run runs no FP8 GEMMs: still nothing to save.
+  CHECK_THAT(r.err, Contains("--save-plan: dtplan-run has no FP8 GEMMs, and FP8 is planned for "
+                             "layouts only"));
 }
 
 TEST_CASE("a Megatron-LM layout for a model its arguments cannot state says so") {
@@ -931,4 +933,16 @@ TEST_CASE("trial: the schedule says the warm-up is a ratio, and which") {
                              "--warmup-ratio)"));
   r = run(with({"--steps", "2000", "--warmup-ratio", "0.1"}));
   CHECK_THAT(r.out, Contains("warm-up 200 steps (10.0% of them, --warmup-ratio)"));
+}
+
+TEST_CASE("plan: FSDP2 with tp on every GPU has nothing to shard, and says so") {
+  // tp 2 on 2 GPUs leaves dp x cp = 1: torchtitan applies no fully_shard there, and the search
+  // has no FSDP2 layout to price. The refusal names that rule, not memory.
+  const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                      "A100-80GB", "--seq-len", "128", "--exact-batch", "--gpus", "2",
+                      "--global-batch", "16", "--framework", "fsdp2", "--tp", "2"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("FSDP2 layouts need dp x cp > 1, something to shard"));
+  CHECK_THAT(r.err, Contains("the request leaves nothing to search"));
+  CHECK_THAT(r.err, !Contains("no configuration fits"));
 }

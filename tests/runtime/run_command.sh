@@ -46,6 +46,11 @@ fi
 grep -q "/fp8: delayed: dtplan-run has no FP8 GEMMs" "$work/out.txt"
 # The measurement records how much of a core each rank had (validate notes less than 0.9).
 python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['hardware']['cpu_share']; sys.exit(0 if 0 < s <= 4 else 1)" "$work/m.json"
+# Without --plan the flags meant for dtplan-run are not what is wrong: --plan is named.
+if "$bin/dtplan" run --np 2 --backend cpu --scale 0.05 > "$work/out.txt" 2>&1; then
+  echo "FAIL: ran without --plan"; exit 1
+fi
+grep -q "dtplan: error: --plan is required" "$work/out.txt"
 # dtplan-run alone, as one process: a command line that does not parse exits 2, as dtplan's do;
 # a plan it refuses exits 1 with its one line and no MPI abort report.
 set +e
