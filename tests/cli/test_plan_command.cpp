@@ -946,3 +946,19 @@ TEST_CASE("plan: FSDP2 with tp on every GPU has nothing to shard, and says so") 
   CHECK_THAT(r.err, Contains("the request leaves nothing to search"));
   CHECK_THAT(r.err, !Contains("no configuration fits"));
 }
+
+TEST_CASE(
+    "plan: more data-parallel ranks than samples compete only when no plan reaches the batch") {
+  // Llama 3.1 405B at batch 2048 on 512 DGX H100 (4,096 GPUs): ZeRO-3 on all 4,096 reaches 4,096
+  // at best (a sample a rank), +100%, and ranked first by 1.6% over the layouts that run 2048
+  // itself. It no longer competes: the best trains the batch asked for.
+  const auto r =
+      run({"plan", "--model", "llama-3.1-405b", "--topology", "dgx-h100", "--nodes", "512", "--gpu",
+           "H100-SXM", "--global-batch", "2048", "--seq-len", "8192", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["best"]["global_batch"] == 2048);
+  CHECK(j["exact_batch"] == true);
+  for (const auto& c : j["candidates"])
+    CHECK(c["global_batch"] == 2048);
+}
