@@ -93,11 +93,30 @@ void check_runnable(const RunCommandOptions& o) {
   }
 }
 
+// dtplan-run's own check of the forwarded flags and the plan (dtplan-run --check), one process
+// before mpirun starts N: a refusal is said once, without N copies and Open MPI's abort report.
+// Returns its exit code (0: go ahead).
+int dtplan_run_check(const RunCommandOptions& o, const std::vector<std::string>& run_args,
+                     const RunContext& ctx) {
+  std::vector<std::string> argv{runtime::dtplan_run_path(), "--check", std::to_string(o.np)};
+  argv.insert(argv.end(), run_args.begin(), run_args.end());
+  const auto r = runtime::run_child(argv, [](const std::string&) {});
+  if (r.exit_code != 0) {
+    for (const auto& line : r.tail)
+      ctx.err << line << "\n";
+  }
+  return r.exit_code;
+}
+
 int run_run(const RunCommandOptions& o, const RunContext& ctx) {
   if (o.np < 1) throw Error("--np " + std::to_string(o.np) + ": must be >= 1");
   check_runnable(o);
   std::vector<std::string> run_args{"--plan", o.plan};
   run_args.insert(run_args.end(), o.forwarded.begin(), o.forwarded.end());
+  // One rank is dtplan-run itself, whose refusals are already said once.
+  if (o.np > 1) {
+    if (const int code = dtplan_run_check(o, run_args, ctx); code != 0) return code;
+  }
   auto args = runtime::mpirun_argv(o.np, run_args);
   std::string shown;
   for (const auto& a : args)

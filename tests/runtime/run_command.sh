@@ -46,6 +46,14 @@ fi
 grep -q "/fp8: delayed: dtplan-run has no FP8 GEMMs" "$work/out.txt"
 # The measurement records how much of a core each rank had (validate notes less than 0.9).
 python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['hardware']['cpu_share']; sys.exit(0 if 0 < s <= 4 else 1)" "$work/m.json"
+# A flag dtplan-run refuses is refused once, by dtplan-run --check, before mpirun starts any rank.
+set +e
+"$bin/dtplan" run --np 2 --pp 2 --plan "$work/one.json" --steps 0 > "$work/out.txt" 2>&1
+rc=$?
+set -e
+test "$rc" -eq 2 || { cat "$work/out.txt"; echo "FAIL: --steps 0 exited $rc, not 2"; exit 1; }
+test "$(grep -c -- "--steps: must be at least 1" "$work/out.txt")" -eq 1
+if grep -q "mpirun\|MPI_ABORT" "$work/out.txt"; then echo "FAIL: mpirun started"; exit 1; fi
 # Without --plan the flags meant for dtplan-run are not what is wrong: --plan is named.
 if "$bin/dtplan" run --np 2 --backend cpu --scale 0.05 > "$work/out.txt" 2>&1; then
   echo "FAIL: ran without --plan"; exit 1

@@ -63,6 +63,10 @@ void add_options(CLI::App& app, RunOptions& o, std::string& fault) {
       ->capture_default_str()
       ->check(dtplan::number_check(dtplan::kSeconds));
   app.add_option("--inject-fault", fault, "for tests: kill:RANK:STEP or hang:RANK:STEP");
+  app.add_option("--check", o.check_ranks,
+                 "only check the flags and the plan for a job of N processes, run nothing (what "
+                 "dtplan run does before starting mpirun)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
 }
 
 void write_file(const std::string& path, const nlohmann::json& j) {
@@ -134,6 +138,13 @@ int main(int argc, char** argv) {
     if (!fault.empty()) options.fault = dtplan::runtime::parse_fault(fault);
     if (!options.out_path.empty()) dtplan::check_output_path(options.out_path, "--out");
     if (!options.dump_dir.empty()) dtplan::runtime::check_replay_dir(options.dump_dir);
+    if (options.check_ranks > 0) {  // the flags parsed; the plan's job, unless profiling
+      if (!options.measure_profile) {
+        if (options.plan_path.empty()) throw dtplan::Error("--plan FILE is required");
+        dtplan::runtime::check_job(options);
+      }
+      return 0;
+    }
     if (options.measure_profile) {
       if (options.out_path.empty()) throw dtplan::Error("--measure-profile needs --out FILE");
       const auto p = dtplan::runtime::run_profile(options, world);

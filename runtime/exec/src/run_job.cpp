@@ -66,13 +66,13 @@ struct Job {
 
 namespace {
 
-Job prepare(const RunOptions& o, const MpiGroup& world) {
+Job prepare(const RunOptions& o, std::int64_t ranks) {
   Job j;
   j.plan = plan_from_json(o.plan_path);
   if (o.tp > 0) j.plan.tp = o.tp;
   if (o.pp > 0) j.plan.pp = o.pp;
   const auto& t = j.plan.training;
-  if (const auto problem = rank_count_problem(j.plan, world.size())) {
+  if (const auto problem = rank_count_problem(j.plan, ranks)) {
     throw Error(o.plan_path + ": " + *problem);
   }
   if (j.plan.tp * j.plan.pp > 1 && o.backend == "cuda") {
@@ -345,12 +345,25 @@ nlohmann::json run_profile(const RunOptions& o, const MpiGroup& world) {
   return cost::to_json(p);
 }
 
-nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
+namespace {
+
+void check_flags(const RunOptions& o) {
   if (o.steps < 1) throw Error("--steps " + std::to_string(o.steps) + ": must be >= 1");
   if (o.warmup < 0) throw Error("--warmup " + std::to_string(o.warmup) + ": must be >= 0");
   check_backend(o);
+}
+
+}  // namespace
+
+void check_job(const RunOptions& o) {
+  check_flags(o);
+  (void)prepare(o, o.check_ranks);
+}
+
+nlohmann::json run_job(const RunOptions& o, const MpiGroup& world) {
+  check_flags(o);
   const bool cuda = o.backend == "cuda";
-  const Job job = prepare(o, world);
+  const Job job = prepare(o, world.size());
   auto device = make_device(o, world);
   // Data parallelism alone: the world's communicator (NCCL on CUDA). With tensor or pipeline
   // parallelism (CPU only): Megatron-LM's groups, each rank running its stage.

@@ -44,11 +44,17 @@ struct RunOptions {
   std::string dump_dir;        // non-empty: write a replay dump there (replay_dump.hpp)
   std::int64_t tp = 0;         // tensor-parallel ranks; 0: the plan's
   std::int64_t pp = 0;         // pipeline stages; 0: the plan's
+  std::int64_t check_ranks = 0;  // --check N: only check the flags and plan for N processes
 };
 
 // Runs the job on every rank of `world` (collective). Returns the measurement JSON on rank 0
 // (null elsewhere). Throws dtplan::Error with the input and the problem.
 nlohmann::json run_job(const RunOptions& options, const MpiGroup& world);
+
+// --check N: what run_job refuses before it starts, for a job of N processes (the steps, the
+// backend, the plan and what it asks of the runtime), without a device or a collective; what
+// dtplan run asks before starting mpirun. Throws as run_job does.
+void check_job(const RunOptions& options);
 
 // --measure-profile: the hardware profile of this backend at this world size (rank 0; null
 // elsewhere); progress lines go to stderr on rank 0.
