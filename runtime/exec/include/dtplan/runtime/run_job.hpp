@@ -40,10 +40,10 @@ struct RunOptions {
   std::optional<InjectedFault> fault;
   std::string command_line;  // recorded in the measurement
   bool measure_profile = false;
-  bool quick_profile = false;  // fewer microbenchmark shapes and sizes
-  std::string dump_dir;        // non-empty: write a replay dump there (replay_dump.hpp)
-  std::int64_t tp = 0;         // tensor-parallel ranks; 0: the plan's
-  std::int64_t pp = 0;         // pipeline stages; 0: the plan's
+  bool quick_profile = false;    // fewer microbenchmark shapes and sizes
+  std::string dump_dir;          // non-empty: write a replay dump there (replay_dump.hpp)
+  std::int64_t tp = 0;           // tensor-parallel ranks; 0: the plan's
+  std::int64_t pp = 0;           // pipeline stages; 0: the plan's
   std::int64_t check_ranks = 0;  // --check N: only check the flags and plan for N processes
 };
 
