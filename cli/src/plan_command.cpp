@@ -2,6 +2,7 @@
 // report it, the runners-up and why the rest lost; write DeepSpeed, Accelerate and Plan files
 // and print launch lines.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -118,7 +119,11 @@ planner::PlanRequest request_of(const PlanOptions& o) {
   // fp8 is bf16 with FP8 GEMMs (layout_request sets the recipe).
   auto precisions = o.precisions;
   std::replace(precisions.begin(), precisions.end(), std::string("fp8"), std::string("bf16"));
-  r.precisions = parse_all("--precision", precisions, parse_precision);
+  try {
+    r.precisions = parse_all("--precision", precisions, parse_precision);
+  } catch (const Error& e) {  // plan also takes fp8
+    throw Error(std::string(e.what()) + "; and for the layouts fp8 (bf16 with FP8 GEMMs)");
+  }
   r.checkpointing = parse_all("--checkpointing", o.checkpointings, parse_checkpointing);
   r.offloads = parse_all("--offload", o.offloads, parse_offload);
   for (const auto mb : o.micro_batches) {
@@ -160,12 +165,16 @@ planner::PlanRequest request_of(const PlanOptions& o) {
 
 planner::LayoutRequest layout_request(const PlanOptions& o, planner::PlanRequest r) {
   planner::LayoutRequest x;
-  for (const auto* list : {&o.tps, &o.pps, &o.cps, &o.interleaves, &o.eps, &o.etps}) {
+  const std::array<std::pair<const char*, const std::vector<std::int64_t>*>, 6> sizes{
+      {{"--tp", &o.tps},
+       {"--pp", &o.pps},
+       {"--cp", &o.cps},
+       {"--interleave", &o.interleaves},
+       {"--ep", &o.eps},
+       {"--etp", &o.etps}}};
+  for (const auto& [flag, list] : sizes) {
     for (auto v : *list) {
-      if (v < 1) {
-        throw Error("--tp/--pp/--cp/--interleave/--ep/--etp " + std::to_string(v) +
-                    ": sizes are positive");
-      }
+      if (v < 1) throw Error(std::string(flag) + " " + std::to_string(v) + ": sizes are positive");
     }
   }
   r.strategies.clear();
