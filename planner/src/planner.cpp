@@ -316,6 +316,14 @@ std::vector<std::string> suggestions(const Search::Inputs& in, const PlanResult&
   out.push_back("of the configurations over GPU memory, the leanest (" + describe(c) + ") needs " +
                 format_gib(c.memory) + " per GPU; " + format_gib(result.usable) +
                 " are usable on " + in.gpu.name);
+  const bool over_host = c.offload != Offload::none && c.host_memory > result.host_capacity;
+  if (over_host) {
+    out.push_back("what the leanest configuration offloads would also need " +
+                  format_gib(c.host_memory) + " of host memory per node, over the " +
+                  format_gib(result.host_capacity) +
+                  " per node ({host_memory}): a larger GPU "
+                  "alone does not make it fit");
+  }
   if (c.micro_batch > 1) out.emplace_back("a smaller micro-batch ({micro_batch} 1)");
   // What the request's filters kept out of the search.
   if (in.model.transformer && excludes(r.checkpointing, Checkpointing::full)) {

@@ -962,3 +962,16 @@ TEST_CASE(
   for (const auto& c : j["candidates"])
     CHECK(c["global_batch"] == 2048);
 }
+
+TEST_CASE("plan: the leanest miss that offloads past the host's memory says so") {
+  // DeepSeek-V3 (671B) under FSDP with everything offloaded: the leanest configuration over GPU
+  // memory is one GPU's, whose offloaded states alone are terabytes on one node of 2,048 GiB.
+  // A bigger GPU, the suggestion after it, would not be enough.
+  const auto r =
+      run({"plan", "--model", "deepseek-v3", "--topology", "hgx-h800", "--nodes", "2", "--gpu",
+           "H800", "--global-batch", "64", "--seq-len", "4096", "--strategy", "fsdp-full"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("what the leanest configuration offloads would also need ") &&
+                        Contains("of host memory per node, over the 2048.00 GiB per node "
+                                 "(--host-memory): a larger GPU alone does not make it fit"));
+}
