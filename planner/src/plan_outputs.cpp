@@ -61,6 +61,42 @@ SavedLayout saved_layout(const UnifiedPlan& plan, const PlanInputs& in, const Ex
   return s;
 }
 
+// The DeepSpeed/Accelerate exports and launch lines (and the Plan file, unless it holds the
+// layout) describe data-parallel plans: with none in the plan, the first asked for is refused.
+[[noreturn]] void refuse_data_parallel_exports(const UnifiedPlan& plan, const ExportRequest& e,
+                                               bool accelerate, const std::string& problem) {
+  const char* field = !e.save_plan.empty()          ? "save_plan"
+                      : !e.export_deepspeed.empty() ? "export_deepspeed"
+                      : accelerate                  ? "export_accelerate"
+                                                    : "export_launch";
+  const std::string why =
+      std::string(field) == "save_plan"
+          ? "the best layout (" + cost::describe(plan.best()->layout->layout) +
+                ") cannot be saved as a plan: " + problem +
+                (plan.data_parallel_searched
+                     ? "; and no data-parallel plan fits"
+                     : "; and the data-parallel strategies were not searched ({strategy} or "
+                       "{tp} left them out)")
+          : "describes a data-parallel plan, and only tensor x context x pipeline layouts fit";
+  throw FieldError(field, why +
+                              " ({export_megatron} or {export_torchtitan} writes the best); "
+                              "nothing was written");
+}
+
+// The Plan file holding the best layout, or the note saying why it holds the best
+// data-parallel plan instead.
+void layout_plan_output(const UnifiedPlan& plan, const SavedLayout& layout, const std::string& path,
+                        PlanOutputs& out) {
+  if (layout.plan) {
+    out.files.push_back({path, to_json(*layout.plan).dump(2) + "\n", "{save_plan}"});
+    out.written.emplace_back(
+        "plan (the best layout, " + cost::describe(plan.best()->layout->layout) + ")", path);
+  } else if (!layout.problem.empty()) {
+    out.notes.push_back("{save_plan}: the best layout cannot be saved as a plan: " +
+                        layout.problem);
+  }
+}
+
 // The data-parallel plan and the configuration DeepSpeed runs.
 struct DataParallelPlans {
   Plan best;
@@ -229,24 +265,7 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
   const bool data_parallel_exports =
       !dp_exports.save_plan.empty() || !e.export_deepspeed.empty() || accelerate || e.export_launch;
   if (!plan.data_parallel.best && plan.best() && data_parallel_exports) {
-    // The DeepSpeed/Accelerate exports (and the Plan file, unless it holds the layout)
-    // describe data-parallel plans.
-    const char* field = !dp_exports.save_plan.empty() ? "save_plan"
-                        : !e.export_deepspeed.empty() ? "export_deepspeed"
-                        : accelerate                  ? "export_accelerate"
-                                                      : "export_launch";
-    const std::string why =
-        std::string(field) == "save_plan"
-            ? "the best layout (" + cost::describe(plan.best()->layout->layout) +
-                  ") cannot be saved as a plan: " + layout.problem +
-                  (plan.data_parallel_searched
-                       ? "; and no data-parallel plan fits"
-                       : "; and the data-parallel strategies were not searched ({strategy} or "
-                         "{tp} left them out)")
-            : "describes a data-parallel plan, and only tensor x context x pipeline layouts fit";
-    throw FieldError(field, why +
-                                " ({export_megatron} or {export_torchtitan} writes the best); "
-                                "nothing was written");
+    refuse_data_parallel_exports(plan, dp_exports, accelerate, layout.problem);
   }
   if (plan.best() && (e.schedule.given() || e.schedule.base_lr)) {
     const auto& chosen = *plan.best();
@@ -256,14 +275,7 @@ PlanOutputs plan_outputs(const UnifiedPlan& plan, const PlanInputs& in, const Ex
                                  chosen.step_s());
   }
   data_parallel_outputs(plan, in, dp_exports, accelerate, layout.plan.has_value(), out);
-  if (layout.plan) {
-    out.files.push_back({e.save_plan, to_json(*layout.plan).dump(2) + "\n", "{save_plan}"});
-    out.written.emplace_back(
-        "plan (the best layout, " + cost::describe(plan.best()->layout->layout) + ")", e.save_plan);
-  } else if (!layout.problem.empty()) {
-    out.notes.push_back("{save_plan}: the best layout cannot be saved as a plan: " +
-                        layout.problem);
-  }
+  layout_plan_output(plan, layout, e.save_plan, out);
   if (const auto note = expert_layout_note(plan, in.request.objective)) out.notes.push_back(*note);
   if (plan.layouts && plan.layouts->exchange_unpriced > 0) {
     out.notes.push_back(std::to_string(plan.layouts->exchange_unpriced) +
