@@ -80,7 +80,7 @@ std::string label_of(const std::string& field) {
       {"steps", "measured steps per trial"},
   };
   const auto it = kLabels.find(field);
-  const auto label = it == kLabels.end() ? field : it->second;
+  auto label = it == kLabels.end() ? field : it->second;
   // A control's name is quoted; a command line to type is not.
   if (label.rfind("dtplan", 0) == 0) return label;
   return "\"" + label + "\"";
