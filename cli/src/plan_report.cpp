@@ -401,6 +401,18 @@ std::vector<std::string> outcome_row(const PlanReportContext& ctx, const PlanExt
   }
   const auto& best = *ctx.plan.best();
   const bool winner = o.family == best.family() && o.behind_pct == 0.0;
+  // Its best runs more GPUs than samples, so a larger batch, and stays out of the ranking while
+  // some plan runs the batch itself (unified_plan.cpp, merge).
+  const auto g = ctx.request.global_batch;
+  if (!winner && o.best->data_parallel && o.best->data_parallel->dp > g &&
+      best.global_batch() == g) {
+    const double change =
+        100.0 * (static_cast<double>(o.best->global_batch()) / static_cast<double>(g) - 1.0);
+    return {o.family,
+            "batch " + std::to_string(o.best->global_batch()) + " (+" + fixed(change, 1) +
+                "%): more GPUs than samples",
+            "", entry_text(*o.best) + ", " + format_gib(o.best->memory())};
+  }
   std::string why;
   const auto mine = parts_of(*o.best, extras);
   const auto theirs = parts_of(best, extras);

@@ -240,12 +240,22 @@ bool reaches_batch(const UnifiedPlan& p, std::int64_t global_batch) {
 void merge(UnifiedPlan& p, std::int64_t top_k, std::int64_t global_batch) {
   std::vector<LayoutChoice> ranked, front;
   const bool exact = reaches_batch(p, global_batch);
+  const auto competes = [&](const Candidate& c) { return !exact || c.dp <= global_batch; };
+  bool dropped = false;
   for (const auto& c : p.data_parallel.ranked) {
-    if (exact && c.dp > global_batch) continue;
-    ranked.push_back({c, std::nullopt});
+    if (competes(c)) {
+      ranked.push_back({c, std::nullopt});
+    } else {
+      dropped = true;
+    }
   }
-  for (const auto& c : p.data_parallel.pareto)
-    front.push_back({c, std::nullopt});
+  // The data-parallel ranking keeps top_k entries: with some left out, the best at the batch
+  // itself stands for the family (it may have ranked below them).
+  if (const auto& e = p.data_parallel.best_exact; dropped && e)
+    ranked.push_back({*e, std::nullopt});
+  for (const auto& c : p.data_parallel.pareto) {
+    if (competes(c)) front.push_back({c, std::nullopt});
+  }
   if (p.layouts) {
     for (const auto& c : p.layouts->ranked)
       ranked.push_back({std::nullopt, c});
