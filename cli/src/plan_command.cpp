@@ -313,6 +313,12 @@ int run_plan(const PlanOptions& o, const RunContext& ctx) {
   auto request = request_of(o);
   std::vector<std::string> notes;
   if (const auto note = planner::resolve_precisions(gpu, request)) notes.push_back(*note);
+  if (request.max_gpus > t.gpu_count()) {
+    notes.push_back("--gpus " + std::to_string(request.max_gpus) + " is more than the " +
+                    std::to_string(t.gpu_count()) +
+                    " GPUs of the cluster (--topology, --nodes): the search goes up to " +
+                    std::to_string(t.gpu_count()));
+  }
   const auto exports = export_request(o, t, gpu);
   planner::check_schedule_request(exports.schedule);
   if (o.launch_options.master_port < 1 || o.launch_options.master_port > 65535) {

@@ -962,8 +962,9 @@ TEST_CASE(
   for (const auto& c : j["candidates"])
     CHECK(c["global_batch"] == 2048);
   // Why ZeRO-3 lost says what its best would train, not "-1.6% slower".
-  const auto text = run({"plan", "--model", "llama-3.1-405b", "--topology", "dgx-h100", "--nodes",
-                         "512", "--gpu", "H100-SXM", "--global-batch", "2048", "--seq-len", "8192"});
+  const auto text =
+      run({"plan", "--model", "llama-3.1-405b", "--topology", "dgx-h100", "--nodes", "512", "--gpu",
+           "H100-SXM", "--global-batch", "2048", "--seq-len", "8192"});
   CHECK_THAT(text.out, Contains("zero3          batch 4096 (+100.0%): more GPUs than samples"));
 }
 
@@ -978,4 +979,12 @@ TEST_CASE("plan: the leanest miss that offloads past the host's memory says so")
   CHECK_THAT(r.out, Contains("what the leanest configuration offloads would also need ") &&
                         Contains("of host memory per node, over the 2048.00 GiB per node "
                                  "(--host-memory): a larger GPU alone does not make it fit"));
+}
+
+TEST_CASE("plan: --gpus beyond the cluster is said, the search going up to the cluster's") {
+  const auto r = run({"plan", "--model", "gpt2", "--topology", "pcie-1switch-4", "--gpu",
+                      "A100-80GB", "--gpus", "5", "--global-batch", "16", "--seq-len", "128"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("note: --gpus 5 is more than the 4 GPUs of the cluster (--topology, "
+                             "--nodes): the search goes up to 4"));
 }
