@@ -260,6 +260,31 @@ bool deferred_sync(const Layout3D& l) {
   return l.framework == Framework::fsdp2 && l.pp > 1;
 }
 
+// The training settings the memory model reads, for a layout: dp x cp ranks hold the same
+// weights; micro-batches accumulate into the gradients, reduced once per step (Megatron-LM)
+// or in every micro-batch (FSDP2).
+TrainingConfig layout_training(const Layout3D& l) {
+  TrainingConfig c;
+  c.precision = l.precision;
+  c.optimizer = l.optimizer;
+  // torchtitan steps with the fused AdamW unless its foreach is asked for; Megatron-LM with
+  // Transformer Engine's or Apex's fused Adam (as the step time prices them).
+  const bool stepwise =
+      l.optimizer_impl == OptimizerImpl::foreach || l.optimizer_impl == OptimizerImpl::for_loop;
+  c.optimizer_impl =
+      l.framework == Framework::fsdp2 && stepwise ? l.optimizer_impl : OptimizerImpl::fused;
+  c.zero_grad = l.zero_grad;
+  c.dp_size = l.dp * l.cp;
+  c.micro_batch = l.micro_batch;
+  c.seq_len = l.seq_len;
+  c.checkpointing = l.recompute;
+  c.attention = l.attention;
+  c.grad_accum = l.micro_batches;
+  c.no_sync = deferred_sync(l);
+  c.offload = l.offload;
+  return c;
+}
+
 LayoutSharding layout_sharding(const Layout3D& l) {
   return {.fsdp2 = l.framework == Framework::fsdp2,
           .shards_optimizer = l.sharding >= DpSharding::optimizer,

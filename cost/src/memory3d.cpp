@@ -121,31 +121,6 @@ StrategyTraits layout_traits(const Layout3D& l) {
           .no_sync_refusal = ""};
 }
 
-// The training settings the memory model reads, for a layout: dp x cp ranks hold the same
-// weights; micro-batches accumulate into the gradients, reduced once per step (Megatron-LM)
-// or in every micro-batch (FSDP2).
-TrainingConfig layout_training(const Layout3D& l) {
-  TrainingConfig c;
-  c.precision = l.precision;
-  c.optimizer = l.optimizer;
-  // torchtitan steps with the fused AdamW unless its foreach is asked for; Megatron-LM with
-  // Transformer Engine's or Apex's fused Adam (as the step time prices them).
-  const bool stepwise =
-      l.optimizer_impl == OptimizerImpl::foreach || l.optimizer_impl == OptimizerImpl::for_loop;
-  c.optimizer_impl =
-      l.framework == Framework::fsdp2 && stepwise ? l.optimizer_impl : OptimizerImpl::fused;
-  c.zero_grad = l.zero_grad;
-  c.dp_size = l.dp * l.cp;
-  c.micro_batch = l.micro_batch;
-  c.seq_len = l.seq_len;
-  c.checkpointing = l.recompute;
-  c.attention = l.attention;
-  c.grad_accum = l.micro_batches;
-  c.no_sync = deferred_sync(l);
-  c.offload = l.offload;
-  return c;
-}
-
 // What stage `i` of `layers` blocks (`dense` of them a mixture's dense first blocks) holds on
 // one GPU, apart from its activations: its blocks, its parameters, and the blocks' Linear
 // weights that Transformer Engine keeps FP8 copies of. Transformer Engine keeps each FP8

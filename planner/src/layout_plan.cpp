@@ -41,29 +41,23 @@ std::string joined(const std::vector<std::string>& parts) {
   return text;
 }
 
+// The memory model's settings for the layout (cost::layout_training: the framework's optimizer
+// step, no_sync as it reduces), with what a Plan records beyond them.
 TrainingConfig training_of(const cost::Layout3D& l, const PlanRequest& r,
                            std::int64_t gpus_per_node) {
-  TrainingConfig t;
+  TrainingConfig t = cost::layout_training(l);
   t.strategy = strategy_of(l);
-  t.precision = l.precision;
-  t.optimizer = l.optimizer;
-  t.optimizer_impl = l.optimizer_impl;
   t.layer_kernels = l.layer_kernels;
-  t.zero_grad = l.zero_grad;
-  t.dp_size = l.dp;
+  t.dp_size = l.dp;  // context parallelism is refused before this
   t.gpus_per_node = gpus_per_node;
-  t.micro_batch = l.micro_batch;
-  t.seq_len = l.seq_len > 0 ? l.seq_len : r.seq_len;
-  t.checkpointing = l.recompute;
+  if (t.seq_len == 0) t.seq_len = r.seq_len;
   t.recompute_modules = l.recompute_modules;
   t.selective_policy = cost::selective_policy_of(l.framework);
   t.checkpoint_every = l.checkpoint_every;
-  t.attention = l.attention;
   t.attention_kernel = l.attention_kernel;
-  t.grad_accum = l.micro_batches;
-  // Megatron-LM reduces the gradients once, after the last micro-batch; FSDP2 reduce-scatters
-  // them in every micro-batch's backward.
-  t.no_sync = l.framework == cost::Framework::megatron;
+  // Megatron-LM reduces the gradients once, after the last micro-batch: dtplan-run's no_sync.
+  // (The memory model keeps it apart; FSDP2 defers only under a pipeline.)
+  if (l.framework == cost::Framework::megatron) t.no_sync = true;
   return t;
 }
 

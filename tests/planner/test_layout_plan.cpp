@@ -63,6 +63,7 @@ TEST_CASE("layout plan: a Megatron-LM layout is its shape, batch and ZeRO-1 over
   CHECK(p.grad_accum == 8);     // the pipeline's micro-batches
   CHECK(p.global_batch == 64);  // 4 x 8 x 2
   CHECK(p.no_sync);             // Megatron-LM reduces once, after the last micro-batch
+  CHECK(p.training.optimizer_impl == OptimizerImpl::fused);  // its Adam step is always fused
   CHECK(p.training.seq_len == 1024);
   CHECK(p.training.checkpointing == Checkpointing::selective);
   CHECK(p.training.selective_policy == SelectivePolicy::modules);
@@ -89,7 +90,7 @@ TEST_CASE("layout plan: data-parallel sharding maps to the strategy the runtime 
   c.layout.sharding = cost::DpSharding::parameters;
   const auto fsdp = saved(c);
   CHECK(fsdp.training.strategy == Strategy::fsdp_full);
-  CHECK_FALSE(fsdp.no_sync);  // FSDP2 reduce-scatters in every micro-batch's backward
+  CHECK_FALSE(fsdp.no_sync);  // FSDP2 reduce-scatters in every micro-batch's backward (pp 1)
   CHECK(fsdp.training.checkpointing == Checkpointing::full);
   // dtplan-run rebuilds the attention core under selective recomputation; torchtitan reruns
   // what its per-op policy does not save.

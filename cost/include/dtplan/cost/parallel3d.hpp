@@ -291,6 +291,11 @@ std::optional<std::string> expert_layout_problem(const TransformerSpec& m, const
 // most kMaxAllToAllGpus GPUs.
 std::optional<std::string> expert_exchange_problem(const Layout3D& l, std::int64_t gpus_per_node);
 
+// The training settings the memory model reads for a layout (precision, optimizer and the step
+// its framework runs, batch, recomputation, no_sync as the framework reduces): what a Plan of
+// the layout records too.
+TrainingConfig layout_training(const Layout3D& l);
+
 // Why the layout's recompute modules cannot run so, or nullopt: modules only under selective
 // recomputation and Megatron-LM; mla_up_proj needs latent attention, moe and moe_act a
 // mixture of experts, shared_experts a shared expert, mlp a dense MLP somewhere; moe not with
