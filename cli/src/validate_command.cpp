@@ -177,10 +177,14 @@ std::optional<std::string> step_spread_note(const runtime::Measurement& m) {
 std::optional<std::string> cpu_share_note(const runtime::Measurement& m) {
   constexpr double kQuietShare = 0.9;
   if (m.backend != "cpu" || !m.cpu_share || *m.cpu_share >= kQuietShare) return std::nullopt;
+  const bool oversubscribed = m.cores > 0 && m.world_size > m.cores;
   return "a rank ran on " + fixed(100 * *m.cpu_share, 0) +
-         "% of a core during the measured steps (its CPU time over their wall time): other work "
-         "shared the machine's cores, and the time errors include that (measure again on a "
-         "quiet machine)";
+         "% of a core during the measured steps (its CPU time over their wall time): " +
+         (oversubscribed ? "the run's " + std::to_string(m.world_size) + " ranks on " +
+                               std::to_string(m.cores) + " cores, and any other work, shared them"
+                         : std::string("other work shared the machine's cores")) +
+         ", and the time errors include that (measure again on a quiet machine" +
+         (oversubscribed ? " with a core per rank)" : ")");
 }
 
 // --plan, read and checked, when given.

@@ -209,6 +209,11 @@ TEST_CASE("validate: a rank that did not have its core to itself is noted") {
                                      "steps") &&
                                 Contains("other work shared the machine's cores"));
   CHECK_THAT(note_for(0.99), !Contains("of a core"));
+  // More ranks than cores: the run shared them with itself, which the note says.
+  m["hardware"]["cores"] = 1;
+  CHECK_THAT(note_for(0.5), Contains("the run's 2 ranks on 1 cores, and any other work, shared "
+                                     "them") &&
+                                Contains("with a core per rank)"));
   m["hardware"]["cpu_share"] = -1;
   std::ofstream(path) << m.dump();
   const auto bad = dtplan::test::run_dtplan({"validate", "--measured", path.string()});
