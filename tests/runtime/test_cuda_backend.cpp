@@ -418,6 +418,35 @@ TEST_CASE("nccl communicator: collectives over MPI world equal hand sums", "[cud
   }
 }
 
+TEST_CASE("nccl communicator: maximum and a ring shift of point-to-point exchanges",
+          "[cuda][nccl]") {
+  if (no_cuda_device()) return;
+  const auto world = rt::MpiGroup::world();
+  const int r = world.rank(), p = world.size();
+  auto dev = rt::make_cuda_device(world.local_rank(), 0);
+  auto comm = rt::make_nccl_communicator(world, *dev, 60.0);
+  // max over ranks of (r + 1) * (i odd ? 1 : -1): p on odd entries, -1 on even ones.
+  const auto rf = static_cast<float>(r);
+  auto data = to_device(*dev, std::vector<float>{-(rf + 1), rf + 1, -(rf + 1)});
+  comm->wait(comm->all_reduce_max(data.f(), 3));
+  require_near(to_host(*dev, data), {-1.0f, static_cast<float>(p), -1.0f});
+  // Each rank sends {r, 10 r} to the next and receives from the previous (itself on one rank).
+  auto send = to_device(*dev, std::vector<float>{rf, 10 * rf});
+  auto recv = dev->allocate_floats(2, rt::MemoryComponent::buffers);
+  const int next = (r + 1) % p, prev = (r + p - 1) % p;
+  const auto prevf = static_cast<float>(prev);
+  comm->wait(comm->send_recv(send.f(), 2, next, recv.f(), 2, prev));
+  require_near(to_host(*dev, recv), {prevf, 10 * prevf});
+  // A half-exchange (the first stage receives nothing in forward) leaves recv as it was.
+  comm->wait(comm->send_recv(send.f(), 2, -1, recv.f(), 2, -1));
+  require_near(to_host(*dev, recv), {prevf, 10 * prevf});
+  const auto& records = comm->records();
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].kind == rt::Collective::all_reduce);
+  CHECK(records[1].kind == rt::Collective::send_recv);
+  CHECK(records[1].bytes == 2 * 4);
+}
+
 TEST_CASE("nccl communicator: broadcast and reduce from a root", "[cuda][nccl]") {
   if (no_cuda_device()) return;
   const auto world = rt::MpiGroup::world();
