@@ -30,6 +30,12 @@ different order, and bf16 carries those flips forward, so bf16 is compared
 through one SGD step without clipping, where the weights move by exactly the
 gradient: at least 90% of dtplan-run's gradient elements must agree with
 PyTorch's bf16 gradient to 0.1% (BF16_AGREEING_SHARE, ELEMENT_AGREEMENT).
+A bf16 matrix product sums in fp32 and rounds once, as cuBLAS and oneDNN do. Some
+PyTorch CPU builds do otherwise: PyTorch 1.13 on a CPU without AVX-512 sums in bf16
+(94% of a 64 x 768 x 256 product's elements more than 0.1% off on an AMD EPYC with
+AVX2). A probe finds out (fp32_summed_bf16_products); where it fails, the replay
+computes each bf16 product as the fp32 product of the bf16 values, rounded to bf16,
+and says so.
 
 Usage:
   mpirun -np 2 build/bin/dtplan-run --plan plan.json --backend cpu --scale 0.05 \\
@@ -182,9 +188,41 @@ class Layout:
         return u
 
 
+def fp32_summed_bf16_products():
+    """Whether this PyTorch's CPU bf16 matrix product is the fp32 product of its inputs rounded
+    once: every element within one bf16 step (2^-7 of its magnitude) of it."""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 768, generator=g).bfloat16()
+    b = torch.randn(768, 256, generator=g).bfloat16()
+    exact = (a.float() @ b.float()).bfloat16().float()
+    return bool(((a @ b).float() - exact).abs().le(exact.abs() * 2.0**-7 + 1e-30).all())
+
+
+def gemm16(torch, F, exact):
+    """F.linear and einsum as a 16-bit product runs them: PyTorch's own where its CPU sums in
+    fp32 (`exact`), else the fp32 product of the 16-bit values, rounded to 16 bits (autograd's
+    backward then rounds the input gradients the same way)."""
+    def linear(x, w, b=None):
+        if exact or not torch.is_autocast_cpu_enabled():
+            return F.linear(x, w, b)
+        t = torch.get_autocast_cpu_dtype()
+        with torch.autocast("cpu", enabled=False):
+            y = F.linear(x.to(t).float(), w.to(t).float(), None if b is None else b.to(t).float())
+        return y.to(t)
+
+    def einsum(spec, a, b):
+        if exact or a.dtype == torch.float32:
+            return torch.einsum(spec, a, b)
+        return torch.einsum(spec, a.float(), b.float()).to(a.dtype)
+
+    return linear, einsum
+
+
 def build_model(r):
     import torch
     import torch.nn.functional as F
+    linear16, einsum16 = gemm16(torch, F, fp32_summed_bf16_products())
 
     class Blocks(torch.nn.Module):
         """The decoder blocks dtplan-run executes, from PyTorch's functions."""
@@ -228,7 +266,7 @@ def build_model(r):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.p(name + ".weight")
 
         def linear(self, x, name):
-            return F.linear(x, self.p(name + ".weight"), self.p(name + ".bias"))
+            return linear16(x, self.p(name + ".weight"), self.p(name + ".bias"))
 
         # A dump of a tensor-parallel run (its "tensor_parallel" ranks) is replayed with each
         # split Linear computed as Megatron-LM's ranks compute it, from the same weights: a
@@ -241,7 +279,7 @@ def build_model(r):
         def split_rows(self, x, weight, bias, segments):
             tp = self.layout.tp
             if tp == 1:
-                return F.linear(x, weight, bias)
+                return linear16(x, weight, bias)
             shards = [[] for _ in range(tp)]
             at = 0
             for width in segments:
@@ -252,7 +290,7 @@ def build_model(r):
             outs = []
             for r in range(tp):
                 rows = torch.cat([torch.arange(a, a + n) for a, n in shards[r]])
-                outs.append(F.linear(x, weight[rows], None if bias is None else bias[rows]))
+                outs.append(linear16(x, weight[rows], None if bias is None else bias[rows]))
             # Each rank's outputs back in the whole model's order, segment by segment.
             pieces = []
             for s in range(len(segments)):
@@ -277,11 +315,11 @@ def build_model(r):
             tp = self.layout.tp
             weight, bias = self.p(name + ".weight"), self.p(name + ".bias")
             if tp == 1:
-                return F.linear(x, weight, bias)
+                return linear16(x, weight, bias)
             part = x.shape[-1] // tp
             y = None
             for r in range(tp):
-                partial = F.linear(x[..., r * part:(r + 1) * part], weight[:, r * part:(r + 1) * part])
+                partial = linear16(x[..., r * part:(r + 1) * part], weight[:, r * part:(r + 1) * part])
                 y = partial if y is None else y + partial
             # The bias joins the summed output in its type (a bf16 add under autocast, as the
             # rank adds it to its 16-bit all-reduced output).
@@ -327,7 +365,7 @@ def build_model(r):
                 probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
                 dropped = self.dropout(probs.to(v.dtype), masks, (layer, SITE_ATTENTION),
                                        L.w["dropout"]["attention"])
-                out = torch.einsum("bhij,bjhd->bihd", dropped, v)
+                out = einsum16("bhij,bjhd->bihd", dropped, v)
             out = out.reshape(batch, seq, L.q)
             return self.row_linear(out, prefix + "out")
 
@@ -574,6 +612,7 @@ def compare(r, directory, result, fp32_result=None):
         "parameters": total,
         "torch": torch.__version__,
         "compute": r["workload"].get("compute", "fp32"),
+        "fp32_summed_bf16_products": fp32_summed_bf16_products(),
         "losses": {"dtplan": r["losses"], "torch": result["losses"],
                    "max_relative_error": max(loss_errors),
                    "tolerance": BF16_LOSS_TOLERANCE if bf16 else LOSS_TOLERANCE},
@@ -632,6 +671,9 @@ def print_report(r, report):
     if split:
         print(f"  dtplan-run split {' and '.join(split)}; PyTorch trains the whole model "
               "(static memory: rank 0's part, not compared)")
+    if report["compute"] == "bf16" and not report["fp32_summed_bf16_products"]:
+        print("  this PyTorch's CPU bf16 matrix products do not sum in fp32: the replay computes "
+              "them as fp32 products of the bf16 values, rounded once (as cuBLAS does)")
     for i, (a, b) in enumerate(zip(report["losses"]["dtplan"], report["losses"]["torch"])):
         print(f"  step {i}: loss dtplan {a:.7f}, torch {b:.7f}")
     print(f"  loss: largest relative difference {report['losses']['max_relative_error']:.2e} "
