@@ -65,6 +65,11 @@ constexpr ConstantField kFields[] = {
      1e-2},
     {"autograd_backward_host_s_per_kernel", &ComputeConstants::autograd_backward_host_s_per_kernel,
      0.0, 1e-2},
+    {"fsdp_forward_host_s_per_module", &ComputeConstants::fsdp_forward_host_s_per_module, 0.0, 1.0},
+    {"fsdp_backward_host_s_per_module", &ComputeConstants::fsdp_backward_host_s_per_module, 0.0,
+     1.0},
+    {"fsdp_optimizer_host_s_per_tensor", &ComputeConstants::fsdp_optimizer_host_s_per_tensor, 0.0,
+     1e-1},
     {"overlap_compute_slowdown", &ComputeConstants::overlap_compute_slowdown, 0.0, 1.0},
     {"cpu_optimizer_bytes_per_s", &ComputeConstants::cpu_optimizer_bytes_per_s, 1e6, 1e15},
     {"host_transfer_efficiency", &ComputeConstants::host_transfer_efficiency, 1e-3, 1.0},
@@ -774,17 +779,24 @@ EagerLaunches eager_edge_launches(const TransformerSpec& t, bool lm) {
 // The host's pace of an eager step: the GPU cannot run a kernel before Python launches it, so
 // each phase takes the longer of its kernels' time and its launches' host time (forward: the
 // modules' Python; backward: autograd's engine, plus the Python of the blocks full
-// checkpointing runs again). The GPU's wait is host_wait_s.
+// checkpointing runs again), and under FSDP its hooks around each wrapped module (a block's
+// pre-forward hook runs again when checkpointing reruns the block). The GPU's wait is
+// host_wait_s.
 void pace_by_host(const TransformerSpec& t, const EagerFlow& flow, bool lm, double recomputed_share,
-                  const ComputeConstants& k, ComputeTime& out) {
+                  bool fsdp, const ComputeConstants& k, ComputeTime& out) {
   const auto block = eager_block_launches(t, flow);
   const auto edge = eager_edge_launches(t, lm);
   const double layers = static_cast<double>(t.num_layers);
+  const double modules = fsdp ? layers + 1 : 0.0;  // the blocks and the root
+  const double rerun = recomputed_share * layers;
   const double fwd_host =
-      (layers * block.forward + edge.forward) * k.eager_forward_host_s_per_kernel;
+      (layers * block.forward + edge.forward) * k.eager_forward_host_s_per_kernel +
+      modules * k.fsdp_forward_host_s_per_module;
   const double bwd_host =
       (layers * block.backward + edge.backward) * k.autograd_backward_host_s_per_kernel +
-      recomputed_share * layers * block.forward * k.eager_forward_host_s_per_kernel;
+      rerun * block.forward * k.eager_forward_host_s_per_kernel +
+      modules * k.fsdp_backward_host_s_per_module +
+      (fsdp ? rerun : 0.0) * k.fsdp_forward_host_s_per_module;
   out.host_wait_s =
       std::max(0.0, fwd_host - out.forward_s) + std::max(0.0, bwd_host - out.backward_s);
   out.forward_s = std::max(out.forward_s, fwd_host);
@@ -882,7 +894,7 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
   if (eager && eager_inventory_covers(t) && t.mtp_layers == 0)
-    pace_by_host(t, *eager, lm, full ? share : 0.0, k, out);
+    pace_by_host(t, *eager, lm, full ? share : 0.0, traits_of(c.strategy).fsdp, k, out);
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
   // active experts of a mixture), 12 L q s for attention (s capped by a sliding window).
   const auto p = count_parameters(t);
@@ -1018,6 +1030,21 @@ bool foreach_optimizer(const TrainingConfig& c) {
     return c.optimizer_impl == OptimizerImpl::foreach ||
            c.optimizer_impl == OptimizerImpl::for_loop;
   return !deepspeed;
+}
+
+double fsdp_optimizer_host_s(const ModelDesc& m, const TrainingConfig& c,
+                             const ComputeConstants& k) {
+  if (!m.transformer || !eager_layers(c) || !traits_of(c.strategy).fsdp ||
+      c.offload != Offload::none || !foreach_optimizer(c)) {
+    return 0;
+  }
+  const auto& t = *m.transformer;
+  double tensors = static_cast<double>(root_parameter_tensors(t).size());
+  for (const auto& run : block_runs(t)) {
+    tensors += static_cast<double>(run.layers) *
+               static_cast<double>(layer_parameter_tensors(run.block).size());
+  }
+  return tensors * k.fsdp_optimizer_host_s_per_tensor;
 }
 
 std::optional<OptimizerImpl> priced_optimizer_impl(const TrainingConfig& c) {

@@ -610,6 +610,9 @@ ComputeTime Model3D::stage_compute(const Layout3D& l, std::int64_t stage_layers,
   c.fp8 = l.fp8;
   c.optimizer = Optimizer::adamw;
   c.layer_kernels = l.layer_kernels;
+  // FSDP2 wraps each block and the stage's root: in eager mode its hooks cost host time
+  // (pace_by_host); the strategy prices nothing else of a stage's compute.
+  c.strategy = l.framework == Framework::fsdp2 ? Strategy::fsdp_full : Strategy::ddp;
   auto& cache = *cache_;
   const auto shape =
       std::make_tuple(l.tp, stage_layers, l.ep, l.expert_tp(), l.expert_rows_factor(), dense,

@@ -274,6 +274,12 @@ std::int64_t optimizer_elements(const ModelDesc& m, const TrainingConfig& c) {
   return traits_of(c.strategy).shards_optimizer ? ceil_div(m.params, shard_degree(c)) : m.params;
 }
 
+double optimizer_step_s(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                        const ComputeConstants& k) {
+  return std::max(optimizer_time(optimizer_elements(m, c), c, gpu, k),
+                  fsdp_optimizer_host_s(m, c, k));
+}
+
 double host_transfers_s(Offload o, std::int64_t updated, std::int64_t shard, double element_bytes,
                         double link_Bps, std::vector<CommOp>& ops) {
   if (o == Offload::none) return 0;
@@ -316,7 +322,7 @@ StepEstimate estimate_step(const ModelDesc& m, const TrainingConfig& config, con
   auto ops = e.comm.ops;
   in.host_transfer_s = offload_transfers(m, c, gpu, k, ops);
   in.ops = ops;
-  in.optimizer_s = optimizer_time(optimizer_elements(m, c), c, gpu, k) * o.straggler_slowdown;
+  in.optimizer_s = optimizer_step_s(m, c, gpu, k) * o.straggler_slowdown;
   in.micro_steps = o.micro_steps;
   in.no_sync = o.no_sync;
   in.overlap_compute_slowdown = k.overlap_compute_slowdown;

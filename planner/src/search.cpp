@@ -191,8 +191,7 @@ Group Search::group(std::size_t s, std::size_t p, std::size_t d, std::size_t o,
               .ops;
     }
   }
-  const auto elements = cost::optimizer_elements(in_.model, c);
-  g.optimizer_s = cost::optimizer_time(elements, c, in_.gpu, in_.compute);
+  g.optimizer_s = cost::optimizer_step_s(in_.model, c, in_.gpu, in_.compute);
   g.host_s = cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops);
   if (!g.ops_full_recompute.empty())
     cost::offload_transfers(in_.model, c, in_.gpu, in_.compute, g.ops_full_recompute);

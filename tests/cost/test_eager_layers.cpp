@@ -366,3 +366,42 @@ TEST_CASE("eager launches: the host paces a phase whose kernels are shorter than
   c.layer_kernels = LayerKernels::fused;
   CHECK(estimate_compute(model, c, a100, k).host_wait_s == 0);
 }
+
+TEST_CASE("eager FSDP: hooks cost host time per wrapped module, the foreach step per tensor") {
+  // One GPT-2 block with its LM head: FSDP wraps the block and the root, two modules. With the
+  // launches' host time off and one second per module (forward) and three (backward), the host
+  // sets both phases: 2 s and 6 s. Constants and measurements: data/measurements/h200-cuda.
+  auto k = load_compute_constants(kData / "compute.json");
+  const auto a100 = GpuCatalog::load(kData / "gpus.json").find("A100-80GB");
+  const auto model = model_from_transformer(gpt2_block(), "gpt2 block", "test");
+  TrainingConfig c = ddp_amp_bf16(8);
+  c.strategy = Strategy::fsdp_full;
+  k.eager_forward_host_s_per_kernel = 0;
+  k.autograd_backward_host_s_per_kernel = 0;
+  k.fsdp_forward_host_s_per_module = 1;
+  k.fsdp_backward_host_s_per_module = 3;
+  k.fsdp_optimizer_host_s_per_tensor = 1;
+  const auto paced = estimate_compute(model, c, a100, k);
+  CHECK(paced.forward_s == Approx(2));
+  CHECK(paced.backward_s == Approx(6));
+  // Full checkpointing reruns the block's forward, and FSDP's pre-forward hook with it.
+  c.checkpointing = Checkpointing::full;
+  CHECK(estimate_compute(model, c, a100, k).backward_s == Approx(6 + 1));
+  c.checkpointing = Checkpointing::none;
+  // The parameter tensors: the block's 12 (two LayerNorms' weight and bias, c_attn, c_proj,
+  // c_fc and the MLP's c_proj with their biases) and the root's 4 (token and position
+  // embeddings, the final LayerNorm's two; the head is tied): 16 s of host at one a tensor.
+  CHECK(fsdp_optimizer_host_s(model, c, k) == Approx(16));
+  // A fused step, an offloaded one, DDP and fused layer kernels have none of it.
+  auto other = c;
+  other.optimizer_impl = OptimizerImpl::fused;
+  CHECK(fsdp_optimizer_host_s(model, other, k) == 0);
+  other = c;
+  other.strategy = Strategy::ddp;
+  CHECK(fsdp_optimizer_host_s(model, other, k) == 0);
+  CHECK(estimate_compute(model, other, a100, k).host_wait_s == 0);
+  other = c;
+  other.layer_kernels = LayerKernels::fused;
+  CHECK(fsdp_optimizer_host_s(model, other, k) == 0);
+  CHECK(estimate_compute(model, other, a100, k).host_wait_s == 0);
+}

@@ -82,6 +82,14 @@ struct ComputeConstants {
   // C++ engine per backward op. A phase takes max(GPU time, kernels x this). 0: not modelled.
   double eager_forward_host_s_per_kernel = 0;
   double autograd_backward_host_s_per_kernel = 0;
+  // PyTorch FSDP's own host work in an eager step, beyond the modules' launches: its hooks
+  // around each wrapped module (the blocks and the root) in forward, and in backward (gather
+  // again, reduce-scatter, the gradients' casts and copies), and torch.optim's foreach step
+  // dispatched on DTensors, per parameter tensor. Added to the host's side of max(GPU time,
+  // host time) of each phase. 0: not modelled.
+  double fsdp_forward_host_s_per_module = 0;
+  double fsdp_backward_host_s_per_module = 0;
+  double fsdp_optimizer_host_s_per_tensor = 0;
   double overlap_compute_slowdown = 0;   // compute slowdown while communication overlaps it
   double cpu_optimizer_bytes_per_s = 0;  // host memory traffic of a CPU optimizer step
   double host_transfer_efficiency = 0;   // achieved fraction of the GPU's PCIe link
@@ -184,6 +192,12 @@ struct ForeachStep {
 double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload offload,
                       const GpuSpec& gpu, const ComputeConstants& k, std::int64_t ranks_on_host = 1,
                       ForeachStep foreach_step = {});
+// The host's time of an eager FSDP optimizer step: torch.optim's foreach ops on DTensors
+// dispatch tensor by tensor, fsdp_optimizer_host_s_per_tensor for each parameter tensor the
+// model registers (every rank holds a shard of each). 0 outside eager layers, FSDP, a foreach
+// step on the GPU, or a transformer.
+double fsdp_optimizer_host_s(const ModelDesc& m, const TrainingConfig& c,
+                             const ComputeConstants& k);
 // Bytes the step reads and writes per parameter: 28 for a fused AdamW over fp32 weights and
 // states with bf16 gradients and a bf16 copy; 80 for torch.optim's foreach AdamW with fp32
 // gradients (docs/step-time-model.md).

@@ -132,6 +132,10 @@ struct StepEstimate {
 
 // Parameters each rank's optimizer steps over: a shard when the strategy shards it.
 std::int64_t optimizer_elements(const ModelDesc& m, const TrainingConfig& c);
+// The optimizer step of a data-parallel strategy: the longer of its GPU (or offloaded) time
+// and, for an eager FSDP step, the host's dispatch (fsdp_optimizer_host_s).
+double optimizer_step_s(const ModelDesc& m, const TrainingConfig& c, const GpuSpec& gpu,
+                        const ComputeConstants& k);
 
 // Host <-> GPU copies under offload, for a strategy or a layout: returns the exposed seconds
 // per step (the `updated` parameters the optimizer stepped coming back once, `element_bytes`
