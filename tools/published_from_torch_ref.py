@@ -7,6 +7,14 @@ peak allocated and reserved bytes) per run.
         --gpu H100-SXM --id dtplan-h100-torch > data/published/measured-dtplan-h100-torch.json
 
 The folder holds torch-ref.jsonl, env.txt and the README that says how the runs were taken.
+With --profile FILE (repeatable) the runs are instead tools/torch_profile.py's cases
+(profile.jsonl, relative to the folder), written the same way; --fitted-on marks a source a
+constant of data/compute.json was fitted on (accuracy then keeps its rows out of the held-out
+figures):
+
+    tools/published_from_torch_ref.py data/measurements/h200-cuda --gpu H200 \
+        --id dtplan-h200-cuda --fitted-on --profile call1/profile/profile.jsonl \
+        --profile call2/bare-fsdp2/profile.jsonl --profile call3/bare-fsdp2/profile.jsonl
 Every run is a Hugging Face model in eager mode, so every row says "layer-kernels": "eager":
 under autocast (DDP with bf16) an fp32 residual stream; under FSDP2 with bf16 its
 MixedPrecisionPolicy makes the parameters bf16 and every tensor is bf16; fp32 is fp32
@@ -103,20 +111,57 @@ def rows_of(r, gpu, where):
     return out
 
 
+def run_of_profile_case(r):
+    """A torch_profile.py record in the shape of a torch_reference.py run (one GPU, no
+    accumulation; `none` is the bare module)."""
+    c = r["case"]
+    if c.get("layers"):
+        raise ValueError(f"{c['model']}: cut to {c['layers']} layers, not the model file's")
+    return {
+        "model": c["model"], "strategy": c["strategy"], "precision": c["precision"],
+        "checkpointing": bool(c["checkpointing"]), "micro_batch": c["micro_batch"],
+        "seq_len": c["seq_len"], "accum": 1, "optimizer": "AdamW/" + c["optimizer"],
+        "attn_implementation": r["attn_implementation"], "world_size": 1,
+        "step_s": [ms / 1e3 for ms in r["step_ms"]], "step_s_median": r["step_ms_median"] / 1e3,
+        "memory": r["memory"], "env": r["env"], "taken_utc": r["taken_utc"],
+    }
+
+
+def read_runs(folder, profiles):
+    """[(run, where)] from torch-ref.jsonl, or from the profile.jsonl files named."""
+    paths = [folder / p for p in profiles] if profiles else [folder / "torch-ref.jsonl"]
+    runs = []
+    for path in paths:
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        for i, line in enumerate(lines, 1):
+            r = json.loads(line)
+            runs.append((run_of_profile_case(r) if profiles else r, f"{path.as_posix()}, line {i}"))
+    if not runs:
+        sys.exit(f"{', '.join(p.as_posix() for p in paths)}: no runs")
+    return runs
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path, help="a data/measurements folder with torch-ref.jsonl")
     ap.add_argument("--gpu", required=True, help="dtplan's name of the GPU the runs used")
     ap.add_argument("--id", required=True, help="the source id")
+    ap.add_argument("--profile", action="append", default=[],
+                    help="a tools/torch_profile.py profile.jsonl in the folder (repeatable)")
+    ap.add_argument("--fitted-on", action="store_true",
+                    help="a constant of data/compute.json was fitted on these runs")
     args = ap.parse_args(argv)
-    path = args.folder / "torch-ref.jsonl"
-    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not runs:
-        sys.exit(f"{path}: no runs")
+    runs = read_runs(args.folder, args.profile)
     rows = []
-    for i, r in enumerate(runs, 1):
-        rows.extend(rows_of(r, args.gpu, f"{path.as_posix()}, line {i}"))
-    env = runs[0]["env"]
+    seen = {}
+    for r, where in runs:
+        for row in rows_of(r, args.gpu, where):
+            # A case repeated in a later call keeps its id apart: "-2", "-3", ...
+            n = seen[row["id"]] = seen.get(row["id"], 0) + 1
+            if n > 1:
+                row["id"] += f"-{n}"
+            rows.append(row)
+    env = runs[0][0]["env"]
     out = {
         "schema_version": 1,
         "source": {
@@ -124,11 +169,11 @@ def main(argv):
             "title": f"dtplan's own PyTorch reference runs on one {env.get('gpu', args.gpu)} "
                      f"({args.folder.as_posix()}/README.md)",
             "authors": "dtplan",
-            "year": int(runs[0]["taken_utc"][:4]),
+            "year": int(runs[0][0]["taken_utc"][:4]),
             "url": f"{args.folder.as_posix()}/README.md",
             "kind": "measurement",
         },
-        "fitted_on": False,
+        "fitted_on": args.fitted_on,
         "rows": rows,
     }
     json.dump(out, sys.stdout, indent=1)
