@@ -9,6 +9,11 @@
 # Components that need libraries such a machine lacks (UCX, libfabric, verbs, PSM, PMIx ext3x,
 # netlink, OpenSHMEM) are left out; the rest is the usual single-node set.
 #
+# On the GPU machine, from the repository root: `source .devcarry/env.sh`, then run
+# `.devcarry/bin/dtplan-run ...` (one rank; there is no mpirun) as
+# data/measurements/h200-cuda/run.sh does. The build and the machine must share CUDA's major
+# version (the binaries link libcudart.so.13 and libcublas.so.13).
+#
 # Usage: tools/devcarry.sh BUILD_DIR BINARY...     e.g. tools/devcarry.sh build dtplan-run test_runtime
 set -euo pipefail
 build=${1:?build directory}; shift

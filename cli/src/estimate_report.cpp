@@ -24,11 +24,20 @@ std::string optimizer_impl_text(const TrainingConfig& c) {
 }
 
 nlohmann::json compute_json(const cost::ComputeTime& c) {
-  return {{"forward_s", c.forward_s},           {"backward_s", c.backward_s},
-          {"recompute_s", c.recompute_s},       {"gemm_s", c.gemm_s},
-          {"attention_s", c.attention_s},       {"elementwise_s", c.elementwise_s},
-          {"host_wait_s", c.host_wait_s},       {"model_flops", c.model_flops},
-          {"hardware_flops", c.hardware_flops}, {"overlap_units", c.layers}};
+  return {{"forward_s", c.forward_s},
+          {"backward_s", c.backward_s},
+          {"recompute_s", c.recompute_s},
+          {"gemm_s", c.gemm_s},
+          {"attention_s", c.attention_s},
+          {"elementwise_s", c.elementwise_s},
+          {"host_wait_s", c.host_wait_s},
+          {"model_flops", c.model_flops},
+          {"hardware_flops", c.hardware_flops},
+          {"overlap_units", c.layers},
+          {"eager_launches",
+           {{"forward", c.eager_forward_launches}, {"backward", c.eager_backward_launches}}},
+          {"fsdp_hooks_host_s", c.fsdp_hooks_host_s},
+          {"parameter_tensors", c.parameter_tensors}};
 }
 
 nlohmann::json times_json(const cost::StepTimes& t) {
@@ -172,8 +181,13 @@ void print_step_estimate(std::ostream& out, const EstimateReportContext& ctx,
   out << "  compute per micro-step: forward " << seconds(k.forward_s) << ", backward "
       << seconds(k.backward_s);
   if (k.recompute_s > 0) out << " (of which recomputation " << seconds(k.recompute_s) << ")";
-  if (k.host_wait_s > 0)
+  if (k.host_wait_s > 0) {
     out << "; the GPU waits " << seconds(k.host_wait_s) << " on the host's eager launches";
+    if (k.fsdp_hooks_host_s > 0) {
+      out << " and FSDP's hooks (" << seconds(k.fsdp_hooks_host_s) << " of host time over "
+          << k.layers + 1 << " wrapped modules)";
+    }
+  }
   out << "; " << fixed(k.model_flops / 1e12, 1) << " model TFLOP\n";
   const double slow = ctx.options.straggler_slowdown;
   if (slow > 1.0) {  // the step below is paced by the slowest rank

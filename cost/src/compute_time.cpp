@@ -779,9 +779,10 @@ EagerLaunches eager_edge_launches(const TransformerSpec& t, bool lm) {
 // The host's pace of an eager step: the GPU cannot run a kernel before Python launches it, so
 // each phase takes the longer of its kernels' time and its launches' host time (forward: the
 // modules' Python; backward: autograd's engine, plus the Python of the blocks full
-// checkpointing runs again), and under FSDP its hooks around each wrapped module (a block's
-// pre-forward hook runs again when checkpointing reruns the block). The GPU's wait is
-// host_wait_s.
+// checkpointing runs again), and under FSDP its hooks around each wrapped module (once each
+// way: FSDP2's pre-forward hook (torch/distributed/fsdp/_fully_shard/_fsdp_state.py) returns
+// at once when checkpointing reruns a block in
+// backward, whose pre-backward hook has gathered it). The GPU's wait is host_wait_s.
 void pace_by_host(const TransformerSpec& t, const EagerFlow& flow, bool lm, double recomputed_share,
                   bool fsdp, const ComputeConstants& k, ComputeTime& out) {
   const auto block = eager_block_launches(t, flow);
@@ -795,8 +796,11 @@ void pace_by_host(const TransformerSpec& t, const EagerFlow& flow, bool lm, doub
   const double bwd_host =
       (layers * block.backward + edge.backward) * k.autograd_backward_host_s_per_kernel +
       rerun * block.forward * k.eager_forward_host_s_per_kernel +
-      modules * k.fsdp_backward_host_s_per_module +
-      (fsdp ? rerun : 0.0) * k.fsdp_forward_host_s_per_module;
+      modules * k.fsdp_backward_host_s_per_module;
+  out.eager_forward_launches = layers * block.forward + edge.forward;
+  out.eager_backward_launches = layers * block.backward + edge.backward + rerun * block.forward;
+  out.fsdp_hooks_host_s =
+      modules * (k.fsdp_forward_host_s_per_module + k.fsdp_backward_host_s_per_module);
   out.host_wait_s =
       std::max(0.0, fwd_host - out.forward_s) + std::max(0.0, bwd_host - out.backward_s);
   out.forward_s = std::max(out.forward_s, fwd_host);
@@ -893,6 +897,7 @@ ComputeTime transformer_compute(const TransformerSpec& t, const TrainingConfig& 
   out.attention_recompute_s = attention_again_s;
   out.elementwise_s = out.forward_s + out.backward_s - out.gemm_s - out.attention_s;
   out.layers = t.num_layers;
+  out.parameter_tensors = parameter_tensor_count(t);
   if (eager && eager_inventory_covers(t) && t.mtp_layers == 0)
     pace_by_host(t, *eager, lm, full ? share : 0.0, traits_of(c.strategy).fsdp, k, out);
   // PaLM's model FLOPs: 6 N per token over the matmul parameters a token runs through (the
@@ -1038,13 +1043,16 @@ double fsdp_optimizer_host_s(const ModelDesc& m, const TrainingConfig& c,
       c.offload != Offload::none || !foreach_optimizer(c)) {
     return 0;
   }
-  const auto& t = *m.transformer;
+  return parameter_tensor_count(*m.transformer) * k.fsdp_optimizer_host_s_per_tensor;
+}
+
+double parameter_tensor_count(const TransformerSpec& t) {
   double tensors = static_cast<double>(root_parameter_tensors(t).size());
   for (const auto& run : block_runs(t)) {
     tensors += static_cast<double>(run.layers) *
                static_cast<double>(layer_parameter_tensors(run.block).size());
   }
-  return tensors * k.fsdp_optimizer_host_s_per_tensor;
+  return tensors;
 }
 
 std::optional<OptimizerImpl> priced_optimizer_impl(const TrainingConfig& c) {

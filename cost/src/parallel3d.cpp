@@ -1141,6 +1141,12 @@ double Model3D::data_parallel_and_optimizer(const Layout3D& l, const ComputeTime
       l.optimizer};
   in.optimizer_s = optimizer_time(elements, recipe, l.offload, gpu_, k_,
                                   std::min(l.gpus(), t_.node().launch_gpus_per_host()), foreach);
+  // Eager FSDP2 steps its DTensors with foreach ops tensor by tensor on the host (compute_time.hpp
+  // fsdp_optimizer_host_s): the slowest stage's tensors.
+  if (foreach.on && stage.eager_forward_launches > 0 && l.offload == Offload::none) {
+    in.optimizer_s =
+        std::max(in.optimizer_s, stage.parameter_tensors * k_.fsdp_optimizer_host_s_per_tensor);
+  }
   in.host_transfer_s = host_transfers_s(
       l.offload, elements, sharded_elements(s, l, params, experts),
       static_cast<double>(recipe.compute_bytes()), host_link_Bps(gpu_, k_), out.dp_ops);

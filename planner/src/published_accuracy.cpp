@@ -269,7 +269,7 @@ StepPrediction predict_step(const PublishedRow& row, const PublishedSource& sour
   p.parts = {{"GEMMs", scale * e.compute.gemm_s},
              {"attention", scale * e.compute.attention_s},
              {"element-wise kernels", scale * e.compute.elementwise_s},
-             {"GPU waiting on the host's launches", scale * e.compute.host_wait_s},
+             {"GPU waiting on the host", scale * e.compute.host_wait_s},
              {"communication not hidden", e.times.exposed_comm_s},
              {"optimizer", e.times.optimizer_s},
              {"host copies", e.times.host_transfer_s}};

@@ -1175,6 +1175,39 @@ TEST_CASE("estimate: an eager forward whose kernels are short waits on the host'
   CHECK(fp32["host_wait_s"].get<double>() == 0);
 }
 
+TEST_CASE("estimate: an eager FSDP step also waits on FSDP's hooks, per wrapped module") {
+  // Llama 3.2 1B in bf16 parameters (FSDP's MixedPrecision, no autocast), micro-batch 4 on an
+  // H100: each block launches 30 element-wise kernels, 7 GEMMs and the attention kernel
+  // forward, 11 launches outside them (as above): 16 x 38 + 11 = 619 at 59 us; FSDP wraps the
+  // 16 blocks and the root, 17 modules at 2.16 ms (data/compute.json, measured on an H200:
+  // data/measurements/h200-cuda). 36.521 + 36.72 ms, longer than the kernels.
+  const std::vector<std::string> args = {"estimate",
+                                         "--model",
+                                         "llama-3.2-1b",
+                                         "--topology",
+                                         "dgx-h100",
+                                         "--gpu",
+                                         "H100-SXM",
+                                         "--gpus",
+                                         "1",
+                                         "--strategy",
+                                         "fsdp-full",
+                                         "--precision",
+                                         "bf16",
+                                         "--layer-kernels",
+                                         "eager",
+                                         "--seq-len",
+                                         "1024",
+                                         "--micro-batch",
+                                         "4"};
+  auto json = args;
+  json.emplace_back("--json");
+  const auto j = nlohmann::json::parse(run(json).out)["compute_per_micro_step"];
+  CHECK(j["forward_s"].get<double>() == Approx(619 * 59e-6 + 17 * 2.16e-3).epsilon(1e-9));
+  CHECK_THAT(run(args).out, Contains("on the host's eager launches and FSDP's hooks (") &&
+                                Contains(" of host time over 17 wrapped modules)"));
+}
+
 TEST_CASE("Megatron-LM layouts: tensor-parallel collectives overlapped with their GEMMs") {
   const std::vector<std::string> base{"estimate", "--model",    "llama-2-70b", "--topology",
                                       "dgx-h100", "--gpu",      "H100-SXM",    "--gpus",

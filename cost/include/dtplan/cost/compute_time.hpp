@@ -116,7 +116,13 @@ struct ComputeTime {
   double attention_recompute_s = 0;  // the recomputed part of attention_s
   double elementwise_s = 0;          // ... in element-wise kernels
   double host_wait_s = 0;            // ... waiting for the host to launch eager kernels
-  std::int64_t layers = 0;           // units whose compute the communication overlaps with
+  // Eager PyTorch only: the kernels the modules launch (the inventory, pace_by_host), and the
+  // host time of FSDP's hooks (forward and backward, recomputation included).
+  double eager_forward_launches = 0;
+  double eager_backward_launches = 0;
+  double fsdp_hooks_host_s = 0;
+  double parameter_tensors = 0;  // of the model (or stage) priced, as its modules register them
+  std::int64_t layers = 0;       // units whose compute the communication overlaps with
 };
 
 // Who provides the fused attention kernel: PyTorch (scaled_dot_product_attention's flash back
@@ -198,6 +204,9 @@ double optimizer_time(std::int64_t elements, const NumericRecipe& r, Offload off
 // step on the GPU, or a transformer.
 double fsdp_optimizer_host_s(const ModelDesc& m, const TrainingConfig& c,
                              const ComputeConstants& k);
+// The parameter tensors a transformer's modules register (layer_parameter_tensors of every
+// block, root_parameter_tensors).
+double parameter_tensor_count(const TransformerSpec& t);
 // Bytes the step reads and writes per parameter: 28 for a fused AdamW over fp32 weights and
 // states with bf16 gradients and a bf16 copy; 80 for torch.optim's foreach AdamW with fp32
 // gradients (docs/step-time-model.md).
